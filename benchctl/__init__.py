@@ -1,0 +1,3 @@
+"""benchctl: a benchmark harness for auditing agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,66 @@
+"""Small JSON helpers shared by every module that writes results to disk.
+
+orjson is used for speed (transcripts and reports touch many files); writes that mark
+something as finished are atomic (write a temp file, fsync, rename) so a crash never leaves
+a half-written file that a resume would mistake for a finished one.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+_DUMP_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+
+def dumps(obj: Any, *, pretty: bool = False) -> bytes:
+    return orjson.dumps(obj, option=_DUMP_OPTS if pretty else orjson.OPT_SERIALIZE_NUMPY)
+
+
+def loads(data: bytes | str) -> Any:
+    return orjson.loads(data)
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    return orjson.loads(Path(path).read_bytes())
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write `obj` as pretty JSON to `path` atomically (readers see the old file or the new one)."""
+    write_bytes_atomic(path, dumps(obj, pretty=True) + b"\n")
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
+    """Read a JSONL file, skipping a torn last line (a process killed mid-write)."""
+    out = []
+    with open(path, "rb") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+    return out

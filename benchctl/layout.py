@@ -1,0 +1,162 @@
+"""Where results live on disk, and the shape of the records there.
+
+This module is the contract between `run` (writes runs), `grade` (reads runs, writes grades)
+and `report` (reads both). Nothing else decides paths.
+
+    results/<sweep>/
+      sweep.json                         resolved sweep config + benchctl version
+      runs/<run_id>/
+        meta.json                        RunMeta; written atomically and LAST
+        transcript.jsonl                 one event per line, appended live
+        artifacts/                       files collected from the sandbox
+        attempts/                        earlier unfinished attempts moved aside on resume
+      grades/<grader>/<run_id>.json      GradeRecord
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator, Literal, TypedDict
+
+from benchctl.jsonio import read_json
+
+RUNS = "runs"
+GRADES = "grades"
+META = "meta.json"
+TRANSCRIPT = "transcript.jsonl"
+ARTIFACTS = "artifacts"
+
+RunStatus = Literal["running", "completed", "timeout", "refused", "error"]
+# A run in one of these states is finished: resume skips it. `error` runs are redone.
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "timeout", "refused"})
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slug(text: str) -> str:
+    """Make one component of a run id: filesystem-safe, readable (`anthropic/claude-x` -> `anthropic-claude-x`)."""
+    return _UNSAFE.sub("-", text).strip("-") or "x"
+
+
+def make_run_id(task: str, harness: str, model: str, budget: str, seed: int, variant: str | None = None,
+                tools: str | None = None) -> str:
+    parts = [task, harness, model, budget]
+    if variant:
+        parts.append(variant)
+    if tools:
+        parts.append(tools)
+    parts.append(f"s{seed}")
+    return "__".join(slug(p) for p in parts)
+
+
+class Usage(TypedDict, total=False):
+    input_tokens: int
+    cached_input_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+
+
+class RunMeta(TypedDict, total=False):
+    schema: int                 # META_SCHEMA
+    run_id: str
+    status: RunStatus
+    spec: dict[str, Any]        # task, harness, model, budget_s, seed, variant, tools, fallback, ...
+    task: str
+    harness: str
+    model: str                  # requested (configured) model id, e.g. anthropic/claude-x
+    budget: str                 # as given, e.g. "10m"
+    budget_s: float
+    seed: int
+    variant: str | None
+    task_hash: str              # content hash of task file + data (after the variant is applied)
+    image: str
+    image_digest: str | None
+    tool_versions: dict[str, str]
+    benchctl_version: str
+    started_at: float           # unix seconds
+    ended_at: float
+    elapsed_s: float
+    usage: Usage
+    cost_usd: float | None      # None = some call had an unknown price
+    served_models: dict[str, int]  # model id -> number of calls it served
+    fallbacks: list[dict[str, Any]]  # {"at": t, "from": m, "to": m, "reason": ...}
+    refusals: int
+    reprompts: int
+    revision_requests: int
+    turns: int
+    artifacts: list[str]        # relative to artifacts/
+    collect: dict[str, Any]     # CollectReport as dict (skipped / missing files)
+    error: str | None
+    exit_code: int | None
+
+
+META_SCHEMA = 1
+GRADE_SCHEMA = 1
+
+
+class GradeItem(TypedDict, total=False):
+    id: str                     # finding id / prediction index / ...
+    score: float | None         # raw judge score 0..1; None = unscored (judge failed)
+    strict: float | None        # max(2s-1, 0) for rubric coverage
+    cluster: str | None
+    weight: float
+    quote: str
+    reason: str
+    error: str
+
+
+class GradeRecord(TypedDict, total=False):
+    schema: int                 # GRADE_SCHEMA
+    grader: str                 # "coverage" | "tldr" | "combined" | "any_of_n" | ...
+    run_id: str
+    artifact: str               # which artifact was graded, e.g. report.md or report.followup-1.md
+    judge: str                  # judge model id
+    rubric_hash: str            # hash of findings + reference + prompt templates
+    status: Literal["scored", "partial", "unscored"]
+    score: float | None         # the grader's headline number; None when unscored
+    raw_score: float | None     # e.g. raw mean before the strict transform
+    by_cluster: dict[str, float]
+    items: list[GradeItem]
+    n_items: int
+    n_unscored: int
+    usage: Usage
+    cost_usd: float | None
+    created_at: float
+
+
+def runs_dir(results: Path) -> Path:
+    return Path(results) / RUNS
+
+
+def run_dir(results: Path, run_id: str) -> Path:
+    return runs_dir(results) / run_id
+
+
+def grade_path(results: Path, grader: str, run_id: str) -> Path:
+    return Path(results) / GRADES / grader / f"{run_id}.json"
+
+
+def read_meta(run_path: Path) -> RunMeta | None:
+    """The run's meta.json, or None when the run never finished writing it."""
+    p = Path(run_path) / META
+    if not p.exists():
+        return None
+    return read_json(p)
+
+
+def is_finished(run_path: Path) -> bool:
+    meta = read_meta(run_path)
+    return bool(meta) and meta.get("status") in FINAL_STATUSES
+
+
+def iter_runs(results: Path) -> Iterator[tuple[Path, RunMeta]]:
+    """Every run directory with a meta.json, sorted by run id."""
+    base = runs_dir(results)
+    if not base.is_dir():
+        return
+    for p in sorted(base.iterdir()):
+        if p.is_dir():
+            meta = read_meta(p)
+            if meta is not None:
+                yield p, meta

@@ -1,0 +1,84 @@
+"""The Sandbox seam: where an agent's tools run.
+
+One small protocol; the real implementation is `DockerSandbox` (docker SDK, network-less
+containers). Harnesses and the runner only ever talk to this protocol.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+# Label put on every container benchctl starts, so strays can be found and removed.
+LABEL_KEY = "benchctl.run_id"
+LABEL_MANAGED = "benchctl.managed"
+
+# Where things live inside the sandbox. Fixed paths keep prompts and hooks simple.
+DATA_DIR = "/data"          # task data, mounted read-only
+WORK_DIR = "/work"          # writable; the agent writes its report here
+GATEWAY_DIR = "/gateway"    # host directory holding the model gateway's unix socket
+TOOLS_DIR = "/opt/benchctl" # read-only mounts of agent binaries and helper scripts
+
+
+@dataclass
+class Limits:
+    """Resource limits. Defaults suit one agent investigating logs on a small machine."""
+    cpus: float = 1.0
+    memory: str = "2g"
+    pids: int = 256
+
+
+@dataclass
+class Mount:
+    host_path: Path
+    container_path: str
+    read_only: bool = True
+
+
+@dataclass
+class SandboxSpec:
+    image: str
+    run_id: str
+    data_dir: Path | None = None
+    gateway_dir: Path | None = None
+    extra_mounts: list[Mount] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    user: str = "agent"
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None      # None when killed by timeout
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False    # output exceeded the cap and was cut
+    duration_s: float = 0.0
+
+
+@dataclass
+class CollectReport:
+    """What artifact collection did, including everything it refused to copy and why."""
+    copied: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # {"path": ..., "reason": ...}
+    missing: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    run_id: str
+    image_digest: str | None
+
+    def start(self) -> None: ...
+
+    def exec(self, cmd: list[str] | str, *, timeout: float | None = None, output_cap: int = 1_000_000,
+             env: dict[str, str] | None = None, workdir: str | None = None, user: str | None = None) -> ExecResult: ...
+
+    def put_file(self, container_path: str, data: bytes, mode: int = 0o644) -> None: ...
+
+    def get_file(self, container_path: str, max_bytes: int = 50_000_000) -> bytes: ...
+
+    def collect(self, container_paths: list[str], dest_dir: Path, max_bytes: int = 50_000_000) -> CollectReport: ...
+
+    def stop(self) -> None: ...

@@ -1,0 +1,112 @@
+"""The run transcript: one JSON event per line, appended live.
+
+Every component of a run (gateway, harness, policies, runner) writes through one
+`TranscriptWriter`, which is thread-safe, flushes each line (so `tail -f` and a crash both
+see whole events) and scrubs secrets before anything reaches disk.
+
+Every event has: `v` (schema version), `seq` (0, 1, 2, ... per transcript), `t` (unix
+seconds), `type`, `source` (who wrote it: runner | gateway | harness | policy | target)
+plus type-specific fields. The event types are listed in `EVENT_TYPES` and documented in
+the README.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+
+SCHEMA_VERSION = 1
+
+EVENT_TYPES = {
+    "run_start",        # spec, task hash, image digest
+    "run_end",          # status, usage, cost, summary
+    "model_call",       # gateway: one exchange with an upstream (see gateway docs)
+    "model_error",      # gateway: a call that failed after retries
+    "refusal",          # gateway: a model refused
+    "fallback",         # gateway: the run switched to its fallback model
+    "assistant",        # harness: assistant text
+    "tool_call",        # harness: the agent called a tool (name, input)
+    "tool_result",      # harness: what the tool returned (output, exit code, truncated)
+    "notice",           # policy: text injected into the agent's context (kind: time|words|tokens)
+    "reprompt",         # policy: the agent tried to stop early and was told to continue
+    "revision_request", # policy: the report was over the length limit on stop
+    "hook",             # harness: a CLI hook fired
+    "followup",         # runner: a follow-up prompt was sent
+    "target_call",      # target tools: a call to the audited target model
+    "harness_event",    # harness: a raw CLI event with no better mapping
+    "stderr",           # harness: lines the agent CLI wrote to stderr
+    "error",            # anything: an error with a message
+}
+
+# Environment variables whose values must never be written anywhere.
+SECRET_ENV_VARS = (
+    "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+    "OPENAI_COMPATIBLE_API_KEY", "OPENROUTER_API_KEY",
+)
+
+
+def secret_values(extra: Iterable[str] = ()) -> list[str]:
+    """The secret strings present in this process's environment (long enough to be real)."""
+    vals = [os.environ.get(k, "") for k in SECRET_ENV_VARS]
+    vals += [v for k, v in os.environ.items() if k.endswith("_API_KEY") and k not in SECRET_ENV_VARS]
+    vals += list(extra)
+    return sorted({v for v in vals if v and len(v) >= 8}, key=len, reverse=True)
+
+
+class Redactor:
+    """Replaces known secret values in bytes with a marker. Cheap when there are none."""
+
+    def __init__(self, secrets: Iterable[str] | None = None) -> None:
+        self._secrets = [s.encode() for s in (secret_values() if secrets is None else secrets) if s]
+
+    def __call__(self, data: bytes) -> bytes:
+        for s in self._secrets:
+            if s in data:
+                data = data.replace(s, b"[REDACTED]")
+        return data
+
+
+class TranscriptWriter:
+    """Append-only JSONL writer. `emit` may be called from any thread."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, redactor: Redactor | None = None) -> None:
+        self.path = Path(path) if path else None
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._redact = redactor or Redactor()
+        self._f = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(self.path, "ab", buffering=0)
+        self.listeners: list[Any] = []   # callables(event) e.g. live progress; must be fast
+
+    def emit(self, type: str, source: str = "runner", **fields: Any) -> dict[str, Any]:
+        event = {"v": SCHEMA_VERSION, "seq": 0, "t": time.time(), "type": type, "source": source, **fields}
+        with self._lock:
+            event["seq"] = self._seq
+            self._seq += 1
+            line = self._redact(orjson.dumps(event, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)) + b"\n"
+            if self._f is not None:
+                self._f.write(line)
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:  # a broken progress display must never break a run
+                pass
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if self._f is not None:
+                self._f.close()
+                self._f = None
+
+    def __enter__(self) -> "TranscriptWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
