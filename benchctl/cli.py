@@ -1,9 +1,17 @@
-"""The `benchctl` command line. Kept import-light so `benchctl --help` stays fast."""
+"""The `benchctl` command line.
+
+Each command lives in `benchctl/commands/<name>.py` and exposes `register(app)`. Command
+modules import only typer and the standard library at module level; heavy SDKs (docker,
+anthropic, openai, google-genai, matplotlib) are imported inside the command bodies so that
+`benchctl --help` stays fast.
+"""
 import typer
 
 from benchctl import __version__
+from benchctl.commands import doctor, gateway, grade, images, report, run
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Benchmark harness for auditing agents.")
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Benchmark harness for auditing agents: run, grade, report.")
 
 
 def _version(value: bool) -> None:
@@ -13,5 +21,10 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit.")) -> None:
+def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit.")) -> None:
     """Run agents in network-less sandboxes, grade their outputs, report."""
+
+
+for _module in (run, grade, report, gateway, images, doctor):
+    _module.register(app)

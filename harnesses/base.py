@@ -1,0 +1,64 @@
+"""The Harness seam: how an agent is run inside a sandbox.
+
+Built-ins (react, claude_code, codex) use exactly this contract; so would a plugin. The
+runner owns the sandbox, the gateway and the transcript; a harness only drives the agent.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from benchctl.policies import Budget, RunPolicies, StopState
+from benchctl.sandbox.base import Mount, Sandbox
+from benchctl.transcript import TranscriptWriter
+
+Outcome = Literal["completed", "timeout", "refused", "error"]
+
+
+@dataclass
+class HarnessContext:
+    """Everything a harness may use during one run. Built by the runner."""
+    run_id: str
+    model: str                      # the run's configured model id (the gateway serves it)
+    instructions: str               # the task prompt given to the agent
+    sandbox: Sandbox                # already started
+    gateway: Any                    # benchctl.gateway.Gateway, already listening
+    transcript: TranscriptWriter
+    budget: Budget
+    policies: RunPolicies
+    run_dir: Path
+    options: dict[str, Any] = field(default_factory=dict)   # harness options from task/sweep (e.g. reasoning_effort, disallowed_tools)
+    stop_state: StopState = field(default_factory=StopState)
+    cancel: threading.Event = field(default_factory=threading.Event)  # set on SIGINT/SIGTERM
+
+
+@dataclass
+class HarnessResult:
+    status: Outcome
+    error: str | None = None
+    exit_code: int | None = None
+    turns: int = 0
+    session_id: str | None = None          # for follow-ups (claude --resume / codex exec resume)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Harness(Protocol):
+    name: str
+
+    def mounts(self) -> list[Mount]:
+        """Host paths (agent binaries, helper scripts) to mount read-only before the sandbox starts."""
+        ...
+
+    def tool_versions(self) -> dict[str, str]:
+        """Versions of the agent binaries used, for meta.json."""
+        ...
+
+    def run(self, ctx: HarnessContext) -> HarnessResult:
+        """Run the agent on ctx.instructions until it stops, the budget ends, or ctx.cancel is set."""
+        ...
+
+    def followup(self, ctx: HarnessContext, prompt: str, previous: HarnessResult) -> HarnessResult:
+        """Send a follow-up prompt in the same session (after `run`)."""
+        ...
