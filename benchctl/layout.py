@@ -111,6 +111,7 @@ class GradeRecord(TypedDict, total=False):
     grader: str                 # "coverage" | "tldr" | "combined" | "any_of_n" | ...
     run_id: str
     artifact: str               # which artifact was graded, e.g. report.md or report.followup-1.md
+    artifact_tag: str | None    # None for the main artifact, "followup-1" for a follow-up's
     judge: str                  # judge model id
     rubric_hash: str            # hash of findings + reference + prompt templates
     status: Literal["scored", "partial", "unscored"]
@@ -133,8 +134,11 @@ def run_dir(results: Path, run_id: str) -> Path:
     return runs_dir(results) / run_id
 
 
-def grade_path(results: Path, grader: str, run_id: str) -> Path:
-    return Path(results) / GRADES / grader / f"{run_id}.json"
+def grade_path(results: Path, grader: str, run_id: str, artifact_tag: str | None = None) -> Path:
+    """grades/<grader>/<run_id>.json for the main artifact; a follow-up artifact gets a tag:
+    grades/<grader>/<run_id>~followup-1.json (the record's `artifact` field names the file)."""
+    name = run_id if not artifact_tag else f"{run_id}~{slug(artifact_tag)}"
+    return Path(results) / GRADES / grader / f"{name}.json"
 
 
 def read_meta(run_path: Path) -> RunMeta | None:
