@@ -1,0 +1,187 @@
+"""File formats of tournament grading: the contract between the grader and `benchctl report`.
+
+Everything lives under ``results/<sweep>/grades/tournament/``::
+
+    grades/tournament/
+      ratings.json                 Ratings            (this module; what `report` reads)
+      canonical/<env>.json         CanonicalList      one per environment; hand-editable
+      extracted/<run_id>.json      ExtractedIssues    issues the judge pulled out of a markdown report
+      judge_log/<env>.json         raw judge prompts/answers of the dedup pass, for auditing
+      <run_id>.json                layout.GradeRecord per run (grader "tournament"; score = the run's
+                                   mean match share; items = canonical issues it found)
+
+``ratings.json`` is NOT a GradeRecord (it has no ``run_id``); generic readers of
+``grades/<grader>/*.json`` should skip files without ``run_id``.
+
+Words used here:
+
+* **auditor** -- what the leaderboard groups by, built from meta.json fields named by the
+  auditor key: ``"model"`` (default), ``"model+harness"``, ``"model+budget"``, ... The label joins
+  the field values with ``" + "`` (e.g. ``"anthropic/claude-x + claude_code"``).
+* **environment** (env) -- one thing being audited: the run's ``task``, plus ``"~<variant>"`` when
+  the run has a variant. All runs on one env are deduplicated together.
+* **canonical issue** -- one real issue after the judge merged duplicates across all runs of an env;
+  importance low/medium/high = 1/3/6 points.
+* **supported** -- the run backed the issue with evidence; only supported issues earn credit.
+* **match** -- two runs of different auditors on the same env. Issues both supported cancel; each side
+  scores its share of the remaining points (13 vs 6 of 19 -> 13/19 and 6/19). A pair with nothing left
+  (identical supported sets, including both empty) is **skipped**: it says nothing about who is
+  stronger, and under points-weighting it would carry zero weight anyway. A superset wins 1-0.
+  When an auditor has several runs on one env (seeds, budgets), every cross pair is played and each
+  gets weight 1/(n_a*n_b), so an auditor pair counts once per env however many seeds it ran.
+* **weighting** -- default ``"points"``: a match counts in the Bradley-Terry likelihood with weight =
+  points at stake (13/19 -> 13 points won, 6 lost), so a match over one low issue moves ratings less
+  than one over three high issues. ``"unweighted"``: every match weighs 1.
+
+Elo scale: strengths s fitted on the natural-log scale, shown as ``1000 + 400*log10(e)*(s - mean s)``:
+mean 1000; +100 Elo = 64 % expected share, +200 = 76 %. Intervals: bootstrap over environments
+(matches in one env are correlated), 2.5-97.5 percentiles. Rank = 1 + number of auditors whose lower
+bound is above this auditor's upper bound (so auditors with overlapping intervals share ranks).
+"""
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+RATINGS_SCHEMA = 1
+CANONICAL_SCHEMA = 1
+
+TOURNAMENT = "tournament"          # grader name: grades/tournament/
+RATINGS_FILE = "ratings.json"
+CANONICAL_DIR = "canonical"
+EXTRACTED_DIR = "extracted"
+JUDGE_LOG_DIR = "judge_log"
+
+Importance = Literal["low", "medium", "high"]
+POINTS: dict[str, int] = {"low": 1, "medium": 3, "high": 6}
+Weighting = Literal["points", "unweighted"]
+
+
+# ----------------------------------------------------------------------------- input artifact
+class AuditorIssue(TypedDict, total=False):
+    """One entry of a run's ``artifacts/issues.json`` (a JSON list of these, or ``{"issues": [...]}``).
+
+    ``title`` is required; the rest are optional but ``evidence`` is what the judge looks at when
+    deciding whether the issue is *supported*."""
+    title: str
+    description: str
+    evidence: str               # file paths, line numbers, commands run and their output, ...
+    severity: str               # the auditor's own label; informative only, the judge decides importance
+
+
+class ExtractedIssues(TypedDict, total=False):
+    """grades/tournament/extracted/<run_id>.json: issues read from a run (JSON or judge-extracted)."""
+    schema: int
+    run_id: str
+    source: str                 # artifact file name, e.g. "issues.json" or "report.md"
+    method: Literal["json", "judge", "none"]
+    status: Literal["ok", "failed"]
+    error: str | None
+    issues: list[AuditorIssue]
+    judge: str | None
+    cost_usd: float | None
+
+
+# ----------------------------------------------------------------------------- canonical lists
+class Finding(TypedDict, total=False):
+    """How one run reported one canonical issue (entry of CanonicalIssue.found_by, keyed by run_id)."""
+    supported: bool             # backed by evidence -> earns credit; hand-edit to override the judge
+    items: list[int]            # indices into that run's extracted issue list (0-based)
+    note: str                   # judge's reason (optional)
+
+
+class CanonicalIssue(TypedDict, total=False):
+    id: str                     # "I1", "I2", ... stable within the file
+    title: str
+    description: str
+    importance: Importance      # authoritative: points are always derived as POINTS[importance]
+    found_by: dict[str, Finding]   # run_id -> Finding; a run not listed did not find it
+
+
+class CanonicalList(TypedDict, total=False):
+    """grades/tournament/canonical/<env>.json. Hand-edit ``issues`` freely (importance, supported,
+    merge or split issues) and run ``rate_from_canonical``; no judge call is needed."""
+    schema: int                 # CANONICAL_SCHEMA
+    env: str
+    status: Literal["ok", "failed"]   # failed = judge never gave a valid answer; env is left out
+    error: str | None
+    judge: str | None
+    runs: dict[str, dict]       # run_id -> {"task","harness","model","budget","variant","seed","n_issues"}
+    issues: list[CanonicalIssue]
+    input_hash: str             # hash of the submissions the judge saw (re-judge when it changes)
+    content_hash: str           # hash of `issues` as the judge wrote it (detects hand edits)
+    created_at: float
+    cost_usd: float | None
+
+
+# ----------------------------------------------------------------------------- ratings.json
+class LeaderboardRow(TypedDict):
+    rank: int                   # 1 + #auditors whose lo > this hi
+    auditor: str
+    elo: float                  # full-data fit, mean over auditors = 1000
+    lo: float                   # 2.5 percentile of bootstrap
+    hi: float                   # 97.5 percentile of bootstrap
+    matches: int                # non-skipped run-vs-run matches played
+    environments: int           # environments with at least one run of this auditor
+    runs: int                   # runs of this auditor that entered the tournament
+    mean_share: float | None    # unweighted mean share over its non-skipped matches
+    points_won: float           # sum of weight*share (in the fit's weighting)
+    points_at_stake: float      # sum of weight
+    cost_usd: float | None      # sum of meta.json cost_usd over its runs; None if any is unknown
+
+
+class OverlapMatrix(TypedDict):
+    """values[i][j] = share of row auditor i's supported issues that column auditor j also found
+    (found at all, supported or not), pooled over environments, each env's run pairs weighted
+    1/(n_i*n_j). None on the diagonal and where i has no supported issue in envs shared with j."""
+    auditors: list[str]
+    values: list[list[float | None]]
+
+
+class MatchRow(TypedDict):
+    a: str                      # auditor label
+    b: str
+    run_a: str
+    run_b: str
+    cancelled: list[str]        # canonical issue ids both supported
+    a_only: list[str]           # supported by a, not by b
+    b_only: list[str]
+    points_a: float             # points of a_only
+    points_b: float
+    share_a: float | None       # points_a/(points_a+points_b); None when skipped
+    outcome: Literal["a", "b", "split", "skipped"]   # a/b = outright (1-0) win
+    weight: float               # weight in the fit (points at stake or 1) x 1/(n_a*n_b)
+
+
+class EnvTable(TypedDict):
+    env: str
+    canonical_hash: str
+    issues: list[dict]          # {"id","title","importance","points","supported_by":[auditors],"found_by":[auditors]}
+    matches: list[MatchRow]
+
+
+class Flags(TypedDict):
+    disconnected: bool          # the match graph (non-skipped matches) has >1 component
+    components: list[list[str]]  # auditors by connected component (one entry when connected)
+    mle_exists: bool            # every auditor both won and lost points inside a strongly connected graph
+    prior_used: bool            # a small prior (virtual draws vs a 1000-rated anchor) was added
+    prior_weight: float         # per auditor, in the fit's weight units; 0 when unused
+    bootstrap_rounds_with_prior: int   # resamples that needed the prior (disconnected/separated)
+    failed_envs: list[str]      # envs whose canonical list failed (left out of the fit)
+    no_issue_runs: list[str]    # runs that entered with no issues artifact (they score 0)
+
+
+class Ratings(TypedDict):
+    schema: int                 # RATINGS_SCHEMA
+    grader: str                 # "tournament"
+    judge: str | None           # dedup judge model (None when every canonical list was hand-made)
+    auditor_key: str            # e.g. "model" or "model+harness"
+    weighting: Weighting
+    bootstrap_rounds: int
+    seed: int
+    ci: list[float]             # [2.5, 97.5]
+    leaderboard: list[LeaderboardRow]   # sorted by elo, descending
+    overlap: OverlapMatrix
+    environments: list[EnvTable]
+    canonical_hashes: dict[str, str]    # env -> content hash of the canonical list used
+    flags: Flags
+    created_at: float
