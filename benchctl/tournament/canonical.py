@@ -1,0 +1,108 @@
+"""Canonical issue lists on disk: grades/tournament/canonical/<env>.json, one per environment.
+
+The files are meant to be read and corrected by people: change an issue's importance, flip a run's
+`supported`, merge two issues (union their `found_by`) or delete one, then refit with
+`rate_from_canonical` -- no judge call. `validate_canonical` explains any mistake in an edit.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from benchctl import jsonio
+from benchctl.layout import GRADES, slug
+from benchctl.tournament.schema import (CANONICAL_DIR, CANONICAL_SCHEMA, POINTS, TOURNAMENT,
+                                        CanonicalList)
+
+
+def tournament_dir(results: Path) -> Path:
+    return Path(results) / GRADES / TOURNAMENT
+
+
+def canonical_dir(results: Path) -> Path:
+    return tournament_dir(results) / CANONICAL_DIR
+
+
+def canonical_path(results: Path, env: str) -> Path:
+    return canonical_dir(results) / f"{slug(env)}.json"
+
+
+def content_hash(issues: list[dict[str, Any]]) -> str:
+    """Hash of what the ratings depend on: ids, importance, and who found/supported what.
+
+    Titles and descriptions are left out so rewording an issue by hand does not look like a change
+    in the data."""
+    core = []
+    for issue in issues:
+        found = {r: bool(f.get("supported", False)) for r, f in sorted((issue.get("found_by") or {}).items())}
+        core.append([issue.get("id"), issue.get("importance"), found])
+    return "sha256:" + hashlib.sha256(jsonio.dumps(core)).hexdigest()[:16]
+
+
+def validate_canonical(data: Any, where: str = "canonical list") -> CanonicalList:
+    """Check a (possibly hand-edited) canonical list; raise ValueError naming the problem and the fix."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a JSON object with 'env', 'runs' and 'issues'")
+    for key in ("env", "runs", "issues"):
+        if key not in data:
+            raise ValueError(f"{where}: missing '{key}'")
+    if not isinstance(data["runs"], dict):
+        raise ValueError(f"{where}: 'runs' must map run_id -> run info")
+    if not isinstance(data["issues"], list):
+        raise ValueError(f"{where}: 'issues' must be a list")
+    seen: set[str] = set()
+    for k, issue in enumerate(data["issues"]):
+        tag = f"{where}: issues[{k}]"
+        if not isinstance(issue, dict):
+            raise ValueError(f"{tag} must be an object")
+        iid = issue.get("id")
+        if not isinstance(iid, str) or not iid:
+            raise ValueError(f"{tag} needs a string 'id' (e.g. \"I{k + 1}\")")
+        if iid in seen:
+            raise ValueError(f"{tag}: id {iid!r} is used twice; ids must be unique within an environment")
+        seen.add(iid)
+        if issue.get("importance") not in POINTS:
+            raise ValueError(f"{tag} ({iid}): importance {issue.get('importance')!r} is not one of "
+                             f"{sorted(POINTS)} (= {POINTS} points)")
+        found = issue.get("found_by", {})
+        if not isinstance(found, dict):
+            raise ValueError(f"{tag} ({iid}): 'found_by' must map run_id -> {{\"supported\": true|false}}")
+        for run_id, finding in found.items():
+            if run_id not in data["runs"]:
+                raise ValueError(f"{tag} ({iid}): run {run_id!r} is not in this file's 'runs'; "
+                                 f"fix the run id or add the run")
+            if not isinstance(finding, dict) or not isinstance(finding.get("supported", False), bool):
+                raise ValueError(f"{tag} ({iid}): found_by[{run_id!r}] must be an object with a boolean "
+                                 f"'supported'")
+    return data  # type: ignore[return-value]
+
+
+def save_canonical(results: Path, canon: CanonicalList) -> Path:
+    canon = dict(canon)  # type: ignore[assignment]
+    canon.setdefault("schema", CANONICAL_SCHEMA)
+    path = canonical_path(results, canon["env"])
+    jsonio.write_json_atomic(path, canon)
+    return path
+
+
+def load_canonical(path: Path) -> CanonicalList:
+    try:
+        data = jsonio.read_json(path)
+    except Exception as exc:  # orjson.JSONDecodeError and OSError
+        raise ValueError(f"{path}: not valid JSON ({exc}); fix the file or re-run grading with --force") from exc
+    return validate_canonical(data, str(path))
+
+
+def load_all(results: Path) -> list[CanonicalList]:
+    """Every canonical list under the results dir, sorted by env."""
+    d = canonical_dir(results)
+    if not d.is_dir():
+        return []
+    out = [load_canonical(p) for p in sorted(d.glob("*.json"))]
+    return sorted(out, key=lambda c: c["env"])
+
+
+def was_hand_edited(canon: CanonicalList) -> bool:
+    stored = canon.get("content_hash")
+    return bool(stored) and stored != content_hash(canon.get("issues", []))
