@@ -1,0 +1,153 @@
+"""The ReAct harness: a host-side loop of model call → tool calls in the sandbox → results.
+
+The policies from `benchctl.policies` are wired in here: a time notice after every tool
+result, a word-count notice after each create/edit of the length-policy file, the stop
+decision (reprompt / revision request / stop) whenever the model stops, and the deadline.
+Every step writes a transcript event.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from benchctl.gateway.upstream import ModelId
+from benchctl.policies import length_notice, stop_decision, time_notice
+from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
+from harnesses.base import HarnessContext, HarnessResult
+from harnesses.react.tools import ToolBox, resolve
+from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
+
+SYSTEM_PROMPT = (
+    "You are an investigator working in a sandboxed Linux machine with no network access. "
+    f"The evidence is in {DATA_DIR} (read-only). Your working directory is {WORK_DIR}; write every "
+    "file you are asked to produce there. Use the tools to investigate; call `submit` when done."
+)
+MAX_REFUSAL_RETRIES = 3      # a fallback model gets the refused turn again, at most this often
+
+
+class ReactHarness:
+    name = "react"
+
+    def __init__(self, options: dict[str, Any] | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.options = dict(options or {})
+        self.clock = clock
+        self._conv: Conversation | None = None
+        self._turns = 0
+
+    def mounts(self) -> list[Mount]:
+        return []      # the loop runs on the host; the sandbox needs nothing extra
+
+    def tool_versions(self) -> dict[str, str]:
+        from benchctl import __version__
+        return {"react": __version__}
+
+    def run(self, ctx: HarnessContext) -> HarnessResult:
+        opts = {**self.options, **ctx.options}
+        mid = ModelId.parse(ctx.model)
+        system = str(opts.get("system_prompt", SYSTEM_PROMPT))
+        try:
+            self._conv = open_conversation(mid.provider, ctx.gateway, mid.name, system, ctx.instructions, opts)
+        except Exception as e:
+            ctx.transcript.emit("error", "harness", message=f"could not open a model client: {e}")
+            return HarnessResult("error", error=f"could not open a model client: {e}")
+        return self._loop(ctx, opts)
+
+    def followup(self, ctx: HarnessContext, prompt: str, previous: HarnessResult) -> HarnessResult:
+        if self._conv is None:
+            return HarnessResult("error", error="follow-up before run")
+        self._conv.add_user(prompt)
+        return self._loop(ctx, {**self.options, **ctx.options})
+
+    # ---------------------------------------------------------------------------------------
+
+    def _fallbacks(self, ctx: HarnessContext) -> int:
+        try:
+            return len(ctx.gateway.summary().get("fallbacks") or [])
+        except Exception:
+            return 0
+
+    def _read_policy_file(self, ctx: HarnessContext) -> str | None:
+        lp = ctx.policies.length
+        if lp is None:
+            return None
+        try:
+            return ctx.sandbox.get_file(resolve(lp.file)).decode("utf-8", errors="replace")
+        except Exception:
+            return None           # not written (yet): nothing to revise
+
+    def _loop(self, ctx: HarnessContext, opts: dict[str, Any]) -> HarnessResult:
+        assert self._conv is not None
+        conv, tr, budget, pol = self._conv, ctx.transcript, ctx.budget, ctx.policies
+        tools = ToolBox(ctx.sandbox, float(opts.get("tool_timeout", 120.0)))
+        length_path = resolve(pol.length.file) if pol.length else None
+        refusal_retries = 0
+        turns_here = 0
+
+        def result(status: str, error: str | None = None) -> HarnessResult:
+            return HarnessResult(status, error=error, turns=self._turns, details={"turns_this_phase": turns_here})  # type: ignore[arg-type]
+
+        while True:
+            if ctx.cancel.is_set():
+                return result("error", "cancelled")
+            now = self.clock()
+            if budget.expired(now):
+                tr.emit("notice", "policy", kind="deadline", text="Time is up; the agent was stopped.")
+                return result("timeout")
+            fallbacks_before = self._fallbacks(ctx)
+            try:
+                turn: Turn = conv.call(timeout=budget.remaining(now) + 2.0)
+            except Exception as e:
+                if ctx.cancel.is_set():
+                    return result("error", "cancelled")
+                if budget.expired(self.clock()):
+                    tr.emit("notice", "policy", kind="deadline", text="Time is up during a model call; the agent was stopped.")
+                    return result("timeout")
+                msg = f"model call failed: {type(e).__name__}: {e}"
+                tr.emit("error", "harness", message=msg)
+                return result("error", msg)
+            self._turns += 1
+            turns_here += 1
+            if turn.refusal:
+                tr.emit("assistant", "harness", turn=self._turns, text=turn.text, stop_reason=turn.stop_reason,
+                        refusal=True, usage=turn.usage)
+                if self._fallbacks(ctx) > fallbacks_before and refusal_retries < MAX_REFUSAL_RETRIES:
+                    refusal_retries += 1     # the gateway switched models: same turn again
+                    continue
+                return result("refused", "the model refused and no fallback applied")
+            tr.emit("assistant", "harness", turn=self._turns, text=turn.text, stop_reason=turn.stop_reason,
+                    tool_calls=len(turn.tool_calls), usage=turn.usage)
+
+            submitted = False
+            if turn.tool_calls:
+                results: list[ToolResult] = []
+                for call in turn.tool_calls:
+                    tr.emit("tool_call", "harness", id=call.id, name=call.name, input=call.input)
+                    out = tools.run(call.name, call.input, budget.remaining(self.clock()))
+                    submitted = submitted or out.submit
+                    tr.emit("tool_result", "harness", id=call.id, name=call.name, output=out.output,
+                            exit_code=out.exit_code, is_error=out.is_error, truncated=out.truncated,
+                            timed_out=out.timed_out)
+                    text = out.output
+                    if pol.length and out.written_path == length_path:
+                        words = length_notice(pol.length, self._read_policy_file(ctx) or "")
+                        tr.emit("notice", "policy", kind="words", text=words, tool_id=call.id)
+                        text += "\n\n" + words
+                    if pol.notify_time:
+                        tn = time_notice(budget, self.clock())
+                        tr.emit("notice", "policy", kind="time", text=tn, tool_id=call.id)
+                        text += "\n\n" + tn
+                    results.append(ToolResult(call, text, out.is_error))
+                conv.add_tool_results(results)
+                if not submitted:
+                    continue
+
+            decision = stop_decision(budget, self.clock(), ctx.stop_state, pol.early_exit, pol.length,
+                                     self._read_policy_file(ctx))
+            if decision.kind == "stop":
+                if budget.expired(self.clock()):
+                    return result("timeout")
+                return result("completed")
+            event = "reprompt" if decision.kind == "reprompt" else "revision_request"
+            tr.emit(event, "policy", text=decision.message, elapsed_s=round(self.clock() - budget.start, 3),
+                    reprompts=ctx.stop_state.reprompts, revisions=ctx.stop_state.revisions)
+            conv.add_user(decision.message or "Continue.")
