@@ -1,6 +1,92 @@
-"""`benchctl report` (placeholder until its issue lands)."""
+"""`benchctl report RESULTS_DIR`: leaderboards, breakdowns and plots from files on disk alone.
+
+Only typer and the standard library at module level (see benchctl/cli.py); the report
+package, rich and matplotlib are imported inside the command.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 
+class Format(str, Enum):
+    table = "table"
+    markdown = "markdown"
+    csv = "csv"
+    json = "json"
+
+
+class By(str, Enum):
+    auto = "auto"
+    model = "model"
+    model_harness = "model+harness"
+
+
+def report(
+    results_dir: Path = typer.Argument(..., help="A results directory written by `benchctl run` (contains runs/)."),
+    format: Format = typer.Option(Format.table, "--format", "-f", help="Output format on stdout (or --output)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the formatted report to this file instead of stdout."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write one self-contained HTML page (tables + plots)."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Also write PNG plots into this directory."),
+    exclude_fallback: bool = typer.Option(False, "--exclude-fallback", help="Leave out runs that fell back to another model."),
+    separate_fallback: bool = typer.Option(False, "--separate-fallback", help="Show runs that fell back as their own rows."),
+    by: By = typer.Option(By.auto, "--by", help="Row grouping: model, or model+harness (auto: harness when several)."),
+    score: Optional[str] = typer.Option(None, "--score", help="Headline grader (default: combined, else coverage, else tldr)."),
+    table: str = typer.Option("leaderboard", "--table", help="Which table --format csv writes (leaderboard, clusters, findings, ...)."),
+) -> None:
+    """Leaderboard by model x budget (mean over seeds with 95% intervals), breakdowns, any-of-N and
+    tournament tables, with provenance and mixed-judge warnings. Reads files only: no Docker, no network."""
+    from benchctl.report.aggregate import Options
+    from benchctl.report.build import build_report
+
+    if not results_dir.is_dir():
+        raise typer.BadParameter(f"{results_dir} is not a directory; pass the sweep directory `benchctl run` wrote.",
+                                 param_hint="RESULTS_DIR")
+    opts = Options(by=by.value, exclude_fallback=exclude_fallback, separate_fallback=separate_fallback, score=score)
+    try:
+        rep = build_report(results_dir, opts)
+    except (ValueError, FileNotFoundError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2)
+    if plots is not None or html is not None:
+        from benchctl.report.plots import make_plots
+        make_plots(rep)
+    if plots is not None:
+        plots.mkdir(parents=True, exist_ok=True)
+        for name, png in rep.plots.items():
+            (plots / name).write_bytes(png)
+        typer.echo(f"wrote {len(rep.plots)} plots to {plots}", err=True)
+    if html is not None:
+        from benchctl.report.html import to_html
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(to_html(rep), encoding="utf-8")
+        typer.echo(f"wrote {html}", err=True)
+
+    if format is Format.table:
+        from rich.console import Console
+        if output is not None:
+            with output.open("w", encoding="utf-8") as f:
+                from benchctl.report.render_terminal import print_report
+                print_report(rep, Console(file=f, width=200, no_color=True))
+            return
+        from benchctl.report.render_terminal import print_report
+        print_report(rep)
+        return
+    from benchctl.report import render_text
+    try:
+        text = {Format.markdown: render_text.to_markdown, Format.json: render_text.to_json,
+                Format.csv: lambda r: render_text.to_csv(r, table)}[format](rep)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        typer.echo(text, nl=False)
+
+
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("report")(report)

@@ -1,0 +1,255 @@
+"""Group runs into configurations and build the leaderboard and the "runs without a score" list.
+
+A configuration is (task, model, harness, budget, variant, tools); dimensions with a single
+value in the results are left out of the row label. Honesty rules, enforced here:
+
+- a run counts towards a mean only if its headline grade has a score (an unscored grade is
+  never 0) and the run did not end in `error` or is still `running`; every mean says
+  "k of m scored";
+- error and unfinished runs are counted in their row and listed, with their reason, in the
+  `unscored` table — never silently averaged;
+- runs that fell back to another model are labelled in their row ("2/3 fell back to X"), can
+  be shown as separate rows (`separate_fallback`) or excluded (`exclude_fallback`, with a note).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from benchctl.report.load import Results, Run
+from benchctl.report.model import NA, Column, Table, fmt, fmt_interval
+from benchctl.report.stats import mean_ci, mean_or_none
+
+HEADLINE_ORDER = ("combined", "coverage", "tldr")
+NOT_AVERAGED = frozenset({"error", "running"})
+
+
+@dataclass(frozen=True, order=True)
+class Config:
+    task: str
+    model: str
+    harness: str
+    budget_s: float
+    budget: str
+    variant: str
+    tools: str
+    fell_back: bool = False
+
+
+@dataclass
+class Options:
+    by: str = "auto"                 # auto | model | model+harness
+    exclude_fallback: bool = False
+    separate_fallback: bool = False
+    score: str | None = None         # headline grader; None = first of HEADLINE_ORDER present
+
+
+def field_of(run: Run, key: str, default: Any = None) -> Any:
+    """A RunMeta field, falling back to the resolved spec (older or partial metas)."""
+    v = run.meta.get(key)
+    if v is None:
+        v = (run.meta.get("spec") or {}).get(key)
+    return default if v is None else v
+
+
+def budget_label(run: Run) -> tuple[float, str]:
+    s = field_of(run, "budget_s")
+    lbl = field_of(run, "budget")
+    s = float(s) if isinstance(s, (int, float)) else math.inf
+    if not lbl:
+        lbl = NA if s == math.inf else (f"{s / 60:g}m" if s % 60 == 0 else f"{s:g}s")
+    return s, str(lbl)
+
+
+def fell_back(run: Run) -> bool:
+    return bool(run.meta.get("fallbacks"))
+
+
+def config_of(run: Run, opts: Options, harness_matters: bool) -> Config:
+    s, lbl = budget_label(run)
+    tools = field_of(run, "tools", "")
+    if isinstance(tools, (list, tuple)):
+        tools = "+".join(map(str, tools))
+    return Config(
+        task=str(field_of(run, "task", NA)), model=str(field_of(run, "model", NA)),
+        harness=str(field_of(run, "harness", NA)) if harness_matters else "",
+        budget_s=s, budget=lbl, variant=str(field_of(run, "variant") or "original"), tools=str(tools),
+        fell_back=fell_back(run) if opts.separate_fallback else False)
+
+
+class Grouping:
+    """Runs grouped by configuration, with knowledge of which dimensions vary (for labels)."""
+
+    def __init__(self, runs: Iterable[Run], opts: Options):
+        runs = list(runs)
+        harnesses = {str(field_of(r, "harness", NA)) for r in runs}
+        self.harness_matters = opts.by == "model+harness" or (opts.by == "auto" and len(harnesses) > 1)
+        self.groups: dict[Config, list[Run]] = defaultdict(list)
+        for r in runs:
+            self.groups[config_of(r, opts, self.harness_matters)].append(r)
+        keys = list(self.groups)
+        self.varies = {d: len({getattr(k, d) for k in keys}) > 1 for d in ("task", "variant", "tools")}
+
+    def sorted_keys(self) -> list[Config]:
+        return sorted(self.groups, key=lambda c: (c.task, c.budget_s, c.variant, c.tools, c.model, c.harness, c.fell_back))
+
+    def model_label(self, c: Config) -> str:
+        lbl = f"{c.model} / {c.harness}" if c.harness else c.model
+        return lbl + (" (fell back)" if c.fell_back else "")
+
+    def key_fields(self, c: Config) -> dict[str, Any]:
+        d: dict[str, Any] = {"model": c.model}
+        if self.harness_matters:
+            d["harness"] = c.harness
+        d["budget"] = c.budget
+        d["budget_s"] = None if c.budget_s == math.inf else c.budget_s
+        if self.varies["task"]:
+            d["task"] = c.task
+        if self.varies["variant"]:
+            d["variant"] = c.variant
+        if self.varies["tools"]:
+            d["tools"] = c.tools
+        d["fell_back"] = c.fell_back
+        return d
+
+    def key_columns(self) -> list[Column]:
+        cols = [Column("model", "model")]
+        if self.harness_matters:
+            cols.append(Column("harness", "harness"))
+        cols += [Column("budget", "budget"), Column("budget_s", "budget (s)", "float", hidden=True)]
+        for d in ("task", "variant", "tools"):
+            if self.varies[d]:
+                cols.append(Column(d, d))
+        cols.append(Column("fell_back", "fallback rows", hidden=True))
+        return cols
+
+
+def pick_headline(results: Results, opts: Options) -> str | None:
+    if opts.score:
+        if opts.score not in results.graders:
+            raise ValueError(f"--score {opts.score}: no grades from that grader; found: "
+                             f"{', '.join(results.graders) or 'none'} (run `benchctl grade` first)")
+        return opts.score
+    for g in HEADLINE_ORDER:
+        if g in results.graders:
+            return g
+    return results.graders[0] if results.graders else None
+
+
+def averaged(run: Run) -> bool:
+    return run.meta.get("status") not in NOT_AVERAGED
+
+
+def fallback_label(runs: list[Run]) -> str:
+    fb = [r for r in runs if fell_back(r)]
+    if not fb:
+        return ""
+    targets = Counter(str(r.meta["fallbacks"][-1].get("to", "?")) for r in fb)
+    if len(targets) == 1:
+        return f"{len(fb)}/{len(runs)} fell back to {next(iter(targets))}"
+    return f"{len(fb)}/{len(runs)} fell back (" + ", ".join(f"{m} ×{n}" for m, n in targets.most_common()) + ")"
+
+
+def total_tokens(run: Run) -> int | None:
+    u = run.meta.get("usage")
+    if not isinstance(u, dict) or not u:
+        return None
+    return int(sum(u.get(k) or 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")))
+
+
+def leaderboard(grouping: Grouping, headline: str | None) -> Table:
+    rows = []
+    for c in grouping.sorted_keys():
+        runs = grouping.groups[c]
+        usable = [r for r in runs if averaged(r)]
+        scored = [(r, r.score(headline)) for r in usable if headline and r.score(headline) is not None]
+        scores = [s for _, s in scored]
+        mean, lo, hi = mean_ci(scores)
+        cov = [s for r in usable if (s := r.score("coverage")) is not None]
+        tldr = [s for r in usable if (s := r.score("tldr")) is not None]
+        costs = [float(r.meta["cost_usd"]) for r in usable if r.meta.get("cost_usd") is not None]
+        toks = [t for r in usable if (t := total_tokens(r)) is not None]
+        elapsed = [float(r.meta["elapsed_s"]) for r in usable if r.meta.get("elapsed_s") is not None]
+        # Cost per point: over runs with both a known cost and a score; one point = 0.01 of score.
+        paired = [(float(r.meta["cost_usd"]), s) for r, s in scored if r.meta.get("cost_usd") is not None]
+        pts = sum(s for _, s in paired) * 100
+        statuses = Counter(r.meta.get("status") for r in runs)
+        row = grouping.key_fields(c) | {
+            "n_runs": len(runs), "n_scored": len(scores),
+            "score_mean": mean, "score_lo": lo, "score_hi": hi, "score_best": max(scores) if scores else None,
+            "coverage_mean": mean_or_none(cov), "n_coverage": len(cov),
+            "tldr_mean": mean_or_none(tldr), "n_tldr": len(tldr),
+            "fallback_runs": sum(fell_back(r) for r in runs), "fallback_label": fallback_label(runs),
+            "refused": statuses.get("refused", 0), "timeouts": statuses.get("timeout", 0),
+            "errors": statuses.get("error", 0), "unfinished": statuses.get("running", 0),
+            "cost_mean_usd": mean_or_none(costs), "n_priced": len(costs),
+            "tokens_mean": mean_or_none(toks),
+            "elapsed_mean_s": mean_or_none(elapsed),
+            "budget_used": (mean_or_none(elapsed) / c.budget_s) if elapsed and c.budget_s not in (0, math.inf) else None,
+            "cost_per_point_usd": (sum(x for x, _ in paired) / pts) if pts > 0 else None,
+        }
+        rows.append(row)
+    rows.sort(key=lambda r: (r.get("task", ""), r["budget_s"] if r["budget_s"] is not None else math.inf,
+                             -(r["score_mean"] if r["score_mean"] is not None else -1)))
+    cols = grouping.key_columns() + [
+        Column("n_runs", "runs", "int"), Column("n_scored", "scored", "int"),
+        Column("score_mean", f"{headline or 'score'} mean", "score"), Column("score_lo", "95% lo", "score"),
+        Column("score_hi", "95% hi", "score"), Column("score_best", "best run", "score"),
+        Column("coverage_mean", "coverage", "score"), Column("n_coverage", "coverage n", "int"),
+        Column("tldr_mean", "TLDR", "score"), Column("n_tldr", "TLDR n", "int"),
+        Column("fallback_runs", "fallback runs", "int"), Column("fallback_label", "fallback"),
+        Column("refused", "refused", "int"), Column("timeouts", "timeouts", "int"),
+        Column("errors", "errors", "int"), Column("unfinished", "unfinished", "int"),
+        Column("cost_mean_usd", "mean cost", "usd"), Column("n_priced", "priced runs", "int"),
+        Column("tokens_mean", "mean tokens", "int"), Column("elapsed_mean_s", "mean time", "seconds"),
+        Column("budget_used", "budget used", "pct"), Column("cost_per_point_usd", "$ / point", "usd"),
+    ]
+    key_disp = [(c.label, (lambda k, kind: lambda r: fmt(kind, r.get(k)))(c.key, c.kind))
+                for c in grouping.key_columns() if not c.hidden]
+    if any(r["fell_back"] for r in rows):
+        key_disp[0] = ("model", lambda r: r["model"] + (" (fell back)" if r["fell_back"] else ""))
+    display = key_disp + [
+        (f"{headline or 'score'} (95% CI)", lambda r: fmt_interval(r["score_mean"], r["score_lo"], r["score_hi"])),
+        ("scored", lambda r: f"{r['n_scored']} of {r['n_runs']}"),
+        ("best", lambda r: fmt("score", r["score_best"])),
+        ("coverage", lambda r: fmt("score", r["coverage_mean"])),
+        ("TLDR", lambda r: fmt("score", r["tldr_mean"])),
+        ("fallback", lambda r: r["fallback_label"] or ""),
+        ("refused", lambda r: str(r["refused"]) if r["refused"] else ""),
+        ("errors", lambda r: ", ".join(f"{r[k]} {k}" for k in ("errors", "unfinished") if r[k])),
+        ("mean cost", lambda r: fmt("usd", r["cost_mean_usd"]) + ("" if r["n_priced"] in (0, r["n_runs"]) else f" ({r['n_priced']} priced)")),
+        ("tokens", lambda r: fmt("int", r["tokens_mean"])),
+        ("time", lambda r: fmt("seconds", r["elapsed_mean_s"])),
+        ("$/point", lambda r: fmt("usd", r["cost_per_point_usd"])),
+    ]
+    notes = [f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
+             f"(no interval with one run). Unscored grades are never counted as 0; error and unfinished runs "
+             f"are not averaged. $/point = agent cost / (100 × score), over runs with a known cost."]
+    if headline is None:
+        notes.append("No grades found: run `benchctl grade RESULTS_DIR` to score these runs.")
+    return Table("leaderboard", "Leaderboard", cols, rows, notes, display)
+
+
+def unscored_runs(runs: list[Run], headline: str | None) -> Table:
+    """Every run without a headline score, with the reason — the other half of "k of m scored"."""
+    rows = []
+    for r in runs:
+        status = r.meta.get("status")
+        g = r.grade(headline) if headline else None
+        if status == "error":
+            reason = f"run error: {r.meta.get('error') or 'no message'}"
+        elif status == "running":
+            reason = "run unfinished (meta.json says running)"
+        elif g is None:
+            reason = f"no {headline or ''} grade yet".replace("  ", " ")
+        elif g.score is None:
+            reason = f"grade {g.status}: judge gave no score"
+        else:
+            continue
+        rows.append({"run_id": r.run_id, "status": status, "reason": reason,
+                     "fallback": fallback_label([r]) and "yes"})
+    cols = [Column("run_id", "run"), Column("status", "status"), Column("reason", "reason"), Column("fallback", "fell back")]
+    return Table("unscored", "Runs without a score", cols, rows,
+                 [f"{len(rows)} of {len(runs)} runs have no {headline or ''} score and are not in any mean."])

@@ -1,0 +1,181 @@
+"""Breakdowns beyond the leaderboard: coverage per finding cluster, per-finding hit rates,
+follow-up artifacts vs the main report, and data variants side by side.
+
+All of them use only runs that count towards means (`aggregate.averaged`) and only grades with
+a score; an unscored item (judge failed on it) is skipped, never read as 0.
+A finding is a *hit* in a run when its strict score is > 0, i.e. the judge's raw score was
+above 0.5 (strict = max(2s − 1, 0)).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from benchctl.report.aggregate import Config, Grouping, averaged
+from benchctl.report.model import Column, Table, fmt, fmt_interval
+from benchctl.report.stats import mean_ci, mean_or_none
+
+
+def _natural(s: str) -> tuple:
+    import re
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
+
+
+def _row_label(grouping: Grouping, c: Config) -> str:
+    parts = [grouping.model_label(c), c.budget]
+    for d in ("task", "variant", "tools"):
+        if grouping.varies[d]:
+            parts.append(getattr(c, d))
+    return " · ".join(parts)
+
+
+def clusters(grouping: Grouping, grader: str = "coverage") -> Table | None:
+    """Mean strict coverage per finding cluster, one row per configuration."""
+    names: set[str] = set()
+    rows = []
+    for c in grouping.sorted_keys():
+        acc: dict[str, list[float]] = defaultdict(list)
+        n = 0
+        for r in grouping.groups[c]:
+            g = r.grade(grader)
+            if not averaged(r) or g is None or g.score is None:
+                continue
+            n += 1
+            for cl, v in g.by_cluster.items():
+                if v is not None:
+                    acc[cl].append(float(v))
+        if not n:
+            continue
+        names.update(acc)
+        rows.append({"config": _row_label(grouping, c), "n_scored": n} | {cl: mean_or_none(v) for cl, v in acc.items()})
+    if not names:
+        return None
+    order = sorted(names, key=_natural)
+    cols = [Column("config", "configuration"), Column("n_scored", "runs", "int")] + [Column(cl, cl, "score") for cl in order]
+    return Table("clusters", "Coverage by finding cluster", cols, rows,
+                 ["Mean strict coverage of each cluster's findings over scored runs."])
+
+
+def findings(grouping: Grouping, grader: str = "coverage") -> Table | None:
+    """Per-finding hit rate overall and per model (across budgets)."""
+    # finding -> model label -> [hits, scored]; plus strict sums overall
+    per: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    strict_sum: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    cluster_of: dict[str, str | None] = {}
+    models: list[str] = []
+    for c in grouping.sorted_keys():
+        m = grouping.model_label(c)
+        for r in grouping.groups[c]:
+            g = r.grade(grader)
+            if not averaged(r) or g is None or g.score is None:
+                continue
+            if m not in models:
+                models.append(m)
+            for it in g.items:
+                st = it.strict if it.strict is not None else (None if it.score is None else max(2 * it.score - 1, 0))
+                if st is None:
+                    continue
+                cell = per[it.id][m]
+                cell[0] += st > 0
+                cell[1] += 1
+                acc = strict_sum[it.id]
+                acc[0] += st
+                acc[1] += 1
+                cluster_of.setdefault(it.id, it.cluster)
+    if not per:
+        return None
+    rows = []
+    for fid in sorted(per, key=_natural):
+        hits = sum(v[0] for v in per[fid].values())
+        n = sum(v[1] for v in per[fid].values())
+        row: dict[str, Any] = {"finding": fid, "cluster": cluster_of.get(fid), "n_scored": n,
+                               "hit_rate": hits / n if n else None,
+                               "mean_strict": strict_sum[fid][0] / strict_sum[fid][1] if strict_sum[fid][1] else None}
+        for m in models:
+            h, k = per[fid].get(m, (0, 0))
+            row[f"hit:{m}"] = h / k if k else None
+        rows.append(row)
+    cols = [Column("finding", "finding"), Column("cluster", "cluster"), Column("n_scored", "scored", "int"),
+            Column("hit_rate", "hit rate", "pct"), Column("mean_strict", "mean strict", "score")]
+    cols += [Column(f"hit:{m}", m, "pct") for m in models]
+    return Table("findings", "Per-finding hit rates", cols, rows,
+                 ["Hit = strict score > 0 (judge's raw score above 0.5). Unscored items are skipped."])
+
+
+def followups(grouping: Grouping, grader: str = "coverage") -> Table | None:
+    """Follow-up artifact vs main report, paired per run: mean gain with a t-interval."""
+    rows = []
+    for c in grouping.sorted_keys():
+        tags: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for r in grouping.groups[c]:
+            if not averaged(r):
+                continue
+            main = r.score(grader)
+            for (gname, tag), g in r.grades.items():
+                if gname == grader and tag is not None and g.score is not None and main is not None:
+                    tags[tag].append((main, g.score))
+        for tag in sorted(tags, key=_natural):
+            pairs = tags[tag]
+            gain, lo, hi = mean_ci([f - m for m, f in pairs])
+            rows.append({"config": _row_label(grouping, c), "artifact": tag, "n_pairs": len(pairs),
+                         "main_mean": mean_or_none([m for m, _ in pairs]),
+                         "followup_mean": mean_or_none([f for _, f in pairs]),
+                         "gain_mean": gain, "gain_lo": lo, "gain_hi": hi})
+    if not rows:
+        return None
+    cols = [Column("config", "configuration"), Column("artifact", "follow-up"), Column("n_pairs", "runs", "int"),
+            Column("main_mean", "main", "score"), Column("followup_mean", "follow-up", "score"),
+            Column("gain_mean", "gain", "score"), Column("gain_lo", "gain 95% lo", "score"),
+            Column("gain_hi", "gain 95% hi", "score")]
+    display = [("configuration", lambda r: r["config"]), ("follow-up", lambda r: r["artifact"]),
+               ("runs", lambda r: str(r["n_pairs"])), ("main", lambda r: fmt("score", r["main_mean"])),
+               ("follow-up score", lambda r: fmt("score", r["followup_mean"])),
+               ("gain (95% CI)", lambda r: fmt_interval(r["gain_mean"], r["gain_lo"], r["gain_hi"]))]
+    return Table("followups", f"Follow-up vs main report ({grader})", cols, rows,
+                 ["Paired over runs where both the main report and the follow-up have a score."], display)
+
+
+def variants(grouping: Grouping, headline: str | None) -> Table | None:
+    """Same model/harness/budget, each data variant side by side, with the change from original."""
+    if not grouping.varies["variant"] or headline is None:
+        return None
+    cells: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    names: set[str] = set()
+    for c, runs in grouping.groups.items():
+        key = (c.task, c.budget_s, c.budget, c.model, c.harness, c.tools, c.fell_back)
+        names.add(c.variant)
+        for r in runs:
+            if averaged(r) and (s := r.score(headline)) is not None:
+                cells[key][c.variant].append(s)
+            else:
+                cells[key].setdefault(c.variant, [])
+    order = sorted(names, key=lambda v: (v != "original", v))
+    rows = []
+    for key in sorted(cells, key=lambda k: (k[0], k[1], k[3], k[4], k[5], k[6])):
+        task, budget_s, budget, model, harness, tools, fb = key
+        c = Config(task, model, harness, budget_s, budget, "", tools, fb)
+        row: dict[str, Any] = {"config": " · ".join(p for p in (grouping.model_label(c), budget,
+                               task if grouping.varies["task"] else "", tools if grouping.varies["tools"] else "") if p)}
+        base = mean_or_none(cells[key].get("original", []))
+        for v in order:
+            vals = cells[key].get(v, [])
+            row[f"{v}:mean"] = mean_or_none(vals)
+            row[f"{v}:n"] = len(vals)
+            if v != "original":
+                row[f"{v}:delta"] = (row[f"{v}:mean"] - base) if base is not None and vals else None
+        rows.append(row)
+    cols = [Column("config", "configuration")]
+    display = [("configuration", lambda r: r["config"])]
+    for v in order:
+        cols += [Column(f"{v}:mean", f"{v}", "score"), Column(f"{v}:n", f"{v} n", "int")]
+        display.append((v, (lambda v: lambda r: f"{fmt('score', r[f'{v}:mean'])} (n={r[f'{v}:n']})")(v)))
+        if v != "original":
+            cols.append(Column(f"{v}:delta", f"Δ {v}", "score"))
+            display.append((f"Δ {v}", (lambda v: lambda r: _signed(r[f"{v}:delta"]))(v)))
+    return Table("variants", f"Data variants side by side ({headline})", cols, rows,
+                 ["Δ = variant mean − original mean for the same model, harness and budget."], display)
+
+
+def _signed(v: float | None) -> str:
+    return "–" if v is None or math.isnan(v) else f"{v:+.3f}"

@@ -1,0 +1,56 @@
+"""Assemble a `Report` from a results directory: load, group, aggregate, check provenance."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from benchctl.report import breakdowns, contests
+from benchctl.report.aggregate import Grouping, Options, fell_back, leaderboard, pick_headline, unscored_runs
+from benchctl.report.load import Results, load_results
+from benchctl.report.model import Report, Table
+from benchctl.report.provenance import provenance
+
+
+def build_report(results: Results | str | os.PathLike[str], opts: Options | None = None) -> Report:
+    opts = opts or Options()
+    if opts.exclude_fallback and opts.separate_fallback:
+        raise ValueError("--exclude-fallback and --separate-fallback contradict each other; pick one")
+    if opts.by not in ("auto", "model", "model+harness"):
+        raise ValueError(f"--by {opts.by}: expected model or model+harness")
+    res = results if isinstance(results, Results) else load_results(results)
+    prov, warnings = provenance(res)
+    runs = res.runs
+    headline = pick_headline(res, opts)
+    excluded = [r for r in runs if fell_back(r)] if opts.exclude_fallback else []
+    if excluded:
+        runs = [r for r in runs if not fell_back(r)]
+    grouping = Grouping(runs, opts)
+    lb = leaderboard(grouping, headline)
+    if excluded:
+        lb.notes.append(f"--exclude-fallback: {len(excluded)} runs that fell back to another model are left out.")
+    partial = sum(1 for r in runs if (g := r.grade(headline or "")) is not None and g.status == "partial")
+    if partial:
+        lb.notes.append(f"{partial} runs have a partial {headline} grade (some items unscored by the judge); "
+                        f"their score is the grader's figure over the items it could score.")
+    tables: list[Table] = [lb]
+    if "coverage" in res.graders:
+        for t in (breakdowns.clusters(grouping), breakdowns.findings(grouping), breakdowns.followups(grouping)):
+            if t is not None:
+                tables.append(t)
+    elif headline:
+        t = breakdowns.followups(grouping, headline)
+        if t is not None:
+            tables.append(t)
+    v = breakdowns.variants(grouping, headline)
+    if v is not None:
+        tables.append(v)
+    if contests.ANY_OF_N in res.graders:
+        t = contests.any_of_n(grouping)
+        if t is not None:
+            tables.append(t)
+    if res.ratings:
+        tables += contests.tournament_tables(res.ratings)
+    tables.append(unscored_runs(runs, headline))
+    plot_data: dict[str, Any] = {"headline": headline}
+    return Report(tables=tables, provenance=prov | {"headline_grader": headline}, warnings=warnings,
+                  plot_data=plot_data)

@@ -1,0 +1,106 @@
+"""Any-of-N success tables and tournament (Elo) tables.
+
+Any-of-N: one grade per run (grader "any_of_n"): score 1.0 = one of the N predictions matched
+the hidden behaviour, 0.0 = none did, None = the judge gave no verdict (never counted as a
+failure). Success rate per configuration with a 95 % Wilson interval.
+
+Tournament: rendered from grades/tournament/ratings.json as the tournament grader wrote it
+(schema: benchctl.tournament.schema.Ratings); the report does not refit anything.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from benchctl.report.aggregate import Grouping, averaged
+from benchctl.report.model import Column, Table, fmt
+from benchctl.report.stats import wilson_interval
+
+ANY_OF_N = "any_of_n"
+
+
+def any_of_n(grouping: Grouping, grader: str = ANY_OF_N) -> Table | None:
+    rows = []
+    for c in grouping.sorted_keys():
+        runs = grouping.groups[c]
+        graded = [r.grade(grader) for r in runs if averaged(r)]
+        if not any(g is not None for g in graded):
+            continue
+        verdicts = [g.score for g in graded if g is not None and g.score is not None]
+        k = sum(1 for s in verdicts if s >= 0.5)
+        n = len(verdicts)
+        lo, hi = wilson_interval(k, n) if n else (None, None)
+        rows.append(grouping.key_fields(c) | {
+            "successes": k, "n_scored": n, "n_runs": len(runs),
+            "n_unscored": sum(1 for g in graded if g is None or g.score is None),
+            "n_not_averaged": sum(1 for r in runs if not averaged(r)),
+            "rate": k / n if n else None, "rate_lo": lo, "rate_hi": hi})
+    if not rows:
+        return None
+    cols = grouping.key_columns() + [
+        Column("successes", "successes", "int"), Column("n_scored", "scored", "int"), Column("n_runs", "runs", "int"),
+        Column("n_unscored", "no verdict", "int"), Column("n_not_averaged", "error/unfinished", "int"),
+        Column("rate", "success rate", "pct"), Column("rate_lo", "95% lo", "pct"), Column("rate_hi", "95% hi", "pct")]
+    display = [(c.label, (lambda k, kind: lambda r: fmt(kind, r.get(k)))(c.key, c.kind))
+               for c in grouping.key_columns() if not c.hidden] + [
+        ("success (95% Wilson)", lambda r: "–" if r["rate"] is None else
+            f"{r['successes']}/{r['n_scored']} = {fmt('pct', r['rate'])} [{fmt('pct', r['rate_lo'])}, {fmt('pct', r['rate_hi'])}]"),
+        ("runs", lambda r: str(r["n_runs"])),
+        ("no verdict", lambda r: str(r["n_unscored"]) if r["n_unscored"] else ""),
+        ("error/unfinished", lambda r: str(r["n_not_averaged"]) if r["n_not_averaged"] else "")]
+    return Table("any_of_n", "Any-of-N success rate", cols, rows,
+                 ["Success = a judge matched one of the run's predictions to the hidden behaviour. "
+                  "Runs without a verdict and error runs are counted, not treated as failures."], display)
+
+
+def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
+    out: list[Table] = []
+    lb = ratings.get("leaderboard") or []
+    rows = [{k: r.get(k) for k in ("rank", "auditor", "elo", "lo", "hi", "matches", "environments", "runs",
+                                   "mean_share", "cost_usd")} for r in lb]
+    cols = [Column("rank", "rank", "int"), Column("auditor", "auditor"), Column("elo", "Elo", "float"),
+            Column("lo", "95% lo", "float"), Column("hi", "95% hi", "float"), Column("matches", "matches", "int"),
+            Column("environments", "envs", "int"), Column("runs", "runs", "int"),
+            Column("mean_share", "mean share", "pct"), Column("cost_usd", "cost", "usd")]
+    display = [("rank", lambda r: str(r["rank"])), ("auditor", lambda r: r["auditor"]),
+               ("Elo (95% CI)", lambda r: "–" if r["elo"] is None else
+                   f"{r['elo']:.0f} ({r['lo']:.0f}–{r['hi']:.0f})" if r["lo"] is not None else f"{r['elo']:.0f}"),
+               ("matches", lambda r: fmt("int", r["matches"])), ("envs", lambda r: fmt("int", r["environments"])),
+               ("mean share", lambda r: fmt("pct", r["mean_share"])), ("cost", lambda r: fmt("usd", r["cost_usd"]))]
+    notes = [f"Bradley–Terry fit on the Elo scale (mean 1000; +100 ≈ 64% expected share), weighting "
+             f"{ratings.get('weighting', '?')}, {ratings.get('bootstrap_rounds', '?')} bootstrap rounds over "
+             f"environments; rank = 1 + auditors whose interval lies wholly above. Auditor = {ratings.get('auditor_key', '?')}."]
+    flags = ratings.get("flags") or {}
+    if flags.get("disconnected"):
+        notes.append("WARNING: the match graph is disconnected; ratings across components are not comparable: "
+                     + " | ".join(", ".join(c) for c in flags.get("components", [])))
+    if flags.get("prior_used"):
+        notes.append(f"A small prior was used (weight {flags.get('prior_weight')}) because the maximum-likelihood fit does not exist.")
+    if flags.get("failed_envs"):
+        notes.append("Environments left out (judge failed): " + ", ".join(flags["failed_envs"]))
+    if flags.get("no_issue_runs"):
+        notes.append(f"{len(flags['no_issue_runs'])} runs entered with no issues artifact (score 0).")
+    out.append(Table("tournament", "Tournament (Elo)", cols, rows, notes, display))
+
+    ov = ratings.get("overlap") or {}
+    auditors = ov.get("auditors") or []
+    if auditors:
+        orows = [{"auditor": a} | {b: (ov["values"][i][j] if i < len(ov["values"]) and j < len(ov["values"][i]) else None)
+                                  for j, b in enumerate(auditors)} for i, a in enumerate(auditors)]
+        out.append(Table("overlap", "Issue overlap (share of row's supported issues the column also found)",
+                         [Column("auditor", "auditor")] + [Column(b, b, "pct") for b in auditors], orows))
+
+    mrows = []
+    for env in ratings.get("environments") or []:
+        for m in env.get("matches") or []:
+            mrows.append({"env": env.get("env"), "a": m.get("a"), "b": m.get("b"), "run_a": m.get("run_a"),
+                          "run_b": m.get("run_b"), "cancelled": len(m.get("cancelled") or []),
+                          "points_a": m.get("points_a"), "points_b": m.get("points_b"),
+                          "share_a": m.get("share_a"), "outcome": m.get("outcome")})
+    if mrows:
+        mcols = [Column("env", "environment"), Column("a", "auditor A"), Column("b", "auditor B"),
+                 Column("run_a", "run A", hidden=True), Column("run_b", "run B", hidden=True),
+                 Column("cancelled", "shared", "int"), Column("points_a", "A points", "float"),
+                 Column("points_b", "B points", "float"), Column("share_a", "A share", "pct"),
+                 Column("outcome", "outcome")]
+        out.append(Table("matches", "Tournament matches per environment", mcols, mrows))
+    return out

@@ -1,0 +1,96 @@
+"""What a report was built from: versions, task content hashes, judges and rubric hashes.
+
+Every output format carries this block. Mixing is flagged, not hidden: grades of one grader
+made by different judge models or rubric versions are not comparable, and runs of one task
+(and variant) made on different task contents are not either.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+from benchctl import __version__
+from benchctl.report.load import Results
+
+
+def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
+    versions: Counter[str] = Counter()
+    task_hashes: dict[str, Counter[str]] = defaultdict(Counter)
+    judges: dict[str, Counter[str]] = defaultdict(Counter)
+    rubrics: dict[str, Counter[str]] = defaultdict(Counter)
+    grade_cost, grade_cost_unknown = 0.0, 0
+    for r in results.runs:
+        m = r.meta
+        versions[str(m.get("benchctl_version") or "unknown")] += 1
+        spec = m.get("spec") or {}
+        task = m.get("task") or spec.get("task") or "?"
+        variant = m.get("variant") or spec.get("variant")
+        task_hashes[f"{task}~{variant}" if variant else task][str(m.get("task_hash") or "unknown")] += 1
+        for (grader, _tag), g in r.grades.items():
+            judges[grader][str(g.judge or "unknown")] += 1
+            rubrics[grader][str(g.rubric_hash or "unknown")] += 1
+            if g.cost_usd is None:
+                grade_cost_unknown += 1
+            else:
+                grade_cost += float(g.cost_usd)
+    if results.ratings:
+        judges["tournament (ratings)"][str(results.ratings.get("judge") or "hand-made")] += 1
+
+    warnings: list[str] = []
+    for grader in sorted(judges):
+        if len(judges[grader]) > 1:
+            warnings.append(f"Mixed judges in `{grader}` grades: {_counts(judges[grader])}. Scores from different "
+                            f"judges are not comparable; re-grade with one judge (`benchctl grade --judge ...`).")
+    for grader in sorted(rubrics):
+        if len(rubrics[grader]) > 1:
+            warnings.append(f"Mixed rubric versions in `{grader}` grades: {_counts(rubrics[grader])}. "
+                            f"Re-grade the older runs with the current rubric.")
+    for task in sorted(task_hashes):
+        if len(task_hashes[task]) > 1:
+            warnings.append(f"Task `{task}` was run on different contents (task hashes {_counts(task_hashes[task])}); "
+                            f"its runs are not comparable.")
+    if len(versions) > 1:
+        warnings.append(f"Runs were made by several benchctl versions: {_counts(versions)}.")
+    warnings += [f"Problem reading results: {p}" for p in results.problems[:20]]
+    if len(results.problems) > 20:
+        warnings.append(f"... and {len(results.problems) - 20} more problems reading results.")
+
+    prov = {
+        "report_benchctl_version": __version__,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "results_dir": str(results.root),
+        "runs": len(results.runs),
+        "grades": results.stats.get("grades", 0),
+        "run_benchctl_versions": dict(versions),
+        "task_hashes": {t: dict(c) for t, c in sorted(task_hashes.items())},
+        "judges": {g: dict(c) for g, c in sorted(judges.items())},
+        "rubric_hashes": {g: dict(c) for g, c in sorted(rubrics.items())},
+        "grading_cost_usd": grade_cost,
+        "grades_without_cost": grade_cost_unknown,
+    }
+    if results.ratings:
+        prov["tournament_canonical_hashes"] = results.ratings.get("canonical_hashes") or {}
+    if results.sweep:
+        prov["sweep_benchctl_version"] = results.sweep.get("benchctl_version")
+    return prov, warnings
+
+
+def _counts(c: Counter[str]) -> str:
+    return ", ".join(f"{k} ({n})" for k, n in c.most_common())
+
+
+def provenance_lines(prov: dict[str, Any]) -> list[str]:
+    """Short human lines for terminal/markdown/CSV comments."""
+    def fmt_map(d: dict[str, Any]) -> str:
+        return "; ".join(f"{k}: {', '.join(v) if isinstance(v, dict) else v}" for k, v in d.items()) or "none"
+    lines = [f"benchctl {prov['report_benchctl_version']} report of {prov['results_dir']} at {prov['generated_at']}",
+             f"runs: {prov['runs']}, grade files: {prov['grades']}; made by benchctl "
+             + ", ".join(prov["run_benchctl_versions"]) if prov["run_benchctl_versions"] else "no runs",
+             f"task hashes: {fmt_map(prov['task_hashes'])}",
+             f"judges: {fmt_map(prov['judges'])}",
+             f"rubric hashes: {fmt_map(prov['rubric_hashes'])}"]
+    if prov.get("grading_cost_usd"):
+        lines.append(f"grading cost: ${prov['grading_cost_usd']:.2f}"
+                     + (f" (+{prov['grades_without_cost']} grades of unknown cost)" if prov["grades_without_cost"] else ""))
+    return lines

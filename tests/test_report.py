@@ -1,0 +1,224 @@
+"""`benchctl report` numbers from hand-built results directories (expected values computed by hand)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from benchctl.report.aggregate import Options
+from benchctl.report.build import build_report
+from benchctl.report.stats import mean_ci, t975, wilson_interval
+from tests.report_fixtures import add_grade, add_run, coverage_items, write_ratings
+
+A, B, OLD = "prov/model-a", "prov/model-b", "prov/model-old"
+CLUSTER = {"F1": "operators", "F2": "operators", "F3": "timeline"}
+
+
+def build_main(root: Path) -> None:
+    """Model A 10m: 3 clean runs. Model B 10m: 2 fallbacks, one unscored. Model B 30m: error + refused."""
+    for seed, (comb, cov, tl, cost, el) in enumerate([(0.4, 0.3, 0.6, 1.0, 500), (0.5, 0.4, 0.8, 2.0, 550),
+                                                      (0.6, 0.5, 0.9, 3.0, 600)]):
+        rid = add_run(root, model=A, seed=seed, cost_usd=cost, elapsed_s=el)
+        add_grade(root, "combined", rid, comb)
+        add_grade(root, "coverage", rid, cov, by_cluster={"operators": cov + 0.1, "timeline": cov - 0.1},
+                  items=coverage_items({"F1": 1.0, "F2": 0.0 if seed else 0.4, "F3": None if seed == 2 else 0.0}, CLUSTER))
+        add_grade(root, "tldr", rid, tl)
+    # follow-ups of A's seeds 0 and 1: gains 0.2 and 0.05
+    add_grade(root, "coverage", add_run(root, model=A, seed=0, cost_usd=1.0, elapsed_s=500), 0.5, tag="followup-1")
+    add_grade(root, "coverage", add_run(root, model=A, seed=1, cost_usd=2.0, elapsed_s=550), 0.45, tag="followup-1")
+    fb = [{"t": 100.0, "from": B, "to": OLD, "reason": "refusal"}]
+    r0 = add_run(root, model=B, seed=0, cost_usd=None)
+    add_grade(root, "combined", r0, 0.2)
+    r1 = add_run(root, model=B, seed=1, cost_usd=0.5, fallbacks=fb)
+    add_grade(root, "combined", r1, 0.3)
+    r2 = add_run(root, model=B, seed=2, cost_usd=0.5, fallbacks=fb)
+    add_grade(root, "combined", r2, None)               # judge failed: unscored, not 0
+    e0 = add_run(root, model=B, budget="30m", budget_s=1800, seed=0, status="error", error="sandbox died")
+    add_grade(root, "combined", e0, 0.9)                # a grade of an error run is never averaged
+    r4 = add_run(root, model=B, budget="30m", budget_s=1800, seed=1)
+    add_grade(root, "combined", r4, 0.5)
+    r5 = add_run(root, model=B, budget="30m", budget_s=1800, seed=2, status="refused")
+    add_grade(root, "combined", r5, 0.0)
+
+
+def row(report, **key):
+    rows = [r for r in report.table("leaderboard").rows if all(r.get(k) == v for k, v in key.items())]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_leaderboard_numbers(tmp_path: Path) -> None:
+    build_main(tmp_path)
+    rep = build_report(tmp_path)
+    a = row(rep, model=A, budget="10m")
+    assert a["n_runs"] == 3 and a["n_scored"] == 3
+    half = 4.303 * 0.1 / math.sqrt(3)                    # t(0.975, 2) * sd / sqrt(n)
+    assert a["score_mean"] == pytest.approx(0.5)
+    assert a["score_lo"] == pytest.approx(0.5 - half) and a["score_hi"] == pytest.approx(0.5 + half)
+    assert a["score_best"] == pytest.approx(0.6)
+    assert a["coverage_mean"] == pytest.approx(0.4) and a["tldr_mean"] == pytest.approx((0.6 + 0.8 + 0.9) / 3)
+    assert a["cost_mean_usd"] == pytest.approx(2.0) and a["n_priced"] == 3
+    assert a["cost_per_point_usd"] == pytest.approx(6.0 / 150)
+    assert a["tokens_mean"] == pytest.approx(1100)
+    assert a["elapsed_mean_s"] == pytest.approx(550) and a["budget_used"] == pytest.approx(550 / 600)
+    assert a["fallback_label"] == "" and a["errors"] == 0
+
+    b = row(rep, model=B, budget="10m")
+    assert (b["n_runs"], b["n_scored"]) == (3, 2)       # the unscored grade is not a 0
+    assert b["score_mean"] == pytest.approx(0.25)
+    assert b["fallback_runs"] == 2 and b["fallback_label"] == f"2/3 fell back to {OLD}"
+    assert b["n_priced"] == 2 and b["cost_mean_usd"] == pytest.approx(0.5)
+    assert b["cost_per_point_usd"] == pytest.approx(0.5 / 30)   # only r1 has both a cost and a score
+
+    b30 = row(rep, model=B, budget="30m")
+    assert (b30["n_runs"], b30["n_scored"], b30["errors"], b30["refused"]) == (3, 2, 1, 1)
+    assert b30["score_mean"] == pytest.approx(0.25)      # (0.5 + 0.0)/2; the error run's 0.9 is not used
+    # rows ordered by budget, then score
+    assert [(r["model"], r["budget"]) for r in rep.table("leaderboard").rows] == [(A, "10m"), (B, "10m"), (B, "30m")]
+
+
+def test_unscored_and_failed_runs_listed(tmp_path: Path) -> None:
+    build_main(tmp_path)
+    rep = build_report(tmp_path)
+    un = {r["run_id"]: r for r in rep.table("unscored").rows}
+    assert len(un) == 2
+    reasons = sorted(r["reason"] for r in un.values())
+    assert reasons[0].startswith("grade unscored") and reasons[1] == "run error: sandbox died"
+    assert "2 of 9 runs" in rep.table("unscored").notes[0]
+
+
+def test_fallback_options(tmp_path: Path) -> None:
+    build_main(tmp_path)
+    ex = build_report(tmp_path, Options(exclude_fallback=True))
+    b = row(ex, model=B, budget="10m")
+    assert (b["n_runs"], b["n_scored"], b["score_mean"]) == (1, 1, pytest.approx(0.2))
+    assert any("2 runs that fell back" in n for n in ex.table("leaderboard").notes)
+    sep = build_report(tmp_path, Options(separate_fallback=True))
+    fb = row(sep, model=B, budget="10m", fell_back=True)
+    clean = row(sep, model=B, budget="10m", fell_back=False)
+    assert (fb["n_runs"], fb["n_scored"], fb["score_mean"]) == (2, 1, pytest.approx(0.3))
+    assert fb["fallback_label"] == f"2/2 fell back to {OLD}" and clean["fallback_label"] == ""
+    with pytest.raises(ValueError, match="contradict"):
+        build_report(tmp_path, Options(exclude_fallback=True, separate_fallback=True))
+
+
+def test_breakdowns(tmp_path: Path) -> None:
+    build_main(tmp_path)
+    rep = build_report(tmp_path)
+    cl = rep.table("clusters").rows
+    assert len(cl) == 1 and cl[0]["n_scored"] == 3
+    assert cl[0]["operators"] == pytest.approx(0.5) and cl[0]["timeline"] == pytest.approx(0.3)
+    f = {r["finding"]: r for r in rep.table("findings").rows}
+    assert f["F1"]["hit_rate"] == 1.0 and f["F1"]["n_scored"] == 3
+    assert f["F2"]["hit_rate"] == pytest.approx(1 / 3) and f["F2"]["mean_strict"] == pytest.approx(0.4 / 3)
+    assert f["F3"]["n_scored"] == 2 and f["F3"]["hit_rate"] == 0.0     # the unscored item is skipped
+    assert f["F2"][f"hit:{A}"] == pytest.approx(1 / 3) and f["F1"]["cluster"] == "operators"
+    fu = rep.table("followups").rows
+    assert len(fu) == 1 and fu[0]["n_pairs"] == 2 and fu[0]["artifact"] == "followup-1"
+    assert fu[0]["main_mean"] == pytest.approx(0.35) and fu[0]["followup_mean"] == pytest.approx(0.475)
+    assert fu[0]["gain_mean"] == pytest.approx(0.125)
+    half = 12.706 * math.sqrt(((0.2 - 0.125) ** 2 + (0.05 - 0.125) ** 2) / 1) / math.sqrt(2)
+    assert fu[0]["gain_hi"] == pytest.approx(0.125 + half)
+
+
+def test_variants_side_by_side(tmp_path: Path) -> None:
+    for seed, s in enumerate([0.4, 0.6]):
+        add_grade(tmp_path, "combined", add_run(tmp_path, model=A, seed=seed), s)
+    for seed, s in enumerate([0.3, 0.5]):
+        add_grade(tmp_path, "combined", add_run(tmp_path, model=A, seed=seed, variant="swapped",
+                                                task_hash="sha256:task2"), s)
+    rep = build_report(tmp_path)
+    v = rep.table("variants").rows
+    assert len(v) == 1
+    assert v[0]["original:mean"] == pytest.approx(0.5) and v[0]["swapped:mean"] == pytest.approx(0.4)
+    assert v[0]["swapped:delta"] == pytest.approx(-0.1) and v[0]["swapped:n"] == 2
+    assert {r["variant"] for r in rep.table("leaderboard").rows} == {"original", "swapped"}
+    assert rep.provenance["task_hashes"] == {"wiki": {"sha256:task1": 2}, "wiki~swapped": {"sha256:task2": 2}}
+    assert not rep.warnings                              # different hashes per variant are expected
+
+
+def test_mixed_judges_and_rubrics_warn(tmp_path: Path) -> None:
+    add_grade(tmp_path, "coverage", add_run(tmp_path, model=A, seed=0), 0.5, judge="judge/one")
+    add_grade(tmp_path, "coverage", add_run(tmp_path, model=A, seed=1), 0.5, judge="judge/two", rubric_hash="rub2")
+    add_grade(tmp_path, "coverage", add_run(tmp_path, model=A, seed=2, task_hash="sha256:other"), 0.5, judge="judge/two")
+    rep = build_report(tmp_path)
+    w = " ".join(rep.warnings)
+    assert "Mixed judges in `coverage`" in w and "judge/one (1)" in w and "judge/two (2)" in w
+    assert "Mixed rubric versions in `coverage`" in w
+    assert "Task `wiki` was run on different contents" in w
+    assert rep.provenance["judges"] == {"coverage": {"judge/two": 2, "judge/one": 1}}
+
+
+def test_one_judge_no_warning(tmp_path: Path) -> None:
+    build_main(tmp_path)
+    assert build_report(tmp_path).warnings == []
+
+
+def test_any_of_n_wilson(tmp_path: Path) -> None:
+    verdicts = [1.0] * 5 + [0.0] * 10 + [None]
+    for seed, v in enumerate(verdicts):
+        add_grade(tmp_path, "any_of_n", add_run(tmp_path, model=A, seed=seed, tools="chat"), v)
+    add_run(tmp_path, model=A, seed=99, tools="chat", status="error", error="boom")
+    for seed in range(4):
+        add_grade(tmp_path, "any_of_n", add_run(tmp_path, model=A, seed=seed, tools="scaffold"), 1.0)
+    rep = build_report(tmp_path)
+    rows = {r["tools"]: r for r in rep.table("any_of_n").rows}
+    chat = rows["chat"]
+    assert (chat["successes"], chat["n_scored"], chat["n_runs"], chat["n_unscored"], chat["n_not_averaged"]) == (5, 15, 17, 1, 1)
+    assert chat["rate"] == pytest.approx(1 / 3)
+    # Wilson by hand: p=1/3, n=15, z=1.96
+    z, n, p = 1.96, 15, 1 / 3
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert chat["rate_lo"] == pytest.approx(c - h, abs=1e-4) and chat["rate_hi"] == pytest.approx(c + h, abs=1e-4)
+    assert rows["scaffold"]["rate"] == 1.0 and rows["scaffold"]["rate_hi"] == pytest.approx(1.0)
+    assert rows["scaffold"]["rate_lo"] < 1.0
+
+
+RATINGS = {
+    "schema": 1, "grader": "tournament", "judge": "judge/dedup", "auditor_key": "model", "weighting": "points",
+    "bootstrap_rounds": 200, "seed": 0, "ci": [2.5, 97.5],
+    "leaderboard": [
+        {"rank": 1, "auditor": A, "elo": 1100.0, "lo": 1050.0, "hi": 1160.0, "matches": 6, "environments": 2,
+         "runs": 4, "mean_share": 0.64, "points_won": 20, "points_at_stake": 30, "cost_usd": 4.5},
+        {"rank": 2, "auditor": B, "elo": 900.0, "lo": 840.0, "hi": 950.0, "matches": 6, "environments": 2,
+         "runs": 4, "mean_share": 0.36, "points_won": 10, "points_at_stake": 30, "cost_usd": None}],
+    "overlap": {"auditors": [A, B], "values": [[None, 0.5], [0.75, None]]},
+    "environments": [{"env": "envx", "canonical_hash": "c1", "issues": [], "matches": [
+        {"a": A, "b": B, "run_a": "r1", "run_b": "r2", "cancelled": ["I1"], "a_only": ["I2", "I3"], "b_only": ["I4"],
+         "points_a": 13.0, "points_b": 6.0, "share_a": 13 / 19, "outcome": "split", "weight": 19.0}]}],
+    "canonical_hashes": {"envx": "c1"},
+    "flags": {"disconnected": False, "components": [[A, B]], "mle_exists": True, "prior_used": False,
+              "prior_weight": 0.0, "bootstrap_rounds_with_prior": 0, "failed_envs": [], "no_issue_runs": []},
+    "created_at": 0.0,
+}
+
+
+def test_tournament_tables(tmp_path: Path) -> None:
+    rid = add_run(tmp_path, model=A, task="envx")
+    add_grade(tmp_path, "tournament", rid, 0.64, judge="judge/dedup")
+    write_ratings(tmp_path, RATINGS)
+    (tmp_path / "grades" / "tournament" / "canonical").mkdir()     # sub-dirs are not grades
+    rep = build_report(tmp_path)
+    t = rep.table("tournament")
+    assert [r["auditor"] for r in t.rows] == [A, B] and t.rows[0]["elo"] == 1100.0
+    header, cells = t.view()
+    assert "1100 (1050–1160)" in cells[0] and "$4.50" in cells[0] and "–" in cells[1]
+    ov = rep.table("overlap").rows
+    assert ov[0][B] == 0.5 and ov[1][A] == 0.75 and ov[0][A] is None
+    m = rep.table("matches").rows[0]
+    assert (m["cancelled"], m["points_a"], m["share_a"]) == (1, 13.0, pytest.approx(13 / 19))
+    assert rep.provenance["tournament_canonical_hashes"] == {"envx": "c1"}
+    assert not any("unknown run" in w for w in rep.warnings)
+
+
+def test_not_a_results_dir(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not a results directory"):
+        build_report(tmp_path)
+
+
+def test_stats_helpers() -> None:
+    assert t975(2) == 4.303 and t975(1000) == pytest.approx(1.962, abs=0.002)
+    assert mean_ci([]) == (None, None, None) and mean_ci([0.3]) == (0.3, None, None)
+    assert wilson_interval(0, 16)[0] == 0.0 and wilson_interval(0, 16)[1] > 0.1
