@@ -1,0 +1,114 @@
+"""Scripted replies in each vendor wire format, parsed by the vendor's own SDK over real HTTP."""
+from __future__ import annotations
+
+import json
+
+import anthropic
+import pytest
+
+from benchctl.testing import FakeUpstreamServer
+
+TOOL_INPUT = {"command": "ls -la /data | head -n 3", "nested": {"k": [1, 2.5, None, True]}, "unicode": "é✓"}
+LONG = "The quick brown fox jumps over the lazy dog. " * 12
+
+
+def _script() -> dict:
+    return {"turns": [
+        {"text": "Let me look.", "tool_calls": [{"name": "bash", "input": TOOL_INPUT},
+                                                {"name": "read_file", "input": {"path": "/data/a.txt"}}],
+         "usage": {"input_tokens": 1200, "output_tokens": 34, "cache_read_tokens": 800, "cache_write_tokens": 50}},
+        {"text": LONG, "chunks": 7},
+        {"refusal": True, "text": "I can't help with that."},
+        {"error": {"status": 429, "message": "slow down", "retry_after": 2}},
+        {"text": "done", "stop_reason": "max_tokens"},
+    ], "after_end": "error"}
+
+
+@pytest.fixture()
+def up():
+    with FakeUpstreamServer(_script()) as server:
+        yield server
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+def _anthropic(up: FakeUpstreamServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=up.url, api_key="sk-ant-test", max_retries=0)
+
+
+def _ask(client: anthropic.Anthropic, stream: bool):
+    kw = dict(model="claude-test", max_tokens=512, messages=[{"role": "user", "content": "investigate /data"}])
+    if not stream:
+        return client.messages.create(**kw)
+    with client.messages.stream(**kw) as s:
+        events = [e.type for e in s]
+        msg = s.get_final_message()
+    msg.seen_events = events  # type: ignore[attr-defined]
+    return msg
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
+    c = _anthropic(up)
+    m = _ask(c, stream)
+    assert m.stop_reason == "tool_use"
+    assert [b.type for b in m.content] == ["text", "tool_use", "tool_use"]
+    assert m.content[0].text == "Let me look."
+    assert m.content[1].name == "bash" and m.content[1].input == TOOL_INPUT
+    assert m.content[2].input == {"path": "/data/a.txt"}
+    assert m.content[1].id.startswith("toolu_") and m.content[1].id != m.content[2].id
+    assert m.usage.input_tokens == 1200 and m.usage.output_tokens == 34
+    assert m.usage.cache_read_input_tokens == 800 and m.usage.cache_creation_input_tokens == 50
+
+    m = _ask(c, stream)
+    assert m.stop_reason == "end_turn" and m.content[0].text == LONG
+    assert m.usage.output_tokens > 50  # estimated from the text length
+    if stream:
+        assert m.seen_events.count("text") >= 7
+
+    m = _ask(c, stream)
+    assert m.stop_reason == "refusal" and m.content[0].text == "I can't help with that."
+
+    with pytest.raises(anthropic.RateLimitError) as err:
+        _ask(c, stream)
+    assert err.value.status_code == 429
+    assert err.value.response.headers["retry-after"] == "2"
+    assert err.value.body["error"] == {"type": "rate_limit_error", "message": "slow down"}
+
+    m = _ask(c, stream)
+    assert m.stop_reason == "max_tokens"
+
+    with pytest.raises(anthropic.BadRequestError, match="script exhausted"):
+        _ask(c, stream)
+
+
+def test_anthropic_stream_event_sequence(up: FakeUpstreamServer) -> None:
+    """The raw SSE sequence Claude Code parses, in the documented order."""
+    c = _anthropic(up)
+    stream = c.messages.create(model="claude-test", max_tokens=64, stream=True,
+                               messages=[{"role": "user", "content": "go"}])
+    events = list(stream)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
+    assert kinds.count("content_block_start") == 3 == kinds.count("content_block_stop")
+    json_deltas = [e.delta.partial_json for e in events
+                   if e.type == "content_block_delta" and e.delta.type == "input_json_delta" and e.index == 1]
+    assert json_deltas[0] == "" and json.loads("".join(json_deltas)) == TOOL_INPUT
+    assert events[-2].delta.stop_reason == "tool_use" and events[-2].usage.output_tokens == 34
+    assert events[0].message.usage.input_tokens == 1200
+
+
+def test_anthropic_async_client_and_count_tokens(up: FakeUpstreamServer) -> None:
+    import asyncio
+
+    async def go():
+        c = anthropic.AsyncAnthropic(base_url=up.url, api_key="sk-ant-test", max_retries=0)
+        n = await c.messages.count_tokens(model="claude-test", messages=[{"role": "user", "content": "x" * 400}])
+        m = await c.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+        await c.close()
+        return n, m
+
+    n, m = asyncio.run(go())
+    assert n.input_tokens >= 100
+    assert m.content[1].input == TOOL_INPUT  # count_tokens consumed no turn
+    assert [r.wire_api for r in up.requests] == ["anthropic_count_tokens", "anthropic_messages"]
