@@ -1,6 +1,94 @@
-"""`benchctl grade` (placeholder until its issue lands)."""
+"""`benchctl grade`: score finished runs with judge models; `benchctl grade validate`: check the judge.
+
+`benchctl grade RESULTS_DIR --judge MODEL` is shorthand for `benchctl grade runs RESULTS_DIR ...`:
+the group dispatches to `runs` whenever its first argument is not a subcommand name.
+Heavy imports live inside the command bodies so `benchctl --help` stays fast.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import click
 import typer
+from typer.core import TyperGroup
+
+DEFAULT_COMMAND = "runs"
+
+
+class DefaultCommandGroup(TyperGroup):
+    """A group whose first argument, when it is not a subcommand, goes to DEFAULT_COMMAND."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+grade_app = typer.Typer(cls=DefaultCommandGroup, no_args_is_help=True, add_completion=False,
+                        help="Grade finished runs with a judge model (`benchctl grade RESULTS_DIR --judge MODEL`), "
+                             "or validate a judge against human scores (`benchctl grade validate`).")
+
+
+@grade_app.command(DEFAULT_COMMAND)
+def runs(
+    results: Path = typer.Argument(..., help="A results directory (holding runs/)."),
+    judge: str = typer.Option(..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-4-5 or scripted/judge.json."),
+    grader: Optional[List[str]] = typer.Option(None, "--grader", help="Grader to run (repeatable); default: the task's [grading] graders."),
+    concurrency: int = typer.Option(16, "--concurrency", min=1, help="Judge calls in flight at once."),
+    force: bool = typer.Option(False, "--force", help="Regrade even when a grade for this judge and rubric exists."),
+    task: Optional[Path] = typer.Option(None, "--task", help="Task directory (with task.toml); default: each run's meta spec.task_dir."),
+    run: Optional[str] = typer.Option(None, "--run", help="Only runs whose id matches this glob, e.g. 'demo__react__*'."),
+) -> None:
+    """Grade every finished run in RESULTS_DIR (the default command of `benchctl grade`)."""
+    import asyncio
+
+    from benchctl.gateway.upstream import ModelId, ModelIdError
+    from benchctl.grading.config import GradingConfigError
+    from benchctl.grading.runner import GradeOptions, grade_results
+    from benchctl.grading.summary import print_summary
+    from benchctl.layout import runs_dir
+
+    if not runs_dir(results).is_dir():
+        raise typer.BadParameter(f"{results} has no runs/ directory; pass the results directory of a sweep",
+                                 param_hint="RESULTS_DIR")
+    try:
+        ModelId.parse(judge)
+    except ModelIdError as e:
+        raise typer.BadParameter(str(e), param_hint="--judge") from None
+    opts = GradeOptions(judge=judge, graders=list(grader) if grader else None, concurrency=concurrency,
+                        force=force, task_dir=task, run_glob=run)
+    try:
+        session = asyncio.run(grade_results(results, opts))
+    except GradingConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    print_summary(session)
+    if not session.outcomes and not session.tournament:
+        typer.echo("no finished runs matched; nothing graded", err=True)
+    if any(o.status == "unscored" for o in session.outcomes):
+        raise typer.Exit(1)
+
+
+@grade_app.command("validate")
+def validate(
+    human: Path = typer.Option(..., "--human", exists=True, dir_okay=False, help="Human scores (CSV or JSONL; see README)."),
+    grades: Path = typer.Option(..., "--grades", exists=True, help="A results directory, or its grades/ directory."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the metrics as JSON here."),
+) -> None:
+    """Compare judge grades with human scores: MAE, bias, within 0.1, correlations, pairwise accuracy, α."""
+    from benchctl.grading.validate import HumanScoresError, print_validation, validate_files
+    from benchctl.jsonio import write_json_atomic
+
+    try:
+        report = validate_files(human, grades)
+    except HumanScoresError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    print_validation(report)
+    if json_out:
+        write_json_atomic(json_out, report)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.add_typer(grade_app, name="grade")

@@ -1,0 +1,44 @@
+"""Combined score = w_cov * coverage + w_tldr * tldr (default 0.7 / 0.3), from the two records.
+
+No judge call: it reads the coverage and tldr grade records of the same run and artifact. It is
+unscored when either part is missing or unscored (a missing half never counts as 0), and
+partial when either part is partial. It is recomputed on every grading pass, so it always
+reflects the part records on disk.
+"""
+from __future__ import annotations
+
+from benchctl.grading.record import GradeJob, make_record
+from benchctl.jsonio import read_json
+from benchctl.layout import GradeRecord, grade_path
+
+
+def combine(cov: float | None, tldr: float | None, weights: dict[str, float]) -> float | None:
+    if cov is None or tldr is None:
+        return None
+    return round(weights["coverage"] * cov + weights["tldr"] * tldr, 6)
+
+
+def grade_combined(job: GradeJob) -> GradeRecord:
+    parts: dict[str, dict] = {}
+    problems: list[str] = []
+    for name in ("coverage", "tldr"):
+        p = grade_path(job.results, name, job.run_id, job.artifact_tag)
+        if not p.exists():
+            problems.append(f"no {name} grade (run `benchctl grade --grader {name}` first)")
+            continue
+        rec = read_json(p)
+        parts[name] = {k: rec.get(k) for k in ("score", "status", "judge", "rubric_hash", "n_items", "n_unscored")}
+        if rec.get("score") is None:
+            problems.append(f"the {name} grade is unscored")
+    score = combine(parts.get("coverage", {}).get("score"), parts.get("tldr", {}).get("score"), job.cfg.weights)
+    judges = sorted({p["judge"] for p in parts.values() if p.get("judge")})
+    rec = make_record("combined", job, " | ".join(judges) or "-", job.cfg.rubric_hash("combined"),
+                      items=[], score=score, tally=None, parts=parts, weights=job.cfg.weights)
+    if score is None:
+        rec["status"] = "unscored"
+        rec["error"] = "; ".join(problems)
+    elif any(p.get("status") == "partial" for p in parts.values()):
+        rec["status"] = "partial"
+    rec["n_items"] = sum(int(p.get("n_items") or 0) for p in parts.values())
+    rec["n_unscored"] = sum(int(p.get("n_unscored") or 0) for p in parts.values())
+    return rec

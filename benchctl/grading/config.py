@@ -1,0 +1,221 @@
+"""The `[grading]` table of a task's task.toml, loaded and checked.
+
+Keys (all optional; paths are relative to the task directory):
+
+    [grading]
+    graders     = ["coverage", "tldr", "combined"]   # default: inferred from the keys below
+    artifact    = "report.md"          # the artifact graded by coverage / tldr (default report.md)
+    findings    = "grading/findings.jsonl"   # coverage: one finding per line (see load_findings)
+    reference   = "grading/reference.md"     # coverage + tldr: the human reference report
+    batch_size  = 5                    # coverage: findings per judge call
+    followups   = true                 # also grade report.followup-N.md artifacts
+    combined    = { coverage = 0.7, tldr = 0.3 }   # weights of the combined score
+    predictions = "predictions.md"     # any_of_n: the artifact holding the predictions
+    n           = 10                   # any_of_n: at most this many predictions are judged
+    ground_truth = "grading/ground_truth.md"   # any_of_n: the hidden behaviour (file) ...
+    ground_truth_text = "..."                  # ... or inline text
+    [grading.prompts]                  # optional overrides of the built-in judge prompts
+    coverage = "grading/my_coverage.txt"     # keys: system, coverage, reask, tldr, tldr_reask, any_of_n, verdict_reask
+
+A bad table fails with a GradingConfigError naming the file, the key and the fix.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+KNOWN_GRADERS = ("coverage", "tldr", "combined", "any_of_n", "tournament")
+PROMPT_NAMES = ("system", "coverage", "reask", "tldr", "tldr_reask", "any_of_n", "verdict_reask")
+_KEYS = {"graders", "artifact", "findings", "reference", "batch_size", "followups", "combined",
+         "predictions", "n", "ground_truth", "ground_truth_text", "prompts"}
+# Bump when parsing or scoring rules change so old grades are not reused as if equivalent.
+GRADING_VERSION = "1"
+
+
+class GradingConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    text: str
+    cluster: str | None = None
+    weight: float = 1.0
+
+
+@dataclass
+class GradingConfig:
+    task_dir: Path
+    task_file: Path
+    graders: list[str]
+    artifact: str = "report.md"
+    findings: list[Finding] = field(default_factory=list)
+    reference: str = ""
+    batch_size: int = 5
+    followups: bool = True
+    weights: dict[str, float] = field(default_factory=lambda: {"coverage": 0.7, "tldr": 0.3})
+    predictions: str = "predictions.md"
+    n: int = 10
+    ground_truth: str = ""
+    prompts: dict[str, str] = field(default_factory=dict)   # name -> template text
+
+    def rubric_hash(self, grader: str) -> str:
+        """Content hash of everything that decides a grader's scores: prompts, rubric, settings."""
+        parts: dict[str, Any] = {"grader": grader, "version": GRADING_VERSION, "system": self.prompts["system"]}
+        if grader == "coverage":
+            parts.update(findings=[f.__dict__ for f in self.findings], reference=self.reference,
+                         batch_size=self.batch_size, prompt=self.prompts["coverage"], reask=self.prompts["reask"])
+        elif grader == "tldr":
+            parts.update(reference=self.reference, prompt=self.prompts["tldr"], reask=self.prompts["tldr_reask"])
+        elif grader == "combined":
+            parts.update(weights=self.weights, coverage=self.rubric_hash("coverage"), tldr=self.rubric_hash("tldr"))
+        elif grader == "any_of_n":
+            parts.update(ground_truth=self.ground_truth, n=self.n, prompt=self.prompts["any_of_n"],
+                         reask=self.prompts["verdict_reask"])
+        blob = json.dumps(parts, sort_keys=True, ensure_ascii=False).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _err(file: Path, key: str, problem: str, fix: str) -> GradingConfigError:
+    return GradingConfigError(f"{file}: [grading] {key}: {problem}; {fix}")
+
+
+def builtin_prompt(name: str) -> str:
+    return resources.files("benchctl.grading").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+
+
+def load_findings(path: Path) -> list[Finding]:
+    """Findings file: JSON Lines, one object per finding:
+    {"id": "F1", "text": "...", "cluster": "outage" (or "section"), "weight": 2}
+    (also accepted: a JSON array of such objects). Ids must be unique."""
+    raw = path.read_text(encoding="utf-8")
+    try:
+        rows = json.loads(raw) if raw.lstrip().startswith("[") else \
+            [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except ValueError as e:
+        raise GradingConfigError(f"{path}: not valid JSON Lines ({e}); write one JSON object per line") from None
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows, 1):
+        where = f"{path}: finding {i}"
+        if not isinstance(row, dict) or "id" not in row or not str(row.get("text", "")).strip():
+            raise GradingConfigError(f'{where}: needs "id" and a non-empty "text", e.g. '
+                                     '{"id": "F1", "text": "The outage began at 03:10", "cluster": "outage"}')
+        fid = str(row["id"])
+        if fid in seen:
+            raise GradingConfigError(f"{where}: duplicate id {fid!r}; give every finding its own id")
+        seen.add(fid)
+        weight = row.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise GradingConfigError(f"{where}: weight must be a number >= 0, got {weight!r}")
+        cluster = row.get("cluster", row.get("section"))
+        out.append(Finding(fid, str(row["text"]).strip(), None if cluster is None else str(cluster), float(weight)))
+    if not out:
+        raise GradingConfigError(f"{path}: no findings; add one JSON object per line")
+    return out
+
+
+def _read(file: Path, task_dir: Path, key: str, rel: Any) -> str:
+    if not isinstance(rel, str) or not rel:
+        raise _err(file, key, f"must be a path string, got {rel!r}", "give a path relative to the task directory")
+    p = task_dir / rel
+    if not p.is_file():
+        raise _err(file, key, f"file {p} not found", "create it or fix the path (relative to the task directory)")
+    return p.read_text(encoding="utf-8")
+
+
+def load_grading(task_dir: Path) -> GradingConfig:
+    """Read `<task_dir>/task.toml` and return its checked grading configuration."""
+    task_dir = Path(task_dir).resolve()
+    file = task_dir / "task.toml"
+    if not file.is_file():
+        raise GradingConfigError(f"{file} not found; pass --task DIR pointing at a directory holding task.toml")
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8")).get("grading", {})
+    except tomllib.TOMLDecodeError as e:
+        raise GradingConfigError(f"{file}: invalid TOML: {e}") from None
+    if not isinstance(raw, dict):
+        raise _err(file, "", "must be a table", "write [grading] followed by key = value lines")
+    unknown = set(raw) - _KEYS
+    if unknown:
+        raise _err(file, sorted(unknown)[0], "unknown key", f"known keys: {', '.join(sorted(_KEYS))}")
+    cfg = GradingConfig(task_dir=task_dir, task_file=file, graders=[])
+    if "artifact" in raw:
+        cfg.artifact = str(raw["artifact"])
+    if "findings" in raw:
+        p = task_dir / str(raw["findings"])
+        if not p.is_file():
+            raise _err(file, "findings", f"file {p} not found", "create it or fix the path (relative to the task directory)")
+        cfg.findings = load_findings(p)
+    if "reference" in raw:
+        cfg.reference = _read(file, task_dir, "reference", raw["reference"])
+    bs = raw.get("batch_size", 5)
+    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
+        raise _err(file, "batch_size", f"must be a positive integer, got {bs!r}", "e.g. batch_size = 5")
+    cfg.batch_size = bs
+    fu = raw.get("followups", True)
+    if not isinstance(fu, bool):
+        raise _err(file, "followups", f"must be true or false, got {fu!r}", "e.g. followups = false")
+    cfg.followups = fu
+    if "combined" in raw:
+        w = raw["combined"]
+        if (not isinstance(w, dict) or set(w) != {"coverage", "tldr"}
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in w.values())):
+            raise _err(file, "combined", f"must give two weights >= 0, got {w!r}", "e.g. combined = { coverage = 0.7, tldr = 0.3 }")
+        cfg.weights = {k: float(v) for k, v in w.items()}
+    if "predictions" in raw:
+        cfg.predictions = str(raw["predictions"])
+    n = raw.get("n", 10)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise _err(file, "n", f"must be a positive integer, got {n!r}", "e.g. n = 10")
+    cfg.n = n
+    if "ground_truth" in raw and "ground_truth_text" in raw:
+        raise _err(file, "ground_truth", "given both as a file and as ground_truth_text", "keep one of them")
+    if "ground_truth" in raw:
+        cfg.ground_truth = _read(file, task_dir, "ground_truth", raw["ground_truth"]).strip()
+    elif "ground_truth_text" in raw:
+        cfg.ground_truth = str(raw["ground_truth_text"]).strip()
+    overrides = raw.get("prompts", {})
+    if not isinstance(overrides, dict):
+        raise _err(file, "prompts", "must be a table", 'e.g. prompts = { coverage = "grading/coverage.txt" }')
+    for name in overrides:
+        if name not in PROMPT_NAMES:
+            raise _err(file, f"prompts.{name}", "unknown prompt", f"known prompts: {', '.join(PROMPT_NAMES)}")
+    cfg.prompts = {name: (_read(file, task_dir, f"prompts.{name}", overrides[name]) if name in overrides
+                          else builtin_prompt(name)) for name in PROMPT_NAMES}
+    graders = raw.get("graders")
+    if graders is None:
+        graders = (["coverage"] if cfg.findings else []) + (["tldr"] if cfg.reference else [])
+        if "coverage" in graders and "tldr" in graders:
+            graders.append("combined")
+        if cfg.ground_truth:
+            graders.append("any_of_n")
+    if not isinstance(graders, list) or not all(isinstance(g, str) for g in graders):
+        raise _err(file, "graders", f"must be a list of names, got {graders!r}", 'e.g. graders = ["coverage", "tldr", "combined"]')
+    cfg.graders = list(graders)
+    check_graders(cfg, cfg.graders)
+    return cfg
+
+
+def check_graders(cfg: GradingConfig, graders: list[str]) -> None:
+    """Each requested grader has what it needs in the task, or a clear error saying what to add."""
+    f = cfg.task_file
+    for g in graders:
+        if g not in KNOWN_GRADERS:
+            raise _err(f, "graders", f"unknown grader {g!r}", f"known graders: {', '.join(KNOWN_GRADERS)}")
+        if g == "coverage" and not cfg.findings:
+            raise _err(f, "findings", "the coverage grader needs a findings file", 'add findings = "grading/findings.jsonl"')
+        if g == "combined" and not (cfg.findings and cfg.reference):
+            raise _err(f, "graders", "combined needs the coverage and tldr inputs (findings and reference)",
+                       'add findings = "..." and reference = "..." or drop "combined"')
+        if g in ("coverage", "tldr") and not cfg.reference:
+            raise _err(f, "reference", f"the {g} grader needs a reference report", 'add reference = "grading/reference.md"')
+        if g == "any_of_n" and not cfg.ground_truth:
+            raise _err(f, "ground_truth", "the any_of_n grader needs the hidden behaviour",
+                       'add ground_truth = "grading/ground_truth.md" (or ground_truth_text = "...")')

@@ -1,0 +1,116 @@
+"""Rubric coverage: how many of the human reference's findings the run's report covers.
+
+Findings are judged in batches (batch_size per call). Each judge score s in [0, 1] (0.1 steps)
+is mapped to the strict score max(2s - 1, 0); coverage = (weighted) mean strict score over the
+scored findings, raw_score = the (weighted) mean of s, by_cluster = strict coverage per cluster.
+Findings whose batch failed stay unscored (score None) and are counted, never averaged as 0.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from benchctl.grading.config import Finding
+from benchctl.grading.judge import Judge, JudgeFailed, Tally
+from benchctl.grading.judge_parse import ItemScore, parse_scores, strict_score
+from benchctl.grading.record import GradeJob, make_record
+from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.layout import GradeItem, GradeRecord
+
+
+def weighted_mean(pairs: list[tuple[float, float]]) -> float | None:
+    """Mean of values weighted by weights; None when there is nothing (or no weight) to average."""
+    total_w = sum(w for _, w in pairs)
+    if not pairs or total_w <= 0:
+        return None
+    return sum(v * w for v, w in pairs) / total_w
+
+
+def summarise(items: list[GradeItem]) -> tuple[float | None, float | None, dict[str, float]]:
+    """(coverage, raw mean, strict coverage per cluster) over the scored items."""
+    scored = [it for it in items if it.get("score") is not None]
+    coverage = weighted_mean([(it["strict"], it.get("weight", 1.0)) for it in scored])  # type: ignore[misc]
+    raw = weighted_mean([(it["score"], it.get("weight", 1.0)) for it in scored])  # type: ignore[misc]
+    clusters: dict[str, list[tuple[float, float]]] = {}
+    for it in scored:
+        if it.get("cluster") is not None:
+            clusters.setdefault(it["cluster"], []).append((it["strict"], it.get("weight", 1.0)))  # type: ignore[index,arg-type]
+    by_cluster = {c: v for c, v in ((c, weighted_mean(p)) for c, p in sorted(clusters.items())) if v is not None}
+    return (None if coverage is None else round(coverage, 6), None if raw is None else round(raw, 6), by_cluster)
+
+
+def format_findings(batch: list[Finding]) -> str:
+    return "\n".join(f"- id {f.id}: {f.text}" for f in batch)
+
+
+async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report: str, tally: Tally
+                      ) -> tuple[dict[str, ItemScore], dict[str, Any]]:
+    """Scores for one batch, re-asking once for ids the judge missed. Returns (scores, batch info)."""
+    cfg = job.cfg
+    ids = [f.id for f in batch]
+    nonce = nonce_for(report)
+    system = render(cfg.prompts["system"], nonce=nonce)
+    user = render(cfg.prompts["coverage"], reference=cfg.reference, findings=format_findings(batch),
+                  report=delimit(report, nonce), ids=", ".join(ids))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
+    info: dict[str, Any] = {"ids": ids, "calls": 1}
+    try:
+        answer = await judge.ask(messages, system=system, tally=tally)
+    except JudgeFailed as e:
+        info.update(status="failed", error=str(e))
+        return {}, info
+    parsed = parse_scores(answer, ids)
+    scores = dict(parsed.scores)
+    error = parsed.error
+    if parsed.missing:
+        info["reasked"] = list(parsed.missing)
+        info["calls"] = 2
+        messages += [{"role": "assistant", "content": answer},
+                     {"role": "user", "content": render(cfg.prompts["reask"], ids=", ".join(parsed.missing))}]
+        try:
+            again = parse_scores(await judge.ask(messages, system=system, tally=tally), parsed.missing)
+            scores.update(again.scores)
+            error = again.error if again.missing else None
+        except JudgeFailed as e:
+            error = str(e)
+    missing = [i for i in ids if i not in scores]
+    info["status"] = "ok" if not missing else ("failed" if not scores else "partial")
+    if missing:
+        info["error"] = error or f"no usable score for {', '.join(missing)} after one re-ask"
+    return scores, info
+
+
+def zero_record(job: GradeJob, judge: str, rubric_hash: str, why: str) -> GradeRecord:
+    """A report that does not exist or is empty covers nothing: a real 0, no judge needed."""
+    items: list[GradeItem] = [{"id": f.id, "score": 0.0, "strict": 0.0, "cluster": f.cluster, "weight": f.weight,
+                               "quote": "", "reason": why} for f in job.cfg.findings]
+    cov, raw, by_cluster = summarise(items)
+    return make_record("coverage", job, judge, rubric_hash, items=items, score=cov, raw_score=raw,
+                       by_cluster=by_cluster, tally=Tally(), batches=[], note=why)
+
+
+async def grade_coverage(job: GradeJob, judge: Judge) -> GradeRecord:
+    cfg = job.cfg
+    rubric_hash = cfg.rubric_hash("coverage")
+    report, truncated = job.read_text()
+    if report is None:
+        return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} missing")
+    if not report.strip():
+        return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} is empty")
+    tally = Tally()
+    batches = [cfg.findings[i:i + cfg.batch_size] for i in range(0, len(cfg.findings), cfg.batch_size)]
+    results = await asyncio.gather(*(judge_batch(job, judge, b, report, tally) for b in batches))
+    items: list[GradeItem] = []
+    for batch, (scores, info) in zip(batches, results):
+        for f in batch:
+            s = scores.get(f.id)
+            item: GradeItem = {"id": f.id, "cluster": f.cluster, "weight": f.weight}
+            if s is None:
+                item.update(score=None, strict=None, error=info.get("error", "unscored"))
+            else:
+                item.update(score=s.score, strict=strict_score(s.score), quote=s.quote, reason=s.reason)
+            items.append(item)
+    cov, raw, by_cluster = summarise(items)
+    return make_record("coverage", job, judge.model, rubric_hash, items=items, score=cov, raw_score=raw,
+                       by_cluster=by_cluster, tally=tally, batches=[info for _, info in results],
+                       truncated=truncated)

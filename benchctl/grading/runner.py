@@ -1,0 +1,176 @@
+"""Grading every finished run of a results directory, concurrently, resumably.
+
+All judge calls of a session share one `Judge` (one concurrency limit), and every (run,
+artifact, grader) is its own coroutine, so a slow report never holds a slot another report
+could use. Each grade is written atomically as soon as it is done, so an interrupted session
+loses at most the grades in flight; re-running skips grades already on disk for the same judge
+and rubric hash whose status is "scored" (partial and unscored grades are retried — judge
+failures are usually transient). `force` regrades everything.
+"""
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import inspect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from benchctl.grading import DERIVED, GRADERS, WHOLE_RESULTS
+from benchctl.grading.combined import grade_combined
+from benchctl.grading.config import GradingConfig, GradingConfigError, check_graders, load_grading
+from benchctl.grading.judge import Judge
+from benchctl.grading.record import GradeJob
+from benchctl.jsonio import read_json, write_json_atomic
+from benchctl.layout import FINAL_STATUSES, grade_path, iter_runs
+
+
+@dataclass
+class GradeOptions:
+    judge: str
+    graders: list[str] | None = None       # None: the task's [grading] graders
+    concurrency: int = 16
+    force: bool = False
+    task_dir: Path | None = None           # overrides meta.spec.task_dir for every run
+    run_glob: str | None = None            # fnmatch over run ids
+
+
+@dataclass
+class Outcome:
+    grader: str
+    run_id: str
+    artifact: str
+    artifact_tag: str | None
+    status: str                            # scored | partial | unscored
+    score: float | None
+    n_items: int
+    n_unscored: int
+    reused: bool                           # an existing grade was kept (resume)
+    config: str = ""                       # run id without its seed: the configuration
+    cost_usd: float | None = 0.0
+
+
+@dataclass
+class Session:
+    outcomes: list[Outcome] = field(default_factory=list)
+    skipped_runs: list[tuple[str, str]] = field(default_factory=list)   # (run_id, why not graded)
+    judge_calls: int = 0
+    tournament: bool = False
+
+
+def configuration_of(run_id: str) -> str:
+    """The run id without its trailing seed (`__s3`): runs of one configuration share it."""
+    return re.sub(r"__s\d+$", "", run_id)
+
+
+def artifact_versions(run_path: Path, artifact: str, followups: bool) -> list[tuple[str, str | None]]:
+    """[(artifact path, tag)]: the main artifact, then report.followup-N.md ones in order of N."""
+    out: list[tuple[str, str | None]] = [(artifact, None)]
+    if not followups:
+        return out
+    rel = Path(artifact)
+    folder = run_path / "artifacts" / rel.parent
+    pattern = re.compile(re.escape(rel.stem) + r"\.followup-(\d+)" + re.escape(rel.suffix) + "$")
+    found = []
+    if folder.is_dir():
+        for p in folder.iterdir():
+            m = pattern.match(p.name)
+            if m and p.is_file():
+                found.append((int(m.group(1)), str(rel.parent / p.name) if str(rel.parent) != "." else p.name))
+    out += [(name, f"followup-{n}") for n, name in sorted(found)]
+    return out
+
+
+def _existing(path: Path, judge: str, rubric_hash: str) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        rec = read_json(path)
+    except Exception:
+        return None  # an unreadable grade is regraded
+    if rec.get("judge") == judge and rec.get("rubric_hash") == rubric_hash and rec.get("status") == "scored":
+        return rec
+    return None
+
+
+def _outcome(rec: dict[str, Any], reused: bool) -> Outcome:
+    return Outcome(rec["grader"], rec["run_id"], rec.get("artifact", ""), rec.get("artifact_tag"), rec["status"],
+                   rec.get("score"), rec.get("n_items", 0), rec.get("n_unscored", 0), reused,
+                   configuration_of(rec["run_id"]), rec.get("cost_usd"))
+
+
+def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[str]]], Session]:
+    """Every (job, graders) pair to grade; raises GradingConfigError for a bad task file."""
+    session = Session()
+    configs: dict[Path, GradingConfig] = {}
+    jobs: list[tuple[GradeJob, list[str]]] = []
+    for run_path, meta in iter_runs(results):
+        run_id = meta.get("run_id") or run_path.name
+        if opts.run_glob and not fnmatch.fnmatch(run_id, opts.run_glob):
+            continue
+        if meta.get("status") not in FINAL_STATUSES:
+            session.skipped_runs.append((run_id, f"status {meta.get('status')!r} is not finished"))
+            continue
+        task_dir = opts.task_dir or (meta.get("spec") or {}).get("task_dir")
+        if not task_dir:
+            raise GradingConfigError(f"run {run_id}: meta.json has no spec.task_dir; pass --task DIR")
+        task_dir = Path(task_dir).resolve()
+        if task_dir not in configs:
+            configs[task_dir] = load_grading(task_dir)
+        cfg = configs[task_dir]
+        graders = list(opts.graders) if opts.graders else list(cfg.graders)
+        if any(g in WHOLE_RESULTS for g in graders):
+            session.tournament = True
+        graders = [g for g in graders if g not in WHOLE_RESULTS]
+        check_graders(cfg, graders)
+        by_artifact: dict[str, list[str]] = {}
+        for g in graders:
+            by_artifact.setdefault(cfg.predictions if g == "any_of_n" else cfg.artifact, []).append(g)
+        for artifact, gs in by_artifact.items():
+            for name, tag in artifact_versions(run_path, artifact, cfg.followups):
+                jobs.append((GradeJob(results, run_id, run_path, meta, cfg, name, tag), gs))
+    return jobs, session
+
+
+async def grade_results(results: Path, opts: GradeOptions,
+                        on_done: Callable[[Outcome], None] | None = None) -> Session:
+    results = Path(results)
+    jobs, session = plan(results, opts)
+    judge = Judge(opts.judge, concurrency=opts.concurrency)
+
+    def finish(rec: dict[str, Any], reused: bool) -> None:
+        if not reused:
+            write_json_atomic(grade_path(results, rec["grader"], rec["run_id"], rec.get("artifact_tag")), rec)
+        out = _outcome(rec, reused)
+        session.outcomes.append(out)
+        if on_done:
+            on_done(out)
+
+    async def one(job: GradeJob, grader: str) -> None:
+        rubric_hash = job.cfg.rubric_hash(grader)
+        old = None if opts.force else _existing(grade_path(results, grader, job.run_id, job.artifact_tag),
+                                                opts.judge, rubric_hash)
+        if old is not None:
+            finish(old, True)
+            return
+        finish(dict(await GRADERS[grader](job, judge)), False)
+
+    async def unit(job: GradeJob, graders: list[str]) -> None:
+        await asyncio.gather(*(one(job, g) for g in graders if g in GRADERS))
+        if any(g in DERIVED for g in graders):
+            finish(dict(grade_combined(job)), False)
+
+    await asyncio.gather(*(unit(job, gs) for job, gs in jobs))
+    session.judge_calls = judge.calls
+    if session.tournament:
+        try:
+            from benchctl.tournament.grader import grade_tournament
+        except ImportError as e:
+            raise GradingConfigError(f"the tournament grader is not available ({e})") from None
+        kwargs = {"force": opts.force, "concurrency": opts.concurrency}
+        if inspect.iscoroutinefunction(grade_tournament):
+            await grade_tournament(results, opts.judge, **kwargs)
+        else:  # a synchronous grader may run its own event loop: give it a thread
+            await asyncio.to_thread(grade_tournament, results, opts.judge, **kwargs)
+    return session

@@ -1,0 +1,123 @@
+"""Small statistics for grading and judge validation, in plain Python (no scipy).
+
+Every function returns None instead of a number when the statistic is undefined (too few
+values, zero variance), so callers show "n/a" rather than a misleading 0.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for k successes out of n (95 % with the default z).
+
+    n == 0 gives the uninformative (0.0, 1.0). Unlike the normal approximation it never leaves
+    [0, 1] and stays sensible at k = 0 or k = n, which is what small per-configuration counts
+    (e.g. 16 runs) need.
+    """
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"wilson_interval needs 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    if len(xs) != len(ys):
+        raise ValueError("pearson needs two sequences of equal length")
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx <= 0 or syy <= 0:
+        return None  # a constant series has no correlation
+    return sxy / math.sqrt(sxx * syy)
+
+
+def ranks(xs: Sequence[float]) -> list[float]:
+    """1-based ranks, ties get the average of the ranks they span."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    out = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        avg = (i + j) / 2 + 1
+        for t in range(i, j + 1):
+            out[order[t]] = avg
+        i = j + 1
+    return out
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman's rho = Pearson correlation of the (tie-averaged) ranks."""
+    if len(xs) != len(ys):
+        raise ValueError("spearman needs two sequences of equal length")
+    return pearson(ranks(xs), ranks(ys))
+
+
+def pairwise_accuracy(human: Sequence[float], judge: Sequence[float], *, min_gap: float = 0.2
+                      ) -> tuple[float | None, int]:
+    """Share of pairs the judge orders like the human, over pairs the human scored >= min_gap apart.
+
+    Same order = 1, judge tie = 1/2, reversed = 0. Returns (accuracy, number of pairs); accuracy
+    is None when no pair qualifies. A tiny epsilon keeps 0.7 vs 0.5 (float 0.19999...) a pair.
+    """
+    if len(human) != len(judge):
+        raise ValueError("pairwise_accuracy needs two sequences of equal length")
+    total, pairs = 0.0, 0
+    for i in range(len(human)):
+        for j in range(i + 1, len(human)):
+            dh = human[i] - human[j]
+            if abs(dh) + 1e-9 < min_gap:
+                continue
+            pairs += 1
+            dj = judge[i] - judge[j]
+            if abs(dj) < 1e-12:
+                total += 0.5
+            elif (dj > 0) == (dh > 0):
+                total += 1.0
+    return (total / pairs if pairs else None, pairs)
+
+
+def krippendorff_alpha_interval(units: Sequence[Sequence[float | None]]) -> float | None:
+    """Krippendorff's alpha with the interval (squared difference) metric.
+
+    `units` holds one sequence per unit (item) with one value per rater, None where that rater
+    gave no value. Units with fewer than two values are not pairable and are dropped.
+    alpha = 1 - D_o / D_e with D_o from within-unit pairs (each unit weighted 1/(m_u - 1)) and
+    D_e from all pairs of pairable values. None when undefined (fewer than two pairable values,
+    or no variation at all).
+    """
+    pairable = [[float(v) for v in u if v is not None] for u in units]
+    pairable = [u for u in pairable if len(u) >= 2]
+    values = [v for u in pairable for v in u]
+    n = len(values)
+    if n < 2:
+        return None
+    d_o = 0.0
+    for u in pairable:
+        m = len(u)
+        s = sum((a - b) ** 2 for i, a in enumerate(u) for j, b in enumerate(u) if i != j)
+        d_o += s / (m - 1)
+    d_o /= n
+    # sum over ordered pairs k != l of (v_k - v_l)^2 = 2 * (n * sum(v^2) - (sum v)^2)
+    total = sum(values)
+    d_e = 2 * (n * sum(v * v for v in values) - total * total) / (n * (n - 1))
+    if d_e <= 0:
+        return None
+    return 1.0 - d_o / d_e

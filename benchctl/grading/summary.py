@@ -1,0 +1,81 @@
+"""The table printed after grading: counts first, and no average that hides missing grades."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from benchctl.grading.runner import Outcome, Session
+from benchctl.grading.stats import wilson_interval
+
+
+def _mean_cell(scores: list[float], n_unscored_runs: int) -> str:
+    if not scores:
+        return "n/a (no scored runs)"
+    text = f"{sum(scores) / len(scores):.3f} over {len(scores)}"
+    if n_unscored_runs:
+        text += f" ({n_unscored_runs} unscored run(s) excluded)"
+    return text
+
+
+def grader_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
+    by: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        by[o.grader].append(o)
+    rows = []
+    for grader in sorted(by):
+        os_ = by[grader]
+        scores = [o.score for o in os_ if o.score is not None]
+        unscored = sum(1 for o in os_ if o.status == "unscored")
+        costs = [o.cost_usd for o in os_ if not o.reused]
+        rows.append({
+            "grader": grader, "grades": len(os_), "reused": sum(o.reused for o in os_),
+            "scored": sum(o.status == "scored" for o in os_), "partial": sum(o.status == "partial" for o in os_),
+            "unscored": unscored, "items_unscored": f"{sum(o.n_unscored for o in os_)} of {sum(o.n_items for o in os_)}",
+            "mean": _mean_cell(scores, unscored),
+            "cost": "unknown" if any(c is None for c in costs) else f"${sum(c or 0 for c in costs):.4f}",
+        })
+    return rows
+
+
+def success_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
+    """any_of_n per configuration: k of n scored runs with a Wilson 95 % interval."""
+    by: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        if o.grader == "any_of_n" and o.artifact_tag is None:
+            by[o.config].append(o)
+    rows = []
+    for config in sorted(by):
+        scored = [o for o in by[config] if o.score is not None]
+        k, n = sum(1 for o in scored if o.score == 1.0), len(scored)
+        lo, hi = wilson_interval(k, n)
+        rows.append({"configuration": config, "k": k, "n": n, "rate": f"{k / n:.2f}" if n else "n/a",
+                     "ci95": f"{lo:.2f}–{hi:.2f}", "unscored": len(by[config]) - n})
+    return rows
+
+
+def print_summary(session: Session) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title="grades")
+    cols = ["grader", "grades", "reused", "scored", "partial", "unscored", "items_unscored", "mean", "cost"]
+    for c in cols:
+        table.add_column(c.replace("_", " "), justify="left" if c in ("grader", "mean") else "right")
+    for row in grader_rows(session.outcomes):
+        table.add_row(*(str(row[c]) for c in cols))
+    console.print(table)
+    succ = success_rows(session.outcomes)
+    if succ:
+        t2 = Table(title="any_of_n success by configuration (Wilson 95 %)")
+        for c in ("configuration", "k", "n", "rate", "ci95", "unscored"):
+            t2.add_column(c)
+        for row in succ:
+            t2.add_row(*(str(row[c]) for c in ("configuration", "k", "n", "rate", "ci95", "unscored")))
+        console.print(t2)
+    for run_id, why in session.skipped_runs:
+        console.print(f"[dim]not graded: {run_id}: {why}[/dim]")
+    missing = sum(o.status == "unscored" for o in session.outcomes)
+    if missing:
+        console.print(f"[yellow]{missing} grade(s) unscored (judge failed or a part is missing); "
+                      f"re-run the same command to retry them.[/yellow]")

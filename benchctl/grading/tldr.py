@@ -1,0 +1,121 @@
+"""Finding the TLDR of a report, and grading it holistically.
+
+Extraction rule (documented in the README):
+1. A heading whose text is TLDR, TL;DR, TL DR, Summary or Executive summary (any case, any
+   level, markdown `#` headings or a line that is only bold text such as `**TL;DR**`, an optional
+   trailing colon). The section runs to the next heading of the same or a higher level (any
+   heading, for bold-line headings).
+2. Else a paragraph that starts with "TLDR:" / "TL;DR:" / "Summary:" (the label removed).
+3. Else the opening paragraph: the first block of non-empty lines that is not a heading.
+An empty report has no TLDR (graded 0 without calling the judge).
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # runtime imports are lazy so extract_tldr stays importable on its own
+    from benchctl.grading.judge import Judge
+    from benchctl.grading.record import GradeJob
+    from benchctl.layout import GradeRecord
+
+_NAMES = {"tldr", "tl;dr", "tl dr", "tl-dr", "summary", "executive summary"}
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_BOLD_LINE = re.compile(r"^\s*(\*\*|__)(.+?)(\*\*|__)\s*:?\s*$")
+_INLINE = re.compile(r"^\s*(?:\*\*|__)?(tl;?\s?dr|summary)(?:\*\*|__)?\s*[:\-–—]\s*(?:\*\*|__)?\s*(.+)", re.IGNORECASE | re.DOTALL)
+
+
+def _norm(title: str) -> str:
+    t = re.sub(r"[*_`]", "", title).strip().rstrip(":").strip().lower()
+    return re.sub(r"\s+", " ", t)
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    m = _MD_HEADING.match(line)
+    if m:
+        return len(m.group(1)), m.group(2)
+    m = _BOLD_LINE.match(line)
+    if m:
+        return 7, m.group(2)   # a bold line acts as a heading of the lowest level
+    return None
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    out, cur = [], []
+    for line in lines:
+        if line.strip():
+            cur.append(line.rstrip())
+        elif cur:
+            out.append("\n".join(cur))
+            cur = []
+    if cur:
+        out.append("\n".join(cur))
+    return out
+
+
+def extract_tldr(report: str) -> tuple[str, str]:
+    """(tldr text, which rule found it). ("", "empty") when the report has no text."""
+    lines = report.splitlines()
+    for i, line in enumerate(lines):
+        h = _heading(line)
+        if h and _norm(h[1]) in _NAMES:
+            level = h[0]
+            body = []
+            for nxt in lines[i + 1:]:
+                h2 = _heading(nxt)
+                if h2 and (h2[0] <= level or level == 7):
+                    break
+                body.append(nxt)
+            text = "\n".join(body).strip()
+            if text:
+                return text, f"heading: {h[1].strip()}"
+    paras = [p for p in _paragraphs(lines)]
+    for p in paras:
+        m = _INLINE.match(p)
+        if m:
+            return m.group(2).strip(), f"inline label: {m.group(1)}"
+    for p in paras:
+        body = [ln for ln in p.splitlines() if not _heading(ln)]
+        if body:
+            return "\n".join(body).strip(), "opening paragraph"
+    return "", "empty"
+
+
+# ---------------------------------------------------------------- grading
+
+async def grade_tldr(job: "GradeJob", judge: "Judge") -> "GradeRecord":
+    from benchctl.grading.judge import JudgeFailed, Tally
+    from benchctl.grading.judge_parse import parse_holistic
+    from benchctl.grading.record import make_record
+    from benchctl.grading.templates import delimit, nonce_for, render
+
+    cfg = job.cfg
+    rubric_hash = cfg.rubric_hash("tldr")
+    report, _ = job.read_text()
+    tldr, rule = extract_tldr(report or "")
+    tally = Tally()
+    if not tldr:
+        why = f"artifact {job.artifact} missing" if report is None else "the report has no text, so no TLDR"
+        return make_record("tldr", job, judge.model, rubric_hash, tally=tally, score=0.0, raw_score=0.0,
+                           items=[{"id": "holistic", "score": 0.0, "reason": why}], tldr="", tldr_rule=rule, note=why)
+    ref_summary, _ = extract_tldr(cfg.reference)
+    nonce = nonce_for(tldr)
+    system = render(cfg.prompts["system"], nonce=nonce)
+    messages = [{"role": "user", "content": render(cfg.prompts["tldr"], reference_summary=ref_summary,
+                                                   tldr=delimit(tldr, nonce))}]
+    item: dict = {"id": "holistic", "score": None}
+    try:
+        answer = await judge.ask(messages, system=system, tally=tally)
+        parsed = parse_holistic(answer)
+        if parsed is None:
+            messages += [{"role": "assistant", "content": answer},
+                         {"role": "user", "content": cfg.prompts["tldr_reask"]}]
+            parsed = parse_holistic(await judge.ask(messages, system=system, tally=tally))
+        if parsed is None:
+            item["error"] = "no usable score in the judge's answer after one re-ask"
+        else:
+            item.update(score=parsed.score, reason=parsed.reason)
+    except JudgeFailed as e:
+        item["error"] = str(e)
+    return make_record("tldr", job, judge.model, rubric_hash, tally=tally, items=[item], score=item["score"],
+                       raw_score=item["score"], tldr=tldr, tldr_rule=rule)
