@@ -1,0 +1,365 @@
+"""One HTTP exchange through the gateway: authenticate, route, forward, stream back, record.
+
+The `model_call` event (source "gateway") has: call_id, requested_model, served_model (the
+run's model id that served it), upstream_model (what the upstream says), model_mapped,
+wire_api, method, path, stream, status, latency_ms, ttfb_ms, usage, cost_usd, stop_reason,
+refusal, retries (every attempt: attempt, status, error, wait_s), error, request (the delta,
+see recording.py) and response {text, tool_calls}. A call that failed after retries also
+gets a `model_error` event; a refusal a `refusal` event; a switch to the fallback model a
+`fallback` event.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from benchctl.gateway import http11
+from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
+from benchctl.gateway.retry import UpstreamUnavailable
+from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
+from benchctl.gateway.wire_parse import ResponseSummary, empty_usage, summarize
+
+if TYPE_CHECKING:
+    from benchctl.gateway.server import Gateway
+
+SANDBOX_TOKEN = "benchctl-sandbox-token"   # the only credential agents ever see
+GEMINI_PATH = re.compile(r"^/(v1beta|v1|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
+PASS_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
+JSON = {"content-type": "application/json"}
+DRAIN_ABOVE = 1 << 16
+
+
+def classify(method: str, path: str) -> tuple[str | None, str | None, str]:
+    """(wire api, model named in the path, gemini action) for a request; wire api None = unknown."""
+    if method == "POST":
+        if path == "/v1/messages":
+            return "anthropic_messages", None, ""
+        if path == "/v1/messages/count_tokens":
+            return "anthropic_count_tokens", None, ""
+        if path == "/v1/responses":
+            return "openai_responses", None, ""
+        if path == "/v1/chat/completions":
+            return "openai_chat", None, ""
+        m = GEMINI_PATH.match(path)
+        if m:
+            return "gemini", m.group(2), m.group(3)
+    if method == "GET" and (path == "/v1/models" or path.startswith("/v1/models/")):
+        return "models_list", None, ""
+    return None, None, ""
+
+
+def error_body(wire: str | None, status: int, message: str, kind: str) -> bytes:
+    if wire == "gemini":
+        return orjson.dumps({"error": {"code": status, "message": message, "status": kind.upper()}})
+    if wire in ("openai_responses", "openai_chat"):
+        return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": kind}})
+    # Anthropic shape; OpenAI-style readers find error.message in it too.
+    return orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
+
+
+def stream_error_event(wire: str, message: str) -> bytes:
+    if wire == "anthropic_messages":
+        return b"event: error\ndata: " + orjson.dumps({"type": "error", "error": {"type": "api_error", "message": message}}) + b"\n\n"
+    if wire == "openai_responses":
+        return b"event: error\ndata: " + orjson.dumps({"type": "error", "code": "server_error", "message": message,
+                                                       "param": None, "sequence_number": 0}) + b"\n\n"
+    if wire == "gemini":
+        return b"data: " + orjson.dumps({"error": {"code": 500, "message": message, "status": "INTERNAL"}}) + b"\n\n"
+    return b"data: " + orjson.dumps({"error": {"message": message, "type": "server_error"}}) + b"\n\n"
+
+
+def set_nodelay(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def authorized(headers: dict[str, str], query: str, token: str) -> bool:
+    if headers.get("x-api-key") == token or headers.get("x-goog-api-key") == token:
+        return True
+    if headers.get("authorization") == f"Bearer {token}":
+        return True
+    return f"key={token}" in query.split("&")
+
+
+async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        gw.track(task)
+    set_nodelay(writer)
+    try:
+        while True:
+            try:
+                req = await http11.read_request(reader)
+            except (http11.BadRequest, ValueError) as e:
+                writer.write(http11.whole_response(400, JSON, error_body(None, 400, f"benchctl gateway: {e}",
+                                                                         "invalid_request_error"), keep_alive=False))
+                break
+            if req is None:
+                break
+            keep = await Exchange(gw, req, writer).run()
+            if not (req.keep_alive and keep):
+                break
+    except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+        pass
+    finally:
+        try:
+            writer.close()
+        except Exception:
+            pass
+
+
+class Exchange:
+    def __init__(self, gw: "Gateway", req: http11.Request, writer: asyncio.StreamWriter) -> None:
+        self.gw, self.req, self.writer = gw, req, writer
+        self.t0 = time.perf_counter()
+        self.ttfb: float | None = None
+        self.wire: str | None = None
+        self.event: dict[str, Any] = {}
+
+    def ms(self, t: float | None) -> float | None:
+        return None if t is None else round((t - self.t0) * 1000, 3)
+
+    def send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.ttfb = time.perf_counter()
+        self.writer.write(http11.whole_response(status, headers, body, self.req.keep_alive))
+
+    def fail(self, status: int, message: str, kind: str, event_type: str = "model_call", **fields: Any) -> bool:
+        """Answer with an error in the caller's wire format and record it."""
+        headers = {**JSON, "x-should-retry": "false"}
+        self.send_whole(status, headers, error_body(self.wire, status, message, kind))
+        self.gw.account("", {}, 0.0, False, True, counted=False)
+        self.gw.transcript.emit(event_type, source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
+                                method=self.req.method, path=self.req.path, status=status,
+                                latency_ms=self.ms(time.perf_counter()), error=message, **fields)
+        return True
+
+    async def run(self) -> bool:
+        req, gw = self.req, self.gw
+        for prefix, handler in gw.routes:
+            if req.path.startswith(prefix):
+                return await self.extra_route(handler)
+        self.wire, path_model, action = classify(req.method, req.path)
+        if not authorized(req.headers, req.query, SANDBOX_TOKEN):
+            return self.fail(401, "benchctl gateway: invalid API key; agents must use the sandbox token the harness "
+                                  "gave them (real keys stay on the host)", "authentication_error")
+        if self.wire is None:
+            return self.fail(404, f"benchctl gateway: no route for {req.method} {req.path}; served: POST /v1/messages, "
+                                  "/v1/messages/count_tokens, /v1/responses, /v1/chat/completions, "
+                                  "/v1beta/models/M:generateContent|streamGenerateContent, GET /v1/models",
+                             "not_found_error")
+        served = gw.router.current
+        if self.wire == "models_list":
+            return self.models_list(served)
+        if gw.deadline is not None and time.time() > gw.deadline:
+            return self.fail(400, "benchctl: time budget exhausted", "invalid_request_error",
+                             event_type="model_error", served_model=str(served))
+        try:
+            body = orjson.loads(req.body) if req.body else {}
+            if not isinstance(body, dict):
+                raise ValueError("request body must be a JSON object")
+        except ValueError as e:
+            return self.fail(400, f"benchctl gateway: request body is not valid JSON: {e}", "invalid_request_error")
+        requested = path_model or body.get("model")
+        if requested and requested != served.name and gw.config.other_model_policy == "reject":
+            return self.fail(400, f"benchctl gateway: this run serves {served.name}, not {requested}",
+                             "invalid_request_error", requested_model=requested)
+        if self.wire == "gemini":
+            stream = action == "streamGenerateContent"
+            ver = req.path.split("/")[1]
+            path = f"/{ver}/models/{served.name}:{action}"
+            if action == "countTokens":
+                return self.estimate_tokens(body, requested, served, gemini=True)
+        else:
+            stream = body.get("stream") is True
+            path = req.path
+            body["model"] = served.name
+        if self.wire == "anthropic_count_tokens" and served.provider != "anthropic":
+            return self.estimate_tokens(body, requested, served, gemini=False)
+        headers = {k: v for k, v in req.headers.items() if k in PASS_HEADERS}
+        call = UpstreamCall(self.wire, req.method, path, served, body, stream, req.query, headers)  # type: ignore[arg-type]
+        return await self.forward(call, requested)
+
+    # ------------------------------------------------------------------ forwarding
+
+    async def forward(self, call: UpstreamCall, requested: str | None) -> bool:
+        gw = self.gw
+        call_id = gw.next_call_id()
+        policy_retry = gw.router.policy == "retry" and call.wire_api != "anthropic_count_tokens"
+        refusal_tries = gw.router.retries if policy_retry else 0
+        attempts: list[dict[str, Any]] = []
+        refused_earlier: list[dict[str, Any]] = []
+        while True:
+            try:
+                resp = await gw.upstream_for(call.model).send(call)
+            except UpstreamUnavailable as e:
+                attempts += e.attempts
+                return self.upstream_failed(call, call_id, requested, f"upstream unreachable: {e}", attempts)
+            except (UnsupportedWireApi, UpstreamConfigError) as e:
+                return self.upstream_failed(call, call_id, requested, str(e), attempts, status=400)
+            except Exception as e:  # a bug in an upstream must not kill the connection silently
+                return self.upstream_failed(call, call_id, requested, f"{type(e).__name__}: {e}", attempts)
+            attempts += resp.attempts
+            if not policy_retry:
+                break
+            # Refusal retry: hold the whole response, and ask again while it refuses.
+            data = await resp.read()
+            s = summarize(call.wire_api, call.stream, data, resp.status)
+            resp.body = _one(data)
+            if not s.refusal or refusal_tries <= 0:
+                break
+            refusal_tries -= 1
+            refused_earlier.append({"stop_reason": s.stop_reason, "text": s.text[:500]})
+            gw.account(str(call.model), s.usage, gw.prices.cost(str(call.model), s.usage), True, False, counted=True)
+            gw.transcript.emit("refusal", source="gateway", call_id=call_id, model=str(call.model),
+                               stop_reason=s.stop_reason, action="retry", text=s.text[:500])
+        return await self.pass_through(call, call_id, requested, resp, attempts)
+
+    async def pass_through(self, call: UpstreamCall, call_id: str, requested: str | None, resp: UpstreamResponse,
+                           attempts: list[dict[str, Any]]) -> bool:
+        headers = {k: v for k, v in resp.headers.items() if k.lower() not in HOP_HEADERS}
+        headers["x-benchctl-served-model"] = str(call.model)
+        parts: list[bytes] = []
+        error: str | None = None
+        writer = self.writer
+        if call.stream and resp.status < 400:
+            writer.write(http11.stream_head(resp.status, headers, self.req.keep_alive))
+            sent = 0
+            try:
+                async for data in resp.body:
+                    if self.ttfb is None:
+                        self.ttfb = time.perf_counter()
+                    parts.append(data)
+                    writer.write(http11.chunk(data))
+                    sent += len(data)
+                    if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
+                        await writer.drain()
+            except (ConnectionError, asyncio.CancelledError) as e:
+                if writer.transport.is_closing():  # the client went away: stop reading upstream, record
+                    await _aclose(resp.body)
+                    self.record(call, call_id, requested, resp.status, b"".join(parts), attempts,
+                                f"client disconnected after {sent} bytes")
+                    return False
+                error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
+            except Exception as e:
+                error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
+            if error is not None:
+                # Cannot retry (the client has part of it): end the stream with an error event it understands.
+                writer.write(http11.chunk(stream_error_event(call.wire_api, f"benchctl gateway: {error}")))
+            writer.write(http11.LAST_CHUNK)
+        else:
+            try:
+                data = await resp.read()
+            except Exception as e:
+                error = f"upstream body failed: {type(e).__name__}: {e}"
+                data = error_body(call.wire_api, 502, f"benchctl gateway: {error}", "api_error")
+                resp.status = 502
+            parts.append(data)
+            self.send_whole(resp.status, headers, data)
+        self.record(call, call_id, requested, resp.status, b"".join(parts), attempts, error)
+        if writer.transport.get_write_buffer_size() > 0:
+            await writer.drain()
+        return True
+
+    def record(self, call: UpstreamCall, call_id: str, requested: str | None, status: int, data: bytes,
+               attempts: list[dict[str, Any]], error: str | None) -> ResponseSummary:
+        gw = self.gw
+        t_end = time.perf_counter()
+        s = summarize(call.wire_api, call.stream, data, status)
+        error = error or s.error
+        served = str(call.model)
+        counted = call.wire_api != "anthropic_count_tokens"
+        cost = gw.prices.cost(served, s.usage) if counted else 0.0
+        response = {"text": s.text, "tool_calls": s.tool_calls}
+        delta = gw.recorder.delta(call_id, call.wire_api, call.body)
+        if status < 400 and error is None:
+            gw.recorder.note_response(call_id, call.wire_api, response)
+        gw.account(served, s.usage, cost, s.refusal, error is not None, counted)
+        retries = attempts if len(attempts) > 1 or (attempts and attempts[0]["error"]) else []
+        gw.transcript.emit("model_call", source="gateway", call_id=call_id, requested_model=requested,
+                           served_model=served, upstream_model=s.served_model,
+                           model_mapped=bool(requested and requested != call.model.name),
+                           wire_api=call.wire_api, method=call.method, path=self.req.path, stream=call.stream,
+                           status=status, latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb), usage=s.usage,
+                           cost_usd=cost, stop_reason=s.stop_reason, refusal=s.refusal, retries=retries,
+                           error=error, request=delta, response=response)
+        if s.refusal:
+            switch = gw.router.on_refusal(call.model, s.stop_reason or "refusal")
+            gw.transcript.emit("refusal", source="gateway", call_id=call_id, model=served, stop_reason=s.stop_reason,
+                               action="fallback" if switch else "none", text=s.text[:500])
+            if switch:
+                gw.transcript.emit("fallback", source="gateway", call_id=call_id, **switch)
+        if error is not None and status >= 400:
+            gw.transcript.emit("model_error", source="gateway", call_id=call_id, model=served, status=status,
+                               error=error, retries=attempts)
+        return s
+
+    def upstream_failed(self, call: UpstreamCall, call_id: str, requested: str | None, message: str,
+                        attempts: list[dict[str, Any]], status: int = 502) -> bool:
+        self.send_whole(status, {**JSON, "x-should-retry": "false"},
+                        error_body(call.wire_api, status, f"benchctl gateway: {message}", "api_error"))
+        self.gw.account(str(call.model), {}, 0.0, False, True, counted=False)
+        delta = self.gw.recorder.delta(call_id, call.wire_api, call.body)
+        self.gw.transcript.emit("model_call", source="gateway", call_id=call_id, requested_model=requested,
+                                served_model=str(call.model), wire_api=call.wire_api, method=call.method,
+                                path=self.req.path, stream=call.stream, status=status,
+                                latency_ms=self.ms(time.perf_counter()), ttfb_ms=None, usage=empty_usage(),
+                                cost_usd=0.0, refusal=False, retries=attempts, error=message, request=delta,
+                                response=None)
+        self.gw.transcript.emit("model_error", source="gateway", call_id=call_id, model=str(call.model),
+                                status=status, error=message, retries=attempts)
+        return True
+
+    # ------------------------------------------------------------------ answered locally
+
+    def models_list(self, served: ModelId) -> bool:
+        item = {"id": served.name, "type": "model", "display_name": served.name, "created_at": "2025-01-01T00:00:00Z",
+                "object": "model", "created": 0, "owned_by": "benchctl"}
+        if self.req.path.startswith("/v1/models/"):
+            body = orjson.dumps(item)
+        else:
+            body = orjson.dumps({"object": "list", "data": [item], "has_more": False,
+                                 "first_id": served.name, "last_id": served.name})
+        self.send_whole(200, JSON, body)
+        self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api="models_list",
+                                method=self.req.method, path=self.req.path, status=200, served_model=str(served),
+                                latency_ms=self.ms(time.perf_counter()), answered_by="gateway")
+        return True
+
+    def estimate_tokens(self, body: dict[str, Any], requested: str | None, served: ModelId, gemini: bool) -> bool:
+        # ~4 bytes per token: good enough for a CLI deciding when to compact; recorded as an estimate.
+        n = math.ceil(len(orjson.dumps(body)) / 4)
+        self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
+        self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
+                                method=self.req.method, path=self.req.path, status=200, requested_model=requested,
+                                served_model=str(served), latency_ms=self.ms(time.perf_counter()),
+                                answered_by="gateway", estimated_input_tokens=n)
+        return True
+
+    async def extra_route(self, handler: Any) -> bool:
+        try:
+            status, headers, body = await asyncio.to_thread(handler, self.req.method, self.req.path, self.req.body)
+        except Exception as e:
+            status, headers, body = 500, JSON, error_body(None, 500, f"benchctl gateway route error: {e}", "api_error")
+        self.send_whole(status, dict(headers), body)
+        await self.writer.drain()
+        return True
+
+
+async def _one(data: bytes):  # type: ignore[no-untyped-def]
+    yield data
+
+
+async def _aclose(body: Any) -> None:
+    close = getattr(body, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:
+            pass

@@ -1,0 +1,182 @@
+"""Real upstreams: Anthropic, OpenAI, Google (Gemini) and OpenAI-compatible servers over HTTP.
+
+Each holds one keep-alive `httpx2.AsyncClient` and forwards the call's JSON body (model
+already rewritten) to the vendor, returning as soon as status and headers arrive; the body
+is yielded raw, chunk by chunk, so the gateway can pass it straight through.
+
+Endpoints and keys (read from the gateway's host environment only):
+
+  anthropic/*          ANTHROPIC_BASE_URL (default https://api.anthropic.com), ANTHROPIC_API_KEY
+  openai/*             OPENAI_BASE_URL (default https://api.openai.com/v1), OPENAI_API_KEY
+  google/*             GOOGLE_GEMINI_BASE_URL (default https://generativelanguage.googleapis.com),
+                       GEMINI_API_KEY or GOOGLE_API_KEY
+  openai-compatible/N  BENCHCTL_OPENAI_COMPATIBLE_<N>_BASE_URL (N upper-cased, non-alphanumerics
+                       as _), else OPENAI_COMPATIBLE_BASE_URL; key OPENAI_COMPATIBLE_<N>_API_KEY,
+                       else OPENAI_COMPATIBLE_API_KEY (may be empty for local servers)
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+from typing import AsyncIterator, Mapping
+
+import httpx2
+import orjson
+
+from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
+
+# Headers from the upstream that are about the hop, not the content; we set our own.
+HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding",
+               "proxy-authenticate", "proxy-authorization", "te", "trailer", "upgrade", "date", "server",
+               "set-cookie", "alt-svc", "via", "cf-ray", "cf-cache-status"}
+TIMEOUT = httpx2.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
+
+
+class UpstreamConfigError(ValueError):
+    pass
+
+
+class UnsupportedWireApi(ValueError):
+    """The model's provider does not speak the wire API the agent used (no translation)."""
+
+
+def _env_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def _make_client() -> httpx2.AsyncClient:
+    # TCP_NODELAY: small SSE writes must not wait for delayed ACKs (see DESIGN.md).
+    transport = httpx2.AsyncHTTPTransport(
+        limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=60.0),
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    return httpx2.AsyncClient(transport=transport, timeout=TIMEOUT, trust_env=False)
+
+
+def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items() if k.lower() not in HOP_HEADERS}
+
+
+class HttpUpstream:
+    """Base: subclasses say which wire APIs they speak, where and with which auth header."""
+
+    provider = ""
+    wire_apis: tuple[str, ...] = ()
+
+    def __init__(self, model: ModelId, base_url: str, api_key: str) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._client = _make_client()
+
+    def url(self, call: UpstreamCall) -> str:
+        raise NotImplementedError
+
+    def auth_headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def default_headers(self) -> dict[str, str]:
+        return {}
+
+    async def send(self, call: UpstreamCall) -> UpstreamResponse:
+        if call.wire_api not in self.wire_apis:
+            raise UnsupportedWireApi(
+                f"{self.model} ({self.provider}) does not speak the {call.wire_api} wire API the agent used; "
+                f"pick a model whose provider speaks it ({self.provider} speaks: {', '.join(self.wire_apis)})")
+        url = self.url(call)
+        if call.query:
+            url += ("&" if "?" in url else "?") + call.query
+        headers = {**self.default_headers(), **call.headers, **self.auth_headers(), "accept-encoding": "identity"}
+        content = None
+        if call.body is not None:
+            content = orjson.dumps(call.body)
+            headers["content-type"] = "application/json"
+        request = self._client.build_request(call.method, url, content=content, headers=headers)
+        response = await self._client.send(request, stream=True)
+        return UpstreamResponse(status=response.status_code, headers=response_headers(response.headers),
+                                body=_iter_body(response))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+async def _iter_body(response: httpx2.Response) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.aiter_raw():
+            if chunk:
+                yield chunk
+    finally:
+        await response.aclose()
+
+
+class AnthropicUpstream(HttpUpstream):
+    provider = "anthropic"
+    wire_apis = ("anthropic_messages", "anthropic_count_tokens")
+
+    def __init__(self, model: ModelId) -> None:
+        super().__init__(model, os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com",
+                         os.environ.get("ANTHROPIC_API_KEY", ""))
+
+    def url(self, call: UpstreamCall) -> str:
+        return self.base_url + call.path  # /v1/messages, /v1/messages/count_tokens
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"x-api-key": self._api_key} if self._api_key else {}
+
+    def default_headers(self) -> dict[str, str]:
+        return {"anthropic-version": "2023-06-01"}  # used only when the client sent none
+
+
+class OpenAIUpstream(HttpUpstream):
+    provider = "openai"
+    wire_apis = ("openai_responses", "openai_chat")
+
+    def __init__(self, model: ModelId, base_url: str | None = None, api_key: str | None = None) -> None:
+        super().__init__(model, base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1",
+                         os.environ.get("OPENAI_API_KEY", "") if api_key is None else api_key)
+
+    def url(self, call: UpstreamCall) -> str:
+        # The client spoke /v1/<endpoint>; vendor base URLs include the /v1 (OpenAI SDK convention).
+        path = call.path[3:] if call.path.startswith("/v1/") else call.path
+        return self.base_url + path
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+
+class OpenAICompatibleUpstream(OpenAIUpstream):
+    provider = "openai-compatible"
+    wire_apis = ("openai_responses", "openai_chat", "anthropic_messages")
+
+    def __init__(self, model: ModelId) -> None:
+        env = _env_name(model.name)
+        base = os.environ.get(f"BENCHCTL_OPENAI_COMPATIBLE_{env}_BASE_URL") or os.environ.get("OPENAI_COMPATIBLE_BASE_URL")
+        if not base:
+            raise UpstreamConfigError(
+                f"no base URL for {model}: set BENCHCTL_OPENAI_COMPATIBLE_{env}_BASE_URL (or OPENAI_COMPATIBLE_BASE_URL) "
+                f"to the server's OpenAI-style base URL, e.g. http://localhost:8000/v1")
+        key = os.environ.get(f"OPENAI_COMPATIBLE_{env}_API_KEY") or os.environ.get("OPENAI_COMPATIBLE_API_KEY", "")
+        super().__init__(model, base, key)
+
+
+class GoogleUpstream(HttpUpstream):
+    provider = "google"
+    wire_apis = ("gemini",)
+
+    def __init__(self, model: ModelId) -> None:
+        super().__init__(model, os.environ.get("GOOGLE_GEMINI_BASE_URL") or "https://generativelanguage.googleapis.com",
+                         os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY", ""))
+
+    def url(self, call: UpstreamCall) -> str:
+        return self.base_url + call.path  # /v1beta/models/<name>:(stream)generateContent
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"x-goog-api-key": self._api_key} if self._api_key else {}
+
+
+def http_upstream(model: ModelId) -> HttpUpstream:
+    classes = {"anthropic": AnthropicUpstream, "openai": OpenAIUpstream, "google": GoogleUpstream,
+               "openai-compatible": OpenAICompatibleUpstream}
+    if model.provider not in classes:
+        raise UpstreamConfigError(f"no HTTP upstream for provider {model.provider!r}")
+    return classes[model.provider](model)

@@ -1,0 +1,70 @@
+"""Cost of a call: normalized usage × an editable price table (USD per million tokens).
+
+The built-in table is `prices.toml` next to this file. An override file (env
+`BENCHCTL_PRICES`, or `prices_path` in the gateway config) replaces entries model by model.
+Unknown price → `None` ("unknown"), never 0: a missing price must be visible in reports.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+BUILTIN_PRICES = Path(__file__).with_name("prices.toml")
+PRICE_KEYS = {"input_tokens": "input", "cached_input_tokens": "cached_input",
+              "cache_write_tokens": "cache_write", "output_tokens": "output"}
+
+
+class PriceTableError(ValueError):
+    pass
+
+
+def _load(path: Path) -> dict[str, dict[str, float]]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise PriceTableError(f"price file {path} does not exist (set BENCHCTL_PRICES to an existing TOML file)") from None
+    except tomllib.TOMLDecodeError as e:
+        raise PriceTableError(f"price file {path} is not valid TOML: {e}") from None
+    table: dict[str, dict[str, float]] = {}
+    for model, entry in data.items():
+        if not isinstance(entry, dict):
+            raise PriceTableError(f"price file {path}: [{model!r}] must be a table of input/cached_input/cache_write/output")
+        bad = set(entry) - set(PRICE_KEYS.values())
+        if bad:
+            raise PriceTableError(f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; "
+                                  f"allowed: {sorted(PRICE_KEYS.values())}")
+        table[model] = {k: float(v) for k, v in entry.items()}
+    return table
+
+
+class PriceTable:
+    def __init__(self, override: str | os.PathLike[str] | None = None) -> None:
+        self.table = _load(BUILTIN_PRICES)
+        path = override or os.environ.get("BENCHCTL_PRICES")
+        if path:
+            self.table.update(_load(Path(path)))
+
+    def lookup(self, model: str) -> dict[str, float] | None:
+        if model in self.table:
+            return self.table[model]
+        best = None
+        for key, entry in self.table.items():   # longest matching prefix wins
+            if key.endswith("*") and model.startswith(key[:-1]) and (best is None or len(key) > len(best[0])):
+                best = (key, entry)
+        return best[1] if best else None
+
+    def cost(self, model: str, usage: Mapping[str, Any]) -> float | None:
+        """USD for one call, or None when any token kind it used has no price."""
+        prices = self.lookup(model)
+        if prices is None:
+            return None
+        total = 0.0
+        for usage_key, price_key in PRICE_KEYS.items():
+            n = usage.get(usage_key) or 0
+            if n:
+                if price_key not in prices:
+                    return None
+                total += n * prices[price_key] / 1e6
+        return round(total, 8)

@@ -1,0 +1,209 @@
+"""Request deltas: store only what is new in each request of a conversation.
+
+Agents resend their whole history every turn, so storing each request whole makes a
+transcript grow quadratically. `RequestRecorder.delta` instead finds the conversation the
+request continues (the earlier request whose message list is the longest prefix of this
+one) and records:
+
+  {"conv": "c3",              conversation id (first call's id)
+   "base": "call-17" | null,  the request this one extends (null: stored whole)
+   "keep": 12,                messages kept from the base request
+   "append": [...],           the messages after those
+   "set": {...},              top-level fields that are new or changed vs the base
+   "unset": [...],            top-level fields the base had and this one has not
+   "cache_control": [[i, j, v], ...]}   where cache_control markers sit in this request
+
+`cache_control` markers are stored apart from messages because clients move them to the
+latest message each turn; keeping them inside would make every old message look changed.
+i is the message index, j the content block index (or -1 for the message itself).
+
+An appended assistant message that equals the previous call's response (as rebuilt from
+its recorded text and tool calls) is stored as {"$response": "<call id>"} instead of again.
+
+`reconstruct(events)` rebuilds every request exactly (as a JSON value) from the events.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Iterable
+
+import orjson
+
+LIST_KEYS = {"anthropic_messages": "messages", "anthropic_count_tokens": "messages", "openai_chat": "messages",
+             "openai_responses": "input", "gemini": "contents"}
+
+
+def _key(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def strip_cache_control(messages: list[Any]) -> tuple[list[Any], list[list[Any]]]:
+    """Messages without cache_control keys, and where the keys were."""
+    marks: list[list[Any]] = []
+    out: list[Any] = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            out.append(msg)
+            continue
+        if "cache_control" in msg:
+            marks.append([i, -1, msg["cache_control"]])
+            msg = {k: v for k, v in msg.items() if k != "cache_control"}
+        content = msg.get("content")
+        if isinstance(content, list) and any(isinstance(b, dict) and "cache_control" in b for b in content):
+            blocks = []
+            for j, block in enumerate(content):
+                if isinstance(block, dict) and "cache_control" in block:
+                    marks.append([i, j, block["cache_control"]])
+                    block = {k: v for k, v in block.items() if k != "cache_control"}
+                blocks.append(block)
+            msg = {**msg, "content": blocks}
+        out.append(msg)
+    return out, marks
+
+
+def apply_cache_control(messages: list[Any], marks: list[list[Any]]) -> list[Any]:
+    out = [dict(m) if isinstance(m, dict) else m for m in messages]
+    for i, j, value in marks:
+        if j == -1:
+            out[i]["cache_control"] = value
+        else:
+            content = list(out[i]["content"])
+            content[j] = {**content[j], "cache_control": value}
+            out[i]["content"] = content
+    return out
+
+
+def rebuild_assistant(wire_api: str, response: dict[str, Any] | None) -> Any:
+    """The assistant message a client would echo back for a recorded response, when derivable."""
+    if not response:
+        return None
+    text, calls = response.get("text") or "", response.get("tool_calls") or []
+    if wire_api == "anthropic_messages":
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in calls]
+        return {"role": "assistant", "content": blocks}
+    if wire_api == "openai_chat":
+        msg: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            msg["tool_calls"] = [{"id": c["id"], "type": "function",
+                                  "function": {"name": c["name"], "arguments": orjson.dumps(c["input"]).decode()}}
+                                 for c in calls]
+        return msg
+    return None
+
+
+class _Conversation:
+    __slots__ = ("conv_id", "last_call", "fields", "keys", "messages", "response_key")
+
+    def __init__(self, conv_id: str) -> None:
+        self.conv_id = conv_id
+        self.last_call = ""
+        self.fields: dict[str, bytes] = {}
+        self.keys: list[bytes] = []         # per-message keys of the last request (cache_control stripped)
+        self.messages: list[Any] = []
+        self.response_key: bytes | None = None
+
+
+class RequestRecorder:
+    """Thread-compatible when called from one event loop (the gateway's)."""
+
+    def __init__(self, max_conversations: int = 512) -> None:
+        self._convs: OrderedDict[str, _Conversation] = OrderedDict()
+        self._by_last: dict[str, _Conversation] = {}
+        self._max = max_conversations
+
+    def delta(self, call_id: str, wire_api: str, body: dict[str, Any] | None) -> dict[str, Any] | None:
+        if body is None:
+            return None
+        list_key = LIST_KEYS.get(wire_api)
+        messages = body.get(list_key) if list_key else None
+        if not isinstance(messages, list):
+            messages = None
+        stripped, marks = strip_cache_control(messages) if messages is not None else ([], [])
+        keys = [_key(m) for m in stripped]
+        fields = {k: v for k, v in body.items() if k != list_key or messages is None}
+        field_keys = {k: _key(v) for k, v in fields.items()}
+
+        conv, keep = self._match(wire_api, keys)
+        if conv is None:
+            conv = _Conversation(call_id)
+            self._convs[call_id] = conv
+            if len(self._convs) > self._max:
+                old = self._convs.popitem(last=False)[1]
+                self._by_last.pop(old.last_call, None)
+            out: dict[str, Any] = {"conv": conv.conv_id, "base": None, "keep": 0, "set": fields, "unset": []}
+        else:
+            self._by_last.pop(conv.last_call, None)
+            self._convs.move_to_end(conv.conv_id)
+            out = {"conv": conv.conv_id, "base": conv.last_call, "keep": keep,
+                   "set": {k: v for k, v in fields.items() if conv.fields.get(k) != field_keys[k]},
+                   "unset": [k for k in conv.fields if k not in fields]}
+        if messages is not None:
+            appended: list[Any] = []
+            for i in range(keep, len(stripped)):
+                if conv.response_key is not None and keys[i] == conv.response_key and out["base"]:
+                    appended.append({"$response": out["base"]})
+                else:
+                    appended.append(stripped[i])
+            out["append"] = appended
+            out["list_key"] = list_key
+            if marks:
+                out["cache_control"] = marks
+        conv.last_call, conv.fields, conv.keys, conv.messages = call_id, field_keys, keys, stripped
+        conv.response_key = None
+        self._by_last[call_id] = conv
+        return out
+
+    def note_response(self, call_id: str, wire_api: str, response: dict[str, Any] | None) -> None:
+        """Remember the rebuilt assistant message so the next turn can refer to it."""
+        conv = self._by_last.get(call_id)
+        rebuilt = rebuild_assistant(wire_api, response)
+        if conv is not None and rebuilt is not None:
+            conv.response_key = _key(rebuilt)
+
+    def _match(self, wire_api: str, keys: list[bytes]) -> tuple[_Conversation | None, int]:
+        if not keys:
+            return None, 0
+        best, best_keep = None, 0
+        for conv in reversed(self._convs.values()):  # most recent first
+            if not conv.keys or conv.keys[0] != keys[0]:
+                continue
+            n = min(len(conv.keys), len(keys))
+            keep = 0
+            while keep < n and conv.keys[keep] == keys[keep]:
+                keep += 1
+            if keep > best_keep:
+                best, best_keep = conv, keep
+                if keep == len(conv.keys):
+                    break  # a full extension of the most recent such conversation: take it
+        return best, best_keep
+
+
+def reconstruct(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """call id → the exact request body, rebuilt from `model_call` events' `request` deltas."""
+    bodies: dict[str, dict[str, Any]] = {}
+    stripped: dict[str, list[Any]] = {}
+    responses: dict[str, Any] = {}
+    for ev in events:
+        if ev.get("type") != "model_call" or not ev.get("request"):
+            continue
+        d, call_id = ev["request"], ev["call_id"]
+        base = bodies.get(d["base"]) if d["base"] else None
+        fields = {k: v for k, v in (base or {}).items() if k != d.get("list_key") and k not in d["unset"]}
+        fields.update(d["set"])
+        if "append" in d:
+            prev = stripped[d["base"]][:d["keep"]] if d["base"] else []
+            msgs = prev + [responses[m["$response"]] if isinstance(m, dict) and "$response" in m else m
+                           for m in d["append"]]
+            stripped[call_id] = msgs
+            body = dict(fields)
+            body[d["list_key"]] = apply_cache_control(msgs, d.get("cache_control", []))
+            # keep the list field where the client put it relative to other fields is not needed: JSON
+            # objects are unordered; equality is what "exact" means here.
+        else:
+            body = fields
+        bodies[call_id] = body
+        rebuilt = rebuild_assistant(ev.get("wire_api", ""), ev.get("response"))
+        if rebuilt is not None:
+            responses[call_id] = rebuilt
+    return bodies

@@ -1,0 +1,25 @@
+"""Model id → Upstream, with retries wrapped in.
+
+`resolve_upstream("anthropic/claude-sonnet-4-5")` gives an upstream that talks to the vendor
+over HTTP (see `http_upstreams` for base URLs and keys); `scripted/<spec>` gives the scripted
+fake (imported lazily so real runs never load it). Every upstream comes back wrapped in
+`RetryingUpstream`, so all callers (gateway, judges) retry the same way.
+"""
+from __future__ import annotations
+
+from benchctl.gateway.retry import RetryingUpstream, RetryPolicy
+from benchctl.gateway.upstream import ModelId, Upstream
+
+
+def raw_upstream(model: ModelId) -> Upstream:
+    """The provider's upstream without retries."""
+    if model.provider == "scripted":
+        from benchctl.gateway.scripted import ScriptedUpstream
+        return ScriptedUpstream(model.name)
+    from benchctl.gateway.http_upstreams import http_upstream
+    return http_upstream(model)
+
+
+def resolve_upstream(model: ModelId | str, retry: RetryPolicy | None = None) -> Upstream:
+    model_id = model if isinstance(model, ModelId) else ModelId.parse(model)
+    return RetryingUpstream(raw_upstream(model_id), retry)

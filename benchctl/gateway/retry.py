@@ -1,0 +1,163 @@
+"""Retries around any Upstream: exponential backoff with jitter, honouring retry-after.
+
+Retried: 429, 5xx (529 "overloaded" included), connection errors and resets, and a stream
+that dies before its first byte. Not retried: other 4xx (the request is wrong; retrying
+cannot help). A stream already partly passed to the client cannot be retried: its error is
+surfaced (the gateway ends the stream with an error event and records it).
+
+Every attempt is recorded in `UpstreamResponse.attempts` as
+{"attempt": n, "status": int | None, "error": str | None, "wait_s": float}, where wait_s is
+the pause before the next attempt (0 for the last).
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+import httpx2
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from benchctl.gateway.upstream import Upstream, UpstreamCall, UpstreamResponse
+
+RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in RETRY_STATUSES or status >= 500
+
+
+@dataclass
+class RetryPolicy:
+    max_attempts: int = 5          # total attempts, first included
+    initial_wait: float = 1.0      # seconds before the 2nd attempt (then doubling)
+    max_wait: float = 60.0         # cap per wait, retry-after included
+    jitter: float = 1.0            # uniform extra seconds added to each exponential wait
+
+
+class RetryableFailure(Exception):
+    """One failed attempt that may be retried. Carries the response (if any) to surface at the end."""
+
+    def __init__(self, message: str, response: UpstreamResponse | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.response = response
+        self.retry_after = retry_after
+
+
+def parse_retry_after(headers: dict[str, str]) -> float | None:
+    for key in ("retry-after-ms", "retry-after"):
+        value = headers.get(key)
+        if value is None:
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            return None  # HTTP-date form: fall back to backoff
+        return seconds / 1000 if key == "retry-after-ms" else seconds
+    return None
+
+
+async def _prepend(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    yield first
+    async for chunk in rest:
+        yield chunk
+
+
+async def _empty() -> AsyncIterator[bytes]:
+    return
+    yield b""  # pragma: no cover  (makes this an async generator)
+
+
+async def _drain(response: UpstreamResponse) -> bytes:
+    try:
+        return await response.read()
+    except Exception:
+        return b""
+
+
+async def _bytes_iter(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+class RetryingUpstream:
+    """Wraps an Upstream; `send` returns a response whose first chunk has already arrived."""
+
+    def __init__(self, inner: Upstream, policy: RetryPolicy | None = None) -> None:
+        self.inner = inner
+        self.policy = policy or RetryPolicy()
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.policy.max_wait)
+        base = self.policy.initial_wait * (2 ** (state.attempt_number - 1))
+        return min(base + random.uniform(0, self.policy.jitter), self.policy.max_wait)
+
+    async def _attempt(self, call: UpstreamCall) -> UpstreamResponse:
+        try:
+            response = await self.inner.send(call)
+        except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
+            raise RetryableFailure(f"{type(e).__name__}: {e}") from e
+        if response.status >= 400:
+            if is_retryable_status(response.status):
+                body = await _drain(response)
+                response.body = _bytes_iter(body)
+                raise RetryableFailure(f"HTTP {response.status}", response, parse_retry_after(response.headers))
+            return response
+        # Pull the first chunk now: a stream that dies before sending anything can still be retried.
+        body = response.body.__aiter__()
+        try:
+            first = await body.__anext__()
+        except StopAsyncIteration:
+            response.body = _empty()
+            return response
+        except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
+            raise RetryableFailure(f"stream failed before first byte: {type(e).__name__}: {e}") from e
+        response.body = _prepend(first, body)
+        return response
+
+    async def send(self, call: UpstreamCall) -> UpstreamResponse:
+        attempts: list[dict[str, Any]] = []
+        last: RetryableFailure | None = None
+
+        def before_sleep(state: RetryCallState) -> None:
+            attempts[-1]["wait_s"] = round(state.next_action.sleep if state.next_action else 0.0, 3)
+
+        retrying = AsyncRetrying(stop=stop_after_attempt(max(1, self.policy.max_attempts)), wait=self._wait,
+                                 retry=retry_if_exception_type(RetryableFailure), before_sleep=before_sleep,
+                                 reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    n = attempt.retry_state.attempt_number
+                    try:
+                        response = await self._attempt(call)
+                    except RetryableFailure as e:
+                        last = e
+                        attempts.append({"attempt": n, "status": e.response.status if e.response else None,
+                                         "error": str(e), "wait_s": 0.0})
+                        raise
+                    attempts.append({"attempt": n, "status": response.status, "error": None, "wait_s": 0.0})
+                    response.attempts = attempts
+                    return response
+        except RetryableFailure:
+            pass
+        assert last is not None
+        if last.response is not None:   # surface the upstream's own error (status, body) to the client
+            last.response.attempts = attempts
+            return last.response
+        raise UpstreamUnavailable(str(last), attempts) from last
+        # (unreachable)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class UpstreamUnavailable(Exception):
+    """Every attempt failed without an HTTP response (connection refused, reset, timeout)."""
+
+    def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.attempts = attempts

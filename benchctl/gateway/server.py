@@ -1,0 +1,255 @@
+"""The model gateway: one host-side HTTP server that every model call of a run goes through.
+
+    gw = Gateway(GatewayConfig(model="anthropic/claude-sonnet-4-5", socket_path=run_dir / "gateway.sock"),
+                 transcript=writer)
+    gw.start()            # listening; serves from its own thread running an asyncio loop
+    ...                   # agents call it with SANDBOX_TOKEN; real keys stay in this process
+    gw.summary()          # calls, usage, cost, served models, fallbacks, refusals, errors
+    gw.close()
+
+Requests are passed to the run's upstream with the model rewritten; responses stream back
+chunk by chunk as they arrive. After each response the accumulated bytes are summarized and a
+`model_call` event is written (see `exchange.py` for the per-call flow and the event fields).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from benchctl.gateway import http11
+from benchctl.gateway.exchange import SANDBOX_TOKEN, handle_connection
+from benchctl.gateway.fallback import ModelRouter
+from benchctl.gateway.pricing import PriceTable
+from benchctl.gateway.recording import RequestRecorder
+from benchctl.gateway.registry import resolve_upstream
+from benchctl.gateway.retry import RetryPolicy
+from benchctl.gateway.upstream import ModelId, Upstream
+from benchctl.gateway.wire_parse import USAGE_KEYS
+from benchctl.transcript import TranscriptWriter
+
+MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
+
+RouteHandler = Callable[[str, str, bytes], "tuple[int, dict[str, str], bytes]"]
+
+
+@dataclass
+class GatewayConfig:
+    model: str
+    fallback: str | None = None
+    refusal_policy: str = "auto"           # none | retry | fallback | auto (fallback if fallback else none)
+    refusal_retries: int = 1
+    socket_path: Path | None = None
+    listen: str | None = None              # "127.0.0.1:PORT" (PORT 0 picks a free port)
+    deadline: float | None = None          # unix seconds
+    prices_path: Path | None = None
+    other_model_policy: str = "serve"      # serve: answer with the run's model, record requested_model; reject: 400
+    retry: RetryPolicy | None = None       # upstream retry policy (default: RetryPolicy())
+
+
+class GatewayError(RuntimeError):
+    pass
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig, transcript: TranscriptWriter | None = None) -> None:
+        if config.other_model_policy not in MODEL_POLICIES:
+            raise GatewayError(f"other_model_policy {config.other_model_policy!r} is not one of {MODEL_POLICIES}")
+        if config.socket_path is not None and config.listen is not None:
+            raise GatewayError("give either socket_path or listen, not both")
+        self.config = config
+        primary = ModelId.parse(config.model)
+        fallback = ModelId.parse(config.fallback) if config.fallback else None
+        self.router = ModelRouter(primary, fallback, config.refusal_policy, config.refusal_retries)
+        self.prices = PriceTable(config.prices_path)
+        self.transcript = transcript if transcript is not None else TranscriptWriter(None)
+        self.recorder = RequestRecorder()
+        self.routes: list[tuple[str, RouteHandler]] = []
+        self._deadline = config.deadline
+        # Resolve upstreams now so a misconfigured model fails before the run starts.
+        self._upstreams: dict[ModelId, Upstream] = {m: resolve_upstream(m, config.retry)
+                                                    for m in (primary, fallback) if m is not None}
+        self._stats_lock = threading.Lock()
+        self._calls = 0
+        self._usage = {k: 0 for k in USAGE_KEYS}
+        self._cost: float | None = 0.0
+        self._served: dict[str, int] = {}
+        self._refusals = 0
+        self._errors = 0
+        self._call_seq = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self._conn_tasks: set[asyncio.Task[None]] = set()
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._closed = False
+        self.socket_path: Path | None = None
+        self.url: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "Gateway":
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        self._loop = asyncio.new_event_loop()
+
+        def run() -> None:
+            assert self._loop is not None
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._loop.run_until_complete(self._listen())
+            except BaseException as e:  # report to start(); the thread ends
+                failure.append(e)
+                ready.set()
+                return
+            ready.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="benchctl-gateway", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            raise GatewayError(f"gateway failed to start: {failure[0]}") from failure[0]
+        return self
+
+    async def _listen(self) -> None:
+        handler = lambda r, w: handle_connection(self, r, w)  # noqa: E731
+        if self.config.listen is not None:
+            host, sep, port = self.config.listen.rpartition(":")
+            if not sep or not port.isdigit():
+                raise GatewayError(f"--listen {self.config.listen!r} must look like 127.0.0.1:PORT")
+            server = await asyncio.start_server(handler, host or "127.0.0.1", int(port), limit=http11.MAX_HEADER_BYTES)
+            bound = server.sockets[0].getsockname()
+            self.url = f"http://{bound[0]}:{bound[1]}"
+        else:
+            path = self.config.socket_path
+            if path is None:
+                self._tmpdir = tempfile.TemporaryDirectory(prefix="benchctl-gw-")
+                path = Path(self._tmpdir.name) / "gateway.sock"
+            path = Path(path)
+            if len(str(path).encode()) > 100:
+                raise GatewayError(f"socket path {path} is too long for a unix socket (max ~100 bytes); use a shorter run dir")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() or path.is_symlink():
+                if not stat.S_ISSOCK(path.lstat().st_mode):
+                    raise GatewayError(f"{path} exists and is not a socket; remove it or choose another --socket path")
+                path.unlink()
+            server = await asyncio.start_unix_server(handler, str(path), limit=http11.MAX_HEADER_BYTES)
+            # World-connectable: the agent in the sandbox runs as another uid (e.g. 1000). The socket
+            # is only reachable by those the run directory (and its bind mount) lets in.
+            os.chmod(path, 0o666)
+            self.socket_path = path
+        self._servers.append(server)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        loop = self._loop
+        if loop is not None and self._thread is not None and self._thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout=15)
+            except Exception:
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(timeout=15)
+        elif loop is None:  # never started: still release upstream clients
+            asyncio.run(self._close_upstreams())
+        if self.socket_path is not None and self.config.socket_path is not None:
+            try:
+                self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+
+    async def _shutdown(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._conn_tasks):
+            task.cancel()
+        if self._conn_tasks:
+            await asyncio.gather(*self._conn_tasks, return_exceptions=True)
+        await self._close_upstreams()
+
+    async def _close_upstreams(self) -> None:
+        for upstream in self._upstreams.values():
+            try:
+                await upstream.aclose()
+            except Exception:
+                pass
+
+    def __enter__(self) -> "Gateway":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ run-facing API
+
+    def set_deadline(self, unix_seconds: float | None) -> None:
+        self._deadline = unix_seconds
+
+    @property
+    def deadline(self) -> float | None:
+        return self._deadline
+
+    def add_route(self, prefix: str, handler: RouteHandler) -> None:
+        """Serve `prefix*` paths with `handler(method, path, body) -> (status, headers, body)` in a worker thread.
+
+        Extra routes are host-side endpoints for the sandbox (hook policy decisions, MCP); they
+        do not require the sandbox token, so handlers must not expose anything secret."""
+        if not prefix.startswith("/"):
+            raise GatewayError(f"route prefix {prefix!r} must start with '/'")
+        self.routes.append((prefix, handler))
+        self.routes.sort(key=lambda r: len(r[0]), reverse=True)  # longest prefix wins
+
+    def summary(self) -> dict[str, Any]:
+        with self._stats_lock:
+            return {"calls": self._calls, "usage": dict(self._usage),
+                    "cost_usd": round(self._cost, 6) if self._cost is not None else None,
+                    "served_models": dict(self._served), "fallbacks": list(self.router.fallbacks),
+                    "refusals": self._refusals, "errors": self._errors}
+
+    # ------------------------------------------------------------------ used by exchange.py
+
+    def upstream_for(self, model: ModelId) -> Upstream:
+        upstream = self._upstreams.get(model)
+        if upstream is None:
+            upstream = self._upstreams[model] = resolve_upstream(model, self.config.retry)
+        return upstream
+
+    def next_call_id(self) -> str:
+        with self._stats_lock:
+            self._call_seq += 1
+            return f"call-{self._call_seq}"
+
+    def account(self, served: str, usage: dict[str, int], cost: float | None, refusal: bool, error: bool,
+                counted: bool) -> None:
+        with self._stats_lock:
+            if counted:
+                self._calls += 1
+                self._served[served] = self._served.get(served, 0) + 1
+                for k in USAGE_KEYS:
+                    self._usage[k] += usage.get(k, 0) or 0
+                if cost is None:
+                    self._cost = None
+                elif self._cost is not None:
+                    self._cost += cost
+            self._refusals += int(refusal)
+            self._errors += int(error)
+
+    def track(self, task: asyncio.Task[None]) -> None:
+        self._conn_tasks.add(task)
+        task.add_done_callback(self._conn_tasks.discard)
+
