@@ -112,3 +112,128 @@ def test_anthropic_async_client_and_count_tokens(up: FakeUpstreamServer) -> None
     assert n.input_tokens >= 100
     assert m.content[1].input == TOOL_INPUT  # count_tokens consumed no turn
     assert [r.wire_api for r in up.requests] == ["anthropic_count_tokens", "anthropic_messages"]
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+import openai  # noqa: E402
+
+
+def _openai(up: FakeUpstreamServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0)
+
+
+def _respond(client: openai.OpenAI, stream: bool):
+    kw = dict(model="gpt-test", input=[{"role": "user", "content": "investigate /data"}], instructions="be brief")
+    if not stream:
+        return client.responses.create(**kw)
+    with client.responses.stream(**kw) as s:
+        events = [e.type for e in s]
+        r = s.get_final_response()
+    r.seen_events = events  # type: ignore[attr-defined]
+    return r
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
+    c = _openai(up)
+    r = _respond(c, stream)
+    assert r.status == "completed"
+    assert [o.type for o in r.output] == ["message", "function_call", "function_call"]
+    assert r.output[0].content[0].text == "Let me look."
+    fc = r.output[1]
+    assert fc.name == "bash" and json.loads(fc.arguments) == TOOL_INPUT
+    assert fc.call_id.startswith("call_") and fc.call_id != r.output[2].call_id
+    # OpenAI counts cached tokens inside input_tokens
+    assert r.usage.input_tokens == 2000 and r.usage.input_tokens_details.cached_tokens == 800
+    assert r.usage.output_tokens == 34 and r.usage.total_tokens == 2034
+    if stream:
+        assert r.seen_events[:3] == ["response.created", "response.in_progress", "response.output_item.added"]
+        assert "response.function_call_arguments.delta" in r.seen_events
+        assert r.seen_events[-1] == "response.completed"
+
+    r = _respond(c, stream)
+    assert r.output_text == LONG
+    if stream:
+        assert r.seen_events.count("response.output_text.delta") == 7
+
+    r = _respond(c, stream)
+    assert r.output[0].content[0].type == "refusal" and r.output[0].content[0].refusal == "I can't help with that."
+
+    with pytest.raises(openai.RateLimitError) as err:
+        _respond(c, stream)
+    assert err.value.status_code == 429 and err.value.response.headers["retry-after"] == "2"
+    assert err.value.body["message"] == "slow down"
+
+    if stream:
+        # The API ends a truncated stream with response.incomplete (the SDK helper wants .completed).
+        last = list(c.responses.create(model="gpt-test", input="go", stream=True))[-1]
+        assert last.type == "response.incomplete" and last.response.status == "incomplete"
+    else:
+        r = _respond(c, stream)
+        assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+
+
+def test_responses_raw_stream_arguments_reassemble(up: FakeUpstreamServer) -> None:
+    events = list(_openai(up).responses.create(model="gpt-test", input="go", stream=True))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    args = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta" and e.output_index == 1)
+    assert json.loads(args) == TOOL_INPUT
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [i.type for i in done] == ["message", "function_call", "function_call"]
+    assert events[-1].response.usage.output_tokens == 34
+
+
+# ---------------------------------------------------------------- OpenAI chat completions
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
+    c = _openai(up)
+    kw = dict(model="open-weights", messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "go"}])
+
+    def ask():
+        if not stream:
+            return c.chat.completions.create(**kw)
+        with c.chat.completions.stream(**kw, stream_options={"include_usage": True}) as s:
+            for _ in s:
+                pass
+            return s.get_final_completion()
+
+    r = ask()
+    msg = r.choices[0].message
+    assert r.choices[0].finish_reason == "tool_calls" and msg.content == "Let me look."
+    assert [t.function.name for t in msg.tool_calls] == ["bash", "read_file"]
+    assert json.loads(msg.tool_calls[0].function.arguments) == TOOL_INPUT
+    assert msg.tool_calls[0].id != msg.tool_calls[1].id
+    assert r.usage.prompt_tokens == 2000 and r.usage.completion_tokens == 34
+    assert r.usage.prompt_tokens_details.cached_tokens == 800
+
+    r = ask()
+    assert r.choices[0].message.content == LONG and r.choices[0].finish_reason == "stop"
+
+    if stream:
+        # The SDK's stream helper raises on a content-filter finish, as it would against OpenAI.
+        with pytest.raises(openai.ContentFilterFinishReasonError):
+            ask()
+    else:
+        r = ask()
+        assert r.choices[0].finish_reason == "content_filter"
+        assert r.choices[0].message.refusal == "I can't help with that." and r.choices[0].message.content is None
+
+    with pytest.raises(openai.RateLimitError):
+        ask()
+    if stream:
+        with pytest.raises(openai.LengthFinishReasonError):
+            ask()
+    else:
+        assert ask().choices[0].finish_reason == "length"
+
+
+def test_chat_raw_stream_usage_without_include_usage(up: FakeUpstreamServer) -> None:
+    chunks = list(_openai(up).chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}],
+                                                      stream=True))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    args = "".join(tc.function.arguments or "" for ch in chunks if ch.choices for tc in ch.choices[0].delta.tool_calls or []
+                   if tc.index == 0)
+    assert json.loads(args) == TOOL_INPUT
+    assert chunks[-1].choices[0].finish_reason == "tool_calls" and chunks[-1].usage.completion_tokens == 34
