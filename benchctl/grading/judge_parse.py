@@ -97,9 +97,10 @@ def clamp_score(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, str):
-        value = value.strip().rstrip("%")
+        text = value.strip()
+        percent = text.endswith("%")
         try:
-            value = float(value)
+            value = float(text.rstrip("%")) / (100 if percent else 1)
         except ValueError:
             return None
     if not isinstance(value, (int, float)) or math.isnan(value):
