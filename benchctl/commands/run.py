@@ -1,6 +1,43 @@
-"""`benchctl run` (placeholder until its issue lands)."""
+"""`benchctl run`: run a task over models × harnesses × budgets × variants × seeds.
+
+Everything is validated before anything starts (task file, harness names, model ids and their
+keys, variants, the sandbox image); then runs execute with live progress, resumably.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("run", help=run.__doc__)(run)
+
+
+def run(
+    task: Optional[Path] = typer.Argument(None, help="Task directory (containing task.toml)."),
+    model: list[str] = typer.Option([], "--model", "-m", help="Model id (provider/name); repeat for several."),
+    harness: list[str] = typer.Option([], "--harness", help="react | claude-code | codex; repeat for several (default react)."),
+    budget: list[str] = typer.Option([], "--budget", "-b", help="Time budget, e.g. 10m; repeat for several (default: the task's)."),
+    seeds: int = typer.Option(1, "--seeds", help="Runs per configuration (seeds 0..N-1)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results directory (a sweep)."),
+    concurrency: int = typer.Option(1, "--concurrency", "-j", help="Runs at the same time."),
+    fallback: Optional[str] = typer.Option(None, "--fallback", help="Model to switch to when the model refuses."),
+    variant: list[str] = typer.Option([], "--variant", help="Data variant from the task's [variants]; repeat; 'base' = unmodified."),
+    sweep: Optional[Path] = typer.Option(None, "--sweep", help="Sweep file (TOML) instead of the options above."),
+    progress: str = typer.Option("auto", "--progress", help="auto | rich | json | quiet."),
+) -> None:
+    """Run agents on a task in network-less sandboxes; rerun the same command to resume."""
+    import sys
+
+    from benchctl.run_setup import RunError, execute, resolve_config
+    try:
+        cfg = resolve_config(task=task, models=model, harnesses=harness, budgets=budget, seeds=seeds, out=out,
+                             concurrency=concurrency, fallback=fallback, variants=variant, sweep=sweep)
+    except RunError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(2)
+    code = execute(cfg, progress_mode=progress)
+    sys.stdout.flush()
+    raise typer.Exit(code)

@@ -52,8 +52,40 @@ def wire_for(provider: str) -> str:
 
 
 def _clients() -> Any:
-    from benchctl.gateway import clients
-    return clients
+    try:
+        from benchctl.gateway import clients
+        return clients
+    except ImportError:        # the gateway's client helpers are optional; same wiring, built here
+        return _UdsClients
+
+
+class _UdsClients:
+    """SDK clients on the gateway's unix socket (the SDKs take httpx2 transports, not httpx)."""
+
+    @staticmethod
+    def _http(gw: Any, module: Any) -> Any:
+        import httpx2
+        return module.DefaultHttpxClient(transport=httpx2.HTTPTransport(uds=str(gw.socket_path)))
+
+    @staticmethod
+    def _token() -> str:
+        from benchctl.gateway.server import SANDBOX_TOKEN
+        return SANDBOX_TOKEN
+
+    @classmethod
+    def anthropic_client(cls, gw: Any) -> Any:
+        import anthropic
+        return anthropic.Anthropic(api_key=cls._token(), base_url="http://gateway",
+                                   http_client=cls._http(gw, anthropic))
+
+    @classmethod
+    def openai_client(cls, gw: Any) -> Any:
+        import openai
+        return openai.OpenAI(api_key=cls._token(), base_url="http://gateway/v1", http_client=cls._http(gw, openai))
+
+    @classmethod
+    def genai_client(cls, gw: Any) -> Any:
+        raise RuntimeError("Gemini through the gateway needs benchctl.gateway.clients.genai_client")
 
 
 def _dump(obj: Any) -> dict[str, Any]:

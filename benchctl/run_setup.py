@@ -1,0 +1,250 @@
+"""Turning `benchctl run` arguments (or a sweep file) into validated runs, then executing them.
+
+All validation happens here, before anything starts: a bad task file, unknown harness, bad model
+id, missing API key, unknown variant or missing sandbox image is a `RunError` with the fix, and
+nothing is written into the results directory.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchctl import __version__
+from benchctl.jsonio import write_json_atomic
+from benchctl.policies import parse_duration
+from benchctl.sweep import RunSpec, SweepConfig, SweepError, expand, load_sweep_file, normalize_variant, seeds_list
+from benchctl.tasks import Task, TaskError, load_task, prepare_data
+
+SWEEP_FILE = "sweep.json"
+VARIANT_CACHE = ".variants"
+
+# provider -> (key variables, base-url variables): a key is needed unless a base URL points elsewhere
+_KEYS = {"anthropic": (("ANTHROPIC_API_KEY",), ("ANTHROPIC_BASE_URL",)),
+         "openai": (("OPENAI_API_KEY",), ("OPENAI_BASE_URL",)),
+         "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), ("GOOGLE_GEMINI_BASE_URL",))}
+
+
+class RunError(ValueError):
+    pass
+
+
+@dataclass
+class ResolvedRun:
+    task: Task
+    sweep: SweepConfig
+    specs: list[RunSpec]
+    out: Path
+
+
+def check_model(model: str, what: str = "--model") -> None:
+    from benchctl.gateway.upstream import ModelId, ModelIdError
+    try:
+        mid = ModelId.parse(model)
+    except ModelIdError as e:
+        raise RunError(f"{what}: {e}") from None
+    if mid.provider == "scripted":
+        if mid.name.startswith("py:"):
+            return
+        try:
+            from benchctl.gateway.scripted import load_script
+        except ImportError:
+            if not Path(mid.name).is_file():
+                raise RunError(f"{what} {model}: script file {mid.name} not found (relative to {os.getcwd()})") from None
+            return
+        try:
+            load_script(mid.name)
+        except Exception as e:
+            raise RunError(f"{what} {model}: {e}") from None
+        return
+    if mid.provider in _KEYS:
+        keys, bases = _KEYS[mid.provider]
+        if not any(os.environ.get(k) for k in keys) and not any(os.environ.get(b) for b in bases):
+            raise RunError(f"{what} {model}: no API key; export {keys[0]}=... on the host "
+                           f"(it stays in the gateway and never reaches the sandbox)")
+    if mid.provider == "openai-compatible":
+        try:
+            from benchctl.gateway.http_upstreams import http_upstream
+            http_upstream(mid)
+        except Exception as e:
+            raise RunError(f"{what} {model}: {e}") from None
+
+
+def check_image(image: str) -> str | None:
+    """None when Docker is reachable and has the image, else the problem and its fix."""
+    try:
+        import docker
+        client = docker.from_env(timeout=20)
+        client.ping()
+    except Exception as e:
+        return f"Docker Engine not reachable ({e}); start Docker, then `benchctl doctor`"
+    try:
+        client.images.get(image)
+    except Exception:
+        return f"sandbox image {image} not found; build it with `benchctl images build`"
+    finally:
+        client.close()
+    return None
+
+
+def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str], seeds: int,
+                   out: Path | None, concurrency: int, fallback: str | None, variants: list[str],
+                   sweep: Path | None) -> ResolvedRun:
+    from harnesses import registry
+    try:
+        if sweep is not None:
+            cfg = load_sweep_file(sweep)
+            if task is not None:
+                cfg.task_dir = task.resolve()
+            if out is not None:
+                cfg.out = out.resolve()
+            if models:
+                cfg.models = list(models)
+        else:
+            if task is None:
+                raise RunError("give a task directory (benchctl run TASK --model M ...) or --sweep FILE")
+            cfg = SweepConfig(task_dir=task.resolve(), models=list(models), harnesses=list(harnesses) or ["react"],
+                              budgets=list(budgets), seeds=seeds_list(seeds),
+                              variants=[normalize_variant(v) for v in variants] or [None],
+                              concurrency=concurrency, fallback=fallback, out=out.resolve() if out else None)
+    except SweepError as e:
+        raise RunError(str(e)) from None
+    try:
+        t = load_task(cfg.task_dir)
+    except TaskError as e:
+        raise RunError(str(e)) from None
+    if not cfg.models:
+        raise RunError("no model: pass --model provider/name (e.g. --model scripted/configs/demo/investigator.json)")
+    for m in cfg.models:
+        check_model(m)
+    if cfg.fallback:
+        check_model(cfg.fallback, "--fallback")
+    for h in cfg.harnesses:
+        try:
+            registry.check(h)
+        except registry.UnknownHarness as e:
+            raise RunError(f"--harness: {e}") from None
+    use_budgets = cfg.budgets or t.budgets
+    if not use_budgets:
+        raise RunError(f"no budget: pass --budget 10m (the task {t.task_file} lists no `budgets`)")
+    for b in use_budgets:
+        try:
+            if parse_duration(b) <= 0:
+                raise ValueError(f"budget must be positive, got {b!r}")
+        except ValueError as e:
+            raise RunError(f"--budget: {e}") from None
+    cfg.budgets = use_budgets
+    for v in cfg.variants:
+        if v is not None and v not in t.variants:
+            known = ", ".join(sorted(t.variants)) or "none defined"
+            raise RunError(f"--variant {v!r}: not in {t.task_file} [variants] ({known})")
+    if cfg.out is None:
+        raise RunError("no results directory: pass --out DIR (rerun the same command to resume)")
+    if cfg.concurrency < 1:
+        raise RunError("--concurrency must be >= 1")
+    specs = expand(cfg, t.name, cfg.budgets, t.options_for)
+    return ResolvedRun(task=t, sweep=cfg, specs=specs, out=cfg.out)
+
+
+def write_sweep_json(r: ResolvedRun) -> None:
+    write_json_atomic(r.out / SWEEP_FILE, {
+        "benchctl_version": __version__, "written_at": time.time(), "task": r.task.name,
+        "task_dir": str(r.task.task_dir), "config": r.sweep.to_dict(), "argv": sys.argv,
+        "runs": [s.run_id for s in r.specs]})
+
+
+def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = None,
+            gateway_factory: Any = None) -> int:
+    """Run everything; returns the exit code (0 all finished, 1 some error, 130 interrupted)."""
+    from benchctl.progress import make_progress
+    from benchctl.runner import PreparedData, Runner, plan
+
+    decisions = plan(r.out, r.specs)
+    pending = [s for s, a in decisions if a != "skip"]
+    if pending and sandbox_factory is None:
+        problem = check_image(r.task.image)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    r.out.mkdir(parents=True, exist_ok=True)
+    write_sweep_json(r)
+    data: dict[str | None, PreparedData] = {}
+    try:
+        for v in {s.variant for s in pending}:
+            path, h, counts = prepare_data(r.task, v, r.out / VARIANT_CACHE)
+            data[v] = PreparedData(path, h, counts)
+    except TaskError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if sandbox_factory is None:
+        _remove_dead_owners_containers([s.run_id for s, a in decisions if a == "redo"])
+
+    kw: dict[str, Any] = {}
+    if sandbox_factory is not None:
+        kw["sandbox_factory"] = sandbox_factory
+    if gateway_factory is not None:
+        kw["gateway_factory"] = gateway_factory
+    prog = make_progress(len(r.specs), progress_mode)
+    runner = Runner(r.task, r.out, data, concurrency=r.sweep.concurrency, progress=prog, **kw)
+    restore = _install_signals(runner)
+    try:
+        with prog:
+            results = runner.run_all(r.specs)
+    finally:
+        restore()
+    if runner.cancel.is_set():
+        print("interrupted: unfinished runs will be redone when you rerun the same command", file=sys.stderr)
+        return 130
+    return 1 if any(m is None or m.get("status") == "error" for _, m in results) else 0
+
+
+def _remove_dead_owners_containers(run_ids: list[str]) -> None:
+    """A SIGKILLed earlier attempt may have left its container; remove it if its owner is gone."""
+    if not run_ids:
+        return
+    try:
+        import docker
+
+        from benchctl.sandbox.cleanup import remove_strays
+        client = docker.from_env(timeout=20)
+        try:
+            for rid in run_ids:
+                remove_strays(client, run_id=rid)
+        finally:
+            client.close()
+    except Exception:
+        pass     # best effort: `benchctl doctor` finds what is left
+
+
+def _install_signals(runner: Any) -> Any:
+    """First SIGINT/SIGTERM: cancel runs, stop every sandbox and gateway, let runs record it.
+    A second one: stop waiting and exit at once (containers are still removed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    try:
+        from benchctl.sandbox.cleanup import remove_all_live
+    except ImportError:
+        remove_all_live = lambda: []  # noqa: E731
+    hits = {"n": 0}
+
+    def handler(sig: int, frame: Any) -> None:
+        hits["n"] += 1
+        threading.Thread(target=runner.request_cancel, daemon=True).start()
+        if hits["n"] > 1:
+            remove_all_live()
+            os._exit(130)
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in previous:
+        signal.signal(s, handler)
+
+    def restore() -> None:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        remove_all_live()
+    return restore
