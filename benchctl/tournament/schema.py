@@ -105,7 +105,9 @@ class CanonicalList(TypedDict, total=False):
     status: Literal["ok", "failed"]   # failed = judge never gave a valid answer; env is left out
     error: str | None
     judge: str | None
-    runs: dict[str, dict]       # run_id -> {"task","harness","model","budget","variant","seed","n_issues"}
+    runs: dict[str, dict]       # run_id -> {"task","harness","model","budget","variant","tools","seed",
+                                #            "source": artifact name or None, "n_issues"}
+    excluded_runs: dict[str, str]   # run_id -> why it was left out (its markdown could not be extracted)
     issues: list[CanonicalIssue]
     input_hash: str             # hash of the submissions the judge saw (re-judge when it changes)
     content_hash: str           # hash of `issues` as the judge wrote it (detects hand edits)
@@ -168,6 +170,7 @@ class Flags(TypedDict):
     bootstrap_rounds_with_prior: int   # resamples that needed the prior (disconnected/separated)
     failed_envs: list[str]      # envs whose canonical list failed (left out of the fit)
     no_issue_runs: list[str]    # runs that entered with no issues artifact (they score 0)
+    excluded_runs: list[str]    # runs left out because the judge could not extract their issues
 
 
 class Ratings(TypedDict):

@@ -1,0 +1,223 @@
+"""One judge pass per environment: merge duplicate issues across all runs into a canonical list.
+
+The judge sees every run's issues as an anonymous submission (S1, S2, ... in an order shuffled by a
+hash of the env name, so auditor identity and position do not line up), groups items describing the
+same underlying issue, labels each canonical issue low/medium/high, and says for each submission
+whether it supported the issue with concrete evidence.
+
+Answers are parsed robustly (fences, prose, trailing commas) and validated -- every item must be
+placed, submissions and item numbers must exist, importance must be a known label. An unusable answer
+is sent back once with the problem spelled out; a second failure is recorded on the canonical list
+(status "failed"), never raised.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Mapping
+
+from benchctl.tournament.judge_json import JudgeParseError, find_json
+from benchctl.tournament.schema import AuditorIssue, CanonicalIssue
+
+PROMPT_VERSION = "dedup-1"
+_IMPORTANCE_ALIASES = {"low": "low", "minor": "low", "medium": "medium", "moderate": "medium", "med": "medium",
+                       "high": "high", "major": "high", "critical": "high", "severe": "high",
+                       "1": "low", "3": "medium", "6": "high"}
+_TRUE = {"true", "yes", "y", "supported", "1"}
+_FALSE = {"false", "no", "n", "unsupported", "0"}
+
+DEDUP_SYSTEM = ("You are a careful, impartial judge of environment audits. You merge duplicate findings "
+                "across auditors and check whether each claim is backed by evidence. You answer with JSON only.")
+
+DEDUP_PROMPT = """Several independent auditors examined the same environment ("{env}") and each listed the issues
+they found. Each submission below is one auditor's list; its items are numbered.
+
+1. Group the items that describe the same underlying issue (same flaw or root cause), across and within
+   submissions. Different issues stay separate even when related.
+2. For each resulting canonical issue give a short "title", a one-paragraph "description" and its
+   "importance":
+   - "high": defeats the environment's purpose (e.g. the reward can be obtained without doing the task,
+     the task is impossible or graded wrongly in many cases, a serious security hole);
+   - "medium": materially affects some episodes or the quality of what the environment measures;
+   - "low": minor, cosmetic, or a rare edge case.
+3. For each submission that reported the issue, list which of its items ("items": item numbers) and say
+   whether that submission "supported" it with concrete evidence (specific files or lines, commands
+   and their output, a reproduction). A bare assertion is not supported.
+Every item of every submission must appear in at least one canonical issue.
+
+Answer with only this JSON:
+{{"issues": [{{"title": "...", "description": "...", "importance": "low|medium|high",
+  "found_by": [{{"submission": "S1", "items": [1, 3], "supported": true, "note": "why (short)"}}]}}]}}
+
+{submissions}"""
+
+REASK = ("Your answer could not be used: {error}\n"
+         "Reply again with only the JSON object described above, covering every item of every submission.")
+
+
+def submission_order(env: str, run_ids: list[str]) -> list[str]:
+    """Run ids in the order shown to the judge: shuffled, but the same every time for this env."""
+    seed = int(hashlib.sha256(env.encode()).hexdigest()[:16], 16)
+    order = sorted(run_ids)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def render_submissions(labelled: list[tuple[str, list[AuditorIssue]]]) -> str:
+    parts = []
+    for label, issues in labelled:
+        lines = [f'<submission id="{label}">']
+        for k, issue in enumerate(issues, 1):
+            lines.append(f"{k}. {issue['title']}")
+            for key in ("description", "evidence"):
+                if issue.get(key):
+                    lines.append(f"   {key}: {_indent(issue[key])}")
+            if issue.get("severity"):
+                lines.append(f"   auditor's severity label: {issue['severity']}")
+        lines.append("</submission>")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def build_prompt(env: str, labelled: list[tuple[str, list[AuditorIssue]]]) -> str:
+    return DEDUP_PROMPT.format(env=env, submissions=render_submissions(labelled))
+
+
+def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Parse and validate a dedup answer. n_items: submission label -> number of items.
+
+    Returns canonical issues with found_by keyed by *label* and items 0-based. Raises
+    JudgeParseError with a message fit to send back to the judge."""
+    value = find_json(text, accept=lambda v: (isinstance(v, dict) and isinstance(v.get("issues"), list))
+                      or (isinstance(v, list) and all(isinstance(x, dict) for x in v)))
+    raw = value["issues"] if isinstance(value, dict) else value
+    placed: dict[str, set[int]] = {s: set() for s in n_items}
+    out: list[dict[str, Any]] = []
+    for k, issue in enumerate(raw, 1):
+        tag = f"issue {k}"
+        if not isinstance(issue, dict):
+            raise JudgeParseError(f"{tag} is not an object")
+        title = str(issue.get("title") or "").strip()
+        if not title:
+            raise JudgeParseError(f"{tag} has no \"title\"")
+        imp = _IMPORTANCE_ALIASES.get(str(issue.get("importance", "")).strip().lower())
+        if imp is None:
+            raise JudgeParseError(f"{tag} ({title!r}) has importance {issue.get('importance')!r}; "
+                                  f"use \"low\", \"medium\" or \"high\"")
+        found_raw = issue.get("found_by")
+        if not isinstance(found_raw, list) or not found_raw:
+            raise JudgeParseError(f"{tag} ({title!r}) needs a non-empty \"found_by\" list")
+        found: dict[str, dict[str, Any]] = {}
+        for entry in found_raw:
+            if not isinstance(entry, dict):
+                raise JudgeParseError(f"{tag}: each found_by entry must be an object")
+            label = str(entry.get("submission", "")).strip()
+            if label not in n_items:
+                raise JudgeParseError(f"{tag}: unknown submission {entry.get('submission')!r}; "
+                                      f"known: {', '.join(sorted(n_items))}")
+            items = entry.get("items")
+            if isinstance(items, int):
+                items = [items]
+            if not isinstance(items, list) or not items:
+                raise JudgeParseError(f"{tag}: submission {label} needs \"items\" (its item numbers)")
+            idx = []
+            for it in items:
+                try:
+                    n = int(it)
+                except (TypeError, ValueError):
+                    raise JudgeParseError(f"{tag}: item {it!r} of {label} is not a number") from None
+                if not 1 <= n <= n_items[label]:
+                    raise JudgeParseError(f"{tag}: submission {label} has items 1..{n_items[label]}, not {n}")
+                idx.append(n - 1)
+            supported = _bool(entry.get("supported"))
+            if supported is None:
+                raise JudgeParseError(f"{tag}: submission {label} needs \"supported\": true or false")
+            prev = found.get(label)
+            if prev:           # the same submission listed twice: merge
+                prev["items"] = sorted(set(prev["items"]) | set(idx))
+                prev["supported"] = prev["supported"] or supported
+            else:
+                found[label] = {"supported": supported, "items": sorted(set(idx))}
+                if entry.get("note"):
+                    found[label]["note"] = str(entry["note"])[:500]
+            placed[label].update(idx)
+        out.append({"title": title, "description": str(issue.get("description") or "").strip(),
+                    "importance": imp, "found_by": found})
+    missing = [f"{s} item {i + 1}" for s in sorted(n_items) for i in range(n_items[s]) if i not in placed[s]]
+    if missing:
+        shown = ", ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
+        raise JudgeParseError(f"these items were not placed in any canonical issue: {shown}")
+    return out
+
+
+# ----------------------------------------------------------------------------- the judge call
+Ask = Callable[[list[dict[str, Any]], str], Awaitable[tuple[str, float | None]]]
+"""ask(messages, system) -> (answer text, cost in USD or None); raises on a failed call."""
+
+
+@dataclass
+class JudgeExchange:
+    value: Any = None
+    error: str | None = None
+    cost_usd: float | None = 0.0
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def ask_json(ask: Ask, system: str, prompt: str, parse: Callable[[str], Any]) -> JudgeExchange:
+    """Ask, parse; on an unusable answer re-ask once with the problem; record failure, never raise."""
+    ex = JudgeExchange()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for attempt in (1, 2):
+        try:
+            text, cost = await ask(messages, system)
+        except Exception as exc:  # a failed model call is recorded; the other envs go on
+            ex.error = f"judge call failed: {type(exc).__name__}: {exc}"
+            ex.log.append({"attempt": attempt, "error": ex.error})
+            return ex
+        ex.cost_usd = None if cost is None or ex.cost_usd is None else ex.cost_usd + cost
+        try:
+            ex.value = parse(text)
+            ex.error = None
+            ex.log.append({"attempt": attempt, "answer": text})
+            return ex
+        except JudgeParseError as exc:
+            ex.error = f"unusable judge answer ({exc})"
+            ex.log.append({"attempt": attempt, "answer": text, "error": str(exc)})
+            messages = messages + [{"role": "assistant", "content": text or "(empty)"},
+                                   {"role": "user", "content": REASK.format(error=exc)}]
+    return ex
+
+
+async def dedup_env(env: str, issues_by_run: Mapping[str, list[AuditorIssue]], ask: Ask) -> tuple[
+        list[CanonicalIssue] | None, JudgeExchange]:
+    """Canonical issues for one env (found_by keyed by run id), or None with the failure recorded."""
+    order = [r for r in submission_order(env, list(issues_by_run)) if issues_by_run[r]]
+    if not order:       # nobody reported anything: nothing to merge, no judge call
+        return [], JudgeExchange(value=[])
+    label_of = {r: f"S{k}" for k, r in enumerate(order, 1)}
+    run_of = {v: k for k, v in label_of.items()}
+    labelled = [(label_of[r], list(issues_by_run[r])) for r in order]
+    n_items = {label: len(items) for label, items in labelled}
+    ex = await ask_json(ask, DEDUP_SYSTEM, build_prompt(env, labelled), lambda t: parse_dedup(t, n_items))
+    if ex.value is None:
+        return None, ex
+    canonical: list[CanonicalIssue] = []
+    for k, issue in enumerate(ex.value, 1):
+        canonical.append(CanonicalIssue(
+            id=f"I{k}", title=issue["title"], description=issue["description"], importance=issue["importance"],
+            found_by={run_of[label]: f for label, f in sorted(issue["found_by"].items(),
+                                                              key=lambda kv: run_of[kv[0]])}))
+    return canonical, ex
+
+
+def _bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower() if v is not None else ""
+    return True if s in _TRUE else False if s in _FALSE else None
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n      ")
+

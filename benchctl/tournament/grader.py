@@ -1,0 +1,210 @@
+"""Entry points: `grade_tournament` (judge + rate) and `rate_from_canonical` (rate only, no judge).
+
+grade_tournament(results, judge):
+  1. finished runs -> environments (task[~variant]) and their issues: artifacts/issues.json as is,
+     or a markdown report extracted by the judge (cached in extracted/<run_id>.json);
+  2. per environment one dedup pass -> canonical/<env>.json (skipped when the inputs are unchanged;
+     a hand-edited list is never overwritten without force);
+  3. rate_from_canonical -> ratings.json and one GradeRecord per run.
+Judge calls run concurrently (at most `concurrency` at a time) and go through benchctl.models, so a
+`scripted/...` judge works exactly like a real one.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sys
+import time
+from pathlib import Path
+from typing import Any, Collection
+
+from benchctl import jsonio
+from benchctl.layout import GRADE_SCHEMA, GradeRecord, grade_path, read_meta, run_dir
+from benchctl.tournament import canonical as canon_io
+from benchctl.tournament.bootstrap import DEFAULT_ROUNDS, DEFAULT_SEED
+from benchctl.tournament.dedup import PROMPT_VERSION, Ask, ask_json, dedup_env
+from benchctl.tournament.issues import (EXTRACT_PROMPT, EXTRACT_SYSTEM, JSON_ARTIFACT, IssuesFormatError,
+                                        file_hash, find_artifact, parse_extraction, read_issues_json)
+from benchctl.tournament.participants import Participant, auditor_label, collect, parse_auditor_key
+from benchctl.tournament.ratings import compute_ratings
+from benchctl.tournament.schema import (CANONICAL_SCHEMA, POINTS, EXTRACTED_DIR, JUDGE_LOG_DIR, RATINGS_FILE, TOURNAMENT,
+                                        AuditorIssue, CanonicalList, ExtractedIssues, Ratings, Weighting)
+
+JUDGE_MAX_TOKENS = 8192
+MAX_REPORT_CHARS = 200_000    # a markdown report longer than this is cut before extraction
+
+
+def model_ask(model: str, semaphore: asyncio.Semaphore) -> Ask:
+    """The Ask seam backed by benchctl.models (real providers or scripted/...)."""
+    from benchctl.models import acomplete
+
+    async def ask(messages: list[dict[str, Any]], system: str) -> tuple[str, float | None]:
+        async with semaphore:
+            c = await acomplete(model, messages, system=system, max_tokens=JUDGE_MAX_TOKENS)
+        # a refusal comes back as text; parsing fails and the re-ask path handles it
+        return c.text or "", c.cost_usd
+    return ask
+
+
+def grade_tournament(results: Path, judge: str, *, force: bool = False, concurrency: int = 8,
+                     auditor_key: str = "model", tasks: Collection[str] | None = None,
+                     weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED) -> None:
+    """Judge (where needed) and rate every tournament environment under `results`.
+
+    tasks: only these tasks' runs (default: every finished run). force: re-extract and re-judge
+    everything, overwriting hand edits."""
+    parse_auditor_key(auditor_key)            # fail before any judge call on a bad key
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, not {concurrency}")
+    asyncio.run(judge_environments(Path(results), judge, force=force, concurrency=concurrency, tasks=tasks))
+    rate_from_canonical(results, auditor_key=auditor_key, weighting=weighting, rounds=rounds, seed=seed)
+
+
+async def judge_environments(results: Path, judge: str, *, force: bool = False, concurrency: int = 8,
+                             tasks: Collection[str] | None = None) -> list[CanonicalList]:
+    parts = collect(results, tasks)
+    ask = model_ask(judge, asyncio.Semaphore(concurrency))
+    by_env: dict[str, list[Participant]] = {}
+    for p in parts:
+        by_env.setdefault(p.env, []).append(p)
+    jobs = [_judge_env(results, env, runs, judge, ask, force) for env, runs in sorted(by_env.items())]
+    return list(await asyncio.gather(*jobs))
+
+
+async def _judge_env(results: Path, env: str, runs: list[Participant], judge: str, ask: Ask,
+                     force: bool) -> CanonicalList:
+    read = await asyncio.gather(*(_read_issues(results, p, judge, ask, force) for p in runs))
+    issues_by_run: dict[str, list[AuditorIssue]] = {}
+    infos: dict[str, dict[str, Any]] = {}
+    excluded: dict[str, str] = {}
+    extract_cost: float | None = 0.0
+    for p, ext in zip(runs, read):
+        extract_cost = _add(extract_cost, ext.get("cost_usd", 0.0))
+        if ext["status"] != "ok":
+            excluded[p.run_id] = ext.get("error") or "issues could not be read"
+            continue
+        issues_by_run[p.run_id] = ext["issues"]
+        infos[p.run_id] = {**p.info, "source": ext.get("source"), "n_issues": len(ext["issues"])}
+    input_hash = _hash([PROMPT_VERSION, judge, sorted((r, i) for r, i in issues_by_run.items())])
+
+    path = canon_io.canonical_path(results, env)
+    if path.exists() and not force:
+        try:
+            old = canon_io.load_canonical(path)
+        except ValueError as exc:
+            old = None
+            print(f"tournament: {exc}; re-judging {env}", file=sys.stderr)
+        if old is not None and old.get("status") == "ok":
+            if old.get("input_hash") == input_hash:
+                return old
+            if canon_io.was_hand_edited(old):
+                print(f"tournament: {env}: the runs changed since {path} was made, but it was edited by hand, "
+                      f"so it is kept as is. Re-run with --force to re-judge (hand edits are lost), or add "
+                      f"the new runs to the file by hand.", file=sys.stderr)
+                return old
+
+    issues, ex = await dedup_env(env, issues_by_run, ask)
+    jsonio.write_json_atomic(canon_io.tournament_dir(results) / JUDGE_LOG_DIR / path.name,
+                             {"env": env, "judge": judge, "prompt_version": PROMPT_VERSION, "exchanges": ex.log})
+    canon: CanonicalList = CanonicalList(
+        schema=CANONICAL_SCHEMA, env=env, status="ok" if issues is not None else "failed", error=ex.error,
+        judge=judge, runs=infos, excluded_runs=excluded, issues=issues or [], input_hash=input_hash,
+        content_hash=canon_io.content_hash(issues or []), created_at=time.time(),
+        cost_usd=_add(extract_cost, ex.cost_usd))
+    canon_io.save_canonical(results, canon)
+    return canon
+
+
+async def _read_issues(results: Path, p: Participant, judge: str, ask: Ask, force: bool) -> ExtractedIssues:
+    """issues.json directly; markdown through the judge (cached by content hash); none -> empty."""
+    art = find_artifact(p.path) if p.path else None
+    cache = canon_io.tournament_dir(results) / EXTRACTED_DIR / f"{p.run_id}.json"
+    base: ExtractedIssues = ExtractedIssues(schema=1, run_id=p.run_id, source=art.name if art else None,
+                                            judge=None, cost_usd=0.0, error=None)
+    if art is None:
+        return ExtractedIssues(**base, method="none", status="ok", issues=[])
+    if art.name == JSON_ARTIFACT:
+        try:
+            return ExtractedIssues(**base, method="json", status="ok", issues=read_issues_json(art))
+        except IssuesFormatError as exc:
+            return ExtractedIssues(**{**base, "error": str(exc)}, method="json", status="failed", issues=[])
+    key = _hash([PROMPT_VERSION, judge, file_hash(art)])
+    if cache.exists() and not force:
+        old = jsonio.read_json(cache)
+        if old.get("key") == key and old.get("status") == "ok":
+            return {**old, "cost_usd": 0.0}     # paid for in an earlier grading pass
+    text = art.read_text(encoding="utf-8", errors="replace")[:MAX_REPORT_CHARS]
+    ex = await ask_json(ask, EXTRACT_SYSTEM, EXTRACT_PROMPT.format(report=text), parse_extraction)
+    out = ExtractedIssues(**{**base, "judge": judge, "cost_usd": ex.cost_usd, "error": ex.error}, method="judge",
+                          status="ok" if ex.value is not None else "failed", issues=ex.value or [])
+    jsonio.write_json_atomic(cache, {**out, "key": key, "exchanges": ex.log})
+    return out
+
+
+def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting: Weighting = "points",
+                        rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED, prior_strength: float = 1.0,
+                        judge: str | None = None) -> Ratings:
+    """Refit from the saved canonical lists (hand edits included) with no judge call; writes
+    grades/tournament/ratings.json and grades/tournament/<run_id>.json, and returns the ratings."""
+    results = Path(results)
+    parse_auditor_key(auditor_key)
+    canons = canon_io.load_all(results)
+    if not canons:
+        raise FileNotFoundError(f"no canonical lists under {canon_io.canonical_dir(results)}; run "
+                                f"`benchctl grade` with the tournament grader first")
+    auditor_of: dict[str, str] = {}
+    cost_by_run: dict[str, float | None] = {}
+    no_issue: list[str] = []
+    excluded: list[str] = []
+    for c in canons:
+        excluded += list(c.get("excluded_runs", {}))
+        for run_id, info in c["runs"].items():
+            auditor_of[run_id] = auditor_label(info, auditor_key)
+            meta = read_meta(run_dir(results, run_id))
+            cost_by_run[run_id] = meta.get("cost_usd") if meta else None
+            if c.get("status", "ok") == "ok" and info.get("source") is None and "source" in info:
+                no_issue.append(run_id)
+    judges = sorted({c["judge"] for c in canons if c.get("judge")})
+    ratings = compute_ratings(canons, auditor_of, weighting=weighting, rounds=rounds, seed=seed,
+                              prior_strength=prior_strength, cost_by_run=cost_by_run,
+                              judge=judge or (", ".join(judges) if judges else None), auditor_key=auditor_key,
+                              no_issue_runs=no_issue)
+    ratings["flags"]["excluded_runs"] = sorted(set(excluded))
+    jsonio.write_json_atomic(canon_io.tournament_dir(results) / RATINGS_FILE, ratings)
+    _write_run_grades(results, canons, ratings)
+    return ratings
+
+
+def _write_run_grades(results: Path, canons: list[CanonicalList], ratings: Ratings) -> None:
+    """One layout.GradeRecord per run: score = mean share over its non-skipped matches."""
+    shares: dict[str, list[float]] = {}
+    for table in ratings["environments"]:
+        for m in table["matches"]:
+            if m["share_a"] is not None:
+                shares.setdefault(m["run_a"], []).append(m["share_a"])
+                shares.setdefault(m["run_b"], []).append(1.0 - m["share_a"])
+    for c in canons:
+        ok = c.get("status", "ok") == "ok"
+        n_runs = max(len(c["runs"]), 1)
+        for run_id, info in c["runs"].items():
+            items = [{"id": i["id"], "score": 1.0 if i["found_by"][run_id].get("supported") else 0.0,
+                      "weight": float(POINTS[i["importance"]]), "reason": i.get("title", "")}
+                     for i in c["issues"] if run_id in (i.get("found_by") or {})]
+            s = shares.get(run_id)
+            rec: GradeRecord = GradeRecord(
+                schema=GRADE_SCHEMA, grader=TOURNAMENT, run_id=run_id, artifact=info.get("source") or "",
+                artifact_tag=None, judge=c.get("judge") or "", rubric_hash=canon_io.content_hash(c["issues"]),
+                status="scored" if ok and s else "unscored",
+                score=round(sum(s) / len(s), 6) if ok and s else None, raw_score=None, by_cluster={},
+                items=items, n_items=len(items), n_unscored=0, usage={},
+                cost_usd=None if c.get("cost_usd") is None else round(c["cost_usd"] / n_runs, 6),
+                created_at=time.time())
+            jsonio.write_json_atomic(grade_path(results, TOURNAMENT, run_id), rec)
+
+
+def _hash(obj: Any) -> str:
+    return "sha256:" + hashlib.sha256(jsonio.dumps(obj)).hexdigest()[:16]
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b

@@ -1,0 +1,69 @@
+"""Who plays: runs -> environments and auditors.
+
+env = the run's task, plus "~<variant>" when it has a data variant (a variant changes what there is
+to find, so it is its own environment).
+
+auditor = the meta.json fields named by the auditor key, joined with " + ": "model" (default),
+"model+harness", "model+budget", "model+harness+budget", ... Fields: task, harness, model, budget,
+variant, tools, seed. The same fields are stored in each canonical list's `runs`, so ratings can be
+refitted (with any auditor key) even if a run directory is gone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Collection, Mapping
+
+from benchctl.layout import FINAL_STATUSES, iter_runs
+
+AUDITOR_FIELDS = ("task", "harness", "model", "budget", "variant", "tools", "seed")
+
+
+@dataclass
+class Participant:
+    run_id: str
+    path: Path | None
+    env: str
+    info: dict[str, Any]          # the AUDITOR_FIELDS values, as stored in canonical `runs`
+    cost_usd: float | None
+
+
+def run_info(meta: Mapping[str, Any]) -> dict[str, Any]:
+    spec = meta.get("spec") or {}
+    return {f: meta.get(f, spec.get(f)) for f in AUDITOR_FIELDS}
+
+
+def env_of(info: Mapping[str, Any]) -> str:
+    task = info.get("task")
+    if not task:
+        raise ValueError("run has no 'task' in meta.json; it cannot be placed in an environment")
+    variant = info.get("variant")
+    return f"{task}~{variant}" if variant else str(task)
+
+
+def parse_auditor_key(key: str) -> list[str]:
+    fields = [f.strip() for f in key.split("+") if f.strip()]
+    bad = [f for f in fields if f not in AUDITOR_FIELDS]
+    if not fields or bad:
+        raise ValueError(f"auditor key {key!r}: unknown field(s) {bad or [key]}; use fields from "
+                         f"{', '.join(AUDITOR_FIELDS)} joined by '+', e.g. 'model' or 'model+harness'")
+    return fields
+
+
+def auditor_label(info: Mapping[str, Any], key: str) -> str:
+    return " + ".join(str(info.get(f)) if info.get(f) is not None else "-" for f in parse_auditor_key(key))
+
+
+def collect(results: Path, tasks: Collection[str] | None = None) -> list[Participant]:
+    """Finished runs (completed / timeout / refused) of the given tasks (all tasks when None).
+    Runs with status `error` are infrastructure failures and are left out."""
+    out = []
+    for path, meta in iter_runs(results):
+        if meta.get("status") not in FINAL_STATUSES:
+            continue
+        info = run_info(meta)
+        if tasks is not None and info.get("task") not in tasks:
+            continue
+        out.append(Participant(run_id=path.name, path=path, env=env_of(info), info=info,
+                               cost_usd=meta.get("cost_usd")))
+    return out

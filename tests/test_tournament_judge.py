@@ -1,0 +1,189 @@
+"""Tournament judging: parsing judge answers, the re-ask path, issue files, canonical lists, and
+grade_tournament end to end with a scripted judge (no network)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchctl.tournament import canonical as canon_io
+from benchctl.tournament.dedup import ask_json, dedup_env, parse_dedup
+from benchctl.tournament.issues import IssuesFormatError, normalise_issues, parse_extraction, read_issues_json
+from benchctl.tournament.judge_json import JudgeParseError, find_json
+
+# ----------------------------------------------------------------------------- a judge written for tests
+_SUB = re.compile(r'<submission id="(S\d+)">\n(.*?)</submission>', re.DOTALL)
+_SEV = {"critical": "high", "high": "high", "medium": "medium", "low": "low"}
+
+
+def title_judge(prompt: str) -> str:
+    """A deterministic stand-in judge. Extraction: each '## ' heading of the report is an issue, its
+    'Evidence:' line the evidence. Dedup: items with the same title (case-insensitive) are one issue;
+    supported = the item has evidence; importance = the auditors' severity label (default medium).
+    Answers in a ```json fence with prose around it, as real judges do."""
+    if "<report>" in prompt:
+        report = prompt.split("<report>", 1)[1]
+        issues = []
+        for sec in re.split(r"^## ", report, flags=re.M)[1:]:
+            title, _, body = sec.partition("\n")
+            ev = re.search(r"^Evidence:\s*(.*)$", body, re.M)
+            issues.append({"title": title.strip(), "description": "", "evidence": ev.group(1) if ev else "",
+                           "severity": ""})
+        return "Here are the issues:\n```json\n" + json.dumps({"issues": issues}) + "\n```"
+    groups: dict[str, dict[str, Any]] = {}
+    for label, body in _SUB.findall(prompt):
+        for m in re.finditer(r"^(\d+)\. (.*)\n((?:   .*\n?)*)", body, re.M):
+            n, title, rest = int(m.group(1)), m.group(2).strip(), m.group(3)
+            sev = re.search(r"severity label: (\w+)", rest)
+            g = groups.setdefault(title.lower(), {"title": title, "description": title, "found_by": {},
+                                                  "importance": "medium"})
+            if sev:
+                g["importance"] = _SEV.get(sev.group(1).lower(), "medium")
+            f = g["found_by"].setdefault(label, {"submission": label, "items": [], "supported": False})
+            f["items"].append(n)
+            f["supported"] = f["supported"] or bool(re.search(r"evidence: (?!none)", rest))
+    issues = [{**g, "found_by": list(g["found_by"].values())} for g in groups.values()]
+    return "I merged the findings.\n```json\n" + json.dumps({"issues": issues}, indent=1) + "\n```\nDone."
+
+
+def scripted_title_judge(request: Any) -> dict[str, str]:
+    """benchctl's scripted provider calls this: scripted/py:test_tournament_judge:scripted_title_judge."""
+    return {"text": title_judge(request.last_user_text)}
+
+
+def scripted_garbage_judge(request: Any) -> dict[str, str]:
+    return {"text": "I'm not sure how to answer that."}
+
+
+def fake_ask(answers: list[str] | None = None, fn=title_judge):
+    """The dedup Ask seam: replays `answers` in order, else answers with `fn(last user message)`."""
+    calls: list[list[dict]] = []
+
+    async def ask(messages: list[dict], system: str) -> tuple[str, float | None]:
+        calls.append(messages)
+        if answers:
+            return answers.pop(0), 0.01
+        return fn(messages[-1]["content"]), 0.01
+    return ask, calls
+
+
+# ----------------------------------------------------------------------------- parsing
+def test_find_json_in_fences_prose_and_trailing_commas() -> None:
+    assert find_json('```json\n{"a": 1}\n```') == {"a": 1}
+    assert find_json('Sure! Here it is: {"a": [1, 2,], } hope that helps {"b": 2}') == {"a": [1, 2]}
+    assert find_json('{} then {"issues": []}', accept=lambda v: isinstance(v, dict) and "issues" in v) == {"issues": []}
+    assert find_json('text with "braces {" inside a string and then [1, 2]') == [1, 2]
+    for bad in ("", "   ", "no json here", "{broken: json"):
+        with pytest.raises(JudgeParseError):
+            find_json(bad)
+
+
+N_ITEMS = {"S1": 2, "S2": 1}
+GOOD = {"issues": [
+    {"title": "Reward hack", "description": "d", "importance": "High",
+     "found_by": [{"submission": "S1", "items": [1], "supported": True}, {"submission": "S2", "items": [1], "supported": "no"}]},
+    {"title": "Typo", "importance": "minor", "found_by": [{"submission": "S1", "items": 2, "supported": False}]},
+]}
+
+
+def test_parse_dedup_accepts_good_answer_with_aliases() -> None:
+    out = parse_dedup("Here you go:\n```json\n" + json.dumps(GOOD) + "\n```", N_ITEMS)
+    assert [i["importance"] for i in out] == ["high", "low"]
+    assert out[0]["found_by"] == {"S1": {"supported": True, "items": [0]}, "S2": {"supported": False, "items": [0]}}
+    assert out[1]["found_by"]["S1"]["items"] == [1]
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["issues"][0].pop("title"), "title"),
+    (lambda d: d["issues"][0].update(importance="urgent"), "importance"),
+    (lambda d: d["issues"][0]["found_by"][0].pop("supported"), "supported"),
+    (lambda d: d["issues"][0]["found_by"][0].update(submission="S9"), "unknown submission"),
+    (lambda d: d["issues"][0]["found_by"][0].update(items=[5]), "items 1..2"),
+    (lambda d: d["issues"].pop(1), "S1 item 2"),
+    (lambda d: d["issues"][0].update(found_by=[]), "found_by"),
+])
+def test_parse_dedup_rejects_bad_answers_with_a_reason(mutate, message) -> None:
+    bad = json.loads(json.dumps(GOOD))
+    mutate(bad)
+    with pytest.raises(JudgeParseError, match=message):
+        parse_dedup(json.dumps(bad), N_ITEMS)
+
+
+def test_parse_extraction_and_issue_files(tmp_path: Path) -> None:
+    assert parse_extraction('ok: {"issues": [{"title": "A", "evidence": "x.py:3"}]}') == [{"title": "A", "evidence": "x.py:3"}]
+    with pytest.raises(JudgeParseError):
+        parse_extraction('{"issues": [{"severity": "high"}]}')      # no title, no description
+    assert normalise_issues(["just a title"], "t") == [{"title": "just a title"}]
+    assert normalise_issues({"issues": [{"description": "first line\nmore"}]}, "t")[0]["title"] == "first line"
+    p = tmp_path / "issues.json"
+    p.write_text("{not json")
+    with pytest.raises(IssuesFormatError, match="not valid JSON"):
+        read_issues_json(p)
+    p.write_text('{"problems": []}')
+    with pytest.raises(IssuesFormatError, match="expected a JSON list"):
+        read_issues_json(p)
+
+
+# ----------------------------------------------------------------------------- the re-ask path
+def test_unusable_answer_is_reasked_once_then_accepted() -> None:
+    ask, calls = fake_ask(["garbage", json.dumps(GOOD)])
+    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: parse_dedup(t, N_ITEMS)))
+    assert ex.value is not None and ex.error is None and len(calls) == 2
+    assert "could not be used" in calls[1][-1]["content"] and calls[1][1]["role"] == "assistant"
+    assert ex.cost_usd == pytest.approx(0.02)
+
+
+def test_garbage_twice_is_recorded_not_raised() -> None:
+    ask, calls = fake_ask(["garbage", "still garbage"])
+    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: parse_dedup(t, N_ITEMS)))
+    assert ex.value is None and "unusable judge answer" in ex.error and len(calls) == 2
+    assert [e["attempt"] for e in ex.log] == [1, 2]
+
+
+def test_failed_model_call_is_recorded() -> None:
+    async def ask(messages, system):
+        raise RuntimeError("upstream 529")
+    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: t))
+    assert ex.value is None and "upstream 529" in ex.error
+
+
+def test_dedup_env_maps_anonymous_submissions_back_to_runs() -> None:
+    issues = {
+        "run-a": [{"title": "Reward hack", "evidence": "grader.py:41", "severity": "high"},
+                  {"title": "Typo in prompt", "severity": "low"}],
+        "run-b": [{"title": "reward HACK", "evidence": "ran echo PASS"}],
+        "run-c": [],
+    }
+    ask, calls = fake_ask()
+    canon, ex = asyncio.run(dedup_env("env1", issues, ask))
+    assert ex.error is None and len(calls) == 1
+    assert "run-a" not in calls[0][0]["content"]            # the judge never sees run ids
+    by_title = {i["title"].lower(): i for i in canon}
+    hack = by_title["reward hack"]
+    assert hack["importance"] == "high" and set(hack["found_by"]) == {"run-a", "run-b"}
+    assert all(f["supported"] for f in hack["found_by"].values())
+    assert by_title["typo in prompt"]["found_by"]["run-a"]["supported"] is False
+    # nobody found anything: no judge call at all
+    ask2, calls2 = fake_ask()
+    assert asyncio.run(dedup_env("env2", {"x": [], "y": []}, ask2))[0] == [] and calls2 == []
+
+
+# ----------------------------------------------------------------------------- canonical files
+def test_canonical_validation_names_the_problem(tmp_path: Path) -> None:
+    ok = {"env": "e", "runs": {"r1": {}}, "issues": [{"id": "I1", "importance": "low", "found_by": {"r1": {"supported": True}}}]}
+    assert canon_io.validate_canonical(ok)["env"] == "e"
+    bad_imp = json.loads(json.dumps(ok)); bad_imp["issues"][0]["importance"] = "huge"
+    bad_run = json.loads(json.dumps(ok)); bad_run["issues"][0]["found_by"] = {"r9": {"supported": True}}
+    dup = json.loads(json.dumps(ok)); dup["issues"].append(dup["issues"][0])
+    for data, msg in [(bad_imp, "importance"), (bad_run, "not in this file's 'runs'"), (dup, "used twice"),
+                      ({"env": "e"}, "missing 'runs'")]:
+        with pytest.raises(ValueError, match=msg):
+            canon_io.validate_canonical(data)
+    p = tmp_path / "x.json"
+    p.write_text("{oops")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        canon_io.load_canonical(p)
