@@ -1,0 +1,271 @@
+"""One model call for graders and judges: `complete(model, messages)` -> Completion.
+
+The request is built in the provider's native wire API (anthropic -> Anthropic Messages,
+openai -> OpenAI Responses, openai-compatible -> chat completions, google -> Gemini
+generateContent, scripted -> Anthropic Messages), sent through the same upstream layer the
+gateway uses (`benchctl.gateway.registry.resolve_upstream`, retries included), read back with
+the gateway's `wire_parse.summarize` and priced with its price table. So a judge call is
+retried, counted and priced exactly like an agent's call.
+
+All calls run on one background event loop owned by this module, with one upstream (one
+keep-alive connection pool, one script state) per model id: `complete` is safe to call from
+many threads and `acomplete` from any event loop, e.g. 64 judge calls at a time. For a
+`scripted/<file>` model the in-order turns are therefore consumed across calls in this process.
+
+    from benchctl.models import complete
+    c = complete("anthropic/claude-sonnet-4-5", [{"role": "user", "content": "Score this..."}],
+                 system="You are a strict grader.", max_tokens=1024, temperature=0)
+    c.text, c.usage, c.cost_usd, c.refusal
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Coroutine, TypeVar
+
+from benchctl.gateway.upstream import ModelId, ModelIdError, Upstream, UpstreamCall
+from benchctl.transcript import TranscriptWriter
+
+T = TypeVar("T")
+
+# provider -> (wire api, path template)
+WIRE_FOR_PROVIDER = {
+    "anthropic": ("anthropic_messages", "/v1/messages"),
+    "scripted": ("anthropic_messages", "/v1/messages"),
+    "openai": ("openai_responses", "/v1/responses"),
+    "openai-compatible": ("openai_chat", "/v1/chat/completions"),
+    "google": ("gemini", "/v1beta/models/{name}:generateContent"),
+}
+
+# provider -> (key variables, base-URL variable): a missing key is only an error when the
+# vendor's real endpoint would be used (a base-URL override may be a keyless proxy or a fake).
+KEYS = {
+    "anthropic": (("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL"),
+    "openai": (("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
+    "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GOOGLE_GEMINI_BASE_URL"),
+}
+
+
+@dataclass
+class Completion:
+    text: str
+    usage: dict[str, int]
+    cost_usd: float | None
+    served_model: str
+    stop_reason: str | None
+    refusal: bool
+    latency_s: float
+
+
+class ModelCallError(Exception):
+    """A model call that failed (after retries). The message says what failed and what to do."""
+
+
+# ---------------------------------------------------------------- request bodies
+
+def _plain(content: Any) -> str:
+    """Text of a message content given as a string or as a list of {type: text, text} blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    raise ModelCallError(f"message content must be a string or a list of text blocks, got {type(content).__name__}")
+
+
+def _check_messages(messages: list[dict[str, Any]]) -> None:
+    if not messages:
+        raise ModelCallError("complete() needs at least one message, e.g. [{'role': 'user', 'content': '...'}]")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or "content" not in m:
+            raise ModelCallError(f"messages[{i}] must be {{'role': 'user'|'assistant', 'content': ...}}, got {m!r}; "
+                                 f"pass the system prompt as system=...")
+
+
+def build_request(model: ModelId, messages: list[dict[str, Any]], system: str | None, max_tokens: int,
+                  temperature: float | None) -> UpstreamCall:
+    """The non-streaming request for `model` in its provider's native wire API."""
+    if model.provider not in WIRE_FOR_PROVIDER:
+        raise ModelCallError(f"no wire API for provider {model.provider!r}; known: {', '.join(WIRE_FOR_PROVIDER)}")
+    wire_api, path = WIRE_FOR_PROVIDER[model.provider]
+    body: dict[str, Any]
+    if wire_api == "anthropic_messages":
+        body = {"model": model.name, "max_tokens": max_tokens, "messages": messages}
+        if system:
+            body["system"] = system
+        if temperature is not None:
+            body["temperature"] = temperature
+    elif wire_api == "openai_responses":
+        body = {"model": model.name, "max_output_tokens": max_tokens, "store": False,
+                "input": [{"role": m["role"], "content": _plain(m["content"])} for m in messages]}
+        if system:
+            body["instructions"] = system
+        if temperature is not None:
+            body["temperature"] = temperature
+    elif wire_api == "openai_chat":
+        msgs = ([{"role": "system", "content": system}] if system else []) + \
+               [{"role": m["role"], "content": _plain(m["content"])} for m in messages]
+        body = {"model": model.name, "max_tokens": max_tokens, "messages": msgs}
+        if temperature is not None:
+            body["temperature"] = temperature
+    else:  # gemini: the model is in the path, not the body
+        config: dict[str, Any] = {"maxOutputTokens": max_tokens}
+        if temperature is not None:
+            config["temperature"] = temperature
+        body = {"contents": [{"role": "model" if m["role"] == "assistant" else "user",
+                              "parts": [{"text": _plain(m["content"])}]} for m in messages],
+                "generationConfig": config}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        path = path.format(name=model.name)
+    return UpstreamCall(wire_api, "POST", path, model, body, False)  # type: ignore[arg-type]
+
+
+def _check_key(model: ModelId) -> None:
+    if model.provider not in KEYS:
+        return
+    names, base_var = KEYS[model.provider]
+    if not any(os.environ.get(n) for n in names) and not os.environ.get(base_var):
+        raise ModelCallError(f"cannot call {model}: set {' or '.join(names)} in the environment "
+                             f"(or {base_var} to a proxy that needs no key)")
+
+
+# ---------------------------------------------------------------- the shared loop and upstreams
+
+class _Caller:
+    """One background event loop and one upstream per model id, shared by every call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._upstreams: dict[str, Upstream] = {}
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="benchctl-models", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+        return asyncio.run_coroutine_threadsafe(coro, self.loop())
+
+    def upstream(self, model: ModelId) -> Upstream:
+        # Runs on the background loop thread only, so no lock is needed around the dict.
+        key = str(model)
+        if key not in self._upstreams:
+            try:
+                from benchctl.gateway.registry import resolve_upstream
+                self._upstreams[key] = resolve_upstream(model)
+            except ModelCallError:
+                raise
+            except Exception as e:  # config errors (missing base URL, bad script) say what to fix
+                raise ModelCallError(f"cannot set up {model}: {e}") from e
+        return self._upstreams[key]
+
+    def reset(self) -> None:
+        """Forget all upstreams (fresh script state, fresh connections). For tests."""
+        async def close_all() -> None:
+            ups, self._upstreams = list(self._upstreams.values()), {}
+            for u in ups:
+                try:
+                    await u.aclose()
+                except Exception:
+                    pass
+        if self._loop is not None and not self._loop.is_closed():
+            asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(30)
+
+
+_CALLER = _Caller()
+
+
+def reset_upstreams() -> None:
+    """Drop cached upstreams: the next call to a scripted model starts its script from turn 0."""
+    _CALLER.reset()
+
+
+def _cost(model: ModelId, served: str | None, usage: dict[str, int]) -> float | None:
+    table = _price_table()
+    cost = table.cost(f"{model.provider}/{served}", usage) if served else None
+    return cost if cost is not None else table.cost(str(model), usage)
+
+
+_PRICES: list[Any] = []
+
+
+def _price_table() -> Any:
+    if not _PRICES:
+        from benchctl.gateway.pricing import PriceTable
+        _PRICES.append(PriceTable())
+    return _PRICES[0]
+
+
+async def _call(model: ModelId, call: UpstreamCall) -> tuple[int, bytes, str | None, list[dict[str, Any]]]:
+    upstream = _CALLER.upstream(model)
+    try:
+        response = await upstream.send(call)
+        body = await response.read()
+    except ModelCallError:
+        raise
+    except Exception as e:
+        raise ModelCallError(f"{model}: call failed: {type(e).__name__}: {e}") from e
+    return response.status, body, response.served_model, response.attempts
+
+
+async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: str | None, max_tokens: int,
+                            temperature: float | None, transcript: TranscriptWriter | None) -> Completion:
+    """The whole call; runs on the shared background loop."""
+    try:
+        mid = ModelId.parse(model)
+    except ModelIdError as e:
+        raise ModelCallError(str(e)) from None
+    _check_messages(messages)
+    _check_key(mid)
+    call = build_request(mid, messages, system, max_tokens, temperature)
+    t0 = time.perf_counter()
+    try:
+        status, body, served_hdr, attempts = await _call(mid, call)
+    except ModelCallError as e:
+        if transcript is not None:
+            transcript.emit("model_error", "grader", requested_model=model, error=str(e))
+        raise
+    latency = time.perf_counter() - t0
+    from benchctl.gateway.wire_parse import summarize
+    s = summarize(call.wire_api, False, body, status)
+    if status >= 400 or s.error:
+        msg = f"{model}: {s.error or f'HTTP {status}'}"
+        if len(attempts) > 1:
+            msg += f" (after {len(attempts)} attempts)"
+        if status in (401, 403):
+            msg += "; check the API key for this provider"
+        if transcript is not None:
+            transcript.emit("model_error", "grader", requested_model=model, status=status, error=msg,
+                            attempts=attempts)
+        raise ModelCallError(msg)
+    served = s.served_model or served_hdr or mid.name
+    cost = _cost(mid, served, s.usage)
+    completion = Completion(s.text, s.usage, cost, served, s.stop_reason, s.refusal, latency)
+    if transcript is not None:
+        transcript.emit("model_call", "grader", requested_model=model, served_model=served, wire_api=call.wire_api,
+                        usage=s.usage, cost_usd=cost, latency_s=round(latency, 4), stop_reason=s.stop_reason,
+                        refusal=s.refusal, attempts=attempts, system=system, messages=messages, text=s.text)
+    return completion
+
+
+async def acomplete(model: str, messages: list[dict[str, Any]], *, system: str | None = None,
+                    max_tokens: int = 4096, temperature: float | None = None,
+                    transcript: TranscriptWriter | None = None) -> Completion:
+    """One non-streaming model call (retried on 429/5xx/overload); raises ModelCallError on failure."""
+    coro = _complete_on_loop(model, messages, system, max_tokens, temperature, transcript)
+    return await asyncio.wrap_future(_CALLER.submit(coro))
+
+
+def complete(model: str, messages: list[dict[str, Any]], *, system: str | None = None, max_tokens: int = 4096,
+             temperature: float | None = None, transcript: TranscriptWriter | None = None) -> Completion:
+    """Synchronous `acomplete`; safe from any thread (including one that runs its own event loop)."""
+    coro = _complete_on_loop(model, messages, system, max_tokens, temperature, transcript)
+    return _CALLER.submit(coro).result()
