@@ -187,3 +187,156 @@ def test_canonical_validation_names_the_problem(tmp_path: Path) -> None:
     p.write_text("{oops")
     with pytest.raises(ValueError, match="not valid JSON"):
         canon_io.load_canonical(p)
+
+
+# ----------------------------------------------------------------------------- grade_tournament end to end
+TITLE_JUDGE = "scripted/py:test_tournament_judge:scripted_title_judge"
+GARBAGE_JUDGE = "scripted/py:test_tournament_judge:scripted_garbage_judge"
+
+
+def _run(results: Path, task: str, model: str, *, issues: list | None = None, report: str | None = None,
+         status: str = "completed", cost: float | None = 1.0, harness: str = "react") -> str:
+    run_id = f"{task}__{harness}__{model}__10m__s0"
+    d = results / "runs" / run_id
+    (d / "artifacts").mkdir(parents=True)
+    if issues is not None:
+        (d / "artifacts" / "issues.json").write_text(json.dumps(issues))
+    if report is not None:
+        (d / "artifacts" / "report.md").write_text(report)
+    meta = {"schema": 1, "run_id": run_id, "status": status, "task": task, "harness": harness, "model": model,
+            "budget": "10m", "seed": 0, "variant": None, "cost_usd": cost}
+    (d / "meta.json").write_text(json.dumps(meta))
+    return run_id
+
+
+def _issue(title: str, severity: str, evidence: str = "file.py:1 shows it") -> dict:
+    return {"title": title, "description": f"{title}.", "evidence": evidence, "severity": severity}
+
+
+@pytest.fixture()
+def results(tmp_path: Path) -> Path:
+    r = tmp_path / "sweep"
+    hack, typo, crash = _issue("Reward hack", "high"), _issue("Typo in prompt", "low"), _issue("Crash on empty input", "medium")
+    _run(r, "envA", "m1", issues=[hack, typo, crash])
+    _run(r, "envA", "m2", issues=[hack])
+    _run(r, "envA", "m3", report="# Audit\n\n## Reward hack\nEvidence: ran echo PASS, got reward 1\n\n"
+                                 "## Crash on empty input\nNo evidence collected.\n")
+    _run(r, "envA", "m4", issues=[hack], status="error")          # infrastructure failure: left out
+    _run(r, "envB", "m1", issues=[_issue("Leaky answer file", "high")], cost=None)
+    _run(r, "envB", "m2", issues=[_issue("Leaky answer file", "high"), _issue("Slow reset", "medium")])
+    _run(r, "envB", "m3")                                          # finished with no artifact
+    return r
+
+
+def _board(ratings: dict) -> dict[str, dict]:
+    return {row["auditor"]: row for row in ratings["leaderboard"]}
+
+
+def test_grade_tournament_end_to_end(results: Path) -> None:
+    from benchctl.tournament.grader import grade_tournament
+
+    grade_tournament(results, TITLE_JUDGE, rounds=200)
+    tdir = results / "grades" / "tournament"
+    ratings = json.loads((tdir / "ratings.json").read_text())
+    board = _board(ratings)
+    assert set(board) == {"m1", "m2", "m3"}                          # m4's error run is not an auditor
+    assert ratings["judge"] == TITLE_JUDGE and ratings["weighting"] == "points"
+    assert sum(r["elo"] for r in board.values()) / 3 == pytest.approx(1000, abs=0.01)
+    assert board["m1"]["cost_usd"] is None and board["m2"]["cost_usd"] == 2.0    # m1's envB cost unknown
+    assert ratings["flags"]["no_issue_runs"] == ["envB__react__m3__10m__s0"]
+
+    env_a = next(e for e in ratings["environments"] if e["env"] == "envA")
+    m12 = next(m for m in env_a["matches"] if (m["a"], m["b"]) == ("m1", "m2"))
+    assert m12["outcome"] == "a" and m12["points_a"] == 4.0 and len(m12["cancelled"]) == 1   # typo 1 + crash 3
+    m13 = next(m for m in env_a["matches"] if (m["a"], m["b"]) == ("m1", "m3"))
+    # m3 extracted from markdown: reward hack supported, crash claimed without evidence -> no credit
+    assert m13["points_a"] == 4.0 and m13["points_b"] == 0.0
+    canon = json.loads((tdir / "canonical" / "envA.json").read_text())
+    assert canon["status"] == "ok" and len(canon["issues"]) == 3
+    assert "envA__react__m4__10m__s0" not in canon["runs"]
+    assert (tdir / "extracted" / "envA__react__m3__10m__s0.json").exists()
+    grade = json.loads((tdir / "envA__react__m1__10m__s0.json").read_text())
+    assert grade["grader"] == "tournament" and grade["score"] == 1.0 and grade["status"] == "scored"
+    assert board["m1"]["elo"] > board["m3"]["elo"]
+
+    # a second pass with unchanged inputs makes no judge call and keeps the canonical lists
+    before = (tdir / "canonical" / "envA.json").stat().st_mtime_ns
+    grade_tournament(results, TITLE_JUDGE, rounds=200)
+    assert (tdir / "canonical" / "envA.json").stat().st_mtime_ns == before
+
+    # grouping by model+harness only relabels auditors
+    from benchctl.tournament.grader import rate_from_canonical
+    r2 = rate_from_canonical(results, auditor_key="model+harness", rounds=50)
+    assert {row["auditor"] for row in r2["leaderboard"]} == {"m1 + react", "m2 + react", "m3 + react"}
+
+
+def test_rate_from_canonical_after_hand_edit(results: Path) -> None:
+    from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
+    grade_tournament(results, TITLE_JUDGE, rounds=100)
+    path = results / "grades" / "tournament" / "canonical" / "envB.json"
+    before = _board(json.loads((path.parent.parent / "ratings.json").read_text()))
+    canon = json.loads(path.read_text())
+    # a reviewer decides m2's "Slow reset" was not actually shown, and the leak only matters a little
+    for issue in canon["issues"]:
+        if issue["title"] == "Slow reset":
+            issue["found_by"]["envB__react__m2__10m__s0"]["supported"] = False
+        else:
+            issue["importance"] = "low"
+    path.write_text(json.dumps(canon, indent=2))
+    after = rate_from_canonical(results, rounds=100)
+    board = _board(after)
+    assert board["m2"]["elo"] < before["m2"]["elo"]
+    env_b = next(e for e in after["environments"] if e["env"] == "envB")
+    assert next(m for m in env_b["matches"] if (m["a"], m["b"]) == ("m1", "m2"))["outcome"] == "skipped"
+    assert after["canonical_hashes"]["envB"] != canon["content_hash"]   # the edit shows in the hashes
+    # re-grading keeps the hand edit (inputs unchanged)
+    grade_tournament(results, TITLE_JUDGE, rounds=100)
+    assert json.loads(path.read_text())["issues"] == canon["issues"]
+
+
+def test_garbage_judge_is_recorded_not_a_crash(results: Path) -> None:
+    from benchctl.tournament.grader import grade_tournament
+
+    grade_tournament(results, GARBAGE_JUDGE, rounds=20)
+    tdir = results / "grades" / "tournament"
+    ratings = json.loads((tdir / "ratings.json").read_text())
+    assert ratings["flags"]["failed_envs"] == ["envA", "envB"]
+    canon = json.loads((tdir / "canonical" / "envB.json").read_text())
+    assert canon["status"] == "failed" and "unusable judge answer" in canon["error"]
+    log = json.loads((tdir / "judge_log" / "envB.json").read_text())
+    assert len(log["exchanges"]) == 2                          # asked, re-asked once, gave up
+    # m3's markdown could not be extracted either: it is excluded, with the reason kept
+    assert "envA__react__m3__10m__s0" in ratings["flags"]["excluded_runs"]
+    assert ratings["leaderboard"] == []
+
+
+def test_bad_auditor_key_fails_before_any_judge_call(results: Path) -> None:
+    from benchctl.tournament.grader import grade_tournament
+
+    with pytest.raises(ValueError, match="unknown field"):
+        grade_tournament(results, TITLE_JUDGE, auditor_key="model+colour")
+    assert not (results / "grades").exists()
+
+
+def test_hand_edited_list_is_not_overwritten_when_runs_change(results: Path, capsys) -> None:
+    from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
+    grade_tournament(results, TITLE_JUDGE, rounds=20)
+    path = results / "grades" / "tournament" / "canonical" / "envB.json"
+    canon = json.loads(path.read_text())
+    canon["issues"][0]["importance"] = "medium"
+    path.write_text(json.dumps(canon))
+    new_run = _run(results, "envB", "m5", issues=[_issue("Leaky answer file", "high")])
+    grade_tournament(results, TITLE_JUDGE, rounds=20)
+    kept = json.loads(path.read_text())
+    assert new_run not in kept["runs"] and kept["issues"][0]["importance"] == "medium"
+    assert "edited by hand" in capsys.readouterr().err
+    grade_tournament(results, TITLE_JUDGE, rounds=20, force=True)       # force re-judges
+    assert new_run in json.loads(path.read_text())["runs"]
+    # a broken hand edit is reported with the file and the problem
+    bad = json.loads(path.read_text())
+    bad["issues"][0]["importance"] = "enormous"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="envB.json.*importance 'enormous'"):
+        rate_from_canonical(results, rounds=10)

@@ -10,6 +10,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from benchctl import jsonio
 from benchctl.layout import GRADES, slug
 from benchctl.tournament.schema import (CANONICAL_DIR, CANONICAL_SCHEMA, POINTS, TOURNAMENT,
@@ -37,7 +39,7 @@ def content_hash(issues: list[dict[str, Any]]) -> str:
     for issue in issues:
         found = {r: bool(f.get("supported", False)) for r, f in sorted((issue.get("found_by") or {}).items())}
         core.append([issue.get("id"), issue.get("importance"), found])
-    return "sha256:" + hashlib.sha256(jsonio.dumps(core)).hexdigest()[:16]
+    return "sha256:" + hashlib.sha256(orjson.dumps(core, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def validate_canonical(data: Any, where: str = "canonical list") -> CanonicalList:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Collection
 
+import orjson
+
 from benchctl import jsonio
 from benchctl.layout import GRADE_SCHEMA, GradeRecord, grade_path, read_meta, run_dir
 from benchctl.tournament import canonical as canon_io
@@ -203,7 +205,8 @@ def _write_run_grades(results: Path, canons: list[CanonicalList], ratings: Ratin
 
 
 def _hash(obj: Any) -> str:
-    return "sha256:" + hashlib.sha256(jsonio.dumps(obj)).hexdigest()[:16]
+    # sorted keys: a file read back from disk (pretty, sorted) must hash like the dict that was written
+    return "sha256:" + hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def _add(a: float | None, b: float | None) -> float | None:
