@@ -1,0 +1,81 @@
+"""The Claude Code adapter: `claude -p --output-format stream-json` inside the sandbox.
+
+    claude -p --output-format stream-json --verbose --model M --permission-mode bypassPermissions
+           --settings ~/.benchctl/claude-settings.json --disallowedTools=... [--resume SESSION] PROMPT
+
+run as the sandbox user with stdin closed, the binary mounted read-only at
+/opt/benchctl/bin/claude, model traffic through the gateway's unix socket. Options (task or
+sweep `harness_options`):
+
+    binary            path to a claude binary (default: the claude-agent-sdk wheel's, or $BENCHCTL_CLAUDE_BIN)
+    cli_model         model name given to the CLI (default: the run model's name)
+    disallowed_tools  list replacing the default (web, sub-agent and background tools)
+    allow_subagents   keep Agent/Task/... (default false)
+    allow_web         keep WebFetch/WebSearch (default false; the sandbox has no network anyway)
+    extra_args        more CLI arguments, e.g. ["--max-turns", "50"]
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from benchctl.binaries import CLAUDE_ENV, BinaryInfo, find_claude, require
+from benchctl.gateway.upstream import ModelId
+from harnesses.agent_cli import CallTracker, CliExit
+from harnesses.base import HarnessContext
+from harnesses.claude_code import settings as cc
+from harnesses.claude_code.stream import ClaudeStreamParser
+from harnesses.cli_harness import CliHarness, stderr_tail
+
+
+def _sandbox_token() -> str:
+    from benchctl.gateway.server import SANDBOX_TOKEN
+    return SANDBOX_TOKEN
+
+
+class ClaudeCodeHarness(CliHarness):
+    name = "claude-code"
+    binary_name = "claude"
+
+    def find_binary(self) -> BinaryInfo:
+        return require(find_claude(self.options.get("binary")), "Claude Code", "claude-code", CLAUDE_ENV)
+
+    def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
+        ctx.sandbox.put_file(cc.SETTINGS_PATH, cc.settings(ctx, self.name))
+
+    def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
+                resume: str | None) -> tuple[list[str], dict[str, str]]:
+        model = str(opts.get("cli_model") or ModelId.parse(ctx.model).name)
+        argv = [self.binary_in_sandbox(), "-p", "--output-format", "stream-json", "--verbose", "--model", model,
+                "--permission-mode", "bypassPermissions", "--settings", cc.SETTINGS_PATH]
+        tools = cc.disallowed_tools(opts)
+        if tools:
+            # `--disallowedTools A B` is variadic and would swallow the prompt: use the = form.
+            argv.append("--disallowedTools=" + ",".join(tools))
+        if resume:
+            argv += ["--resume", resume]
+        extra = opts.get("extra_args") or []
+        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
+            raise ValueError("harness option extra_args must be a list of strings")
+        argv += [*extra, "--", prompt] if prompt.startswith("-") else [*extra, prompt]
+        user = getattr(getattr(ctx.sandbox, "spec", None), "user", "agent")
+        return argv, cc.environment(ctx, model, user, _sandbox_token())
+
+    def new_parser(self, ctx: HarnessContext) -> ClaudeStreamParser:
+        return ClaudeStreamParser(ctx.transcript, self.name)
+
+    def cli_outcome(self, parser: ClaudeStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+        result = parser.result
+        if result is None:
+            why = f"exited with code {res.exit_code}" if res.exit_code else "ended without a result event"
+            tail = stderr_tail(res.stderr)
+            return "error", f"claude {why}" + (f": {tail}" if tail else "")
+        text = str(result.get("result") or "")[:500]
+        if result.get("stop_reason") == "refusal":
+            return "refused", text or "the model refused"
+        if result.get("is_error") or result.get("subtype") not in (None, "success"):
+            status = result.get("api_error_status")
+            return "error", f"claude reported an error ({result.get('subtype')}" + \
+                (f", HTTP {status}" if status else "") + f"): {text or stderr_tail(res.stderr)}"
+        if res.exit_code not in (0, None):
+            return "error", f"claude exited with code {res.exit_code}: {stderr_tail(res.stderr)}"
+        return "completed", None

@@ -1,0 +1,147 @@
+"""Claude Code's `--output-format stream-json --verbose` lines → benchctl transcript events.
+
+Event shapes verified against Claude Code 2.1.332 (see harnesses/CLI_FACTS.md):
+
+    system/init                      -> harness_event kind=init (session, model, tools, version)
+    assistant, text block            -> assistant (text, model, message_id)
+    assistant, tool_use block        -> tool_call (id, name, input)
+    assistant, thinking block        -> harness_event kind=thinking
+    user, tool_result block          -> tool_result (id, output, is_error, stdout/stderr if given)
+    user, synthetic text (isSynthetic: stop-hook feedback, refusal retry) -> harness_event kind=cli_message
+    system/informational, system/model_refusal_no_fallback, system/notification
+                                     -> harness_event kind=<subtype> (the CLI's own refusal handling)
+    result                           -> harness_event kind=result (subtype, is_error, stop_reason, ...)
+    anything else                    -> harness_event kind=<type>/<subtype>
+
+Model calls themselves are recorded by the gateway; here only what the CLI did with them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from benchctl.transcript import TranscriptWriter
+
+MAX_TEXT = 200_000        # tool output / text kept per event; the raw stream is kept in full on disk
+MAX_RAW = 4_000
+
+
+def _clip(text: str, limit: int = MAX_TEXT) -> tuple[str, bool]:
+    return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict):
+                if block.get("type") == "text":
+                    parts.append(str(block.get("text", "")))
+                else:
+                    parts.append(f"[{block.get('type')}]")
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+class ClaudeStreamParser:
+    """Feed it stdout lines; it writes transcript events and keeps what the outcome needs."""
+
+    def __init__(self, transcript: TranscriptWriter, cli: str = "claude-code") -> None:
+        self.tr = transcript
+        self.cli = cli
+        self.session_id: str | None = None
+        self.version: str | None = None
+        self.result: dict[str, Any] | None = None
+        self.assistant_messages = 0
+        self.tool_calls = 0
+        self.refusal_retries = 0
+        self.unparsed = 0
+
+    def feed(self, line: str) -> None:
+        try:
+            ev = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            self.unparsed += 1
+            self.tr.emit("harness_event", "harness", cli=self.cli, kind="unparsed_line", text=line[:MAX_RAW])
+            return
+        if not isinstance(ev, dict):
+            return
+        self.session_id = ev.get("session_id") or self.session_id
+        kind = ev.get("type")
+        if kind == "assistant":
+            self._assistant(ev)
+        elif kind == "user":
+            self._user(ev)
+        elif kind == "result":
+            self._result(ev)
+        elif kind == "system":
+            self._system(ev)
+        else:
+            self.tr.emit("harness_event", "harness", cli=self.cli, kind=str(kind), raw=line[:MAX_RAW])
+
+    def _assistant(self, ev: dict[str, Any]) -> None:
+        msg = ev.get("message") or {}
+        for block in msg.get("content") or []:
+            btype = block.get("type")
+            if btype == "text":
+                self.assistant_messages += 1
+                self.tr.emit("assistant", "harness", cli=self.cli, text=block.get("text", ""), model=msg.get("model"),
+                             message_id=msg.get("id"), stop_reason=msg.get("stop_reason"),
+                             subagent=ev.get("parent_tool_use_id"))
+            elif btype == "tool_use":
+                self.tool_calls += 1
+                self.tr.emit("tool_call", "harness", cli=self.cli, id=block.get("id"), name=block.get("name"),
+                             input=block.get("input"), subagent=ev.get("parent_tool_use_id"))
+            elif btype in ("thinking", "redacted_thinking"):
+                text, cut = _clip(str(block.get("thinking", "")))
+                self.tr.emit("harness_event", "harness", cli=self.cli, kind="thinking", text=text, truncated=cut)
+            else:
+                self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"assistant_{btype}",
+                             raw=orjson.dumps(block)[:MAX_RAW].decode("utf-8", "replace"))
+
+    def _user(self, ev: dict[str, Any]) -> None:
+        msg = ev.get("message") or {}
+        content = msg.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        extra = ev.get("tool_use_result") if isinstance(ev.get("tool_use_result"), dict) else {}
+        for block in content or []:
+            if block.get("type") == "tool_result":
+                out, cut = _clip(_result_text(block.get("content")))
+                fields: dict[str, Any] = {}
+                if "interrupted" in extra:
+                    fields["interrupted"] = extra.get("interrupted")
+                self.tr.emit("tool_result", "harness", cli=self.cli, id=block.get("tool_use_id"), output=out,
+                             is_error=bool(block.get("is_error")), truncated=cut, **fields)
+            elif block.get("type") == "text":
+                if ev.get("refusal_retry"):
+                    self.refusal_retries += 1
+                text, cut = _clip(str(block.get("text", "")))
+                self.tr.emit("harness_event", "harness", cli=self.cli, kind="cli_message", text=text,
+                             synthetic=bool(ev.get("isSynthetic")), refusal_retry=bool(ev.get("refusal_retry")))
+
+    def _system(self, ev: dict[str, Any]) -> None:
+        sub = ev.get("subtype")
+        if sub == "init":
+            self.version = ev.get("claude_code_version")
+            self.tr.emit("harness_event", "harness", cli=self.cli, kind="init", session_id=ev.get("session_id"),
+                         model=ev.get("model"), tools=ev.get("tools"), version=self.version,
+                         permission_mode=ev.get("permissionMode"), api_key_source=ev.get("apiKeySource"))
+            return
+        fields = {k: v for k, v in ev.items() if k not in ("type", "subtype", "uuid", "session_id")}
+        raw = orjson.dumps(fields)
+        self.tr.emit("harness_event", "harness", cli=self.cli, kind=str(sub),
+                     fields=orjson.loads(raw) if len(raw) <= MAX_RAW else raw[:MAX_RAW].decode("utf-8", "replace"))
+
+    def _result(self, ev: dict[str, Any]) -> None:
+        self.result = ev
+        text, cut = _clip(str(ev.get("result") or ""), 20_000)
+        self.tr.emit("harness_event", "harness", cli=self.cli, kind="result", subtype=ev.get("subtype"),
+                     is_error=ev.get("is_error"), stop_reason=ev.get("stop_reason"),
+                     terminal_reason=ev.get("terminal_reason"), num_turns=ev.get("num_turns"),
+                     session_id=ev.get("session_id"), duration_ms=ev.get("duration_ms"), usage=ev.get("usage"),
+                     cli_cost_usd=ev.get("total_cost_usd"), api_error_status=ev.get("api_error_status"),
+                     text=text, truncated=cut)

@@ -1,0 +1,216 @@
+"""What the Claude Code and Codex adapters share: phases, hooks, outcome rules, run-dir files.
+
+A *phase* is one CLI invocation: the first run, then one per follow-up (which resumes the
+CLI's own session). Each phase streams the CLI's JSON events into the transcript, keeps the
+raw stdout / stderr / exit status under `<run_dir>/harness/`, and ends in an Outcome:
+
+    timeout    killed at the budget's deadline (or the gateway refused calls past it)
+    error      cancelled, the CLI failed (non-zero exit, error result) — with its message
+    refused    the model's last answer was a refusal and no fallback rescued the run
+    completed  the CLI ended its turn normally
+
+Never `completed` when the CLI failed.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from benchctl.binaries import BinaryInfo
+from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount
+from harnesses.agent_cli import CallTracker, CliExit, PhaseFiles, run_streaming
+from harnesses.base import HarnessContext, HarnessResult
+from harnesses.hooks import host as hook_host
+
+HOOK_SCRIPT = Path(__file__).parent / "hooks" / "hook.py"
+HOOK_IN_SANDBOX = f"{TOOLS_DIR}/hooks/hook.py"
+BIN_DIR = f"{TOOLS_DIR}/bin"
+AGENT_HOME = "/home/agent"
+MAX_PROMPT_BYTES = 100_000   # one argv string may not exceed 128 KiB on Linux
+
+
+class StreamParser(Protocol):
+    session_id: str | None
+
+    def feed(self, line: str) -> None: ...
+
+
+class HarnessSetupError(RuntimeError):
+    pass
+
+
+def sandbox_socket(ctx: HarnessContext) -> str:
+    """The gateway's unix socket as the sandbox sees it (its directory is mounted at /gateway)."""
+    path = getattr(ctx.gateway, "socket_path", None)
+    if not path:
+        raise HarnessSetupError("the gateway is not listening on a unix socket; the agent CLIs reach it only "
+                                "through the socket mounted at /gateway (start it with GatewayConfig(socket_path=...))")
+    return f"{GATEWAY_DIR}/{Path(path).name}"
+
+
+def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
+    args = ["python3", HOOK_IN_SANDBOX, event, "--cli", cli, "--socket", sandbox_socket(ctx)]
+    policy_file = hook_host.policy_file_path(ctx)
+    if policy_file:
+        args += ["--file", policy_file]
+    return " ".join(args)
+
+
+class CliHarness:
+    """Base of the CLI adapters. Subclasses set `name`, `binary_name` and implement the hooks below."""
+
+    name = "cli"
+    binary_name = "cli"
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+        self._binary: BinaryInfo | None = None
+        self._hooks: hook_host.HookHost | None = None
+        self._hooks_gateway: Any = None
+        self._phase = 0
+        self._prepared_sandbox: Any = None
+
+    # -- subclass interface ------------------------------------------------------------------
+
+    def find_binary(self) -> BinaryInfo:
+        raise NotImplementedError
+
+    def extra_mounts(self) -> list[Mount]:
+        return []
+
+    def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
+        """Write config files into the sandbox (once per sandbox)."""
+
+    def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
+                resume: str | None) -> tuple[list[str], dict[str, str]]:
+        raise NotImplementedError
+
+    def new_parser(self, ctx: HarnessContext) -> StreamParser:
+        raise NotImplementedError
+
+    def cli_outcome(self, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+        raise NotImplementedError
+
+    # -- Harness protocol --------------------------------------------------------------------
+
+    @property
+    def binary(self) -> BinaryInfo:
+        if self._binary is None:
+            self._binary = self.find_binary()
+        return self._binary
+
+    def binary_in_sandbox(self) -> str:
+        return f"{BIN_DIR}/{self.binary_name}"
+
+    def mounts(self) -> list[Mount]:
+        return [Mount(self.binary.path, self.binary_in_sandbox(), True),
+                Mount(HOOK_SCRIPT, HOOK_IN_SANDBOX, True), *self.extra_mounts()]
+
+    def tool_versions(self) -> dict[str, str]:
+        return {self.name: self.binary.version}
+
+    def run(self, ctx: HarnessContext) -> HarnessResult:
+        return self._phase_run(ctx, ctx.instructions, resume=None)
+
+    def followup(self, ctx: HarnessContext, prompt: str, previous: HarnessResult) -> HarnessResult:
+        if not previous.session_id:
+            msg = f"cannot send a follow-up: the previous {self.name} phase has no session id to resume"
+            ctx.transcript.emit("error", "harness", message=msg)
+            return HarnessResult("error", error=msg)
+        return self._phase_run(ctx, prompt, resume=previous.session_id)
+
+    # -- one phase ---------------------------------------------------------------------------
+
+    def _install_hooks(self, ctx: HarnessContext) -> None:
+        if self._hooks is None or self._hooks_gateway is not ctx.gateway:
+            self._hooks = hook_host.install(ctx, self.name)
+            self._hooks_gateway = ctx.gateway
+        else:
+            self._hooks.ctx = ctx   # a follow-up may come with a new budget / stop state
+
+    def _phase_run(self, ctx: HarnessContext, prompt: str, resume: str | None) -> HarnessResult:
+        opts = {**self.options, **ctx.options}
+        self._phase += 1
+        phase = self._phase
+        tr = ctx.transcript
+        if len(prompt.encode()) > MAX_PROMPT_BYTES:
+            msg = f"prompt is {len(prompt.encode())} bytes; the {self.name} harness passes it as one argument (max {MAX_PROMPT_BYTES})"
+            tr.emit("error", "harness", message=msg)
+            return HarnessResult("error", error=msg)
+        try:
+            self._install_hooks(ctx)
+            if self._prepared_sandbox is not ctx.sandbox:
+                self.prepare(ctx, opts)
+                self._prepared_sandbox = ctx.sandbox
+            argv, env = self.command(ctx, opts, prompt, resume)
+        except Exception as e:
+            msg = f"could not prepare {self.name}: {type(e).__name__}: {e}"
+            tr.emit("error", "harness", message=msg)
+            return HarnessResult("error", error=msg)
+
+        files = PhaseFiles(ctx.run_dir, self.name, phase)
+        parser = self.new_parser(ctx)
+        tracker = CallTracker()
+        tr.listeners.append(tracker)
+        tr.emit("harness_event", "harness", cli=self.name, kind="start", phase=phase, resume=resume,
+                version=self.binary.version, argv=_shown(argv, prompt))
+
+        def on_line(line: str) -> None:
+            files.stdout_line(line)
+            parser.feed(line)
+
+        started = time.time()
+        try:
+            res = run_streaming(ctx.sandbox, argv, env=env, workdir=WORK_DIR, deadline=ctx.budget.deadline,
+                                cancel=ctx.cancel, on_line=on_line)
+        except Exception as e:
+            res = CliExit(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
+            status, error = "error", f"could not run {self.name} in the sandbox: {type(e).__name__}: {e}"
+        else:
+            status, error = self._outcome(ctx, parser, res, tracker)
+        finally:
+            try:
+                tr.listeners.remove(tracker)
+            except ValueError:
+                pass
+        files.finish(_shown(argv, prompt), res, status, error)
+        if res.stderr.strip():
+            tr.emit("stderr", "harness", cli=self.name, phase=phase, text=res.stderr[-20_000:],
+                    truncated=len(res.stderr) > 20_000)
+        first_call_s = None if tracker.first_call_t is None else round(tracker.first_call_t - started, 3)
+        tr.emit("harness_event", "harness", cli=self.name, kind="exit", phase=phase, exit_code=res.exit_code,
+                timed_out=res.timed_out, cancelled=res.cancelled, duration_s=round(res.duration_s, 3),
+                status=status, model_calls=tracker.calls, served_models=tracker.served)
+        if error:
+            tr.emit("error", "harness", message=error)
+        hooks = dict(self._hooks.counts) if self._hooks else {}
+        return HarnessResult(status, error=error, exit_code=res.exit_code,  # type: ignore[arg-type]
+                             turns=tracker.calls, session_id=parser.session_id or resume,
+                             details={"phase": phase, "cli_version": self.binary.version,
+                                      "duration_s": round(res.duration_s, 3),
+                                      "cli_first_output_s": res.first_output_s,
+                                      "first_model_call_s": first_call_s, "model_calls": tracker.calls,
+                                      "served_models": tracker.served, "refusals": tracker.refusals,
+                                      "fallbacks": tracker.fallbacks, "hooks": hooks,
+                                      "files": str(files.dir.relative_to(ctx.run_dir))})
+
+    def _outcome(self, ctx: HarnessContext, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+        if res.cancelled:
+            return "error", "cancelled"
+        if res.timed_out:
+            return "timeout", None
+        status, error = self.cli_outcome(parser, res, tracker)
+        if status == "error" and ctx.budget.expired(time.time()):
+            return "timeout", None   # the gateway refuses calls past the deadline; that is a timeout
+        return status, error
+
+
+def _shown(argv: list[str], prompt: str) -> list[str]:
+    """argv for logs: the prompt replaced by its length (it is in the transcript already)."""
+    return [f"<prompt: {len(prompt)} chars>" if a == prompt else a for a in argv]
+
+
+def stderr_tail(stderr: str, limit: int = 600) -> str:
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    return "\n".join(lines[-5:])[-limit:]
