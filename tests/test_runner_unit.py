@@ -1,0 +1,139 @@
+"""Sweep expansion, run ids, resume decisions and up-front validation (no Docker)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchctl.jsonio import write_json_atomic
+from benchctl.layout import run_dir
+from benchctl.runner import followup_name, move_attempt_aside, plan, resume_action
+from benchctl.sweep import SweepConfig, SweepError, expand, load_sweep_file, seeds_list
+from harnesses import registry
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_MODEL = "scripted/configs/demo/investigator.json"
+BENCHCTL = [sys.executable, "-c", "from benchctl.cli import app; app()"]
+
+
+def cfg(**kw: object) -> SweepConfig:
+    base = dict(task_dir=Path("/t"), models=["anthropic/a", "openai/b"], harnesses=["react"],
+                budgets=["10m", "30m"], seeds=[0, 1, 2])
+    base.update(kw)
+    return SweepConfig(**base)  # type: ignore[arg-type]
+
+
+def test_expand_is_the_full_product_with_unique_ids() -> None:
+    specs = expand(cfg(variants=[None, "swap"]), "logs", ["10m", "30m"])
+    assert len(specs) == 2 * 1 * 2 * 2 * 3
+    assert len({s.run_id for s in specs}) == len(specs)
+    s = specs[0]
+    assert s.run_id == "logs__react__anthropic-a__10m__s0"
+    assert s.budget_s == 600 and s.variant is None
+    assert any(x.run_id == "logs__react__openai-b__30m__swap__s2" for x in specs)
+
+
+def test_expand_dedupes_repeated_models_and_merges_options() -> None:
+    specs = expand(cfg(models=["anthropic/a", "anthropic/a"], harness_options={"x": 2}), "t", ["1m"],
+                   options_for=lambda h: {"reasoning_effort": "high", "x": 1})
+    assert len(specs) == 3
+    assert specs[0].options == {"reasoning_effort": "high", "x": 2}
+
+
+def test_seeds() -> None:
+    assert seeds_list(3) == [0, 1, 2]
+    assert seeds_list([5, 7]) == [5, 7]
+    for bad in (0, [], [1, 1], True, "3"):
+        with pytest.raises(SweepError):
+            seeds_list(bad)  # type: ignore[arg-type]
+
+
+def test_sweep_file(tmp_path: Path) -> None:
+    f = tmp_path / "sweep.toml"
+    f.write_text('task = "../task"\nmodels = ["scripted/x.json"]\nbudgets = ["1m"]\nseeds = 2\nconcurrency = 4\n'
+                 'out = "res"\nvariants = ["base", "swap"]\n')
+    c = load_sweep_file(f)
+    assert c.task_dir == (tmp_path.parent / "task").resolve()
+    assert c.seeds == [0, 1] and c.concurrency == 4 and c.out == (tmp_path / "res").resolve()
+    assert c.variants == [None, "swap"] and c.harnesses == ["react"]
+    f.write_text('task = "t"\nmodels = ["m/x"]\nmodel = "typo"\n')
+    with pytest.raises(SweepError, match="`model`: unknown key"):
+        load_sweep_file(f)
+
+
+def test_resume_decisions(tmp_path: Path) -> None:
+    specs = expand(cfg(models=["anthropic/a"], budgets=["1m"], seeds=[0, 1, 2, 3, 4]), "t", ["1m"])
+    done, errored, torn, partial, new = (run_dir(tmp_path, s.run_id) for s in specs)
+    write_json_atomic(done / "meta.json", {"status": "timeout"})
+    write_json_atomic(errored / "meta.json", {"status": "error"})
+    torn.mkdir(parents=True)
+    (torn / "meta.json").write_text('{"status": "compl')           # killed mid-write of a non-atomic writer
+    partial.mkdir(parents=True)
+    (partial / "transcript.jsonl").write_text('{"type": "run_start"}\n')
+    assert [a for _, a in plan(tmp_path, specs)] == ["skip", "redo", "redo", "redo", "new"]
+    assert resume_action(new) == "new"
+
+
+def test_move_attempt_aside_numbers_attempts(tmp_path: Path) -> None:
+    d = tmp_path / "run"
+    for n in (1, 2):
+        (d / "artifacts").mkdir(parents=True)
+        (d / "transcript.jsonl").write_text(f"attempt {n}\n")
+        dest = move_attempt_aside(d)
+        assert dest == d / "attempts" / str(n)
+        assert (dest / "transcript.jsonl").read_text() == f"attempt {n}\n"
+        assert sorted(p.name for p in d.iterdir()) == ["attempts"]
+    assert resume_action(d) == "new"
+
+
+def test_followup_names() -> None:
+    assert followup_name("report.md", 1) == "report.followup-1.md"
+    assert followup_name("out/issues.json", 2) == "out/issues.followup-2.json"
+    assert followup_name("notes", 1) == "notes.followup-1"
+
+
+def test_registry() -> None:
+    assert registry.known() == ["claude-code", "codex", "react"]
+    assert registry.create("react").name == "react"
+    with pytest.raises(registry.UnknownHarness, match="known harnesses: claude-code, codex, react"):
+        registry.create("autogpt")
+
+
+def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BENCHCTL, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["configs/demo", "--model", DEMO_MODEL, "--harness", "autogpt"], "unknown harness 'autogpt'"),
+    (["configs/demo", "--model", "acme/m1"], "unknown provider 'acme'"),
+    (["configs/demo", "--model", "scripted/nope.json"], "nope.json"),
+    (["configs/demo", "--model", DEMO_MODEL, "--budget", "soon"], "not a duration"),
+    (["configs/demo", "--model", DEMO_MODEL, "--variant", "nope"], "'nope'"),
+    (["configs/nope", "--model", DEMO_MODEL], "no task file"),
+])
+def test_cli_rejects_bad_input_before_writing_anything(tmp_path: Path, args: list[str], expect: str) -> None:
+    out = tmp_path / "res"
+    r = run_cli("run", *args, "--out", str(out))
+    assert r.returncode != 0
+    assert expect in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_cli_missing_key_is_explained(tmp_path: Path) -> None:
+    import os
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}
+    r = subprocess.run([*BENCHCTL, "run", "configs/demo", "--model", "anthropic/claude-x",
+                        "--out", str(tmp_path / "r")], cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0 and "export ANTHROPIC_API_KEY" in r.stderr
+
+
+def test_cli_malformed_task_file(tmp_path: Path) -> None:
+    (tmp_path / "task").mkdir()
+    (tmp_path / "task" / "task.toml").write_text('name = "x"\ninstructions = "go"\n[early_exit]\nfraction = 2\n')
+    r = run_cli("run", str(tmp_path / "task"), "--model", DEMO_MODEL, "--out", str(tmp_path / "r"))
+    assert r.returncode != 0
+    assert "task.toml" in r.stderr and "`early_exit.fraction`" in r.stderr and "Fix:" in r.stderr
+    assert not (tmp_path / "r").exists()

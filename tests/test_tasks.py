@@ -1,0 +1,161 @@
+"""Task files: parsing, validation messages, variants and content hashes (no Docker)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchctl.tasks import TaskError, apply_variant, load_task, prepare_data, task_hash
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_task(tmp: Path, body: str, data: dict[str, str] | None = None) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "task.toml").write_text(body)
+    if data is not None:
+        (tmp / "data").mkdir(exist_ok=True)
+        for name, text in data.items():
+            (tmp / "data" / name).write_text(text)
+    return tmp
+
+
+MINIMAL = 'name = "t"\ninstructions = "Investigate."\ndata = "data"\n'
+
+
+def test_minimal_task_defaults(tmp_path: Path) -> None:
+    t = load_task(write_task(tmp_path, MINIMAL, {"a.log": "x\n"}))
+    assert t.name == "t" and t.instructions == "Investigate."
+    assert t.data_dir == (tmp_path / "data").resolve()
+    assert t.artifacts == ["report.md"] and t.image == "benchctl-sandbox:latest"
+    assert t.policies.early_exit is not None and t.policies.early_exit.fraction == 0.75
+    assert t.policies.length is None and t.followups == [] and t.variants == {}
+
+
+def test_full_task(tmp_path: Path) -> None:
+    body = MINIMAL + '''
+artifacts = ["report.md", "issues.json"]
+budgets = ["10m", "2h"]
+[early_exit]
+fraction = 0.5
+max_reprompts = 2
+message = "Keep going: {remaining} left of {budget}."
+[length]
+file = "report.md"
+min_words = 2500
+max_words = 3000
+[[followups]]
+prompt = "Now expand the report to 5,000 words."
+budget = "5m"
+[harness_options]
+reasoning_effort = "high"
+[harness_options.codex]
+reasoning_effort = "low"
+[grading]
+findings = "grading/findings.jsonl"
+anything = { nested = 1 }
+'''
+    t = load_task(write_task(tmp_path, body, {"a.log": "x"}))
+    assert t.budgets == ["10m", "2h"]
+    assert t.policies.early_exit.fraction == 0.5 and t.policies.early_exit.max_reprompts == 2
+    assert t.policies.length.min_words == 2500 and t.policies.length.max_words == 3000
+    assert t.followups[0].prompt.startswith("Now expand") and t.followups[0].budget == "5m"
+    assert t.options_for("react") == {"reasoning_effort": "high"}
+    assert t.options_for("codex") == {"reasoning_effort": "low"}
+    assert t.grading == {"findings": "grading/findings.jsonl", "anything": {"nested": 1}}
+
+
+@pytest.mark.parametrize("body, key, fix_word", [
+    ('name = "t"\ndata = "data"\n', "instructions", "instructions"),
+    (MINIMAL + 'budgets = ["ten minutes"]\n', "budgets", "10m"),
+    (MINIMAL + '[early_exit]\nfraction = 1.5\n', "early_exit.fraction", "0.75"),
+    (MINIMAL + '[early_exit]\nfraction = "most"\n', "early_exit.fraction", "number"),
+    (MINIMAL + '[length]\nfile = "notes.md"\nmax_words = 10\n', "length.file", "artifacts"),
+    (MINIMAL + '[length]\nmin_words = 10\nmax_words = 5\n', "length.max_words", "min_words"),
+    (MINIMAL + 'colour = "blue"\n', "colour", "use one of"),
+    (MINIMAL + '[variants.x]\nrules = []\n', "variants.x.rules", "find"),
+    (MINIMAL + '[[variants.x.rules]]\nfind = "(("\nreplace = ""\nregex = true\n', "variants.x.rules[0].find", "pattern"),
+    (MINIMAL + '[[followups]]\nbudget = "5m"\n', "followups[0].prompt", "prompt"),
+    (MINIMAL + 'artifacts = ["../etc/passwd"]\n', "artifacts", "relative"),
+    (MINIMAL + 'grading = 3\n', "grading", "[grading]"),
+])
+def test_bad_task_names_file_key_and_fix(tmp_path: Path, body: str, key: str, fix_word: str) -> None:
+    write_task(tmp_path, body, {"a.log": "x"})
+    with pytest.raises(TaskError) as e:
+        load_task(tmp_path)
+    msg = str(e.value)
+    assert str(tmp_path / "task.toml") in msg
+    assert f"`{key}`" in msg
+    assert "Fix:" in msg and fix_word in msg
+
+
+def test_missing_data_dir_and_missing_file(tmp_path: Path) -> None:
+    write_task(tmp_path, MINIMAL)          # no data/ created
+    with pytest.raises(TaskError, match=r"`data`.*does not exist"):
+        load_task(tmp_path)
+    with pytest.raises(TaskError, match="no task file"):
+        load_task(tmp_path / "elsewhere")
+
+
+def test_toml_syntax_error_names_file(tmp_path: Path) -> None:
+    write_task(tmp_path, 'name = "t"\ninstructions = \n', {"a": "x"})
+    with pytest.raises(TaskError, match="not valid TOML"):
+        load_task(tmp_path)
+
+
+VARIANT = MINIMAL + '''
+[[variants.swap.rules]]
+find = "Acme"
+replace = "Globex"
+[[variants.swap.rules]]
+find = '10\\.1\\.(\\d+)\\.(\\d+)'
+replace = '10.9.\\1.\\2'
+regex = true
+files = ["*.log"]
+'''
+
+
+def test_variant_applies_rules_to_a_copy_and_changes_the_hash(tmp_path: Path) -> None:
+    t = load_task(write_task(tmp_path / "task", VARIANT, {"a.log": "Acme host 10.1.2.3 and 10.1.4.5\n",
+                                                          "notes.txt": "Acme at 10.1.2.3\n"}))
+    base_path, base_hash, _ = prepare_data(t, None, tmp_path / "cache")
+    v_path, v_hash, counts = prepare_data(t, "swap", tmp_path / "cache")
+    assert base_path == t.data_dir
+    assert (v_path / "a.log").read_text() == "Globex host 10.9.2.3 and 10.9.4.5\n"
+    assert (v_path / "notes.txt").read_text() == "Globex at 10.1.2.3\n"    # regex rule limited to *.log
+    assert (t.data_dir / "a.log").read_text().startswith("Acme")           # original untouched
+    assert counts == {"0:Acme": 2, "1:" + r"10\.1\.(\d+)\.(\d+)": 2}
+    assert base_hash != v_hash and v_hash.startswith("sha256:")
+    assert prepare_data(t, "swap", tmp_path / "cache2")[1] == v_hash       # deterministic
+
+
+def test_hash_changes_with_data_and_task_file(tmp_path: Path) -> None:
+    t = load_task(write_task(tmp_path, MINIMAL, {"a.log": "one\n"}))
+    h1 = task_hash(t)
+    (tmp_path / "data" / "a.log").write_text("two\n")
+    h2 = task_hash(t)
+    (tmp_path / "task.toml").write_text(MINIMAL + "# comment\n")
+    h3 = task_hash(load_task(tmp_path))
+    assert len({h1, h2, h3}) == 3
+
+
+def test_unknown_variant(tmp_path: Path) -> None:
+    t = load_task(write_task(tmp_path, VARIANT, {"a.log": "x"}))
+    with pytest.raises(TaskError, match="no variant named 'nope'.*swap"):
+        prepare_data(t, "nope", tmp_path / "cache")
+
+
+def test_binary_files_are_copied_unchanged(tmp_path: Path) -> None:
+    t = load_task(write_task(tmp_path / "task", VARIANT, {"a.log": "Acme"}))
+    (t.data_dir / "blob.bin").write_bytes(b"\xff\xfeAcme\x00")
+    apply_variant(t, t.variants["swap"], tmp_path / "out")
+    assert (tmp_path / "out" / "blob.bin").read_bytes() == b"\xff\xfeAcme\x00"
+
+
+@pytest.mark.parametrize("config", sorted(p.parent.name for p in (REPO / "configs").glob("*/task.toml")))
+def test_every_shipped_config_loads(config: str) -> None:
+    t = load_task(REPO / "configs" / config)
+    assert t.instructions.strip()
+    assert t.data_dir is None or t.data_dir.is_dir()
+    for v in t.variants:
+        assert t.variants[v].rules
