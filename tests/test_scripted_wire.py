@@ -237,3 +237,63 @@ def test_chat_raw_stream_usage_without_include_usage(up: FakeUpstreamServer) -> 
                    if tc.index == 0)
     assert json.loads(args) == TOOL_INPUT
     assert chunks[-1].choices[0].finish_reason == "tool_calls" and chunks[-1].usage.completion_tokens == 34
+
+
+# ---------------------------------------------------------------- Gemini
+
+from google import genai  # noqa: E402
+from google.genai import errors as genai_errors  # noqa: E402
+from google.genai import types as genai_types  # noqa: E402
+
+
+def _gemini(up: FakeUpstreamServer) -> genai.Client:
+    return genai.Client(api_key="g-test", http_options=genai_types.HttpOptions(
+        base_url=up.url, retry_options=genai_types.HttpRetryOptions(attempts=1)))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_gemini_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
+    c = _gemini(up)
+    cfg = genai_types.GenerateContentConfig(system_instruction="be brief", max_output_tokens=100)
+
+    def ask():
+        if not stream:
+            return [c.models.generate_content(model="gemini-test", contents="investigate /data", config=cfg)]
+        return list(c.models.generate_content_stream(model="gemini-test", contents="investigate /data", config=cfg))
+
+    chunks = ask()
+    parts = [p for ch in chunks for p in ch.candidates[0].content.parts]
+    assert "".join(p.text for p in parts if p.text) == "Let me look."
+    calls = [p.function_call for p in parts if p.function_call]
+    assert [fc.name for fc in calls] == ["bash", "read_file"] and calls[0].args == TOOL_INPUT
+    assert calls[0].id and calls[0].id != calls[1].id
+    last = chunks[-1]
+    assert last.candidates[0].finish_reason == genai_types.FinishReason.STOP
+    assert last.usage_metadata.prompt_token_count == 2000 and last.usage_metadata.candidates_token_count == 34
+    assert last.usage_metadata.cached_content_token_count == 800
+
+    chunks = ask()
+    assert "".join(ch.text or "" for ch in chunks) == LONG
+    assert len(chunks) == (8 if stream else 1)  # 7 text pieces + the finishing chunk
+
+    chunks = ask()
+    assert chunks[-1].candidates[0].finish_reason == genai_types.FinishReason.SAFETY
+    assert chunks[-1].candidates[0].content is None
+
+    with pytest.raises(genai_errors.ClientError) as err:
+        ask()
+    assert err.value.code == 429 and err.value.status == "RESOURCE_EXHAUSTED" and err.value.message == "slow down"
+
+    assert ask()[-1].candidates[0].finish_reason == genai_types.FinishReason.MAX_TOKENS
+    if stream:
+        assert up.requests[0].query == "alt=sse" and up.requests[0].path.endswith(":streamGenerateContent")
+    assert up.requests[0].body["systemInstruction"]["parts"][0]["text"] == "be brief"
+
+
+def test_gemini_stream_without_alt_sse_is_a_json_array(up: FakeUpstreamServer) -> None:
+    import httpx2
+    r = httpx2.post(up.url + "/v1beta/models/g:streamGenerateContent",
+                    json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    arr = r.json()
+    assert isinstance(arr, list) and arr[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert arr[-1]["candidates"][0]["content"]["parts"][0]["functionCall"]["args"] == TOOL_INPUT
