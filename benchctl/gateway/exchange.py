@@ -127,17 +127,17 @@ class Exchange:
         return None if t is None else round((t - self.t0) * 1000, 3)
 
     def send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.ttfb = time.perf_counter()
+        if self.ttfb is None:
+            self.ttfb = time.perf_counter()
         self.writer.write(http11.whole_response(status, headers, body, self.req.keep_alive))
 
     def fail(self, status: int, message: str, kind: str, event_type: str = "model_call", **fields: Any) -> bool:
         """Answer with an error in the caller's wire format and record it."""
-        headers = {**JSON, "x-should-retry": "false"}
-        self.send_whole(status, headers, error_body(self.wire, status, message, kind))
         self.gw.account("", {}, 0.0, False, True, counted=False)
         self.gw.transcript.emit(event_type, source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
                                 method=self.req.method, path=self.req.path, status=status,
                                 latency_ms=self.ms(time.perf_counter()), error=message, **fields)
+        self.send_whole(status, {**JSON, "x-should-retry": "false"}, error_body(self.wire, status, message, kind))
         return True
 
     async def run(self) -> bool:
@@ -236,6 +236,8 @@ class Exchange:
                     if self.ttfb is None:
                         self.ttfb = time.perf_counter()
                     parts.append(data)
+                    if writer.transport.is_closing():
+                        raise ConnectionResetError("client closed the connection")
                     writer.write(http11.chunk(data))
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
@@ -249,6 +251,8 @@ class Exchange:
                 error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
             except Exception as e:
                 error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
+            # Record before the last byte goes out: once a client has its answer, the transcript has it too.
+            self.record(call, call_id, requested, resp.status, b"".join(parts), attempts, error)
             if error is not None:
                 # Cannot retry (the client has part of it): end the stream with an error event it understands.
                 writer.write(http11.chunk(stream_error_event(call.wire_api, f"benchctl gateway: {error}")))
@@ -260,9 +264,9 @@ class Exchange:
                 error = f"upstream body failed: {type(e).__name__}: {e}"
                 data = error_body(call.wire_api, 502, f"benchctl gateway: {error}", "api_error")
                 resp.status = 502
-            parts.append(data)
+            self.ttfb = time.perf_counter()
+            self.record(call, call_id, requested, resp.status, data, attempts, error)
             self.send_whole(resp.status, headers, data)
-        self.record(call, call_id, requested, resp.status, b"".join(parts), attempts, error)
         if writer.transport.get_write_buffer_size() > 0:
             await writer.drain()
         return True
@@ -272,7 +276,7 @@ class Exchange:
         gw = self.gw
         t_end = time.perf_counter()
         s = summarize(call.wire_api, call.stream, data, status)
-        error = error or s.error
+        error = "; ".join(e for e in (s.error, error) if e) or None
         served = str(call.model)
         counted = call.wire_api != "anthropic_count_tokens"
         cost = gw.prices.cost(served, s.usage) if counted else 0.0
@@ -302,8 +306,6 @@ class Exchange:
 
     def upstream_failed(self, call: UpstreamCall, call_id: str, requested: str | None, message: str,
                         attempts: list[dict[str, Any]], status: int = 502) -> bool:
-        self.send_whole(status, {**JSON, "x-should-retry": "false"},
-                        error_body(call.wire_api, status, f"benchctl gateway: {message}", "api_error"))
         self.gw.account(str(call.model), {}, 0.0, False, True, counted=False)
         delta = self.gw.recorder.delta(call_id, call.wire_api, call.body)
         self.gw.transcript.emit("model_call", source="gateway", call_id=call_id, requested_model=requested,
@@ -314,6 +316,8 @@ class Exchange:
                                 response=None)
         self.gw.transcript.emit("model_error", source="gateway", call_id=call_id, model=str(call.model),
                                 status=status, error=message, retries=attempts)
+        self.send_whole(status, {**JSON, "x-should-retry": "false"},
+                        error_body(call.wire_api, status, f"benchctl gateway: {message}", "api_error"))
         return True
 
     # ------------------------------------------------------------------ answered locally
@@ -326,20 +330,20 @@ class Exchange:
         else:
             body = orjson.dumps({"object": "list", "data": [item], "has_more": False,
                                  "first_id": served.name, "last_id": served.name})
-        self.send_whole(200, JSON, body)
         self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api="models_list",
                                 method=self.req.method, path=self.req.path, status=200, served_model=str(served),
                                 latency_ms=self.ms(time.perf_counter()), answered_by="gateway")
+        self.send_whole(200, JSON, body)
         return True
 
     def estimate_tokens(self, body: dict[str, Any], requested: str | None, served: ModelId, gemini: bool) -> bool:
         # ~4 bytes per token: good enough for a CLI deciding when to compact; recorded as an estimate.
         n = math.ceil(len(orjson.dumps(body)) / 4)
-        self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
         self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
                                 method=self.req.method, path=self.req.path, status=200, requested_model=requested,
                                 served_model=str(served), latency_ms=self.ms(time.perf_counter()),
                                 answered_by="gateway", estimated_input_tokens=n)
+        self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
         return True
 
     async def extra_route(self, handler: Any) -> bool:

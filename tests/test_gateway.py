@@ -1,0 +1,180 @@
+"""The gateway against the real vendor SDKs and a fake upstream HTTP server (nothing mocked inside)."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import anthropic
+import openai
+import pytest
+
+from benchctl.gateway import SANDBOX_TOKEN
+from benchctl.gateway.clients import anthropic_client, genai_client, openai_client
+from gateway_fixtures import REAL_KEY, TOOL_TURN, Rig, make_rig
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    yield from make_rig(tmp_path, monkeypatch)
+
+
+def test_anthropic_streaming_and_plain_pass_tool_calls_and_usage_through(rig: Rig) -> None:
+    client = anthropic_client(rig.gw)
+    with client.messages.stream(model="claude-sonnet-4-5", max_tokens=100,
+                                messages=[{"role": "user", "content": "look"}]) as s:
+        msg = s.get_final_message()
+    assert msg.content[0].text == "Let me look."
+    assert msg.content[1].name == "bash" and msg.content[1].input == {"command": "ls /data"}
+    assert (msg.usage.input_tokens, msg.usage.output_tokens) == (120, 30)
+    second = client.messages.create(model="claude-sonnet-4-5", max_tokens=100,
+                                    messages=[{"role": "user", "content": "look"}])
+    assert second.content[0].text == "Done."
+    calls = rig.events("model_call")
+    assert [c["stream"] for c in calls] == [True, False]
+    first = calls[0]
+    assert first["usage"]["input_tokens"] == 120 and first["usage"]["output_tokens"] == 30
+    assert first["response"]["tool_calls"][0]["input"] == {"command": "ls /data"}
+    assert first["stop_reason"] == "tool_use" and first["ttfb_ms"] is not None and first["latency_ms"] >= first["ttfb_ms"]
+    assert first["cost_usd"] == pytest.approx((120 * 3 + 30 * 15) / 1e6)
+    summary = rig.gw.summary()
+    assert summary["calls"] == 2 and summary["served_models"] == {"anthropic/claude-sonnet-4-5": 2}
+    assert summary["usage"]["output_tokens"] == 30 + calls[1]["usage"]["output_tokens"]
+
+
+def test_requested_model_is_mapped_to_the_runs_model_and_recorded(rig: Rig) -> None:
+    anthropic_client(rig.gw).messages.create(model="claude-haiku-4-5", max_tokens=10,
+                                             messages=[{"role": "user", "content": "side call"}])
+    assert rig.up.generation_requests()[0].body["model"] == "claude-sonnet-4-5"
+    call = rig.events("model_call")[0]
+    assert call["requested_model"] == "claude-haiku-4-5" and call["model_mapped"] is True
+    assert call["served_model"] == "anthropic/claude-sonnet-4-5"
+
+
+def test_first_chunk_reaches_client_before_upstream_finishes(rig: Rig) -> None:
+    release = threading.Event()
+    rig.up.pause_next(release, after_pieces=2)
+    safety = threading.Timer(10, release.set)  # if the gateway buffered, the test fails instead of hanging
+    safety.start()
+    try:
+        stream = anthropic_client(rig.gw).messages.create(
+            model="m", max_tokens=10, stream=True, messages=[{"role": "user", "content": "hi"}])
+        first = next(iter(stream))
+        released_before_first = release.is_set()
+        release.set()
+        rest = [ev.type for ev in stream]
+    finally:
+        safety.cancel()
+    assert first.type == "message_start"
+    assert not released_before_first, "the first event only arrived after the upstream finished"
+    assert rest[-1] == "message_stop"
+
+
+def test_openai_responses_and_chat_streaming_and_plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for rig in make_rig(tmp_path, monkeypatch, {"turns": [TOOL_TURN]}, model="openai/gpt-5"):
+        client = openai_client(rig.gw)
+        r = client.responses.create(model="gpt-5", input="look")
+        call = [o for o in r.output if o.type == "function_call"][0]
+        assert call.name == "bash" and call.arguments == '{"command":"ls /data"}'
+        assert r.usage.input_tokens == 120 and r.usage.output_tokens == 30
+        with client.responses.stream(model="gpt-5", input="look") as s:
+            final = s.get_final_response()
+        assert final.output_text == "Let me look." and final.usage.output_tokens == 30
+        chat = client.chat.completions.create(model="gpt-5", messages=[{"role": "user", "content": "x"}])
+        assert chat.choices[0].message.tool_calls[0].function.name == "bash"
+        assert chat.usage.prompt_tokens == 120
+        chunks = list(client.chat.completions.create(model="gpt-5", messages=[{"role": "user", "content": "x"}],
+                                                     stream=True, stream_options={"include_usage": True}))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        assert text == "Let me look."
+        calls = rig.events("model_call")
+        assert [c["wire_api"] for c in calls] == ["openai_responses"] * 2 + ["openai_chat"] * 2
+        assert all(c["usage"]["input_tokens"] == 120 and c["usage"]["output_tokens"] == 30 for c in calls)
+        assert all(c["response"]["tool_calls"][0]["name"] == "bash" for c in calls)
+
+
+def test_gemini_generate_and_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for rig in make_rig(tmp_path, monkeypatch, {"turns": [TOOL_TURN]}, model="google/gemini-2.5-pro"):
+        client = genai_client(rig.gw)
+        r = client.models.generate_content(model="gemini-2.5-pro", contents="look")
+        assert r.function_calls[0].name == "bash" and r.function_calls[0].args == {"command": "ls /data"}
+        assert r.usage_metadata.prompt_token_count == 120
+        chunks = list(client.models.generate_content_stream(model="gemini-other", contents="look"))
+        assert "".join(c.text or "" for c in chunks if c.candidates and c.candidates[0].content.parts
+                       and c.candidates[0].content.parts[0].text) == "Let me look."
+        calls = rig.events("model_call")
+        assert [c["stream"] for c in calls] == [False, True]
+        assert rig.up.generation_requests()[1].path.endswith("/models/gemini-2.5-pro:streamGenerateContent")
+        assert calls[1]["requested_model"] == "gemini-other"
+        assert all(c["usage"]["input_tokens"] == 120 for c in calls)
+
+
+def test_bad_token_is_rejected_and_real_key_never_reaches_client_or_transcript(rig: Rig) -> None:
+    bad = anthropic.Anthropic(api_key="not-the-token", base_url="http://gateway", max_retries=0,
+                              http_client=anthropic_client(rig.gw)._client)
+    with pytest.raises(anthropic.AuthenticationError):
+        bad.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    assert rig.up.requests == []  # never forwarded
+    # A good call: the upstream got the real key, the client and the transcript never see it.
+    raw = anthropic_client(rig.gw).messages.with_raw_response.create(
+        model="m", max_tokens=5, messages=[{"role": "user", "content": f"echo {REAL_KEY}"}])
+    assert rig.up.requests[0].headers["x-api-key"] == REAL_KEY
+    seen = raw.http_response.read() + str(dict(raw.http_response.headers)).encode()
+    assert REAL_KEY.encode() not in seen
+    assert REAL_KEY.encode() not in rig.transcript_path.read_bytes()
+    assert b"[REDACTED]" in rig.transcript_path.read_bytes()  # the user echoed it; the recorder scrubbed it
+
+
+def test_deadline_answers_with_clear_non_retryable_error(rig: Rig) -> None:
+    rig.gw.set_deadline(time.time() - 1)
+    client = anthropic_client(rig.gw)
+    with pytest.raises(anthropic.BadRequestError, match="time budget exhausted"):
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    assert rig.up.requests == []
+    oa = openai_client(rig.gw)
+    with pytest.raises(openai.BadRequestError, match="time budget exhausted"):
+        oa.responses.create(model="gpt-5", input="x")
+    errors = rig.events("model_error")
+    assert len(errors) == 2 and all("time budget exhausted" in e["error"] for e in errors)
+    rig.gw.set_deadline(None)
+    assert client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]).content
+
+
+def test_unknown_path_404_models_list_count_tokens_and_extra_route(rig: Rig) -> None:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(str(rig.gw.socket_path))
+    sock.sendall(f"GET /v2/nothing HTTP/1.1\r\nhost: gateway\r\nx-api-key: {SANDBOX_TOKEN}\r\nconnection: close\r\n\r\n".encode())
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    sock.close()
+    assert reply.startswith(b"HTTP/1.1 404") and b"no route for GET /v2/nothing" in reply
+    client = anthropic_client(rig.gw)
+    assert [m.id for m in client.models.list()] == ["claude-sonnet-4-5"]
+    count = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hello"}])
+    assert count.input_tokens > 0
+    rig.gw.add_route("/benchctl/hooks/", lambda method, path, body: (200, {"content-type": "text/plain"},
+                                                                       f"{method} {path} {body.decode()}".encode()))
+    import httpx2
+    with httpx2.Client(transport=httpx2.HTTPTransport(uds=str(rig.gw.socket_path))) as h:
+        r = h.post("http://gateway/benchctl/hooks/stop", content=b"{}")
+    assert r.status_code == 200 and r.text == "POST /benchctl/hooks/stop {}"
+    paths = [(e["path"], e["status"]) for e in rig.events("model_call")]
+    assert ("/v2/nothing", 404) in paths and ("/v1/models", 200) in paths
+    assert ("/v1/messages/count_tokens", 200) in paths
+    assert rig.gw.summary()["calls"] == 0  # side calls are recorded, not counted as model calls
+
+
+def test_tcp_listen_and_socket_permissions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for rig in make_rig(tmp_path, monkeypatch):
+        assert rig.gw.socket_path.stat().st_mode & 0o777 == 0o666
+    from benchctl.gateway import Gateway, GatewayConfig
+    with Gateway(GatewayConfig(model="anthropic/claude-sonnet-4-5", listen="127.0.0.1:0")) as gw:
+        assert gw.url and gw.url.startswith("http://127.0.0.1:")
+        client = anthropic.Anthropic(api_key=SANDBOX_TOKEN, base_url=gw.url)
+        assert [m.id for m in client.models.list()] == ["claude-sonnet-4-5"]
+    gw.close()  # idempotent

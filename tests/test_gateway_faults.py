@@ -1,0 +1,143 @@
+"""Upstream faults (injected by the fake upstream server) and refusal policies, end to end."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Iterator
+
+import anthropic
+import pytest
+
+from benchctl.gateway.clients import anthropic_client
+from gateway_fixtures import Rig, make_rig
+
+pytestmark = pytest.mark.timeout(60)
+MSG = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    yield from make_rig(tmp_path, monkeypatch, {"turns": [{"text": "all good", "chunks": 6}]})
+
+
+def _client(rig: Rig) -> anthropic.Anthropic:
+    return anthropic_client(rig.gw, max_retries=0)  # only the gateway retries, so attempts are countable
+
+
+@pytest.mark.parametrize("status", [429, 500, 529])
+def test_retryable_status_is_retried_and_every_attempt_recorded(rig: Rig, status: int) -> None:
+    rig.up.fail_next(status, retry_after=0.05 if status == 429 else None)
+    msg = _client(rig).messages.create(model="m", max_tokens=5, messages=MSG)
+    assert msg.content[0].text == "all good"
+    retries = rig.events("model_call")[0]["retries"]
+    assert [a["status"] for a in retries] == [status, 200]
+    assert retries[0]["error"] == f"HTTP {status}"
+    if status == 429:
+        assert retries[0]["wait_s"] == pytest.approx(0.05)  # honoured retry-after
+    assert len(rig.up.generation_requests()) == 2
+
+
+def test_persistent_5xx_is_surfaced_after_max_attempts(rig: Rig) -> None:
+    rig.up.fail_next(503, times=3)
+    with pytest.raises(anthropic.APIStatusError) as err:
+        _client(rig).messages.create(model="m", max_tokens=5, messages=MSG)
+    assert err.value.status_code == 503
+    call = rig.events("model_call")[0]
+    assert [a["status"] for a in call["retries"]] == [503, 503, 503] and call["status"] == 503
+    assert rig.events("model_error")[0]["status"] == 503
+    assert rig.gw.summary()["errors"] == 1
+
+
+def test_other_4xx_is_not_retried(rig: Rig) -> None:
+    rig.up.fail_next(400, message="bad field")
+    with pytest.raises(anthropic.BadRequestError, match="bad field"):
+        _client(rig).messages.create(model="m", max_tokens=5, messages=MSG)
+    assert len(rig.up.generation_requests()) == 1
+
+
+def test_reset_before_first_byte_is_retried(rig: Rig) -> None:
+    rig.up.reset_next(after_pieces=0)
+    with _client(rig).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+        assert s.get_final_message().content[0].text == "all good"
+    retries = rig.events("model_call")[0]["retries"]
+    assert len(retries) == 2 and "before first byte" in retries[0]["error"]
+
+
+def test_reset_mid_stream_is_surfaced_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = {"turns": [{"text": "one two three four five six", "chunks": 6, "chunk_delay": 0.05}]}
+    for rig in make_rig(tmp_path, monkeypatch, script):
+        rig.up.reset_next(after_pieces=5)
+        seen: list[str] = []
+        with pytest.raises(anthropic.APIError, match="benchctl gateway: upstream stream failed"):
+            with _client(rig).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+                for text in s.text_stream:
+                    seen.append(text)
+        assert seen, "the client got part of the stream before the reset"
+        call = rig.events("model_call")[0]
+        assert "bytes were sent to the client" in call["error"]
+        assert len(rig.up.generation_requests()) == 1
+
+
+def test_malformed_sse_is_passed_through_and_recorded(rig: Rig) -> None:
+    rig.up.malformed_next(after_pieces=2)
+    with pytest.raises(Exception):
+        with _client(rig).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+            s.get_final_message()
+    call = rig.wait_for("model_call")[0]
+    assert call["error"].startswith("malformed SSE")
+    assert rig.gw.summary()["errors"] == 1
+
+
+def test_unreachable_upstream_gives_clear_502(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for rig in make_rig(tmp_path, monkeypatch):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+        from benchctl.gateway import Gateway, GatewayConfig
+        from gateway_fixtures import FAST_RETRY
+        with Gateway(GatewayConfig(model="anthropic/claude-opus-4-5", socket_path=tmp_path / "b.sock",
+                                   retry=FAST_RETRY), rig.transcript) as gw:
+            with pytest.raises(anthropic.APIStatusError, match="upstream unreachable") as err:
+                anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
+            assert err.value.status_code == 502
+        error = rig.events("model_error")[0]
+        assert len(error["retries"]) == 3 and all(a["status"] is None for a in error["retries"])
+
+
+def test_refusal_switches_run_to_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    by_model = {"claude-opus-4-5": {"turns": [{"refusal": True, "text": "I can't help with that."}]},
+                "claude-opus-4-1": {"turns": [{"text": "Here is the analysis."}]}}
+    for rig in make_rig(tmp_path, monkeypatch, by_model=by_model, model="anthropic/claude-opus-4-5",
+                        fallback="anthropic/claude-opus-4-1"):
+        client = _client(rig)
+        first = client.messages.create(model="claude-opus-4-5", max_tokens=5, messages=MSG)
+        assert first.stop_reason == "refusal"
+        with client.messages.stream(model="claude-opus-4-5", max_tokens=5, messages=MSG) as s:
+            assert s.get_final_message().content[0].text == "Here is the analysis."
+        assert [r.body["model"] for r in rig.up.generation_requests()] == ["claude-opus-4-5", "claude-opus-4-1"]
+        calls = rig.events("model_call")
+        assert [c["served_model"] for c in calls] == ["anthropic/claude-opus-4-5", "anthropic/claude-opus-4-1"]
+        assert calls[0]["refusal"] is True and calls[1]["refusal"] is False
+        assert rig.events("refusal")[0]["action"] == "fallback"
+        fb = rig.events("fallback")
+        assert len(fb) == 1 and fb[0]["from"] == "anthropic/claude-opus-4-5" and fb[0]["to"] == "anthropic/claude-opus-4-1"
+        summary = rig.gw.summary()
+        assert summary["served_models"] == {"anthropic/claude-opus-4-5": 1, "anthropic/claude-opus-4-1": 1}
+        assert summary["refusals"] == 1 and len(summary["fallbacks"]) == 1
+
+
+def test_refusal_retry_policy_asks_again_before_the_client_sees_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    script = {"turns": [{"refusal": True, "text": "no"}, {"text": "ok then"}, {"refusal": True, "text": "no"},
+                        {"refusal": True, "text": "no"}]}
+    for rig in make_rig(tmp_path, monkeypatch, script, refusal_policy="retry", refusal_retries=1):
+        client = _client(rig)
+        with client.messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+            assert s.get_final_message().content[0].text == "ok then"
+        # Out of retries: the client gets the refusal.
+        assert client.messages.create(model="m", max_tokens=5, messages=MSG).stop_reason == "refusal"
+        assert len(rig.up.generation_requests()) == 4
+        assert [r["action"] for r in rig.events("refusal")] == ["retry", "retry", "none"]
+        assert rig.gw.summary()["served_models"] == {"anthropic/claude-sonnet-4-5": 4}
