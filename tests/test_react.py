@@ -1,0 +1,111 @@
+"""The ReAct harness end to end: real Docker sandbox, real gateway, scripted model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests._run_helpers import bash, make_task, only_run, run_inprocess, tool
+
+pytestmark = pytest.mark.docker
+
+LONG = " ".join(["word"] * 80)
+
+
+def types_after(events: list[dict], idx: int, n: int = 3) -> list[str]:
+    return [e["type"] for e in events[idx + 1: idx + 1 + n]]
+
+
+def test_policies_in_the_transcript(tmp_path: Path) -> None:
+    turns = [
+        bash("ls /data && grep -n ERROR /data/app.log"),
+        tool("create", path="report.md", file_text="# Report\nshort draft\n"),
+        {"text": "I am done."},                                  # early stop -> reprompt
+        tool("edit", path="report.md", old_str="short draft", new_str=LONG),
+        bash("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\" ; "
+             "getent hosts example.com || echo dns-failed"),
+        tool("submit", summary="done"),                          # over the limit -> revision request
+        tool("edit", path="report.md", old_str=LONG, new_str="disk full on db-1, fixed"),
+        tool("submit"),
+    ]
+    extra = '[early_exit]\nfraction = 0.9\nmax_reprompts = 1\n[length]\nfile = "report.md"\nmax_words = 50\n'
+    task, model = make_task(tmp_path, turns, extra)
+    assert run_inprocess(task, model, tmp_path / "out", budget="2m") == 0
+    meta, ev, run = only_run(tmp_path / "out")
+    assert meta["status"] == "completed", meta.get("error")
+    assert meta["reprompts"] == 1 and meta["revision_requests"] == 1
+    assert meta["turns"] == len(turns)
+    types = [e["type"] for e in ev]
+
+    # a time notice right after every tool result (after the word-count notice, if any)
+    results = [i for i, t in enumerate(types) if t == "tool_result"]
+    assert len(results) == 7
+    for i in results:
+        after = [e for e in ev[i + 1: i + 3] if e["type"] == "notice"]
+        assert any(e["kind"] == "time" and "Time remaining" in e["text"] for e in after), ev[i]
+
+    # a word-count notice after each of the three report edits
+    words = [e for e in ev if e["type"] == "notice" and e["kind"] == "words"]
+    assert len(words) == 3
+    assert "over the limit of 50" in words[1]["text"]
+
+    rp = [e for e in ev if e["type"] == "reprompt"]
+    assert len(rp) == 1 and "Do not stop yet" in rp[0]["text"]
+    assert types.index("reprompt") > types.index("assistant")
+    rr = [e for e in ev if e["type"] == "revision_request"]
+    assert len(rr) == 1 and "over the limit of 50" in rr[0]["text"]
+
+    # the agent's egress attempt failed inside the sandbox and the failure is in the transcript
+    egress = [e for e in ev if e["type"] == "tool_result" and ("socket" in e["output"] or "dns-failed" in e["output"])]
+    assert egress and "dns-failed" in egress[0]["output"]
+    assert any(w in egress[0]["output"] for w in ("Network is unreachable", "OSError", "Errno"))
+
+    assert (run / "artifacts" / "report.md").read_text() == "# Report\ndisk full on db-1, fixed\n"
+    assert meta["served_models"] and meta["usage"]["input_tokens"] > 0
+    assert types[0] == "run_start" and types[-1] == "run_end"
+
+
+def test_timeout_when_the_script_outlasts_the_budget(tmp_path: Path) -> None:
+    turns = [tool("create", path="report.md", file_text="partial findings\n"), bash("sleep 60")]
+    task, model = make_task(tmp_path, turns, after_end="repeat_last")
+    assert run_inprocess(task, model, tmp_path / "out", budget="4s") == 0
+    meta, ev, run = only_run(tmp_path / "out")
+    assert meta["status"] == "timeout", meta.get("error")
+    assert meta["elapsed_s"] < 30
+    assert (run / "artifacts" / "report.md").read_text() == "partial findings\n"   # still collected
+    assert any(e["type"] == "notice" and e.get("kind") == "deadline" for e in ev)
+
+
+def test_refusal_without_fallback_is_refused(tmp_path: Path) -> None:
+    task, model = make_task(tmp_path, [{"refusal": True, "text": "I can't help with that."}])
+    assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
+    meta, ev, _ = only_run(tmp_path / "out")
+    assert meta["status"] == "refused"
+    assert meta["refusals"] >= 1
+
+
+def test_refusal_with_fallback_continues_on_the_fallback_model(tmp_path: Path) -> None:
+    task, model = make_task(tmp_path, [{"refusal": True, "text": "No."}], name="t")
+    _, fb = make_task(tmp_path, [tool("create", path="report.md", file_text="fallback wrote this\n"),
+                                 tool("submit")], name="fb")
+    task.joinpath("task.toml").write_text(task.joinpath("task.toml").read_text() + "[early_exit]\nenabled = false\n")
+    assert run_inprocess(task, model, tmp_path / "out", budget="1m", fallback=fb) == 0
+    meta, ev, run = only_run(tmp_path / "out")
+    assert meta["status"] == "completed", meta.get("error")
+    assert meta["fallbacks"], meta
+    assert fb in meta["served_models"]
+    assert (run / "artifacts" / "report.md").read_text() == "fallback wrote this\n"
+
+
+def test_followup_artifacts_are_kept_separately(tmp_path: Path) -> None:
+    turns = [tool("create", path="report.md", file_text="first\n"), tool("submit"),
+             tool("create", path="report.md", file_text="expanded\n"), tool("submit")]
+    extra = '[early_exit]\nenabled = false\n[[followups]]\nprompt = "Now expand the report."\n'
+    task, model = make_task(tmp_path, turns, extra)
+    assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
+    meta, ev, run = only_run(tmp_path / "out")
+    assert meta["status"] == "completed"
+    assert (run / "artifacts" / "report.md").read_text() == "first\n"
+    assert (run / "artifacts" / "report.followup-1.md").read_text() == "expanded\n"
+    assert meta["followups"][0]["status"] == "completed"
+    assert any(e["type"] == "followup" and e["prompt"] == "Now expand the report." for e in ev)
