@@ -1,6 +1,65 @@
-"""`benchctl gateway` (placeholder until its issue lands)."""
+"""`benchctl gateway`: run the model gateway by itself, in the foreground.
+
+For pointing an agent CLI at it by hand (to debug a harness) and for benchmarks. Heavy
+imports happen inside the command so `benchctl --help` stays fast.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("gateway")(gateway)
+
+
+def gateway(
+    model: str = typer.Option(..., "--model", "-m", help="Model serving every call: provider/name, e.g. "
+                              "anthropic/claude-sonnet-4-5, openai/gpt-5, google/gemini-2.5-pro, scripted/script.json."),
+    socket: Optional[Path] = typer.Option(None, "--socket", help="Listen on this unix socket path."),
+    listen: Optional[str] = typer.Option(None, "--listen", help="Listen on TCP instead, e.g. 127.0.0.1:8765."),
+    fallback: Optional[str] = typer.Option(None, "--fallback", help="Model to switch to after a refusal."),
+    refusal_policy: str = typer.Option("auto", "--refusal-policy",
+                                       help="none | retry | fallback | auto (fallback if --fallback, else none)."),
+    refusal_retries: int = typer.Option(1, "--refusal-retries", help="Extra tries per call under --refusal-policy retry."),
+    transcript: Optional[Path] = typer.Option(None, "--transcript", help="Append model_call events to this JSONL file."),
+    prices: Optional[Path] = typer.Option(None, "--prices", help="Price table override (TOML); default $BENCHCTL_PRICES."),
+) -> None:
+    """Run the model gateway in the foreground (Ctrl-C stops it and prints the run summary)."""
+    import json
+    import signal
+    import threading
+
+    from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
+    from benchctl.transcript import TranscriptWriter
+
+    if (socket is None) == (listen is None):
+        raise typer.BadParameter("give exactly one of --socket PATH or --listen 127.0.0.1:PORT")
+    writer = TranscriptWriter(transcript) if transcript else None
+    config = GatewayConfig(model=model, fallback=fallback, refusal_policy=refusal_policy,
+                           refusal_retries=refusal_retries, socket_path=socket, listen=listen, prices_path=prices)
+    try:
+        gw = Gateway(config, writer)
+        gw.start()
+    except Exception as e:  # bad model id, missing base URL, socket in use: say what and exit non-zero
+        typer.echo(f"benchctl gateway: {e}", err=True)
+        raise typer.Exit(2)
+    where = f"unix socket {gw.socket_path}" if gw.socket_path else gw.url
+    typer.echo(f"benchctl gateway listening on {where}")
+    typer.echo(f"serving model {model}" + (f" (fallback {fallback})" if fallback else ""))
+    typer.echo(f"clients must use the token {SANDBOX_TOKEN}; e.g. "
+               + (f"ANTHROPIC_UNIX_SOCKET={gw.socket_path} ANTHROPIC_BASE_URL=http://gateway" if gw.socket_path
+                  else f"ANTHROPIC_BASE_URL={gw.url} OPENAI_BASE_URL={gw.url}/v1"), err=False)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        gw.close()
+        if writer is not None:
+            writer.close()
+        typer.echo(json.dumps(gw.summary(), indent=2))

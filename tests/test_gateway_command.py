@@ -1,0 +1,113 @@
+"""`benchctl gateway` as a real subprocess, and the in-sandbox TCP->unix forwarder (host and Docker)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
+from benchctl.gateway.clients import anthropic_client
+from benchctl.gateway.forwarder import FORWARDER_SOURCE, forwarder_command
+
+pytestmark = pytest.mark.timeout(120)
+SCRIPT = {"turns": [{"text": "hello from the script", "chunks": 3}]}
+
+
+def _wait_line(proc: subprocess.Popen[str], needle: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return line
+    raise AssertionError(f"{needle!r} not printed; got {seen!r}, stderr: {proc.stderr.read() if proc.stderr else ''}")
+
+
+def test_benchctl_gateway_command_serves_and_prints_summary(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    sock, transcript = tmp_path / "gw.sock", tmp_path / "t.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
+                             "--socket", str(sock), "--model", f"scripted/{script}", "--transcript", str(transcript)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert str(sock) in _wait_line(proc, "listening on")
+        assert f"scripted/{script}" in _wait_line(proc, "serving model")
+        msg = anthropic_client(sock).messages.create(model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        assert msg.content[0].text == "hello from the script"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert '"calls": 1' in out and f'"scripted/{script}": 1' in out
+    assert b'"type":"model_call"' in transcript.read_bytes()
+    assert not sock.exists()
+
+
+def test_benchctl_gateway_command_rejects_bad_model(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
+                           "--socket", str(tmp_path / "s"), "--model", "nonsense"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "must look like provider/name" in proc.stderr
+
+
+def test_forwarder_on_host_carries_streaming_calls(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=tmp_path / "gw.sock")) as gw:
+        cmd = forwarder_command(0, str(gw.socket_path), script=FORWARDER_SOURCE, python=sys.executable)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        try:
+            line = _wait_line(proc, "forwarding")
+            port = int(line.split()[1].rsplit(":", 1)[1])
+            import anthropic
+            client = anthropic.Anthropic(api_key=SANDBOX_TOKEN, base_url=f"http://127.0.0.1:{port}", max_retries=0)
+            for _ in range(2):  # keep-alive through the forwarder
+                with client.messages.stream(model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as s:
+                    assert s.get_final_message().content[0].text == "hello from the script"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        assert gw.summary()["calls"] == 2
+
+
+IN_SANDBOX = r"""
+import json, subprocess, sys, time, urllib.request
+p = subprocess.Popen([sys.executable, "/opt/benchctl/forwarder.py", "--port", "8765"], stdout=subprocess.PIPE, text=True)
+print(p.stdout.readline().strip())
+req = urllib.request.Request("http://127.0.0.1:8765/v1/messages", method="POST",
+    data=json.dumps({"model": "x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"x-api-key": sys.argv[1], "content-type": "application/json", "anthropic-version": "2023-06-01"})
+print(json.loads(urllib.request.urlopen(req, timeout=20).read())["content"][0]["text"])
+"""
+
+
+@pytest.mark.docker
+def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_image: str) -> None:
+    import docker
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    gwdir = tmp_path / "gwdir"
+    gwdir.mkdir()
+    for d in (tmp_path, gwdir):  # the run dir must be traversable by the sandbox's uid
+        os.chmod(d, 0o755)
+    with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=gwdir / "gateway.sock")) as gw:
+        client = docker.from_env()
+        out = client.containers.run(
+            sandbox_image, ["python3", "-c", IN_SANDBOX, SANDBOX_TOKEN], network_mode="none", user="1000:1000",
+            remove=True, stderr=True,
+            volumes={str(gwdir): {"bind": "/gateway", "mode": "rw"},
+                     FORWARDER_SOURCE: {"bind": "/opt/benchctl/forwarder.py", "mode": "ro"}})
+        lines = out.decode().splitlines()
+        assert lines[0] == "forwarding 127.0.0.1:8765 -> /gateway/gateway.sock"
+        assert lines[1] == "hello from the script"
+        assert gw.summary()["calls"] == 1
