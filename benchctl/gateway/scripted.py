@@ -19,7 +19,9 @@ Script format (JSON shown; TOML uses the same keys with [[turns]] tables):
 
 Turn fields (all optional, but a turn needs text, tool_calls, refusal or error):
   text          assistant text (for a refusal: the refusal message)
-  tool_calls    [{"name": str, "input": object, "id"?: str}]; ids are generated when absent
+  tool_calls    [{"name": str, "input": object, "id"?: str}]; ids are generated when absent. A string
+                input is a free-form tool call (Responses `custom_tool_call`, e.g. Codex apply_patch);
+                APIs without free-form tools receive it as {"input": "<string>"}
   refusal       true -> Anthropic stop_reason "refusal", Responses refusal part, chat
                 `refusal` + finish_reason "content_filter", Gemini finishReason SAFETY
   error         {"status": int, "message"?: str, "retry_after"?: seconds, "type"?: vendor error type}
@@ -159,8 +161,9 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
                 raise ScriptError(f"{_where(source, index, key + '.' + sorted(extra)[0])}: unknown field; "
                                   f"a tool call has name, input, id")
             inp = c.get("input", {})
-            if not isinstance(inp, dict):
-                raise ScriptError(f"{_where(source, index, key + '.input')}: must be a JSON object, got {inp!r}")
+            if not isinstance(inp, (dict, str)):
+                raise ScriptError(f"{_where(source, index, key + '.input')}: must be a JSON object (or a string for a "
+                                  f"free-form tool), got {inp!r}")
             tid = c.get("id", "")
             if not isinstance(tid, str):
                 raise ScriptError(f"{_where(source, index, key + '.id')}: must be a string, got {tid!r}")
@@ -244,7 +247,7 @@ class ScriptRequest:
 
     @property
     def full_text(self) -> str:
-        return "\n".join([self.system] + [m["text"] for m in self.messages])
+        return "\n".join(t for t in [self.system] + [m["text"] for m in self.messages] if t)
 
 
 def _text_of(content: Any) -> str:
@@ -259,10 +262,12 @@ def _text_of(content: Any) -> str:
         for key in ("text", "content", "output", "refusal"):
             if key in content and content[key] is not None:
                 return _text_of(content[key])
-        if "input" in content and content.get("type") in ("tool_use",):
-            return orjson.dumps(content["input"]).decode()
+        if "input" in content and content.get("type") in ("tool_use", "custom_tool_call"):
+            inp = content["input"]
+            return inp if isinstance(inp, str) else orjson.dumps(inp).decode()
         if "functionResponse" in content:
-            return orjson.dumps(content["functionResponse"].get("response", {})).decode()
+            resp = content["functionResponse"].get("response", {})
+            return _text_of(resp) or orjson.dumps(resp).decode()
         if "functionCall" in content:
             return orjson.dumps(content["functionCall"].get("args", {})).decode()
         if "arguments" in content:

@@ -45,12 +45,21 @@ def new_id(prefix: str, n: int = 24) -> str:
 @dataclass
 class ToolCall:
     name: str
-    input: dict[str, Any]
-    id: str = ""           # generated per wire API when empty
+    input: dict[str, Any] | str   # a string is a free-form ("custom") tool input, e.g. Codex's apply_patch
+    id: str = ""                  # generated per wire API when empty
+
+    @property
+    def is_custom(self) -> bool:
+        return isinstance(self.input, str)
+
+    @property
+    def object_input(self) -> dict[str, Any]:
+        # APIs without free-form tools get a string input as {"input": "..."}.
+        return {"input": self.input} if isinstance(self.input, str) else self.input
 
     def arguments_json(self) -> str:
         # Compact, key order preserved: what the caller put in the script is what it gets.
-        return json.dumps(self.input, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(self.object_input, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass
@@ -121,7 +130,7 @@ def anthropic_json(reply: Reply) -> bytes:
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for tc, tid in zip(reply.tool_calls, _tool_ids(reply, "toolu_01")):
-        content.append({"type": "tool_use", "id": tid, "name": tc.name, "input": tc.input})
+        content.append({"type": "tool_use", "id": tid, "name": tc.name, "input": tc.object_input})
     return _j({"id": new_id("msg_01"), "type": "message", "role": "assistant", "model": reply.model,
                "content": content, "stop_reason": reply.effective_stop, "stop_sequence": None,
                "usage": _anthropic_usage(reply.usage)})
@@ -179,8 +188,12 @@ def _responses_output(reply: Reply) -> list[dict[str, Any]]:
         items.append({"id": new_id("msg_", 32), "type": "message", "status": "completed", "role": "assistant",
                       "content": [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}]})
     for tc, cid in zip(reply.tool_calls, _tool_ids(reply, "call_")):
-        items.append({"id": new_id("fc_", 32), "type": "function_call", "status": "completed",
-                      "arguments": tc.arguments_json(), "call_id": cid, "name": tc.name})
+        if isinstance(tc.input, str):
+            items.append({"id": new_id("ctc_", 32), "type": "custom_tool_call", "status": "completed",
+                          "call_id": cid, "name": tc.name, "input": tc.input})
+        else:
+            items.append({"id": new_id("fc_", 32), "type": "function_call", "status": "completed",
+                          "arguments": tc.arguments_json(), "call_id": cid, "name": tc.name})
     return items
 
 
@@ -235,6 +248,11 @@ def responses_sse(reply: Reply) -> list[bytes]:
                 emit("response.output_text.done", item_id=item["id"], output_index=oi, content_index=0,
                      text=full, logprobs=[])
             emit("response.content_part.done", item_id=item["id"], output_index=oi, content_index=0, part=part)
+        elif item["type"] == "custom_tool_call":
+            emit("response.output_item.added", output_index=oi, item={**item, "status": "in_progress", "input": ""})
+            for piece in split_text(item["input"], reply.chunk_chars):
+                emit("response.custom_tool_call_input.delta", item_id=item["id"], output_index=oi, delta=piece)
+            emit("response.custom_tool_call_input.done", item_id=item["id"], output_index=oi, input=item["input"])
         else:
             emit("response.output_item.added", output_index=oi,
                  item={**item, "status": "in_progress", "arguments": ""})
@@ -343,7 +361,7 @@ def _gemini_parts(reply: Reply) -> tuple[list[dict[str, Any]], list[dict[str, An
     """(text parts, function-call parts). A safety block carries no content, as the API does."""
     if reply.refusal:
         return [], []
-    calls = [{"functionCall": {"id": tid, "name": tc.name, "args": tc.input}}
+    calls = [{"functionCall": {"id": tid, "name": tc.name, "args": tc.object_input}}
              for tc, tid in zip(reply.tool_calls, _tool_ids(reply, "call_"))]
     return [{"text": p} for p in split_text(reply.text, reply.chunk_chars)], calls
 

@@ -1,0 +1,235 @@
+"""Script loading and validation, turn selection (order, match rules, after_end), ScriptRequest
+extraction from each wire API, Python-callable scripts, and ScriptedUpstream.send pacing."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from benchctl.gateway.scripted import ScriptedUpstream, ScriptError, ScriptRequest, load_script, script_request
+from benchctl.gateway.upstream import ModelId, UpstreamCall
+
+
+def _call(wire_api: str, body: dict, stream: bool = False, query: str = "") -> UpstreamCall:
+    return UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "s.json"), body, stream, query)  # type: ignore[arg-type]
+
+
+def _user(text: str) -> UpstreamCall:
+    return _call("anthropic_messages", {"model": "m", "messages": [{"role": "user", "content": text}]})
+
+
+def _text(up: ScriptedUpstream, call: UpstreamCall) -> str:
+    r = up.render(call)
+    assert r.status == 200, r.pieces
+    content = orjson.loads(b"".join(r.pieces))["content"]
+    return content[0]["text"] if content else ""
+
+
+# ---------------------------------------------------------------- validation
+
+@pytest.mark.parametrize("script,needle", [
+    ({"turns": []}, "field 'turns': must be a non-empty list"),
+    ({"turn": [{"text": "x"}]}, "field 'turn': unknown top-level field"),
+    ({"turns": [{"text": "x"}], "after_end": "loop"}, "field 'after_end': must be one of"),
+    ({"turns": [{"text": "a"}, {"txt": "x"}]}, "turn 1, field 'txt': unknown field"),
+    ({"turns": [{"text": 3}]}, "turn 0, field 'text': must be a string"),
+    ({"turns": [{}]}, "turn 0: a turn needs at least one of"),
+    ({"turns": [{"tool_calls": [{"input": {}}]}]}, "turn 0, field 'tool_calls[0]': needs a non-empty string 'name'"),
+    ({"turns": [{"tool_calls": [{"name": "b", "input": [1]}]}]}, "field 'tool_calls[0].input': must be a JSON object"),
+    ({"turns": [{"tool_calls": [{"name": "b", "args": {}}]}]}, "field 'tool_calls[0].args': unknown field"),
+    ({"turns": [{"error": {"status": 200}}]}, "field 'error.status': must be an HTTP error status"),
+    ({"turns": [{"error": {"status": 429, "retry_after": "soon"}}]}, "field 'error.retry_after'"),
+    ({"turns": [{"text": "x", "match": "("}]}, "field 'match': bad regular expression"),
+    ({"turns": [{"text": "x", "match_in": "all"}]}, "field 'match_in'"),
+    ({"turns": [{"text": "x", "usage": {"input": 3}}]}, "field 'usage.input': unknown usage key"),
+    ({"turns": [{"text": "x", "usage": {"input_tokens": -1}}]}, "field 'usage.input_tokens': must be a non-negative"),
+    ({"turns": [{"text": "x", "chunks": 0}]}, "field 'chunks': must be >= 1"),
+    ({"turns": [{"text": "x", "delay": -1}]}, "field 'delay': must be >= 0"),
+    ({"turns": [{"text": "x", "refusal": "yes"}]}, "field 'refusal': must be true or false"),
+    ({"turns": [{"text": "x", "stop_reason": "done"}]}, "field 'stop_reason': 'done' is not one of"),
+])
+def test_validation_errors_name_file_turn_and_field(tmp_path: Path, script: dict, needle: str) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(script))
+    with pytest.raises(ScriptError) as err:
+        load_script(p)
+    assert needle in str(err.value) and str(p) in str(err.value)
+
+
+def test_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ScriptError, match="file not found.*relative to the current directory"):
+        ScriptedUpstream("scripted/nope.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ScriptError, match="broken.json: not valid JSON"):
+        load_script(tmp_path / "broken.json")
+    (tmp_path / "broken.toml").write_text("turns = [")
+    with pytest.raises(ScriptError, match="not valid TOML"):
+        load_script(tmp_path / "broken.toml")
+    with pytest.raises(ScriptError, match="py:package.module:function"):
+        ScriptedUpstream("py:onlymodule")
+    with pytest.raises(ScriptError, match="has no callable 'nothing_here'"):
+        ScriptedUpstream("py:json:nothing_here")
+
+
+def test_toml_script(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text('after_end = "stop"\n[[turns]]\ntext = "hi"\n'
+                                     '[[turns.tool_calls]]\nname = "bash"\ninput = { command = "ls" }\n')
+    up = ScriptedUpstream(ModelId("scripted", str(tmp_path / "s.toml")))
+    body = orjson.loads(b"".join(up.render(_user("x")).pieces))
+    assert body["content"][1]["input"] == {"command": "ls"}
+    assert _text(up, _user("x")) == "[script finished]"
+
+
+# ---------------------------------------------------------------- selection
+
+def test_in_order_then_after_end_modes() -> None:
+    turns = [{"text": "one"}, {"text": "two"}]
+    up = ScriptedUpstream({"turns": turns})  # repeat_last by default
+    assert [_text(up, _user("q")) for _ in range(4)] == ["one", "two", "two", "two"]
+    up = ScriptedUpstream({"turns": turns, "after_end": "error"})
+    _text(up, _user("q")), _text(up, _user("q"))
+    r = up.render(_user("q"))
+    assert r.status == 400 and b"script exhausted" in r.pieces[0]
+
+
+def test_match_rules_win_and_are_not_consumed() -> None:
+    up = ScriptedUpstream({"turns": [
+        {"text": "one"},
+        {"match": r"finding ids: .*F3", "text": "rule F3"},
+        {"match": r"SECRET", "match_in": "request", "text": "rule in system"},
+        {"text": "two"},
+    ]})
+    assert _text(up, _user("finding ids: F1, F3")) == "rule F3"
+    assert _text(up, _user("nothing")) == "one"
+    assert _text(up, _user("finding ids: F3")) == "rule F3"
+    assert _text(up, _user("nothing")) == "two"
+    sys_call = _call("anthropic_messages", {"system": "SECRET rubric", "messages": [{"role": "user", "content": "x"}]})
+    assert _text(up, sys_call) == "rule in system"
+    # match_in last_user ignores earlier messages
+    hist = _call("anthropic_messages", {"messages": [{"role": "user", "content": "finding ids: F3"},
+                                                     {"role": "assistant", "content": "ok"},
+                                                     {"role": "user", "content": "next"}]})
+    assert _text(up, hist) == "two"
+
+
+def test_order_is_thread_safe() -> None:
+    n = 200
+    up = ScriptedUpstream({"turns": [{"text": str(i)} for i in range(n)], "after_end": "error"})
+    out: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for _ in range(n // 8):
+            t = _text(up, _user("q"))
+            with lock:
+                out.append(t)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(out, key=int) == [str(i) for i in range(n)]  # each turn exactly once
+
+
+def test_python_callable_sees_the_request() -> None:
+    seen: list[ScriptRequest] = []
+
+    def judge(req: ScriptRequest) -> dict:
+        seen.append(req)
+        return {"text": f"tools={','.join(req.tool_names)}"}
+
+    up = ScriptedUpstream(judge)
+    call = _call("anthropic_messages", {"model": "claude-x", "system": [{"type": "text", "text": "SYS"}],
+                                        "tools": [{"name": "bash", "input_schema": {}}],
+                                        "messages": [{"role": "user", "content": "hi"}]})
+    assert _text(up, call) == "tools=bash"
+    assert seen[0].system == "SYS" and seen[0].model == "claude-x" and seen[0].wire_api == "anthropic_messages"
+
+    bad = ScriptedUpstream(lambda req: {"txt": "oops"})
+    with pytest.raises(ScriptError, match="turn 0, field 'txt'"):
+        bad.render(call)
+
+
+# ---------------------------------------------------------------- request views per wire API
+
+def test_last_user_text_includes_tool_results_and_notices() -> None:
+    anth = _call("anthropic_messages", {"messages": [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"c": 1}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+            {"type": "text", "text": "file-a"}]}, {"type": "text", "text": "Time remaining: 5 min"}]}]})
+    r = script_request(anth)
+    assert "file-a" in r.last_user_text and "Time remaining" in r.last_user_text and "task" not in r.last_user_text
+
+    resp = _call("openai_responses", {"instructions": "INS", "tools": [{"type": "function", "name": "shell"}], "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "task"}]},
+        {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "out-1"},
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "hook says hi"}]}]})
+    r = script_request(resp)
+    assert r.system == "INS" and r.tool_names == ["shell"]
+    assert "out-1" in r.last_user_text and "hook says hi" in r.last_user_text
+
+    chat = _call("openai_chat", {"tools": [{"type": "function", "function": {"name": "f"}}], "messages": [
+        {"role": "system", "content": "S"}, {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "tool-out"}]})
+    r = script_request(chat)
+    assert r.system == "S" and r.tool_names == ["f"] and r.last_user_text == "tool-out"
+
+    gem = _call("gemini", {"systemInstruction": {"parts": [{"text": "GS"}]},
+                           "tools": [{"functionDeclarations": [{"name": "g"}]}], "contents": [
+        {"role": "user", "parts": [{"text": "u"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "g", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "g", "response": {"output": "g-out"}}}]}]})
+    r = script_request(gem)
+    assert r.system == "GS" and r.tool_names == ["g"] and r.last_user_text == "g-out"
+
+
+# ---------------------------------------------------------------- send(): pacing, usage, count_tokens
+
+def test_send_paces_stream_and_reports_usage() -> None:
+    up = ScriptedUpstream({"turns": [{"text": "abcdefghij", "chunks": 5, "chunk_delay": 0.02, "delay": 0.05,
+                                      "model": "served-x"}]})
+
+    async def go():
+        t0 = time.perf_counter()
+        resp = await up.send(_call("anthropic_messages", {"model": "m", "messages": [
+            {"role": "user", "content": "x" * 400}]}, stream=True))
+        t_headers = time.perf_counter() - t0
+        pieces = [p async for p in resp.body]
+        return resp, t_headers, time.perf_counter() - t0, pieces
+
+    resp, t_headers, t_total, pieces = asyncio.run(go())
+    assert resp.status == 200 and resp.headers["content-type"] == "text/event-stream"
+    assert resp.served_model == "served-x"
+    assert t_headers >= 0.05 and t_total >= 0.05 + 0.02 * (len(pieces) - 1)
+    deltas = [p for p in pieces if b"text_delta" in p]
+    assert len(deltas) == 5
+    start = json.loads(pieces[0].split(b"data: ", 1)[1])
+    assert start["message"]["usage"]["input_tokens"] >= 100  # estimated from the request text
+
+
+def test_count_tokens_does_not_consume_a_turn() -> None:
+    up = ScriptedUpstream({"turns": [{"text": "only"}], "after_end": "error"})
+    r = up.render(_call("anthropic_count_tokens", {"messages": [{"role": "user", "content": "y" * 80}]}))
+    assert orjson.loads(r.pieces[0]) == {"input_tokens": 20}
+    assert _text(up, _user("q")) == "only"
+
+
+def test_free_form_tool_input() -> None:
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+    up = ScriptedUpstream({"turns": [{"tool_calls": [{"name": "apply_patch", "input": patch}]}]})
+    resp = orjson.loads(b"".join(up.render(_call("openai_responses", {"input": "x"})).pieces))
+    assert resp["output"][0]["type"] == "custom_tool_call" and resp["output"][0]["input"] == patch
+    anth = orjson.loads(b"".join(up.render(_user("x")).pieces))
+    assert anth["content"][0]["input"] == {"input": patch}
+    events = up.render(_call("openai_responses", {"input": "x"}, stream=True)).pieces
+    deltas = [json.loads(e.split(b"data: ", 1)[1])["delta"] for e in events if b"custom_tool_call_input.delta" in e]
+    assert "".join(deltas) == patch
