@@ -67,6 +67,8 @@ def test_leaderboard_numbers(tmp_path: Path) -> None:
     b = row(rep, model=B, budget="10m")
     assert (b["n_runs"], b["n_scored"]) == (3, 2)       # the unscored grade is not a 0
     assert b["score_mean"] == pytest.approx(0.25)
+    half_b = 12.706 * (0.1 / math.sqrt(2)) / math.sqrt(2)    # n = 2: t(0.975, 1) = 12.706
+    assert b["score_lo"] == 0.0 and b["score_hi"] == pytest.approx(min(1.0, 0.25 + half_b))  # clipped to 0..1
     assert b["fallback_runs"] == 2 and b["fallback_label"] == f"2/3 fell back to {OLD}"
     assert b["n_priced"] == 2 and b["cost_mean_usd"] == pytest.approx(0.5)
     assert b["cost_per_point_usd"] == pytest.approx(0.5 / 30)   # only r1 has both a cost and a score
@@ -119,7 +121,7 @@ def test_breakdowns(tmp_path: Path) -> None:
     assert fu[0]["main_mean"] == pytest.approx(0.35) and fu[0]["followup_mean"] == pytest.approx(0.475)
     assert fu[0]["gain_mean"] == pytest.approx(0.125)
     half = 12.706 * math.sqrt(((0.2 - 0.125) ** 2 + (0.05 - 0.125) ** 2) / 1) / math.sqrt(2)
-    assert fu[0]["gain_hi"] == pytest.approx(0.125 + half)
+    assert fu[0]["gain_lo"] == pytest.approx(0.125 - half) and fu[0]["gain_hi"] == 1.0   # clipped to the gain's range
 
 
 def test_variants_side_by_side(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ def report(
     by: By = typer.Option(By.auto, "--by", help="Row grouping: model, or model+harness (auto: harness when several)."),
     score: Optional[str] = typer.Option(None, "--score", help="Headline grader (default: combined, else coverage, else tldr)."),
     table: str = typer.Option("leaderboard", "--table", help="Which table --format csv writes (leaderboard, clusters, findings, ...)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Re-parse every file; do not read or write RESULTS_DIR/.benchctl-report-cache."),
 ) -> None:
     """Leaderboard by model x budget (mean over seeds with 95% intervals), breakdowns, any-of-N and
     tournament tables, with provenance and mixed-judge warnings. Reads files only: no Docker, no network."""
@@ -47,7 +48,7 @@ def report(
                                  param_hint="RESULTS_DIR")
     opts = Options(by=by.value, exclude_fallback=exclude_fallback, separate_fallback=separate_fallback, score=score)
     try:
-        rep = build_report(results_dir, opts)
+        rep = build_report(results_dir, opts, cache=not no_cache)
     except (ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)

@@ -138,6 +138,15 @@ def pick_headline(results: Results, opts: Options) -> str | None:
     return results.graders[0] if results.graders else None
 
 
+def clip_interval(mean: float | None, lo: float | None, hi: float | None,
+                  floor: float = 0.0, ceil: float = 1.0) -> tuple[float | None, float | None, float | None]:
+    """Clip a t-interval to the range the score can take (grades are 0..1): with 3 seeds the
+    t-interval is wide and would otherwise print impossible bounds such as -0.39."""
+    if lo is None or hi is None:
+        return mean, lo, hi
+    return mean, max(floor, lo), min(ceil, hi)
+
+
 def averaged(run: Run) -> bool:
     return run.meta.get("status") not in NOT_AVERAGED
 
@@ -166,7 +175,7 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         usable = [r for r in runs if averaged(r)]
         scored = [(r, r.score(headline)) for r in usable if headline and r.score(headline) is not None]
         scores = [s for _, s in scored]
-        mean, lo, hi = mean_ci(scores)
+        mean, lo, hi = clip_interval(*mean_ci(scores))
         cov = [s for r in usable if (s := r.score("coverage")) is not None]
         tldr = [s for r in usable if (s := r.score("tldr")) is not None]
         costs = [float(r.meta["cost_usd"]) for r in usable if r.meta.get("cost_usd") is not None]
@@ -218,14 +227,15 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         ("TLDR", lambda r: fmt("score", r["tldr_mean"])),
         ("fallback", lambda r: r["fallback_label"] or ""),
         ("refused", lambda r: str(r["refused"]) if r["refused"] else ""),
-        ("errors", lambda r: ", ".join(f"{r[k]} {k}" for k in ("errors", "unfinished") if r[k])),
+        ("errors", lambda r: ", ".join(f"{r[k]} {lbl}" for k, lbl in (("errors", "error"), ("unfinished", "unfinished")) if r[k])),
         ("mean cost", lambda r: fmt("usd", r["cost_mean_usd"]) + ("" if r["n_priced"] in (0, r["n_runs"]) else f" ({r['n_priced']} priced)")),
         ("tokens", lambda r: fmt("int", r["tokens_mean"])),
-        ("time", lambda r: fmt("seconds", r["elapsed_mean_s"])),
+        ("time", lambda r: fmt("seconds", r["elapsed_mean_s"])
+            + (f" ({fmt('pct', r['budget_used'])})" if r["budget_used"] is not None else "")),
         ("$/point", lambda r: fmt("usd", r["cost_per_point_usd"])),
     ]
     notes = [f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
-             f"(no interval with one run). Unscored grades are never counted as 0; error and unfinished runs "
+             f"(clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; error and unfinished runs "
              f"are not averaged. $/point = agent cost / (100 × score), over runs with a known cost."]
     if headline is None:
         notes.append("No grades found: run `benchctl grade RESULTS_DIR` to score these runs.")

@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from benchctl.report.aggregate import Config, Grouping, averaged
+from benchctl.report.aggregate import Config, Grouping, averaged, clip_interval
 from benchctl.report.model import Column, Table, fmt, fmt_interval
 from benchctl.report.stats import mean_ci, mean_or_none
 
@@ -72,17 +72,18 @@ def findings(grouping: Grouping, grader: str = "coverage") -> Table | None:
                 continue
             if m not in models:
                 models.append(m)
-            for it in g.items:
-                st = it.strict if it.strict is not None else (None if it.score is None else max(2 * it.score - 1, 0))
+            for fid, score, strict, cluster in g.items:
+                st = strict if strict is not None else (None if score is None else max(2 * score - 1, 0))
                 if st is None:
                     continue
-                cell = per[it.id][m]
+                cell = per[fid][m]
                 cell[0] += st > 0
                 cell[1] += 1
-                acc = strict_sum[it.id]
+                acc = strict_sum[fid]
                 acc[0] += st
                 acc[1] += 1
-                cluster_of.setdefault(it.id, it.cluster)
+                if fid not in cluster_of:
+                    cluster_of[fid] = cluster
     if not per:
         return None
     rows = []
@@ -117,7 +118,7 @@ def followups(grouping: Grouping, grader: str = "coverage") -> Table | None:
                     tags[tag].append((main, g.score))
         for tag in sorted(tags, key=_natural):
             pairs = tags[tag]
-            gain, lo, hi = mean_ci([f - m for m, f in pairs])
+            gain, lo, hi = clip_interval(*mean_ci([f - m for m, f in pairs]), floor=-1.0, ceil=1.0)
             rows.append({"config": _row_label(grouping, c), "artifact": tag, "n_pairs": len(pairs),
                          "main_mean": mean_or_none([m for m, _ in pairs]),
                          "followup_mean": mean_or_none([f for _, f in pairs]),

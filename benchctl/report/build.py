@@ -6,18 +6,24 @@ from typing import Any
 
 from benchctl.report import breakdowns, contests
 from benchctl.report.aggregate import Grouping, Options, fell_back, leaderboard, pick_headline, unscored_runs
-from benchctl.report.load import Results, load_results
+from benchctl.report.load import Results, gc_paused, load_results
 from benchctl.report.model import Report, Table
 from benchctl.report.provenance import provenance
 
 
-def build_report(results: Results | str | os.PathLike[str], opts: Options | None = None) -> Report:
-    opts = opts or Options()
+def build_report(results: Results | str | os.PathLike[str], opts: Options | None = None, *,
+                 cache: bool = True) -> Report:
+    """The whole report as data. `cache=False` bypasses the loader's parse cache."""
+    with gc_paused():
+        return _build(results, opts or Options(), cache)
+
+
+def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool) -> Report:
     if opts.exclude_fallback and opts.separate_fallback:
         raise ValueError("--exclude-fallback and --separate-fallback contradict each other; pick one")
     if opts.by not in ("auto", "model", "model+harness"):
         raise ValueError(f"--by {opts.by}: expected model or model+harness")
-    res = results if isinstance(results, Results) else load_results(results)
+    res = results if isinstance(results, Results) else load_results(results, cache=cache)
     prov, warnings = provenance(res)
     runs = res.runs
     headline = pick_headline(res, opts)

@@ -9,7 +9,12 @@ from benchctl.report.model import Report
 from benchctl.report.provenance import provenance_lines
 
 
-def print_report(report: Report, console: Console | None = None) -> None:
+# Long per-run listings are cut in the terminal (rich renders ~1 ms per row); the note says how
+# to get all of them. Tables of configurations are never cut.
+LISTINGS = frozenset({"unscored", "matches"})
+
+
+def print_report(report: Report, console: Console | None = None, max_listing_rows: int = 40) -> None:
     console = console or Console()
     for w in report.warnings:
         console.print(Text(f"WARNING: {w}", style="bold yellow"))
@@ -18,9 +23,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
         rt = RichTable(title=t.title, title_justify="left", show_lines=False, header_style="bold")
         for h in header:
             rt.add_column(h, overflow="fold")
-        for row in rows:
+        cut = len(rows) - max_listing_rows if t.name in LISTINGS and len(rows) > max_listing_rows else 0
+        for row in rows[:len(rows) - cut]:
             rt.add_row(*row)
         console.print(rt)
+        if cut:
+            console.print(Text(f"... {cut} more rows: `benchctl report DIR --format csv --table {t.name}` lists all.",
+                               style="yellow"))
         for n in t.notes:
             console.print(Text(n, style="dim"))
         console.print()
