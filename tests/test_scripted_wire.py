@@ -297,3 +297,29 @@ def test_gemini_stream_without_alt_sse_is_a_json_array(up: FakeUpstreamServer) -
     arr = r.json()
     assert isinstance(arr, list) and arr[-1]["candidates"][0]["finishReason"] == "STOP"
     assert arr[-1]["candidates"][0]["content"]["parts"][0]["functionCall"]["args"] == TOOL_INPUT
+
+
+# ---------------------------------------------------------------- agreement with the gateway's parser
+
+@pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_gateway_summarize_reads_what_we_encode(wire_api: str, stream: bool) -> None:
+    """The gateway records usage/cost from wire_parse.summarize: it must read our output exactly."""
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.upstream import ModelId, UpstreamCall
+    from benchctl.gateway.wire_parse import summarize
+
+    up = ScriptedUpstream({"turns": [
+        {"text": LONG, "tool_calls": [{"name": "bash", "input": TOOL_INPUT}],
+         "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 50, "reasoning_tokens": 3}},
+        {"refusal": True, "text": "no"}]})
+    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), {"model": "m", "messages": []},  # type: ignore[arg-type]
+                        stream, "alt=sse" if stream else "")
+    r = up.render(call)
+    s = summarize(wire_api, stream, b"".join(r.pieces), r.status)
+    assert s.error is None and s.text == LONG and not s.refusal
+    assert [(t["name"], t["input"]) for t in s.tool_calls] == [("bash", TOOL_INPUT)]
+    assert s.usage["input_tokens"] == 100 and s.usage["cached_input_tokens"] == 50
+    assert s.usage["output_tokens"] == 20
+    r = up.render(call)
+    assert summarize(wire_api, stream, b"".join(r.pieces), r.status).refusal

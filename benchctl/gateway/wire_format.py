@@ -20,6 +20,8 @@ Claude Code, Codex) parse them:
 Usage convention (neutral): `input_tokens` is *uncached* input, as Anthropic reports it;
 `cache_read_tokens` / `cache_write_tokens` are separate; OpenAI and Gemini report the total
 prompt (input + cache_read) with the cached part broken out, as those vendors do.
+`output_tokens` includes `reasoning_tokens` (as OpenAI reports it; Gemini's
+candidatesTokenCount is the rest, thoughtsTokenCount the reasoning part).
 """
 from __future__ import annotations
 
@@ -335,8 +337,10 @@ _GEMINI_FINISH = {"end_turn": "STOP", "tool_use": "STOP", "max_tokens": "MAX_TOK
 
 def _gemini_usage(u: Usage) -> dict[str, Any]:
     prompt = u.input_tokens + u.cache_read_tokens
-    out: dict[str, Any] = {"promptTokenCount": prompt, "candidatesTokenCount": u.output_tokens,
-                           "totalTokenCount": prompt + u.output_tokens + u.reasoning_tokens}
+    # Gemini counts thoughts apart from candidates; neutral output_tokens include reasoning.
+    out: dict[str, Any] = {"promptTokenCount": prompt,
+                           "candidatesTokenCount": max(0, u.output_tokens - u.reasoning_tokens),
+                           "totalTokenCount": prompt + u.output_tokens}
     if u.cache_read_tokens:
         out["cachedContentTokenCount"] = u.cache_read_tokens
     if u.reasoning_tokens:
