@@ -237,3 +237,31 @@ def test_failed_environment_is_left_out_and_flagged() -> None:
     r = compute_ratings([WORKED, bad], {"ra": "A", "rb": "B"}, rounds=10)
     assert r["flags"]["failed_envs"] == ["env2"]
     assert [e["env"] for e in r["environments"]] == ["env1"]
+
+
+@pytest.mark.parametrize("weighting", ["points", "unweighted"])
+def test_matrix_fast_path_agrees_with_match_rows(weighting: str) -> None:
+    """EnvArrays (used for fitting) and env_matches (used for the tables) implement the same rules;
+    several runs per auditor included."""
+    from benchctl.tournament.matches import EnvArrays, wins_matrix
+    rng = np.random.default_rng(5)
+    runs = [f"r{k}" for k in range(7)]
+    auditor_of = {r: f"A{k % 4}" for k, r in enumerate(runs)}         # A0, A1, A2 have two runs each
+    index = {a: k for k, a in enumerate(sorted(set(auditor_of.values())))}
+    for _ in range(20):
+        issues = [(f"I{i}", ["low", "medium", "high"][int(rng.integers(0, 3))],
+                   {r: bool(rng.random() < 0.8) for r in runs if rng.random() < 0.5}) for i in range(1, 8)]
+        c = canon("e", runs, issues)
+        rows = env_matches(c, auditor_of, weighting=weighting)  # type: ignore[arg-type]
+        fast = EnvArrays(c, auditor_of, index, weighting)  # type: ignore[arg-type]
+        np.testing.assert_allclose(fast.wins, wins_matrix(rows, index), atol=1e-12)
+        live = [m for m in rows if m["share_a"] is not None]
+        assert int(fast.counts.sum()) == 2 * len(live)
+        assert sorted(fast.match_weights.tolist()) == pytest.approx(sorted(m["weight"] for m in live))
+
+
+def test_match_rows_can_be_left_out() -> None:
+    r = compute_ratings([WORKED], {"ra": "A", "rb": "B"}, rounds=10, match_tables=False)
+    assert r["flags"]["match_rows_omitted"] and r["environments"][0]["matches"] == []
+    assert r["environments"][0]["issues"][0]["supported_by"] == ["A", "B"]
+    assert r["leaderboard"][0]["matches"] == 1 and r["leaderboard"][0]["mean_share"] == pytest.approx(13 / 19, abs=1e-6)

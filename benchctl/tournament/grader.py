@@ -28,7 +28,7 @@ from benchctl.tournament.dedup import PROMPT_VERSION, Ask, ask_json, dedup_env
 from benchctl.tournament.issues import (EXTRACT_PROMPT, EXTRACT_SYSTEM, JSON_ARTIFACT, IssuesFormatError,
                                         file_hash, find_artifact, parse_extraction, read_issues_json)
 from benchctl.tournament.participants import Participant, auditor_label, collect, parse_auditor_key
-from benchctl.tournament.ratings import compute_ratings
+from benchctl.tournament.ratings import compute
 from benchctl.tournament.schema import (CANONICAL_SCHEMA, POINTS, EXTRACTED_DIR, JUDGE_LOG_DIR, RATINGS_FILE, TOURNAMENT,
                                         AuditorIssue, CanonicalList, ExtractedIssues, Ratings, Weighting)
 
@@ -167,24 +167,18 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
             if c.get("status", "ok") == "ok" and info.get("source") is None and "source" in info:
                 no_issue.append(run_id)
     judges = sorted({c["judge"] for c in canons if c.get("judge")})
-    ratings = compute_ratings(canons, auditor_of, weighting=weighting, rounds=rounds, seed=seed,
+    ratings, run_scores = compute(canons, auditor_of, weighting=weighting, rounds=rounds, seed=seed,
                               prior_strength=prior_strength, cost_by_run=cost_by_run,
                               judge=judge or (", ".join(judges) if judges else None), auditor_key=auditor_key,
                               no_issue_runs=no_issue)
     ratings["flags"]["excluded_runs"] = sorted(set(excluded))
     jsonio.write_json_atomic(canon_io.tournament_dir(results) / RATINGS_FILE, ratings)
-    _write_run_grades(results, canons, ratings)
+    _write_run_grades(results, canons, run_scores)
     return ratings
 
 
-def _write_run_grades(results: Path, canons: list[CanonicalList], ratings: Ratings) -> None:
+def _write_run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str, float | None]) -> None:
     """One layout.GradeRecord per run: score = mean share over its non-skipped matches."""
-    shares: dict[str, list[float]] = {}
-    for table in ratings["environments"]:
-        for m in table["matches"]:
-            if m["share_a"] is not None:
-                shares.setdefault(m["run_a"], []).append(m["share_a"])
-                shares.setdefault(m["run_b"], []).append(1.0 - m["share_a"])
     for c in canons:
         ok = c.get("status", "ok") == "ok"
         n_runs = max(len(c["runs"]), 1)
@@ -192,12 +186,12 @@ def _write_run_grades(results: Path, canons: list[CanonicalList], ratings: Ratin
             items = [{"id": i["id"], "score": 1.0 if i["found_by"][run_id].get("supported") else 0.0,
                       "weight": float(POINTS[i["importance"]]), "reason": i.get("title", "")}
                      for i in c["issues"] if run_id in (i.get("found_by") or {})]
-            s = shares.get(run_id)
+            score = run_scores.get(run_id)
             rec: GradeRecord = GradeRecord(
                 schema=GRADE_SCHEMA, grader=TOURNAMENT, run_id=run_id, artifact=info.get("source") or "",
                 artifact_tag=None, judge=c.get("judge") or "", rubric_hash=canon_io.content_hash(c["issues"]),
-                status="scored" if ok and s else "unscored",
-                score=round(sum(s) / len(s), 6) if ok and s else None, raw_score=None, by_cluster={},
+                status="scored" if ok and score is not None else "unscored",
+                score=score if ok else None, raw_score=None, by_cluster={},
                 items=items, n_items=len(items), n_unscored=0, usage={},
                 cost_usd=None if c.get("cost_usd") is None else round(c["cost_usd"] / n_runs, 6),
                 created_at=time.time())

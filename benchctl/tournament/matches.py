@@ -103,3 +103,45 @@ def _id_key(iid: str) -> tuple[int, str]:
     # "I2" before "I10"
     digits = "".join(ch for ch in iid if ch.isdigit())
     return (int(digits) if digits else 0, iid)
+
+
+class EnvArrays:
+    """All matches of one environment at once, as matrices (the fast path for fitting).
+
+    Same rules as `env_matches` (a test checks they agree): with S the runs x issues "supported"
+    matrix and p the issue points, points r keeps over s = (S*p) @ (1-S)^T."""
+
+    def __init__(self, canon: CanonicalList, auditor_of: Mapping[str, str], index: Mapping[str, int],
+                 weighting: Weighting = "points") -> None:
+        if weighting not in ("points", "unweighted"):
+            raise ValueError(f"weighting must be 'points' or 'unweighted', not {weighting!r}")
+        supported, found, points = credit_sets(canon)
+        self.runs = sorted(r for r in supported if r in auditor_of)
+        ids = sorted(points)
+        col = {iid: k for k, iid in enumerate(ids)}
+        n_r, n_a = len(self.runs), len(index)
+        self.supported = np.zeros((n_r, len(ids)))
+        self.found = np.zeros((n_r, len(ids)))
+        for k, r in enumerate(self.runs):
+            for iid in supported[r]:
+                self.supported[k, col[iid]] = 1.0
+            for iid in found[r]:
+                self.found[k, col[iid]] = 1.0
+        pts = np.array([points[i] for i in ids], dtype=float)
+        aud = np.array([index[auditor_of[r]] for r in self.runs], dtype=int)
+        self.group = np.zeros((n_a, n_r))                  # auditor x run one-hot
+        self.group[aud, np.arange(n_r)] = 1.0
+        n_runs = self.group.sum(axis=1)[aud]               # runs of each run's auditor in this env
+        kept = (self.supported * pts) @ (1.0 - self.supported).T     # kept[r, s]: points r has, s lacks
+        stake = kept + kept.T
+        self.valid = (stake > 0) & (aud[:, None] != aud[None, :])
+        share = np.divide(kept, stake, out=np.zeros_like(kept), where=self.valid)
+        mult = 1.0 / np.outer(n_runs, n_runs)
+        self.mult = mult
+        weight = np.where(self.valid, (stake if weighting == "points" else 1.0) * mult, 0.0)
+        self.match_weights = weight[np.triu_indices(n_r, 1)][self.valid[np.triu_indices(n_r, 1)]]
+        self.wins = self.group @ (weight * share) @ self.group.T            # W[a, b]
+        self.counts = self.group @ self.valid.astype(float) @ self.group.T  # run matches between a and b
+        self.share_sums = self.group @ (self.valid * share) @ self.group.T
+        self.run_share_sum = (self.valid * share).sum(axis=1)
+        self.run_matches = self.valid.sum(axis=1)

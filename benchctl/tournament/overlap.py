@@ -6,37 +6,27 @@ over every cross pair of their runs, each pair weighted 1/(n_i*n_j) so seeds do 
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from benchctl.tournament.matches import credit_sets, runs_by_auditor
-from benchctl.tournament.schema import CanonicalList, OverlapMatrix
+from benchctl.tournament.matches import EnvArrays
+from benchctl.tournament.schema import OverlapMatrix
 
 
-def overlap_matrix(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str],
-                   auditors: Sequence[str]) -> OverlapMatrix:
-    index = {a: k for k, a in enumerate(auditors)}
+def overlap_matrix(envs: Sequence[EnvArrays], auditors: Sequence[str]) -> OverlapMatrix:
     n = len(auditors)
     num = np.zeros((n, n))
     den = np.zeros((n, n))
-    for canon in canons:
-        supported, found, _ = credit_sets(canon)
-        groups = runs_by_auditor(list(supported), auditor_of)
-        for a, runs_a in groups.items():
-            for b, runs_b in groups.items():
-                if a == b:
-                    continue
-                w = 1.0 / (len(runs_a) * len(runs_b))
-                i, j = index[a], index[b]
-                for ra in runs_a:
-                    for rb in runs_b:
-                        num[i, j] += w * len(supported[ra] & found[rb])
-                        den[i, j] += w * len(supported[ra])
+    for env in envs:
+        if not env.runs:
+            continue
+        both = env.supported @ env.found.T                          # |S_r & F_s|
+        mine = np.broadcast_to(env.supported.sum(axis=1)[:, None], both.shape)   # |S_r|
+        num += env.group @ (env.mult * both) @ env.group.T
+        den += env.group @ (env.mult * mine) @ env.group.T
     values: list[list[float | None]] = []
     for i in range(n):
-        row: list[float | None] = []
-        for j in range(n):
-            row.append(None if i == j or den[i, j] == 0 else round(float(num[i, j] / den[i, j]), 6))
-        values.append(row)
+        values.append([None if i == j or den[i, j] == 0 else round(float(num[i, j] / den[i, j]), 6)
+                       for j in range(n)])
     return OverlapMatrix(auditors=list(auditors), values=values)

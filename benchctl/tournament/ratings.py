@@ -12,21 +12,36 @@ import numpy as np
 from benchctl.tournament.bootstrap import CI, DEFAULT_ROUNDS, DEFAULT_SEED, bootstrap, interval_ranks
 from benchctl.tournament.bradley_terry import components, default_prior_weight, fit_batch, strongly_connected
 from benchctl.tournament.canonical import content_hash
-from benchctl.tournament.matches import credit_sets, env_matches, issue_points, runs_by_auditor, wins_matrix
+from benchctl.tournament.matches import EnvArrays, credit_sets, env_matches, issue_points
 from benchctl.tournament.overlap import overlap_matrix
 from benchctl.tournament.schema import (RATINGS_SCHEMA, TOURNAMENT, CanonicalList, EnvTable, Flags,
                                         LeaderboardRow, Ratings, Weighting)
+
+
+MAX_TABLE_MATCHES = 50_000   # above this many run-vs-run matches, per-env match rows are left out
 
 
 def compute_ratings(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
                     weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
                     prior_strength: float = 1.0, cost_by_run: Mapping[str, float | None] | None = None,
                     judge: str | None = None, auditor_key: str = "model",
-                    no_issue_runs: Sequence[str] = ()) -> Ratings:
-    """canons: canonical lists (failed ones are skipped and flagged); auditor_of: run_id -> auditor.
+                    no_issue_runs: Sequence[str] = (), match_tables: bool | None = None) -> Ratings:
+    return compute(canons, auditor_of, weighting=weighting, rounds=rounds, seed=seed,
+                   prior_strength=prior_strength, cost_by_run=cost_by_run, judge=judge, auditor_key=auditor_key,
+                   no_issue_runs=no_issue_runs, match_tables=match_tables)[0]
 
+
+def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
+            weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
+            prior_strength: float = 1.0, cost_by_run: Mapping[str, float | None] | None = None,
+            judge: str | None = None, auditor_key: str = "model", no_issue_runs: Sequence[str] = (),
+            match_tables: bool | None = None) -> tuple[Ratings, dict[str, float | None]]:
+    """Ratings, plus each run's mean share over its non-skipped matches (None when it had none).
+
+    canons: canonical lists (failed ones are skipped and flagged); auditor_of: run_id -> auditor.
     prior_strength: virtual drawn matches per auditor against a 1000 anchor, used only when the
-    match graph needs it (disconnected, or an auditor that never won / never lost a point)."""
+    match graph needs it (disconnected, or an auditor that never won / never lost a point).
+    match_tables: include every match row per environment; None = only up to MAX_TABLE_MATCHES."""
     usable = [c for c in canons if c.get("status", "ok") == "ok"]
     failed = sorted(c["env"] for c in canons if c.get("status", "ok") != "ok")
     present = {r for c in usable for r in c.get("runs", {}) if r in auditor_of}
@@ -34,30 +49,20 @@ def compute_ratings(canons: Sequence[CanonicalList], auditor_of: Mapping[str, st
     index = {a: k for k, a in enumerate(auditors)}
     n = len(auditors)
 
-    tables: list[EnvTable] = []
-    env_w = np.zeros((len(usable), n, n))
-    all_weights: list[float] = []
-    matches = np.zeros(n, dtype=int)
-    shares: list[list[float]] = [[] for _ in range(n)]
-    envs_of = np.zeros(n, dtype=int)
-    for e, canon in enumerate(usable):
-        rows = env_matches(canon, auditor_of, weighting=weighting)
-        wins_matrix(rows, index, out=env_w[e])
-        for m in rows:
-            if m["share_a"] is None:
-                continue
-            all_weights.append(m["weight"])
-            ia, ib = index[m["a"]], index[m["b"]]
-            matches[ia] += 1
-            matches[ib] += 1
-            shares[ia].append(m["share_a"])
-            shares[ib].append(1.0 - m["share_a"])
-        for a in runs_by_auditor(list(canon.get("runs", {})), auditor_of):
-            envs_of[index[a]] += 1
-        tables.append(_env_table(canon, auditor_of, rows))
+    envs = [EnvArrays(c, auditor_of, index, weighting) for c in usable]
+    env_w = np.stack([e.wins for e in envs]) if envs else np.zeros((0, n, n))
+    counts = sum((e.counts for e in envs), np.zeros((n, n)))
+    share_sums = sum((e.share_sums for e in envs), np.zeros((n, n)))
+    envs_of = sum((e.group.sum(axis=1) > 0 for e in envs), np.zeros(n)).astype(int)
+    all_weights = np.concatenate([e.match_weights for e in envs]) if envs else np.zeros(0)
+    run_scores: dict[str, float | None] = {}
+    for e in envs:
+        for k, r in enumerate(e.runs):
+            m = int(e.run_matches[k])
+            run_scores[r] = round(float(e.run_share_sum[k] / m), 6) if m else None
 
     total = env_w.sum(axis=0)
-    prior_weight = default_prior_weight(np.array(all_weights), prior_strength)
+    prior_weight = default_prior_weight(all_weights, prior_strength)
     mle = bool(strongly_connected(total)) if n > 1 else True
     full = fit_batch(total, prior_weight=prior_weight, use_prior=not mle)
     boot = bootstrap(env_w, full, prior_weight=prior_weight, rounds=rounds, seed=seed)
@@ -69,26 +74,32 @@ def compute_ratings(canons: Sequence[CanonicalList], auditor_of: Mapping[str, st
         runs = sorted(r for r in present if auditor_of[r] == a)
         costs = [cost_by_run.get(r) for r in runs]
         cost = None if not runs or any(c is None for c in costs) else round(float(sum(costs)), 6)
+        played = int(counts[k].sum())
         board.append(LeaderboardRow(
             rank=int(ranks[k]), auditor=a, elo=_r(full.elo[k]), lo=_r(boot.lo[k]), hi=_r(boot.hi[k]),
-            matches=int(matches[k]), environments=int(envs_of[k]), runs=len(runs),
-            mean_share=round(float(np.mean(shares[k])), 6) if shares[k] else None,
+            matches=played, environments=int(envs_of[k]), runs=len(runs),
+            mean_share=round(float(share_sums[k].sum() / played), 6) if played else None,
             points_won=round(float(total[k].sum()), 6),
             points_at_stake=round(float(total[k].sum() + total[:, k].sum()), 6),
             cost_usd=cost))
     board.sort(key=lambda row: (-row["elo"], row["auditor"]))
 
+    n_matches = int(all_weights.size)
+    with_rows = match_tables if match_tables is not None else n_matches <= MAX_TABLE_MATCHES
     comps = components(total) if n else []
     flags = Flags(disconnected=len(comps) > 1, components=[[auditors[i] for i in c] for c in comps],
                   mle_exists=mle, prior_used=bool(full.prior_used),
                   prior_weight=round(prior_weight, 6) if full.prior_used or boot.rounds_with_prior else 0.0,
                   bootstrap_rounds_with_prior=int(boot.rounds_with_prior), failed_envs=failed,
-                  no_issue_runs=sorted(no_issue_runs))
-    return Ratings(schema=RATINGS_SCHEMA, grader=TOURNAMENT, judge=judge, auditor_key=auditor_key,
-                   weighting=weighting, bootstrap_rounds=rounds, seed=seed, ci=list(CI), leaderboard=board,
-                   overlap=overlap_matrix(usable, auditor_of, auditors), environments=tables,
-                   canonical_hashes={c["env"]: content_hash(c.get("issues", [])) for c in usable},
-                   flags=flags, created_at=time.time())
+                  no_issue_runs=sorted(no_issue_runs), excluded_runs=[], match_rows_omitted=not with_rows)
+    tables = [_env_table(c, auditor_of, env_matches(c, auditor_of, weighting=weighting) if with_rows else [])
+              for c in usable]
+    ratings = Ratings(schema=RATINGS_SCHEMA, grader=TOURNAMENT, judge=judge, auditor_key=auditor_key,
+                      weighting=weighting, bootstrap_rounds=rounds, seed=seed, ci=list(CI), leaderboard=board,
+                      overlap=overlap_matrix(envs, auditors), environments=tables,
+                      canonical_hashes={c["env"]: content_hash(c.get("issues", [])) for c in usable},
+                      flags=flags, created_at=time.time())
+    return ratings, run_scores
 
 
 def _env_table(canon: CanonicalList, auditor_of: Mapping[str, str], rows: list) -> EnvTable:

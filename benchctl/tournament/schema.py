@@ -158,7 +158,7 @@ class EnvTable(TypedDict):
     env: str
     canonical_hash: str
     issues: list[dict]          # {"id","title","importance","points","supported_by":[auditors],"found_by":[auditors]}
-    matches: list[MatchRow]
+    matches: list[MatchRow]     # empty when flags.match_rows_omitted
 
 
 class Flags(TypedDict):
@@ -171,6 +171,8 @@ class Flags(TypedDict):
     failed_envs: list[str]      # envs whose canonical list failed (left out of the fit)
     no_issue_runs: list[str]    # runs that entered with no issues artifact (they score 0)
     excluded_runs: list[str]    # runs left out because the judge could not extract their issues
+    match_rows_omitted: bool    # environments[].matches left empty: too many matches to list
+                                # (> ratings.MAX_TABLE_MATCHES run-vs-run matches); issues are still listed
 
 
 class Ratings(TypedDict):
