@@ -200,7 +200,8 @@ class Runner:
             result = HarnessResult("error", error="cancelled")
         except Exception as e:
             transcript.emit("error", "runner", message=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
-            result = HarnessResult("error", error=f"{type(e).__name__}: {e}")
+            # after a cancel the sandbox is already gone, so failures are its consequence
+            result = HarnessResult("error", error="cancelled" if self.cancel.is_set() else f"{type(e).__name__}: {e}")
         finally:
             for closer in (lambda: sandbox and sandbox.stop(), lambda: gateway and self._gateway_summary(gateway, meta),
                            lambda: gateway and gateway.close()):
@@ -211,8 +212,8 @@ class Runner:
             with self._lock:
                 self._live.pop(spec.run_id, None)
             shutil.rmtree(sockdir, ignore_errors=True)
-        if self.cancel.is_set() and result.status == "error":
-            result.error = result.error or "cancelled"
+        if self.cancel.is_set() and result.status != "error":
+            result = HarnessResult("error", error="cancelled", turns=result.turns)   # cut short: redo on resume
         self._finish(meta, result, path, transcript)
         if self.progress:
             self.progress.finished(spec, meta)

@@ -2,7 +2,7 @@
 """Generate the demo task's evidence: a few hundred wiki log lines with a story to find.
 
 Deterministic (fixed seed, fixed clock), so the committed output in data/ is reproducible:
-    python configs/demo/make_data.py && git diff --stat configs/demo/data   # no change
+    python configs/demo/make_data.py [OUT_DIR]     # default: configs/demo/data (no diff)
 
 The story (fictional organisation "northwind", internal range 10.20.0.0/16):
   02:10-02:13  37 failed logins for service account svc-backup from 203.0.113.77, then success
@@ -15,6 +15,7 @@ The story (fictional organisation "northwind", internal range 10.20.0.0/16):
 from __future__ import annotations
 
 import random
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def ts(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def main() -> None:
+def main(out: Path = OUT) -> None:
     rng = random.Random(20260314)
     access: list[tuple[datetime, str]] = []
     auth: list[tuple[datetime, str]] = []
@@ -91,11 +92,11 @@ def main() -> None:
     # Discovery.
     access.append((DAY + timedelta(hours=9, minutes=2), f'{ip_of["alice"]} user=alice "POST /wiki/Missing-Audit-Entries/edit" 200 1840B'))
 
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("access.log", access), ("auth.log", auth), ("deploy.log", deploy)):
         rows.sort(key=lambda r: r[0])
-        (OUT / name).write_text("".join(f"{ts(t)} {line}\n" for t, line in rows))
-    (OUT / "README.txt").write_text(
+        (out / name).write_text("".join(f"{ts(t)} {line}\n" for t, line in rows))
+    (out / "README.txt").write_text(
         "Logs of the northwind internal wiki (wiki.northwind.internal) for 2026-03-14.\n"
         "access.log  HTTP requests: time, client ip, user, request, status, bytes\n"
         "auth.log    logins, logouts and role changes\n"
@@ -104,4 +105,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT)

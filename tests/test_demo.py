@@ -1,0 +1,59 @@
+"""The README's first command: the demo task with the scripted investigator, end to end."""
+from __future__ import annotations
+
+import filecmp
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchctl.jsonio import read_json, read_jsonl
+from benchctl.tasks import load_task
+from tests._run_helpers import REPO, cli
+
+DEMO_CMD = ["run", "configs/demo", "--model", "scripted/configs/demo/investigator.json", "--budget", "2m"]
+
+
+def test_demo_data_is_reproducible(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(REPO / "configs/demo/make_data.py"), str(tmp_path)], check=True)
+    committed = REPO / "configs/demo/data"
+    names = sorted(p.name for p in committed.iterdir())
+    assert names == sorted(p.name for p in tmp_path.iterdir())
+    match, mismatch, errors = filecmp.cmpfiles(committed, tmp_path, names, shallow=False)
+    assert mismatch == [] and errors == []
+    assert 250 <= sum(len(p.read_text().splitlines()) for p in committed.iterdir()) <= 500
+
+
+def test_demo_task_loads_with_its_variant() -> None:
+    t = load_task(REPO / "configs/demo")
+    assert t.name == "demo" and "contoso" in t.variants
+    assert t.policies.length and t.policies.length.file == "report.md"
+
+
+@pytest.mark.docker
+def test_demo_runs_end_to_end_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    t0 = time.time()
+    r = cli(*DEMO_CMD, "--out", str(out))
+    wall = time.time() - t0
+    assert r.returncode == 0, r.stderr
+    assert wall < 60
+    (run,) = list((out / "runs").iterdir())
+    meta = read_json(run / "meta.json")
+    assert meta["status"] == "completed"
+    assert meta["spec"]["task_dir"] == str(REPO / "configs/demo") and meta["task"] == "demo"
+    assert meta["reprompts"] == 1
+    report = (run / "artifacts" / "report.md").read_text()
+    for fact in ("203.0.113.77", "svc-backup", "## TLDR", "v2.3.1"):
+        assert fact in report
+    assert 150 <= len(report.split()) <= 600
+    ev = read_jsonl(run / "transcript.jsonl")
+    assert [e["type"] for e in ev].count("reprompt") == 1
+    assert read_json(out / "sweep.json")["runs"] == [run.name]
+    # rerunning the same command resumes: the finished run is skipped, nothing rewritten
+    mtime = (run / "meta.json").stat().st_mtime_ns
+    r2 = cli(*DEMO_CMD, "--out", str(out))
+    assert r2.returncode == 0 and (run / "meta.json").stat().st_mtime_ns == mtime
+    assert '"run_skipped"' in r2.stderr
