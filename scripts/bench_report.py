@@ -13,6 +13,7 @@ normal case from the second report on). Goal: < 2 s for the CLI on 10,000 runs. 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -82,6 +83,11 @@ def main() -> None:
         t0 = time.perf_counter()
         if not (root / "runs").is_dir():
             generate(root, args.runs)
+            # Real sweeps are graded minutes or days before they are reported; files modified in
+            # the last few seconds are deliberately not cached (see report/load.py), so age them.
+            old = time.time() - 3600
+            for p in root.rglob("*.json"):
+                os.utime(p, (old, old))
         gen_s = time.perf_counter() - t0
         files = sum(1 for _ in root.rglob("*.json"))
         size_mb = sum(p.stat().st_size for p in root.rglob("*.json")) / 1e6

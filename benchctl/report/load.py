@@ -25,6 +25,7 @@ import gc
 import marshal
 import os
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,7 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None) -> list[A
 
 
 CACHE_FILE = ".benchctl-report-cache"
+RACY_NS = 3_000_000_000
 # marshal's format may change between Python versions: the version is part of the header.
 _CACHE_HEADER = f"benchctl-report-cache/2 python{sys.version_info[0]}.{sys.version_info[1]}\n".encode()
 
@@ -152,8 +154,13 @@ class _FileCache:
     def save(self) -> None:
         if not self.enabled or (self.misses == 0 and len(self.new) == len(self.old)):
             return
+        # "Racy" files (modified in the last few seconds) are not cached: file times have
+        # jiffy granularity, so a same-size rewrite in place moments after we read it could keep
+        # its (inode, mtime, size) key. Like git's racy-index rule; they are re-read next time.
+        fresh = time.time_ns() - RACY_NS
+        entries = {rel: e for rel, e in self.new.items() if e[0][1] < fresh}
         try:
-            write_bytes_atomic(self.path, _CACHE_HEADER + marshal.dumps(self.new))
+            write_bytes_atomic(self.path, _CACHE_HEADER + marshal.dumps(entries))
         except (OSError, ValueError):                  # ValueError: an unmarshallable value (never JSON)
             pass                                       # read-only results dir: just no cache
 
