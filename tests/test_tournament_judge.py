@@ -340,3 +340,16 @@ def test_hand_edited_list_is_not_overwritten_when_runs_change(results: Path, cap
     path.write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="envB.json.*importance 'enormous'"):
         rate_from_canonical(results, rounds=10)
+
+
+def test_module_cli_rates_and_reports_errors(results: Path, capsys) -> None:
+    from benchctl.tournament.__main__ import main
+
+    assert main(["rate", str(results)]) == 2                      # nothing judged yet: clear error
+    assert "no canonical lists" in capsys.readouterr().err
+    assert main(["grade", str(results), "--judge", TITLE_JUDGE, "--rounds", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "m1" in out and "rank" in out
+    assert main(["rate", str(results), "--unweighted", "--rounds", "50"]) == 0
+    ratings = json.loads((results / "grades" / "tournament" / "ratings.json").read_text())
+    assert ratings["weighting"] == "unweighted" and ratings["bootstrap_rounds"] == 50
