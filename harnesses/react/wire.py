@@ -52,40 +52,8 @@ def wire_for(provider: str) -> str:
 
 
 def _clients() -> Any:
-    try:
-        from benchctl.gateway import clients
-        return clients
-    except ImportError:        # the gateway's client helpers are optional; same wiring, built here
-        return _UdsClients
-
-
-class _UdsClients:
-    """SDK clients on the gateway's unix socket (the SDKs take httpx2 transports, not httpx)."""
-
-    @staticmethod
-    def _http(gw: Any, module: Any) -> Any:
-        import httpx2
-        return module.DefaultHttpxClient(transport=httpx2.HTTPTransport(uds=str(gw.socket_path)))
-
-    @staticmethod
-    def _token() -> str:
-        from benchctl.gateway.server import SANDBOX_TOKEN
-        return SANDBOX_TOKEN
-
-    @classmethod
-    def anthropic_client(cls, gw: Any) -> Any:
-        import anthropic
-        return anthropic.Anthropic(api_key=cls._token(), base_url="http://gateway",
-                                   http_client=cls._http(gw, anthropic))
-
-    @classmethod
-    def openai_client(cls, gw: Any) -> Any:
-        import openai
-        return openai.OpenAI(api_key=cls._token(), base_url="http://gateway/v1", http_client=cls._http(gw, openai))
-
-    @classmethod
-    def genai_client(cls, gw: Any) -> Any:
-        raise RuntimeError("Gemini through the gateway needs benchctl.gateway.clients.genai_client")
+    from benchctl.gateway import clients     # imported late: only a real run needs the SDKs
+    return clients
 
 
 def _dump(obj: Any) -> dict[str, Any]:
@@ -274,7 +242,9 @@ class GeminiConversation:
         from google.genai import types
         self.types = types
         self.client = _clients().genai_client(gateway)
-        self.model = model
+        # The model goes into the URL path here; the gateway serves the run's model whatever the
+        # name, so a name with slashes (a scripted/<path> model) is replaced by a path-safe one.
+        self.model = model if "/" not in model else "run-model"
         self.contents: list[Any] = [types.Content(role="user", parts=[types.Part.from_text(text=user)])]
         decls = [types.FunctionDeclaration(name=t["name"], description=t["description"],
                                            parameters_json_schema=t["parameters"]) for t in TOOL_SPECS]
@@ -332,4 +302,9 @@ CONVERSATIONS = {"anthropic": AnthropicConversation, "responses": ResponsesConve
 
 def open_conversation(provider: str, gateway: Any, model: str, system: str, user: str,
                       options: dict[str, Any]) -> Conversation:
-    return CONVERSATIONS[wire_for(provider)](gateway, model, system, user, options)
+    """The provider's native wire API; option `wire` (anthropic | responses | chat | gemini) overrides
+    it, e.g. for a scripted model standing in for an OpenAI one, or a proxy speaking another API."""
+    wire = options.get("wire") or wire_for(provider)
+    if wire not in CONVERSATIONS:
+        raise ValueError(f"harness option wire={wire!r}: use one of {', '.join(CONVERSATIONS)}")
+    return CONVERSATIONS[wire](gateway, model, system, user, options)
