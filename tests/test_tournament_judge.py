@@ -195,7 +195,8 @@ GARBAGE_JUDGE = "scripted/py:test_tournament_judge:scripted_garbage_judge"
 
 
 def _run(results: Path, task: str, model: str, *, issues: list | None = None, report: str | None = None,
-         status: str = "completed", cost: float | None = 1.0, harness: str = "react") -> str:
+         status: str = "completed", cost: float | None = 1.0, harness: str = "react",
+         task_dir: Path | None = None) -> str:
     run_id = f"{task}__{harness}__{model}__10m__s0"
     d = results / "runs" / run_id
     (d / "artifacts").mkdir(parents=True)
@@ -204,7 +205,8 @@ def _run(results: Path, task: str, model: str, *, issues: list | None = None, re
     if report is not None:
         (d / "artifacts" / "report.md").write_text(report)
     meta = {"schema": 1, "run_id": run_id, "status": status, "task": task, "harness": harness, "model": model,
-            "budget": "10m", "seed": 0, "variant": None, "cost_usd": cost}
+            "budget": "10m", "seed": 0, "variant": None, "cost_usd": cost,
+            "spec": {"task_dir": str(task_dir)} if task_dir else {}}
     (d / "meta.json").write_text(json.dumps(meta))
     return run_id
 
@@ -353,3 +355,24 @@ def test_module_cli_rates_and_reports_errors(results: Path, capsys) -> None:
     assert main(["rate", str(results), "--unweighted", "--rounds", "50"]) == 0
     ratings = json.loads((results / "grades" / "tournament" / "ratings.json").read_text())
     assert ratings["weighting"] == "unweighted" and ratings["bootstrap_rounds"] == 50
+
+
+def test_only_tournament_tasks_are_picked_up(tmp_path: Path) -> None:
+    """A sweep mixing a tournament task with a rubric task: grade_tournament(tasks=None) reads each
+    run's task.toml and leaves the rubric task's report.md alone."""
+    from benchctl.tournament.grader import grade_tournament
+
+    tour, rubric = tmp_path / "tour", tmp_path / "rubric"
+    tour.mkdir(); rubric.mkdir()
+    (tour / "task.toml").write_text('[grading]\ngraders = ["tournament"]\n')
+    (rubric / "task.toml").write_text('[grading]\ngraders = ["tldr"]\nreference = "ref.md"\n')
+    (rubric / "ref.md").write_text("reference")
+    r = tmp_path / "sweep"
+    _run(r, "envT", "m1", issues=[_issue("Reward hack", "high")], task_dir=tour)
+    _run(r, "envT", "m2", issues=[], task_dir=tour)
+    _run(r, "logs", "m1", report="## Not an issue list\nEvidence: x\n", task_dir=rubric)
+    grade_tournament(r, TITLE_JUDGE, rounds=20)
+    ratings = json.loads((r / "grades" / "tournament" / "ratings.json").read_text())
+    assert [e["env"] for e in ratings["environments"]] == ["envT"]
+    assert not (r / "grades" / "tournament" / "canonical" / "logs.json").exists()
+    assert [row["auditor"] for row in ratings["leaderboard"]] == ["m1", "m2"]

@@ -25,7 +25,8 @@ from benchctl.layout import GRADE_SCHEMA, GradeRecord, grade_path, read_meta, ru
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.bootstrap import DEFAULT_ROUNDS, DEFAULT_SEED
 from benchctl.tournament.dedup import PROMPT_VERSION, Ask, ask_json, dedup_env
-from benchctl.tournament.issues import (EXTRACT_PROMPT, EXTRACT_SYSTEM, JSON_ARTIFACT, IssuesFormatError,
+from benchctl.tournament.issues import (EXTRACT_PROMPT, EXTRACT_SYSTEM, JSON_ARTIFACT, MARKDOWN_ARTIFACTS,
+                                        IssuesFormatError,
                                         file_hash, find_artifact, parse_extraction, read_issues_json)
 from benchctl.tournament.participants import Participant, auditor_label, collect, parse_auditor_key
 from benchctl.tournament.ratings import compute
@@ -119,13 +120,14 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: st
 
 async def _read_issues(results: Path, p: Participant, judge: str, ask: Ask, force: bool) -> ExtractedIssues:
     """issues.json directly; markdown through the judge (cached by content hash); none -> empty."""
-    art = find_artifact(p.path) if p.path else None
+    names = tuple(dict.fromkeys([JSON_ARTIFACT] + ([p.artifact] if p.artifact else []) + list(MARKDOWN_ARTIFACTS)))
+    art = find_artifact(p.path, names) if p.path else None
     cache = canon_io.tournament_dir(results) / EXTRACTED_DIR / f"{p.run_id}.json"
     base: ExtractedIssues = ExtractedIssues(schema=1, run_id=p.run_id, source=art.name if art else None,
                                             judge=None, cost_usd=0.0, error=None)
     if art is None:
         return ExtractedIssues(**base, method="none", status="ok", issues=[])
-    if art.name == JSON_ARTIFACT:
+    if art.suffix.lower() == ".json":
         try:
             return ExtractedIssues(**base, method="json", status="ok", issues=read_issues_json(art))
         except IssuesFormatError as exc:

@@ -26,6 +26,7 @@ class Participant:
     env: str
     info: dict[str, Any]          # the AUDITOR_FIELDS values, as stored in canonical `runs`
     cost_usd: float | None
+    artifact: str | None = None   # the task's [grading] artifact, tried after issues.json
 
 
 def run_info(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,15 +56,39 @@ def auditor_label(info: Mapping[str, Any], key: str) -> str:
 
 
 def collect(results: Path, tasks: Collection[str] | None = None) -> list[Participant]:
-    """Finished runs (completed / timeout / refused) of the given tasks (all tasks when None).
-    Runs with status `error` are infrastructure failures and are left out."""
-    out = []
+    """Finished runs (completed / timeout / refused); runs with status `error` are infrastructure
+    failures and are left out.
+
+    tasks=None picks the tournament tasks itself: a run whose task.toml (meta spec.task_dir) lists
+    "tournament" in [grading] graders is in, one whose task.toml does not is out, one whose task.toml
+    cannot be found is in. If no run's task.toml lists "tournament" (the grader was asked for on the
+    command line), every finished run is in."""
+    found: list[tuple[Participant, bool | None]] = []
+    configs: dict[str, tuple[bool | None, str | None]] = {}
     for path, meta in iter_runs(results):
         if meta.get("status") not in FINAL_STATUSES:
             continue
         info = run_info(meta)
         if tasks is not None and info.get("task") not in tasks:
             continue
-        out.append(Participant(run_id=path.name, path=path, env=env_of(info), info=info,
-                               cost_usd=meta.get("cost_usd")))
-    return out
+        task_dir = (meta.get("spec") or {}).get("task_dir")
+        if task_dir not in configs:
+            configs[task_dir] = _task_grading(task_dir)
+        declares, artifact = configs[task_dir]
+        found.append((Participant(run_id=path.name, path=path, env=env_of(info), info=info,
+                                  cost_usd=meta.get("cost_usd"), artifact=artifact), declares))
+    if tasks is None and any(d for _, d in found):
+        return [p for p, d in found if d is not False]
+    return [p for p, _ in found]
+
+
+def _task_grading(task_dir: str | None) -> tuple[bool | None, str | None]:
+    """(does the task's [grading] list "tournament"?, its artifact) -- (None, None) when unknown."""
+    if not task_dir:
+        return None, None
+    try:
+        from benchctl.grading.config import load_grading
+        cfg = load_grading(Path(task_dir))
+    except Exception:  # task moved or unreadable: grading still works from the run's own files
+        return None, None
+    return "tournament" in cfg.graders, cfg.artifact
