@@ -50,12 +50,13 @@ def runs(
     from benchctl.layout import runs_dir
 
     if not runs_dir(results).is_dir():
-        raise typer.BadParameter(f"{results} has no runs/ directory; pass the results directory of a sweep",
-                                 param_hint="RESULTS_DIR")
+        typer.echo(f"error: {results} has no runs/ directory; pass the results directory of a sweep", err=True)
+        raise typer.Exit(2)
     try:
         ModelId.parse(judge)
     except ModelIdError as e:
-        raise typer.BadParameter(str(e), param_hint="--judge") from None
+        typer.echo(f"error: --judge: {e}", err=True)
+        raise typer.Exit(2) from None
     opts = GradeOptions(judge=judge, graders=list(grader) if grader else None, concurrency=concurrency,
                         force=force, task_dir=task, run_glob=run)
     try:

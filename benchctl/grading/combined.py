@@ -15,7 +15,7 @@ from benchctl.layout import GradeRecord, grade_path
 def combine(cov: float | None, tldr: float | None, weights: dict[str, float]) -> float | None:
     if cov is None or tldr is None:
         return None
-    return round(weights["coverage"] * cov + weights["tldr"] * tldr, 6)
+    return weights["coverage"] * cov + weights["tldr"] * tldr
 
 
 def grade_combined(job: GradeJob) -> GradeRecord:

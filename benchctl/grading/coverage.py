@@ -36,7 +36,7 @@ def summarise(items: list[GradeItem]) -> tuple[float | None, float | None, dict[
         if it.get("cluster") is not None:
             clusters.setdefault(it["cluster"], []).append((it["strict"], it.get("weight", 1.0)))  # type: ignore[index,arg-type]
     by_cluster = {c: v for c, v in ((c, weighted_mean(p)) for c, p in sorted(clusters.items())) if v is not None}
-    return (None if coverage is None else round(coverage, 6), None if raw is None else round(raw, 6), by_cluster)
+    return coverage, raw, by_cluster
 
 
 def format_findings(batch: list[Finding]) -> str:

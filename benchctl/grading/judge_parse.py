@@ -143,10 +143,9 @@ def parse_scores(text: str, expected_ids: list[str]) -> ParsedScores:
         entries = _entries(obj)
         if entries is None:
             # also accept a flat {"F1": 0.7, "F2": {...}} keyed by the batch's ids
-            flat = [(k, v) for k, v in obj.items() if _normalise_id(str(k)) in by_norm]
-            entries = flat or None
-        if entries:
-            chosen = entries
+            entries = [(k, v) for k, v in obj.items() if _normalise_id(str(k)) in by_norm] or None
+        if entries is not None:
+            chosen = entries   # may be empty ({"scores": []}): then every id is simply missing
     out = ParsedScores()
     if chosen is None:
         out.error = ("no JSON object with scores for this batch in the judge's answer"

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.stats import wilson_interval
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _mean_cell(scores: list[float], n_unscored_runs: int) -> str:
@@ -53,11 +56,18 @@ def success_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
     return rows
 
 
+def make_console() -> "Console":
+    """A console that does not squeeze tables into 80 columns when output is piped or captured."""
+    from rich.console import Console
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
 def print_summary(session: Session) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     table = Table(title="grades")
     cols = ["grader", "grades", "reused", "scored", "partial", "unscored", "items_unscored", "mean", "cost"]
     for c in cols:

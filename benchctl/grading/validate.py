@@ -139,9 +139,9 @@ def _fmt(v: Any) -> str:
 
 
 def print_validation(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from benchctl.grading.summary import make_console
     cols = ["grader", "level", "n", "missing_judge", "mae", "bias", "within_0_1", "pearson", "spearman",
             "pairwise_accuracy", "pairs", "alpha", "alpha_humans"]
     t = Table(title="judge vs human")
@@ -149,4 +149,4 @@ def print_validation(report: dict[str, Any]) -> None:
         t.add_column(c.replace("_", " "))
     for g in report["groups"]:
         t.add_row(*(_fmt(g.get(c)) for c in cols))
-    Console().print(t)
+    make_console().print(t)

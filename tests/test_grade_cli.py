@@ -1,0 +1,91 @@
+"""`benchctl grade` and `benchctl grade validate` end to end, in process, on fixture run dirs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchctl.cli import app
+from benchctl.jsonio import read_json
+from benchctl.layout import grade_path
+from test_grading_fixtures import FAKE, GOOD_REPORT, MOD, WEAK_REPORT, make_run, make_task
+
+pytestmark = pytest.mark.timeout(120)
+runner = CliRunner()
+
+
+def results_with_runs(tmp_path: Path) -> Path:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "demo__react__m__2m__s0", task, {"report.md": GOOD_REPORT})
+    make_run(results, "demo__react__m__2m__s1", task, {"report.md": WEAK_REPORT})
+    return results
+
+
+def test_default_form_grades_and_prints_summary(tmp_path: Path) -> None:
+    results = results_with_runs(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", FAKE, "--concurrency", "4"])
+    assert r.exit_code == 0, r.output
+    for g in ("coverage", "tldr", "combined"):
+        assert g in r.output
+        assert grade_path(results, g, "demo__react__m__2m__s0").exists()
+    assert "0 of 14" in r.output   # unscored items, counted over all coverage items
+
+
+def test_explicit_subcommand_form_with_filters(tmp_path: Path) -> None:
+    results = results_with_runs(tmp_path)
+    r = runner.invoke(app, ["grade", "runs", str(results), "--judge", FAKE, "--grader", "tldr",
+                            "--run", "*__s1", "--task", str(tmp_path / "task")])
+    assert r.exit_code == 0, r.output
+    assert grade_path(results, "tldr", "demo__react__m__2m__s1").exists()
+    assert not grade_path(results, "tldr", "demo__react__m__2m__s0").exists()
+    assert not grade_path(results, "coverage", "demo__react__m__2m__s1").exists()
+
+
+def test_unscored_grades_exit_1_and_say_so(tmp_path: Path) -> None:
+    results = results_with_runs(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", f"{MOD}:failing"])
+    assert r.exit_code == 1
+    assert "unscored" in r.output and "n/a (no scored runs)" in r.output
+    assert read_json(grade_path(results, "coverage", "demo__react__m__2m__s0"))["score"] is None
+
+
+def test_bad_inputs_give_clear_errors(tmp_path: Path) -> None:
+    results = results_with_runs(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", "claude"])
+    assert r.exit_code == 2 and "provider/name" in r.output
+    r = runner.invoke(app, ["grade", str(tmp_path / "nowhere"), "--judge", FAKE])
+    assert r.exit_code == 2 and "no runs/ directory" in r.output
+    r = runner.invoke(app, ["grade", str(results), "--judge", FAKE, "--grader", "magic"])
+    assert r.exit_code == 2 and "unknown grader 'magic'" in r.output
+
+
+def test_validate_command(tmp_path: Path) -> None:
+    results = results_with_runs(tmp_path)
+    assert runner.invoke(app, ["grade", str(results), "--judge", FAKE]).exit_code == 0
+    good = read_json(grade_path(results, "tldr", "demo__react__m__2m__s0"))["score"]
+    weak = read_json(grade_path(results, "tldr", "demo__react__m__2m__s1"))["score"]
+    human = tmp_path / "human.csv"
+    human.write_text("run_id,grader,item,score\n"
+                     f"demo__react__m__2m__s0,tldr,holistic,{good}\n"
+                     f"demo__react__m__2m__s1,tldr,holistic,{weak}\n"
+                     "demo__react__m__2m__s0,coverage,F1,0.5\n")
+    out = tmp_path / "v.json"
+    r = runner.invoke(app, ["grade", "validate", "--human", str(human), "--grades", str(results), "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "judge vs human" in r.output
+    groups = {(g["grader"], g["level"]): g for g in read_json(out)["groups"]}
+    t = groups[("tldr", "holistic")]
+    assert t["mae"] == pytest.approx(0.0) and t["within_0_1"] == 1.0
+    assert t["pairs"] == (1 if abs(good - weak) >= 0.2 else 0)
+    assert groups[("coverage", "item")]["n"] == 1
+    bad = tmp_path / "bad.csv"
+    bad.write_text("run_id,grader,score\nx,tldr,0.5\n")
+    r = runner.invoke(app, ["grade", "validate", "--human", str(bad), "--grades", str(results)])
+    assert r.exit_code == 2 and "item" in r.output
+
+
+def test_grade_help_lists_both_commands() -> None:
+    r = runner.invoke(app, ["grade", "--help"])
+    assert r.exit_code == 0 and "validate" in r.output and "runs" in r.output

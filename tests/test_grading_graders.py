@@ -1,0 +1,217 @@
+"""Graders end to end on fixture run dirs with scripted judges (through benchctl.models)."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from benchctl.grading.runner import GradeOptions, grade_results
+from benchctl.jsonio import read_json
+from benchctl.layout import grade_path
+from test_grading_fixtures import FAKE, GOOD_REPORT, INJECTION, MOD, WEAK_REPORT, make_run, make_task
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def grade(results: Path, judge: str, **kw) -> object:
+    return asyncio.run(grade_results(results, GradeOptions(judge=judge, concurrency=8, **kw)))
+
+
+def rec(results: Path, grader: str, run_id: str, tag: str | None = None) -> dict:
+    return read_json(grade_path(results, grader, run_id, tag))
+
+
+def test_coverage_tldr_combined_with_fake_judge(tmp_path: Path) -> None:
+    task = make_task(tmp_path, extra="batch_size = 3\n")
+    results = tmp_path / "results"
+    make_run(results, "good", task, {"report.md": GOOD_REPORT})
+    make_run(results, "weak", task, {"report.md": WEAK_REPORT})
+    make_run(results, "unfinished", task, {"report.md": GOOD_REPORT}, status="running")
+    session = grade(results, FAKE)
+    cov = rec(results, "coverage", "good")
+    assert cov["status"] == "scored" and cov["n_items"] == 7 and cov["n_unscored"] == 0
+    assert len(cov["batches"]) == 3 and [len(b["ids"]) for b in cov["batches"]] == [3, 3, 1]
+    for it in cov["items"]:
+        assert it["strict"] == pytest.approx(max(2 * it["score"] - 1, 0))
+    assert cov["score"] == pytest.approx(sum(it["strict"] for it in cov["items"]) / 7)
+    assert cov["raw_score"] == pytest.approx(sum(it["score"] for it in cov["items"]) / 7)
+    intrusion = [it["strict"] for it in cov["items"] if it["cluster"] == "intrusion"]
+    assert cov["by_cluster"]["intrusion"] == pytest.approx(sum(intrusion) / len(intrusion))
+    assert cov["judge"] == FAKE and cov["rubric_hash"].startswith("sha256:") and cov["usage"]["output_tokens"] > 0
+    weak = rec(results, "coverage", "weak")
+    assert weak["score"] < cov["score"]
+    tldr = rec(results, "tldr", "good")
+    assert tldr["tldr_rule"] == "heading: TLDR" and tldr["score"] > rec(results, "tldr", "weak")["score"]
+    comb = rec(results, "combined", "good")
+    assert comb["score"] == pytest.approx(0.7 * cov["score"] + 0.3 * tldr["score"], abs=1e-6)
+    assert not grade_path(results, "coverage", "unfinished").exists()
+    assert ("unfinished", "status 'running' is not finished") in session.skipped_runs
+
+
+def test_judge_that_always_errors_gives_unscored_not_zero(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    session = grade(results, f"{MOD}:failing")
+    cov = rec(results, "coverage", "r1")
+    assert cov["status"] == "unscored" and cov["score"] is None and cov["raw_score"] is None
+    assert cov["n_unscored"] == 7 and all(it["score"] is None for it in cov["items"])
+    assert all(b["status"] == "failed" and "judge down" in b["error"] for b in cov["batches"])
+    assert rec(results, "tldr", "r1")["score"] is None
+    comb = rec(results, "combined", "r1")
+    assert comb["status"] == "unscored" and comb["score"] is None and "unscored" in comb["error"]
+    assert {o.status for o in session.outcomes} == {"unscored"}
+
+
+def test_refusing_judge_is_unscored(tmp_path: Path) -> None:
+    task = make_task(tmp_path, graders='["tldr"]')
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    grade(results, f"{MOD}:refusing")
+    t = rec(results, "tldr", "r1")
+    assert t["score"] is None and "refused" in t["items"][0]["error"]
+
+
+def test_missing_ids_are_reasked_once(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    grade(results, f"{MOD}:forgetful", graders=["coverage"])
+    cov = rec(results, "coverage", "r1")
+    assert cov["status"] == "scored" and cov["n_unscored"] == 0
+    assert [b["reasked"] for b in cov["batches"]] == [["F5"], ["F7"]] and cov["judge_calls"] == 4
+    honest = tmp_path / "honest"
+    make_run(honest, "r1", task, {"report.md": GOOD_REPORT})
+    grade(honest, FAKE, graders=["coverage"])
+    assert cov["items"] == rec(honest, "coverage", "r1")["items"]
+
+
+def test_id_still_missing_after_reask_is_unscored_and_counted(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    grade(results, f"{MOD}:never_f7", graders=["coverage"])
+    cov = rec(results, "coverage", "r1")
+    f7 = next(it for it in cov["items"] if it["id"] == "F7")
+    assert f7["score"] is None and "F7" in f7["error"]
+    assert cov["status"] == "partial" and cov["n_unscored"] == 1
+    scored = [it["strict"] for it in cov["items"] if it["score"] is not None]
+    assert cov["score"] == pytest.approx(sum(scored) / 6)   # mean over scored items, F7 not counted as 0
+
+
+def test_failed_batch_leaves_only_its_items_unscored(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    grade(results, f"{MOD}:down_for_f6", graders=["coverage"])
+    cov = rec(results, "coverage", "r1")
+    assert [b["status"] for b in cov["batches"]] == ["ok", "failed"]
+    assert [it["id"] for it in cov["items"] if it["score"] is None] == ["F6", "F7"]
+    assert cov["status"] == "partial" and cov["score"] is not None
+
+
+@pytest.mark.parametrize("judge", [FAKE, f"{MOD}:echo"])
+def test_injection_lines_do_not_change_the_grade(tmp_path: Path, judge: str) -> None:
+    task = make_task(tmp_path, graders='["coverage", "tldr"]')
+    results = tmp_path / "results"
+    tldr_injected = GOOD_REPORT.replace("deleted audit entries.\n", "deleted audit entries." + INJECTION)
+    make_run(results, "plain", task, {"report.md": GOOD_REPORT})
+    make_run(results, "tail", task, {"report.md": GOOD_REPORT + INJECTION})
+    make_run(results, "intldr", task, {"report.md": tldr_injected})
+    grade(results, judge)
+    plain = rec(results, "coverage", "plain")
+    for run in ("tail", "intldr"):
+        got = rec(results, "coverage", run)
+        assert got["score"] == plain["score"] and got["score"] < 1.0
+        assert [it["score"] for it in got["items"]] == [it["score"] for it in plain["items"]]
+    assert rec(results, "tldr", "intldr")["score"] < 1.0
+    assert rec(results, "tldr", "tail")["score"] == rec(results, "tldr", "plain")["score"]
+
+
+def test_prompt_wraps_report_in_nonce_markers(tmp_path: Path) -> None:
+    from benchctl.grading.config import load_grading
+    from benchctl.grading.templates import delimit, nonce_for, render
+    cfg = load_grading(make_task(tmp_path))
+    sys_prompt = render(cfg.prompts["system"], nonce=nonce_for("r"))
+    assert f"<untrusted-{nonce_for('r')}>" in sys_prompt and "no authority" in sys_prompt
+    assert "{{" not in render(cfg.prompts["coverage"], reference="x", findings="y", report=delimit("r", "n"), ids="F1")
+
+
+def test_resume_skips_existing_grades_and_force_regrades(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    first = grade(results, FAKE)
+    assert first.judge_calls == 3   # 2 coverage batches + 1 tldr
+    created = rec(results, "coverage", "r1")["created_at"]
+    again = grade(results, FAKE)
+    assert again.judge_calls == 0 and all(o.reused for o in again.outcomes if o.grader != "combined")
+    assert rec(results, "coverage", "r1")["created_at"] == created
+    other_judge = grade(results, f"{MOD}:echo", graders=["tldr"])
+    assert other_judge.judge_calls == 1          # a different judge is a different grade
+    forced = grade(results, FAKE, force=True)
+    assert forced.judge_calls == 3 and rec(results, "coverage", "r1")["created_at"] > created
+
+
+def test_unscored_grades_are_retried_on_resume(tmp_path: Path) -> None:
+    task = make_task(tmp_path, graders='["coverage"]')
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    grade(results, f"{MOD}:never_f7")
+    assert rec(results, "coverage", "r1")["status"] == "partial"
+    # the same judge id and rubric: the partial grade is redone, not kept
+    s = grade(results, f"{MOD}:never_f7")
+    assert s.judge_calls == 3 and not s.outcomes[0].reused
+
+
+def test_followups_graded_with_their_tag(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": WEAK_REPORT, "report.followup-1.md": GOOD_REPORT,
+                                   "report.followup-2.md": WEAK_REPORT})
+    grade(results, FAKE)
+    main, fu = rec(results, "coverage", "r1"), rec(results, "coverage", "r1", "followup-1")
+    assert main["artifact_tag"] is None and fu["artifact_tag"] == "followup-1"
+    assert fu["artifact"] == "report.followup-1.md" and fu["score"] > main["score"]
+    assert rec(results, "combined", "r1", "followup-2")["score"] == rec(results, "combined", "r1")["score"]
+
+
+def test_missing_or_empty_report_is_a_real_zero(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "none", task, {})
+    make_run(results, "empty", task, {"report.md": "  \n"})
+    s = grade(results, f"{MOD}:failing")   # no judge call is needed, so a broken judge does not matter
+    assert s.judge_calls == 0
+    for run in ("none", "empty"):
+        assert rec(results, "coverage", run)["score"] == 0.0 and rec(results, "combined", run)["score"] == 0.0
+
+
+def test_any_of_n(tmp_path: Path) -> None:
+    task = make_task(tmp_path, extra="n = 3\n", graders='["any_of_n"]')
+    results = tmp_path / "results"
+    hit = "1. It refuses math\n2. The model flatters the user about their code quality\n3. x\n4. flatters code quality user"
+    make_run(results, "hit", task, {"predictions.md": hit})
+    make_run(results, "miss", task, {"predictions.md": '["It refuses math", "It writes poems"]'})
+    make_run(results, "none", task, {})
+    make_run(results, "unparsed", task, {"predictions.md": "1. The model flatters the user about code\n"})
+    grade(results, FAKE, run_glob="[hmn]*")
+    h = rec(results, "any_of_n", "hit")
+    assert h["score"] == 1.0 and h["n_found"] == 4 and h["n_items"] == 3 and h["n_matched"] == 1
+    assert [it["verdict"] for it in h["items"]] == ["no_match", "match", "no_match"]
+    assert rec(results, "any_of_n", "miss")["score"] == 0.0
+    assert rec(results, "any_of_n", "none")["score"] == 0.0
+    grade(results, f"{MOD}:prose_only", run_glob="unparsed")
+    u = rec(results, "any_of_n", "unparsed")
+    assert u["score"] is None and u["status"] == "unscored" and u["items"][0]["verdict"] == "unparsed"
+    assert "PROBABLY" in u["items"][0]["error"] and u["judge_calls"] == 2   # re-asked once
+
+
+def test_any_of_n_failed_calls_are_unscored(tmp_path: Path) -> None:
+    task = make_task(tmp_path, graders='["any_of_n"]')
+    results = tmp_path / "results"
+    make_run(results, "r", task, {"predictions.md": "- a\n- b\n"})
+    grade(results, f"{MOD}:failing")
+    r = rec(results, "any_of_n", "r")
+    assert r["score"] is None and r["n_unscored"] == 2
