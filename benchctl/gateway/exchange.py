@@ -285,14 +285,20 @@ class Exchange:
         if status < 400 and error is None:
             gw.recorder.note_response(call_id, call.wire_api, response)
         gw.account(served, s.usage, cost, s.refusal, error is not None, counted)
-        retries = attempts if len(attempts) > 1 or (attempts and attempts[0]["error"]) else []
-        gw.transcript.emit("model_call", source="gateway", call_id=call_id, requested_model=requested,
-                           served_model=served, upstream_model=s.served_model,
-                           model_mapped=bool(requested and requested != call.model.name),
-                           wire_api=call.wire_api, method=call.method, path=self.req.path, stream=call.stream,
-                           status=status, latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb), usage=s.usage,
-                           cost_usd=cost, stop_reason=s.stop_reason, refusal=s.refusal, retries=retries,
-                           error=error, request=delta, response=response)
+        # Fields that are almost always empty or derivable are left out when so (a 200-turn run writes
+        # 200 of these, next to deltas that are often only a few KB): absent retries / error mean none,
+        # absent upstream_model means the upstream named the served model itself.
+        extra: dict[str, Any] = {}
+        if len(attempts) > 1 or (attempts and attempts[0]["error"]):
+            extra["retries"] = attempts
+        if error is not None:
+            extra["error"] = error
+        if s.served_model and s.served_model != call.model.name:
+            extra["upstream_model"] = s.served_model
+        gw.transcript.emit("model_call", source="gateway", call_id=call_id, wire_api=call.wire_api,
+                           requested_model=requested, served_model=served, stream=call.stream, status=status,
+                           latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb), usage=s.usage, cost_usd=cost,
+                           stop_reason=s.stop_reason, refusal=s.refusal, **extra, request=delta, response=response)
         if s.refusal:
             switch = gw.router.on_refusal(call.model, s.stop_reason or "refusal")
             gw.transcript.emit("refusal", source="gateway", call_id=call_id, model=served, stop_reason=s.stop_reason,

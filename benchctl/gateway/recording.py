@@ -8,9 +8,10 @@ one) and records:
   {"conv": "c3",              conversation id (first call's id)
    "base": "call-17" | null,  the request this one extends (null: stored whole)
    "keep": 12,                messages kept from the base request
-   "append": [...],           the messages after those
-   "set": {...},              top-level fields that are new or changed vs the base
-   "unset": [...],            top-level fields the base had and this one has not
+   "append": [...],           the messages after those (the list is `messages`, `input` or
+                              `contents` by wire API, see LIST_KEYS; absent when not a list)
+   "set": {...},              top-level fields that are new or changed vs the base (absent: none)
+   "unset": [...],            top-level fields the base had and this one has not (absent: none)
    "cache_control": [[i, j, v], ...]}   where cache_control markers sit in this request
 
 `cache_control` markers are stored apart from messages because clients move them to the
@@ -131,13 +132,17 @@ class RequestRecorder:
             if len(self._convs) > self._max:
                 old = self._convs.popitem(last=False)[1]
                 self._by_last.pop(old.last_call, None)
-            out: dict[str, Any] = {"conv": conv.conv_id, "base": None, "keep": 0, "set": fields, "unset": []}
+            out: dict[str, Any] = {"conv": conv.conv_id, "base": None, "keep": 0, "set": fields}
         else:
             self._by_last.pop(conv.last_call, None)
             self._convs.move_to_end(conv.conv_id)
-            out = {"conv": conv.conv_id, "base": conv.last_call, "keep": keep,
-                   "set": {k: v for k, v in fields.items() if conv.fields.get(k) != field_keys[k]},
-                   "unset": [k for k in conv.fields if k not in fields]}
+            out = {"conv": conv.conv_id, "base": conv.last_call, "keep": keep}
+            changed = {k: v for k, v in fields.items() if conv.fields.get(k) != field_keys[k]}
+            removed = [k for k in conv.fields if k not in fields]
+            if changed:
+                out["set"] = changed
+            if removed:
+                out["unset"] = removed
         if messages is not None:
             appended: list[Any] = []
             for i in range(keep, len(stripped)):
@@ -146,7 +151,6 @@ class RequestRecorder:
                 else:
                     appended.append(stripped[i])
             out["append"] = appended
-            out["list_key"] = list_key
             if marks:
                 out["cache_control"] = marks
         conv.last_call, conv.fields, conv.keys, conv.messages = call_id, field_keys, keys, stripped
@@ -188,16 +192,18 @@ def reconstruct(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if ev.get("type") != "model_call" or not ev.get("request"):
             continue
         d, call_id = ev["request"], ev["call_id"]
+        list_key = LIST_KEYS.get(ev.get("wire_api", ""), "")
         base = bodies.get(d["base"]) if d["base"] else None
-        fields = {k: v for k, v in (base or {}).items() if k != d.get("list_key") and k not in d["unset"]}
-        fields.update(d["set"])
+        unset = d.get("unset", ())
+        fields = {k: v for k, v in (base or {}).items() if not ("append" in d and k == list_key) and k not in unset}
+        fields.update(d.get("set", {}))
         if "append" in d:
             prev = stripped[d["base"]][:d["keep"]] if d["base"] else []
             msgs = prev + [responses[m["$response"]] if isinstance(m, dict) and "$response" in m else m
                            for m in d["append"]]
             stripped[call_id] = msgs
             body = dict(fields)
-            body[d["list_key"]] = apply_cache_control(msgs, d.get("cache_control", []))
+            body[list_key] = apply_cache_control(msgs, d.get("cache_control", []))
             # keep the list field where the client put it relative to other fields is not needed: JSON
             # objects are unordered; equality is what "exact" means here.
         else:
