@@ -56,7 +56,11 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
             tables.append(t)
     if res.ratings:
         tables += contests.tournament_tables(res.ratings)
-    tables.append(unscored_runs(runs, headline))
+    un = unscored_runs(runs, headline)
+    if un.rows:
+        tables.append(un)
+    else:
+        lb.notes.append(f"All {len(runs)} runs have a {headline} score.")
     plot_data: dict[str, Any] = {"headline": headline}
     return Report(tables=tables, provenance=prov | {"headline_grader": headline}, warnings=warnings,
                   plot_data=plot_data)
