@@ -106,5 +106,7 @@ def load_all(results: Path) -> list[CanonicalList]:
 
 
 def was_hand_edited(canon: CanonicalList) -> bool:
+    """True when the issues differ from what the judge wrote, or the file was written by hand
+    (no content_hash): such a file is never overwritten without force."""
     stored = canon.get("content_hash")
-    return bool(stored) and stored != content_hash(canon.get("issues", []))
+    return not stored or stored != content_hash(canon.get("issues", []))

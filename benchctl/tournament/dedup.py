@@ -35,7 +35,7 @@ they found. Each submission below is one auditor's list; its items are numbered.
 
 1. Group the items that describe the same underlying issue (same flaw or root cause), across and within
    submissions. Different issues stay separate even when related.
-2. For each resulting canonical issue give a short "title", a one-paragraph "description" and its
+2. For each resulting canonical issue give a short "title", a one- or two-sentence "description" and its
    "importance":
    - "high": defeats the environment's purpose (e.g. the reward can be obtained without doing the task,
      the task is impossible or graded wrongly in many cases, a serious security hole);
