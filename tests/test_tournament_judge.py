@@ -376,3 +376,22 @@ def test_only_tournament_tasks_are_picked_up(tmp_path: Path) -> None:
     assert [e["env"] for e in ratings["environments"]] == ["envT"]
     assert not (r / "grades" / "tournament" / "canonical" / "logs.json").exists()
     assert [row["auditor"] for row in ratings["leaderboard"]] == ["m1", "m2"]
+
+
+def test_canonical_lists_written_by_hand_rate_without_runs_or_judge(tmp_path: Path) -> None:
+    from benchctl.tournament.grader import rate_from_canonical
+
+    d = tmp_path / "sweep" / "grades" / "tournament" / "canonical"
+    d.mkdir(parents=True)
+    runs = {"r1": {"model": "alpha", "harness": "react"}, "r2": {"model": "beta", "harness": "react"}}
+    (d / "env1.json").write_text(json.dumps({"env": "env1", "runs": runs, "issues": [
+        {"id": "I1", "importance": "high", "found_by": {"r1": {"supported": True}, "r2": {"supported": True}}},
+        {"id": "I2", "importance": "medium", "found_by": {"r1": {"supported": True}}},
+        {"id": "I3", "importance": "low", "found_by": {"r2": {"supported": True}}}]}))
+    ratings = rate_from_canonical(tmp_path / "sweep", rounds=20)
+    assert ratings["judge"] is None
+    board = _board(ratings)
+    assert board["alpha"]["points_won"] == 3.0 and board["beta"]["points_won"] == 1.0
+    assert board["alpha"]["cost_usd"] is None                  # no meta.json: cost unknown
+    grade = json.loads((tmp_path / "sweep" / "grades" / "tournament" / "r1.json").read_text())
+    assert grade["score"] == 0.75
