@@ -224,3 +224,31 @@ def test_stats_helpers() -> None:
     assert t975(2) == 4.303 and t975(1000) == pytest.approx(1.962, abs=0.002)
     assert mean_ci([]) == (None, None, None) and mean_ci([0.3]) == (0.3, None, None)
     assert wilson_interval(0, 16)[0] == 0.0 and wilson_interval(0, 16)[1] > 0.1
+
+
+def test_tournament_from_the_real_writer(tmp_path: Path) -> None:
+    """ratings.json and per-run tournament grades written by benchctl.tournament, read back."""
+    from benchctl.tournament.canonical import save_canonical
+    from benchctl.tournament.grader import rate_from_canonical
+
+    for env, found in (("env1", {A: True, B: False}), ("env2", {A: True, B: True})):
+        ids = {m: add_run(tmp_path, model=m, task=env, cost_usd=1.0) for m in (A, B)}
+        runs = {rid: {"task": env, "harness": "react", "model": m, "budget": "10m", "variant": None, "seed": 0}
+                for m, rid in ids.items()}
+        issues = [{"id": "I1", "title": "shared", "importance": "high",
+                   "found_by": {rid: {"supported": True} for rid in ids.values()}},
+                  {"id": "I2", "title": "only A", "importance": "medium", "found_by": {ids[A]: {"supported": True}}},
+                  {"id": "I3", "title": "B maybe", "importance": "low",
+                   "found_by": {ids[B]: {"supported": found[B]}}}]
+        save_canonical(tmp_path, {"schema": 1, "env": env, "status": "ok", "judge": "judge/dedup", "runs": runs,
+                                  "issues": issues, "cost_usd": 0.2})
+    ratings = rate_from_canonical(tmp_path, rounds=50)
+    rep = build_report(tmp_path)
+    t = rep.table("tournament")
+    assert [r["auditor"] for r in t.rows] == [r["auditor"] for r in ratings["leaderboard"]]
+    assert t.rows[0]["elo"] == pytest.approx(ratings["leaderboard"][0]["elo"]) and t.rows[0]["auditor"] == A
+    assert t.rows[0]["cost_usd"] == pytest.approx(2.0)
+    assert rep.table("matches") is not None and rep.table("overlap") is not None
+    # per-env canonical hashes differ: that is not a "mixed rubric" within a task
+    assert not any("rubric" in w for w in rep.warnings), rep.warnings
+    assert rep.provenance["judges"]["tournament"] == {"judge/dedup": 4}

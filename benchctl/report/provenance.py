@@ -19,6 +19,9 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
     task_hashes: dict[str, Counter[str]] = defaultdict(Counter)
     judges: dict[str, Counter[str]] = defaultdict(Counter)
     rubrics: dict[str, Counter[str]] = defaultdict(Counter)
+    # Rubrics legitimately differ between tasks (and variants, and tournament environments):
+    # mixing is only checked within one grader on one task~variant.
+    rubrics_by_task: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     grade_cost, grade_cost_unknown = 0.0, 0
     for r in results.runs:
         m = r.meta
@@ -26,10 +29,12 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
         spec = m.get("spec") or {}
         task = m.get("task") or spec.get("task") or "?"
         variant = m.get("variant") or spec.get("variant")
-        task_hashes[f"{task}~{variant}" if variant else task][str(m.get("task_hash") or "unknown")] += 1
+        env = f"{task}~{variant}" if variant else str(task)
+        task_hashes[env][str(m.get("task_hash") or "unknown")] += 1
         for (grader, _tag), g in r.grades.items():
             judges[grader][str(g.judge or "unknown")] += 1
             rubrics[grader][str(g.rubric_hash or "unknown")] += 1
+            rubrics_by_task[(grader, env)][str(g.rubric_hash or "unknown")] += 1
             if g.cost_usd is None:
                 grade_cost_unknown += 1
             else:
@@ -42,10 +47,11 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
         if len(judges[grader]) > 1:
             warnings.append(f"Mixed judges in `{grader}` grades: {_counts(judges[grader])}. Scores from different "
                             f"judges are not comparable; re-grade with one judge (`benchctl grade --judge ...`).")
-    for grader in sorted(rubrics):
-        if len(rubrics[grader]) > 1:
-            warnings.append(f"Mixed rubric versions in `{grader}` grades: {_counts(rubrics[grader])}. "
-                            f"Re-grade the older runs with the current rubric.")
+    for (grader, env) in sorted(rubrics_by_task):
+        c = rubrics_by_task[(grader, env)]
+        if len(c) > 1:
+            warnings.append(f"Mixed rubric versions in `{grader}` grades of task `{env}`: {_counts(c)}. "
+                            f"Re-grade the older runs with the current rubric (`benchctl grade --force`).")
     for task in sorted(task_hashes):
         if len(task_hashes[task]) > 1:
             warnings.append(f"Task `{task}` was run on different contents (task hashes {_counts(task_hashes[task])}); "
