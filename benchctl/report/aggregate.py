@@ -69,7 +69,8 @@ def fell_back(run: Run) -> bool:
 
 def config_of(run: Run, opts: Options, harness_matters: bool) -> Config:
     s, lbl = budget_label(run)
-    tools = field_of(run, "tools", "")
+    # Tool configuration (any-of-N auditing): a run field, or a harness option of the spec.
+    tools = field_of(run, "tools") or ((run.meta.get("spec") or {}).get("options") or {}).get("tools") or ""
     if isinstance(tools, (list, tuple)):
         tools = "+".join(map(str, tools))
     return Config(

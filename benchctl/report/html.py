@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 
+from benchctl.jsonio import dumps
 from benchctl.report.model import Report, Table
 from benchctl.report.provenance import provenance_lines
 
@@ -50,5 +51,7 @@ def to_html(report: Report) -> str:
         parts.append("</section>")
     parts.append('<section id="provenance"><h2>Provenance</h2><ul class="prov">')
     parts += [f"<li>{e(line)}</li>" for line in provenance_lines(report.provenance)]
-    parts.append("</ul></section></body></html>")
+    full = dumps(report.provenance, pretty=True).decode()
+    parts.append(f"</ul><details><summary>full provenance (JSON)</summary><pre class=\"prov\">{e(full)}</pre>"
+                 "</details></section></body></html>")
     return "\n".join(parts) + "\n"
