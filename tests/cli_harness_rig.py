@@ -1,0 +1,121 @@
+"""A real run seam for the Claude Code / Codex harness tests, without the runner.
+
+FakeUpstreamServer (scripted vendor API, records every request) ← real Gateway (unix socket,
+holding a fake "real" key from the host environment) ← real DockerSandbox (network none,
+binaries mounted read-only) ← the harness under test, driven through HarnessContext exactly as
+the runner does. One container per test.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+import pytest
+
+from benchctl.gateway import Gateway, GatewayConfig, RetryPolicy
+from benchctl.policies import Budget, EarlyExitPolicy, LengthPolicy, RunPolicies
+from benchctl.sandbox.base import SandboxSpec
+from benchctl.sandbox.docker_sandbox import DockerSandbox
+from benchctl.testing.fake_upstream import FakeUpstreamServer
+from benchctl.transcript import TranscriptWriter
+from harnesses.base import HarnessContext
+from harnesses.cli_harness import CliHarness
+
+REAL_KEY = "sk-test-REALKEY-do-not-leak-0123456789"
+FAST_RETRY = RetryPolicy(max_attempts=2, initial_wait=0.01, max_wait=0.1, jitter=0.0)
+TIME_TEXT = "[benchctl] Time remaining:"
+MAIN_POLICIES = RunPolicies(early_exit=EarlyExitPolicy(fraction=0.75, max_reprompts=1),
+                            length=LengthPolicy(file="report.md", max_words=5))
+NO_POLICIES = RunPolicies(early_exit=None, length=None)
+
+# Runs inside the sandbox: proves there is no network and shows the environment.
+PROBE = ("python3 -c \"import socket\ntry:\n socket.create_connection(('1.1.1.1', 80), timeout=3)\n print('NET-OK')\n"
+         "except OSError as e:\n print('NET-FAIL', e)\"; env")
+
+
+@dataclass
+class Rig:
+    ctx: HarnessContext
+    up: FakeUpstreamServer
+    gw: Gateway
+    sandbox: DockerSandbox
+    run_dir: Path
+
+    def events(self, type: str | None = None) -> list[dict[str, Any]]:
+        path = self.run_dir / "transcript.jsonl"
+        out = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        return [e for e in out if type is None or e["type"] == type]
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.up.generation_requests()]
+
+
+@contextmanager
+def cli_rig(harness: CliHarness, monkeypatch: pytest.MonkeyPatch, image: str, *, model: str,
+            by_model: dict[str, Any], fallback: str | None = None, budget_s: float = 120,
+            policies: RunPolicies = MAIN_POLICIES, instructions: str = "Investigate and write /work/report.md.") -> Iterator[Rig]:
+    # A short private dir: unix socket paths must stay under ~100 bytes.
+    base = Path(tempfile.mkdtemp(prefix="bcli-", dir="/tmp"))
+    run_dir, gw_dir = base / "run", base / "gw"
+    run_dir.mkdir()
+    gw_dir.mkdir()
+    up = FakeUpstreamServer(by_model=by_model).start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", up.url)
+    monkeypatch.setenv("OPENAI_BASE_URL", up.url + "/v1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
+    transcript = TranscriptWriter(run_dir / "transcript.jsonl")
+    gw = Gateway(GatewayConfig(model=model, fallback=fallback, socket_path=gw_dir / "gateway.sock", retry=FAST_RETRY),
+                 transcript).start()
+    sandbox = DockerSandbox(SandboxSpec(image=image, run_id="cli-test", gateway_dir=gw_dir,
+                                        extra_mounts=harness.mounts()))
+    try:
+        sandbox.start()
+        ctx = HarnessContext(run_id="cli-test", model=model, instructions=instructions, sandbox=sandbox, gateway=gw,
+                             transcript=transcript, budget=Budget(time.time(), budget_s), policies=policies,
+                             run_dir=run_dir)
+        yield Rig(ctx, up, gw, sandbox, run_dir)
+    finally:
+        sandbox.stop()
+        gw.close()
+        up.close()
+        transcript.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def assert_key_never_reached_the_sandbox(rig: Rig) -> None:
+    """The real key: absent from every process environment and file in the sandbox, the
+    transcript and the harness's files; present only on the upstream side."""
+    procs = rig.sandbox.exec("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'", timeout=30)
+    assert REAL_KEY not in procs.stdout
+    found = rig.sandbox.exec(
+        ["sh", "-c", f"grep -rlsI --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr "
+                     f"--exclude-dir=bin -e '{REAL_KEY}' / ; true"], timeout=60)
+    assert found.stdout.strip() == "", f"key found in sandbox files: {found.stdout}"
+    for path in rig.run_dir.rglob("*"):
+        if path.is_file():
+            assert REAL_KEY.encode() not in path.read_bytes(), f"key in {path}"
+    # The gateway did hold it: the upstream received the real key, the sandbox only the dummy token.
+    headers = rig.up.generation_requests()[0].headers
+    assert REAL_KEY in (headers.get("x-api-key", ""), headers.get("authorization", "").removeprefix("Bearer "))
+
+
+def texts_of(obj: Any) -> list[str]:
+    """Every string inside a JSON value (request bodies mix strings, blocks and lists)."""
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in texts_of(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in texts_of(v)]
+    return []
+
+
+def contains(body: dict[str, Any], needle: str) -> bool:
+    return any(needle in s for s in texts_of(body))
