@@ -43,12 +43,11 @@ def format_findings(batch: list[Finding]) -> str:
     return "\n".join(f"- id {f.id}: {f.text}" for f in batch)
 
 
-async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report: str, tally: Tally
+async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report: str, nonce: str, tally: Tally
                       ) -> tuple[dict[str, ItemScore], dict[str, Any]]:
     """Scores for one batch, re-asking once for ids the judge missed. Returns (scores, batch info)."""
     cfg = job.cfg
     ids = [f.id for f in batch]
-    nonce = nonce_for(report)
     system = render(cfg.prompts["system"], nonce=nonce)
     user = render(cfg.prompts["coverage"], reference=cfg.reference, findings=format_findings(batch),
                   report=delimit(report, nonce), ids=", ".join(ids))
@@ -99,7 +98,8 @@ async def grade_coverage(job: GradeJob, judge: Judge) -> GradeRecord:
         return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} is empty")
     tally = Tally()
     batches = [cfg.findings[i:i + cfg.batch_size] for i in range(0, len(cfg.findings), cfg.batch_size)]
-    results = await asyncio.gather(*(judge_batch(job, judge, b, report, tally) for b in batches))
+    nonce = nonce_for(report)
+    results = await asyncio.gather(*(judge_batch(job, judge, b, report, nonce, tally) for b in batches))
     items: list[GradeItem] = []
     for batch, (scores, info) in zip(batches, results):
         for f in batch:

@@ -139,9 +139,11 @@ async def grade_results(results: Path, opts: GradeOptions,
     jobs, session = plan(results, opts)
     judge = Judge(opts.judge, concurrency=opts.concurrency)
 
-    def finish(rec: dict[str, Any], reused: bool) -> None:
+    async def finish(rec: dict[str, Any], reused: bool) -> None:
         if not reused:
-            write_json_atomic(grade_path(results, rec["grader"], rec["run_id"], rec.get("artifact_tag")), rec)
+            # fsync takes milliseconds: off the event loop, or every write stalls all judge calls
+            await asyncio.to_thread(write_json_atomic,
+                                    grade_path(results, rec["grader"], rec["run_id"], rec.get("artifact_tag")), rec)
         out = _outcome(rec, reused)
         session.outcomes.append(out)
         if on_done:
@@ -152,14 +154,14 @@ async def grade_results(results: Path, opts: GradeOptions,
         old = None if opts.force else _existing(grade_path(results, grader, job.run_id, job.artifact_tag),
                                                 opts.judge, rubric_hash)
         if old is not None:
-            finish(old, True)
+            await finish(old, True)
             return
-        finish(dict(await GRADERS[grader](job, judge)), False)
+        await finish(dict(await GRADERS[grader](job, judge)), False)
 
     async def unit(job: GradeJob, graders: list[str]) -> None:
         await asyncio.gather(*(one(job, g) for g in graders if g in GRADERS))
         if any(g in DERIVED for g in graders):
-            finish(dict(grade_combined(job)), False)
+            await finish(dict(grade_combined(job)), False)
 
     await asyncio.gather(*(unit(job, gs) for job, gs in jobs))
     session.judge_calls = judge.calls
