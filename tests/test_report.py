@@ -252,3 +252,17 @@ def test_tournament_from_the_real_writer(tmp_path: Path) -> None:
     # per-env canonical hashes differ: that is not a "mixed rubric" within a task
     assert not any("rubric" in w for w in rep.warnings), rep.warnings
     assert rep.provenance["judges"]["tournament"] == {"judge/dedup": 4}
+
+
+def test_by_harness_and_tokens(tmp_path: Path) -> None:
+    usage = {"input_tokens": 100, "cached_input_tokens": 900, "cache_write_tokens": 50, "output_tokens": 40,
+             "reasoning_tokens": 30}
+    add_grade(tmp_path, "combined", add_run(tmp_path, model=A, harness="react", usage=usage), 0.2)
+    add_grade(tmp_path, "combined", add_run(tmp_path, model=A, harness="codex", usage=usage), 0.6)
+    auto = build_report(tmp_path).table("leaderboard")
+    assert {(r["harness"], r["score_mean"]) for r in auto.rows} == {("react", 0.2), ("codex", 0.6)}
+    assert auto.rows[0]["tokens_mean"] == 1090 and auto.rows[0]["input_tokens_mean"] == 1050
+    assert auto.rows[0]["output_tokens_mean"] == 40              # reasoning is part of output, not added
+    merged = build_report(tmp_path, Options(by="model")).table("leaderboard")
+    assert len(merged.rows) == 1 and "harness" not in merged.rows[0]
+    assert merged.rows[0]["score_mean"] == pytest.approx(0.4) and merged.rows[0]["n_runs"] == 2

@@ -162,11 +162,16 @@ def fallback_label(runs: list[Run]) -> str:
     return f"{len(fb)}/{len(runs)} fell back (" + ", ".join(f"{m} ×{n}" for m, n in targets.most_common()) + ")"
 
 
-def total_tokens(run: Run) -> int | None:
+# The gateway's normalized usage keys are disjoint (wire_parse): uncached input, cached input,
+# cache writes and output (reasoning is part of output). Their sum is every token processed.
+INPUT_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens")
+
+
+def total_tokens(run: Run, keys: tuple[str, ...] = INPUT_KEYS + ("output_tokens",)) -> int | None:
     u = run.meta.get("usage")
     if not isinstance(u, dict) or not u:
         return None
-    return int(sum(u.get(k) or 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")))
+    return int(sum(u.get(k) or 0 for k in keys))
 
 
 def leaderboard(grouping: Grouping, headline: str | None) -> Table:
@@ -196,6 +201,8 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
             "errors": statuses.get("error", 0), "unfinished": statuses.get("running", 0),
             "cost_mean_usd": mean_or_none(costs), "n_priced": len(costs),
             "tokens_mean": mean_or_none(toks),
+            "input_tokens_mean": mean_or_none([t for r in usable if (t := total_tokens(r, INPUT_KEYS)) is not None]),
+            "output_tokens_mean": mean_or_none([t for r in usable if (t := total_tokens(r, ("output_tokens",))) is not None]),
             "elapsed_mean_s": mean_or_none(elapsed),
             "budget_used": (mean_or_none(elapsed) / c.budget_s) if elapsed and c.budget_s not in (0, math.inf) else None,
             "cost_per_point_usd": (sum(x for x, _ in paired) / pts) if pts > 0 else None,
@@ -213,7 +220,10 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         Column("refused", "refused", "int"), Column("timeouts", "timeouts", "int"),
         Column("errors", "errors", "int"), Column("unfinished", "unfinished", "int"),
         Column("cost_mean_usd", "mean cost", "usd"), Column("n_priced", "priced runs", "int"),
-        Column("tokens_mean", "mean tokens", "int"), Column("elapsed_mean_s", "mean time", "seconds"),
+        Column("tokens_mean", "mean tokens", "int"),
+        Column("input_tokens_mean", "mean input tokens", "int", hidden=True),
+        Column("output_tokens_mean", "mean output tokens", "int", hidden=True),
+        Column("elapsed_mean_s", "mean time", "seconds"),
         Column("budget_used", "budget used", "pct"), Column("cost_per_point_usd", "$ / point", "usd"),
     ]
     key_disp = [(c.label, (lambda k, kind: lambda r: fmt(kind, r.get(k)))(c.key, c.kind))
