@@ -127,8 +127,11 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
     for h in cfg.harnesses:
         try:
             registry.check(h)
+            registry.create(h, {**t.options_for(h), **cfg.harness_options}).mounts()   # finds agent binaries
         except registry.UnknownHarness as e:
             raise RunError(f"--harness: {e}") from None
+        except Exception as e:
+            raise RunError(f"--harness {h}: {e}") from None
     use_budgets = cfg.budgets or t.budgets
     if not use_budgets:
         raise RunError(f"no budget: pass --budget 10m (the task {t.task_file} lists no `budgets`)")

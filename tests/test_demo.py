@@ -57,3 +57,29 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path: Path) -> None:
     r2 = cli(*DEMO_CMD, "--out", str(out))
     assert r2.returncode == 0 and (run / "meta.json").stat().st_mtime_ns == mtime
     assert '"run_skipped"' in r2.stderr
+
+
+@pytest.mark.docker
+def test_demo_sweep_file_and_sweep_script(tmp_path: Path) -> None:
+    import os
+    out = tmp_path / "sweep"
+    r = cli("run", "--sweep", "configs/demo/sweep.toml", "--out", str(out), "--progress", "json")
+    assert r.returncode == 0, r.stderr
+    metas = [read_json(p / "meta.json") for p in sorted((out / "runs").iterdir())]
+    assert len(metas) == 4 and {m["status"] for m in metas} == {"completed"}
+    assert {m["variant"] for m in metas} == {None, "contoso"}
+    assert len({m["task_hash"] for m in metas}) == 2
+    contoso = next(p for p in (out / "runs").iterdir() if "contoso" in p.name)
+    assert "10.99." in " ".join(e.get("output", "") for e in read_jsonl(contoso / "transcript.jsonl"))
+
+    env = {**os.environ, "MODELS": "scripted/configs/demo/investigator.json", "BUDGETS": "2m", "SEEDS": "2",
+           "CONCURRENCY": "2", "BENCHCTL": str(tmp_path / "benchctl")}
+    Path(env["BENCHCTL"]).write_text(f'#!/bin/sh\nexec {sys.executable} -c "from benchctl.cli import app; app()" "$@"\n')
+    Path(env["BENCHCTL"]).chmod(0o755)
+    s = subprocess.run(["bash", "scripts/sweep.sh", "configs/demo", str(tmp_path / "sh"), "--progress", "json"],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert s.returncode == 0, s.stderr
+    assert len(list((tmp_path / "sh" / "runs").iterdir())) == 2
+    s2 = subprocess.run(["bash", "scripts/sweep.sh", "configs/demo", str(tmp_path / "sh"), "--progress", "json"],
+                        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert s2.returncode == 0 and s2.stderr.count('"run_skipped"') == 2       # resume: nothing redone
