@@ -1,6 +1,7 @@
 """Real upstreams: Anthropic, OpenAI, Google (Gemini) and OpenAI-compatible servers over HTTP.
 
-Each holds one keep-alive `httpx2.AsyncClient` and forwards the call's JSON body (model
+Each holds a keep-alive connection pool (the lean client in http_client.py, or an
+`httpx2.AsyncClient` when BENCHCTL_GATEWAY_HTTP_CLIENT=httpx2) and forwards the call's JSON body (model
 already rewritten) to the vendor, returning as soon as status and headers arrive; the body
 is yielded raw, chunk by chunk, so the gateway can pass it straight through.
 
@@ -24,6 +25,7 @@ from typing import AsyncIterator, Mapping
 import httpx2
 import orjson
 
+from benchctl.gateway.http_client import ConnectionPool, RawResponse
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 # Headers from the upstream that are about the hop, not the content; we set our own.
@@ -67,7 +69,10 @@ class HttpUpstream:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._client = _make_client()
+        # The lean client is the default (see http_client.py for why); httpx2 stays available.
+        self._use_httpx = os.environ.get("BENCHCTL_GATEWAY_HTTP_CLIENT", "") == "httpx2"
+        self._client = _make_client() if self._use_httpx else None
+        self._pool = None if self._use_httpx else ConnectionPool()
 
     def url(self, call: UpstreamCall) -> str:
         raise NotImplementedError
@@ -91,13 +96,29 @@ class HttpUpstream:
         if call.body is not None:
             content = orjson.dumps(call.body)
             headers["content-type"] = "application/json"
+        if self._pool is not None:
+            raw = await self._pool.request(call.method, url, headers, content)
+            return UpstreamResponse(status=raw.status, headers=response_headers(raw.headers), body=_iter_raw(raw))
+        assert self._client is not None
         request = self._client.build_request(call.method, url, content=content, headers=headers)
         response = await self._client.send(request, stream=True)
         return UpstreamResponse(status=response.status_code, headers=response_headers(response.headers),
                                 body=_iter_body(response))
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+async def _iter_raw(raw: RawResponse) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in raw.aiter_raw():
+            if chunk:
+                yield chunk
+    finally:
+        await raw.aclose()
 
 
 async def _iter_body(response: httpx2.Response) -> AsyncIterator[bytes]:

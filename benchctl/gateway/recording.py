@@ -22,6 +22,8 @@ An appended assistant message that equals the previous call's response (as rebui
 its recorded text and tool calls) is stored as {"$response": "<call id>"} instead of again.
 
 `reconstruct(events)` rebuilds every request exactly (as a JSON value) from the events.
+Messages are compared with Python `==` on the parsed JSON, which conflates 1, 1.0 and true;
+a resent message that differs from the earlier one only in that way is stored as the earlier.
 """
 from __future__ import annotations
 
@@ -32,10 +34,6 @@ import orjson
 
 LIST_KEYS = {"anthropic_messages": "messages", "anthropic_count_tokens": "messages", "openai_chat": "messages",
              "openai_responses": "input", "gemini": "contents"}
-
-
-def _key(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def strip_cache_control(messages: list[Any]) -> tuple[list[Any], list[list[Any]]]:
@@ -94,21 +92,21 @@ def rebuild_assistant(wire_api: str, response: dict[str, Any] | None) -> Any:
 
 
 class _Conversation:
-    __slots__ = ("conv_id", "last_call", "fields", "keys", "messages", "response_key")
+    __slots__ = ("conv_id", "last_call", "fields", "messages", "response")
 
     def __init__(self, conv_id: str) -> None:
         self.conv_id = conv_id
         self.last_call = ""
-        self.fields: dict[str, bytes] = {}
-        self.keys: list[bytes] = []         # per-message keys of the last request (cache_control stripped)
-        self.messages: list[Any] = []
-        self.response_key: bytes | None = None
+        self.fields: dict[str, Any] = {}
+        self.messages: list[Any] = []       # the last request's messages, cache_control stripped
+        self.response: Any = None           # the last response, rebuilt as the message a client echoes
 
 
 class RequestRecorder:
-    """Thread-compatible when called from one event loop (the gateway's)."""
+    """Used from the gateway's event loop only. Compares parsed JSON with `==` (C speed, no
+    re-serialization): for a 1.3 MB, 400-message request a delta costs ~0.5 ms."""
 
-    def __init__(self, max_conversations: int = 512) -> None:
+    def __init__(self, max_conversations: int = 64) -> None:
         self._convs: OrderedDict[str, _Conversation] = OrderedDict()
         self._by_last: dict[str, _Conversation] = {}
         self._max = max_conversations
@@ -121,11 +119,9 @@ class RequestRecorder:
         if not isinstance(messages, list):
             messages = None
         stripped, marks = strip_cache_control(messages) if messages is not None else ([], [])
-        keys = [_key(m) for m in stripped]
         fields = {k: v for k, v in body.items() if k != list_key or messages is None}
-        field_keys = {k: _key(v) for k, v in fields.items()}
 
-        conv, keep = self._match(wire_api, keys)
+        conv, keep = self._match(stripped)
         if conv is None:
             conv = _Conversation(call_id)
             self._convs[call_id] = conv
@@ -137,48 +133,44 @@ class RequestRecorder:
             self._by_last.pop(conv.last_call, None)
             self._convs.move_to_end(conv.conv_id)
             out = {"conv": conv.conv_id, "base": conv.last_call, "keep": keep}
-            changed = {k: v for k, v in fields.items() if conv.fields.get(k) != field_keys[k]}
+            changed = {k: v for k, v in fields.items() if k not in conv.fields or conv.fields[k] != v}
             removed = [k for k in conv.fields if k not in fields]
             if changed:
                 out["set"] = changed
             if removed:
                 out["unset"] = removed
         if messages is not None:
-            appended: list[Any] = []
-            for i in range(keep, len(stripped)):
-                if conv.response_key is not None and keys[i] == conv.response_key and out["base"]:
-                    appended.append({"$response": out["base"]})
-                else:
-                    appended.append(stripped[i])
-            out["append"] = appended
+            response = conv.response if out["base"] else None
+            out["append"] = [{"$response": out["base"]} if response is not None and m == response else m
+                             for m in stripped[keep:]]
             if marks:
                 out["cache_control"] = marks
-        conv.last_call, conv.fields, conv.keys, conv.messages = call_id, field_keys, keys, stripped
-        conv.response_key = None
+        conv.last_call, conv.fields, conv.messages, conv.response = call_id, fields, stripped, None
         self._by_last[call_id] = conv
         return out
 
     def note_response(self, call_id: str, wire_api: str, response: dict[str, Any] | None) -> None:
         """Remember the rebuilt assistant message so the next turn can refer to it."""
         conv = self._by_last.get(call_id)
-        rebuilt = rebuild_assistant(wire_api, response)
-        if conv is not None and rebuilt is not None:
-            conv.response_key = _key(rebuilt)
+        if conv is not None:
+            conv.response = rebuild_assistant(wire_api, response)
 
-    def _match(self, wire_api: str, keys: list[bytes]) -> tuple[_Conversation | None, int]:
-        if not keys:
+    def _match(self, messages: list[Any]) -> tuple[_Conversation | None, int]:
+        """The conversation whose last request shares the longest message prefix with this one."""
+        if not messages:
             return None, 0
         best, best_keep = None, 0
         for conv in reversed(self._convs.values()):  # most recent first
-            if not conv.keys or conv.keys[0] != keys[0]:
+            prev = conv.messages
+            if not prev or prev[0] != messages[0]:
                 continue
-            n = min(len(conv.keys), len(keys))
-            keep = 0
-            while keep < n and conv.keys[keep] == keys[keep]:
+            n = min(len(prev), len(messages))
+            keep = 1
+            while keep < n and prev[keep] == messages[keep]:
                 keep += 1
             if keep > best_keep:
                 best, best_keep = conv, keep
-                if keep == len(conv.keys):
+                if keep == len(prev):
                     break  # a full extension of the most recent such conversation: take it
         return best, best_keep
 
