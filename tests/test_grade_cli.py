@@ -89,3 +89,10 @@ def test_validate_command(tmp_path: Path) -> None:
 def test_grade_help_lists_both_commands() -> None:
     r = runner.invoke(app, ["grade", "--help"])
     assert r.exit_code == 0 and "validate" in r.output and "runs" in r.output
+
+
+def test_options_before_results_dir_still_dispatch_to_default(tmp_path: Path) -> None:
+    results = results_with_runs(tmp_path)
+    r = runner.invoke(app, ["grade", "--judge", FAKE, "--grader", "tldr", str(results)])
+    assert r.exit_code == 0, r.output
+    assert grade_path(results, "tldr", "demo__react__m__2m__s1").exists()

@@ -215,3 +215,29 @@ def test_any_of_n_failed_calls_are_unscored(tmp_path: Path) -> None:
     grade(results, f"{MOD}:failing")
     r = rec(results, "any_of_n", "r")
     assert r["score"] is None and r["n_unscored"] == 2
+
+
+def test_summary_counts_unscored_and_success_intervals(tmp_path: Path) -> None:
+    from benchctl.grading.runner import Outcome
+    from benchctl.grading.summary import grader_rows, success_rows
+
+    def o(run: str, score: float | None, status: str, grader: str = "any_of_n") -> Outcome:
+        return Outcome(grader, run, "predictions.md", None, status, score, 10, 0 if score is not None else 10,
+                       False, run.rsplit("__s", 1)[0], 0.01)
+    outs = [o("t__m__s0", 1.0, "scored"), o("t__m__s1", 0.0, "scored"), o("t__m__s2", None, "unscored"),
+            o("t__n__s0", 1.0, "scored")]
+    row = grader_rows(outs)[0]
+    assert row["unscored"] == 1 and row["items_unscored"] == "10 of 40"
+    assert row["mean"] == "0.667 over 3 (1 unscored run(s) excluded)"
+    succ = {r["configuration"]: r for r in success_rows(outs)}
+    assert (succ["t__m"]["k"], succ["t__m"]["n"], succ["t__m"]["unscored"]) == (1, 2, 1)
+    assert succ["t__n"]["ci95"] == "0.21–1.00"   # Wilson for 1 of 1
+
+
+def test_tournament_only_task_plans_no_per_run_grades(tmp_path: Path) -> None:
+    from benchctl.grading.runner import plan
+    task = make_task(tmp_path, graders='["tournament"]')
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"issues.json": "[]"})
+    jobs, session = plan(results, GradeOptions(judge=FAKE))
+    assert jobs == [] and session.tournament
