@@ -266,3 +266,16 @@ def test_by_harness_and_tokens(tmp_path: Path) -> None:
     merged = build_report(tmp_path, Options(by="model")).table("leaderboard")
     assert len(merged.rows) == 1 and "harness" not in merged.rows[0]
     assert merged.rows[0]["score_mean"] == pytest.approx(0.4) and merged.rows[0]["n_runs"] == 2
+
+
+def test_component_means_say_how_many_runs(tmp_path: Path) -> None:
+    for seed, cov in enumerate([0.4, None, 0.6]):
+        rid = add_run(tmp_path, model=A, seed=seed)
+        add_grade(tmp_path, "coverage", rid, cov, by_cluster={} if cov is None else {"ops": cov})
+    rep = build_report(tmp_path)
+    header, cells = rep.table("leaderboard").view()
+    row = dict(zip(header, cells[0]))
+    assert row["coverage (95% CI)"].startswith("0.500 [") and row["scored"] == "2 of 3"
+    assert row["coverage"] == "0.500 (2 of 3)"
+    header, cells = rep.table("clusters").view()
+    assert dict(zip(header, cells[0]))["scored"] == "2 of 3"

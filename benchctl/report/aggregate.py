@@ -234,8 +234,8 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         (f"{headline or 'score'} (95% CI)", lambda r: fmt_interval(r["score_mean"], r["score_lo"], r["score_hi"])),
         ("scored", lambda r: f"{r['n_scored']} of {r['n_runs']}"),
         ("best", lambda r: fmt("score", r["score_best"])),
-        ("coverage", lambda r: fmt("score", r["coverage_mean"])),
-        ("TLDR", lambda r: fmt("score", r["tldr_mean"])),
+        ("coverage", lambda r: _part(r, "coverage_mean", "n_coverage")),
+        ("TLDR", lambda r: _part(r, "tldr_mean", "n_tldr")),
         ("fallback", lambda r: r["fallback_label"] or ""),
         ("refused", lambda r: str(r["refused"]) if r["refused"] else ""),
         ("errors", lambda r: ", ".join(f"{r[k]} {lbl}" for k, lbl in (("errors", "error"), ("unfinished", "unfinished")) if r[k])),
@@ -251,6 +251,13 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
     if headline is None:
         notes.append("No grades found: run `benchctl grade RESULTS_DIR` to score these runs.")
     return Table("leaderboard", "Leaderboard", cols, rows, notes, display)
+
+
+def _part(r: dict[str, Any], mean_key: str, n_key: str) -> str:
+    """A component mean, saying how many runs it covers when that is not all of them."""
+    if r[mean_key] is None:
+        return NA
+    return fmt("score", r[mean_key]) + ("" if r[n_key] == r["n_runs"] else f" ({r[n_key]} of {r['n_runs']})")
 
 
 def unscored_runs(runs: list[Run], headline: str | None) -> Table:

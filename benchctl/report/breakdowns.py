@@ -48,13 +48,17 @@ def clusters(grouping: Grouping, grader: str = "coverage") -> Table | None:
         if not n:
             continue
         names.update(acc)
-        rows.append({"config": _row_label(grouping, c), "n_scored": n} | {cl: mean_or_none(v) for cl, v in acc.items()})
+        rows.append({"config": _row_label(grouping, c), "n_scored": n, "n_runs": len(grouping.groups[c])}
+                    | {cl: mean_or_none(v) for cl, v in acc.items()})
     if not names:
         return None
     order = sorted(names, key=_natural)
-    cols = [Column("config", "configuration"), Column("n_scored", "runs", "int")] + [Column(cl, cl, "score") for cl in order]
+    cols = [Column("config", "configuration"), Column("n_scored", "scored runs", "int"),
+            Column("n_runs", "runs", "int", hidden=True)] + [Column(cl, cl, "score") for cl in order]
+    display = [("configuration", lambda r: r["config"]), ("scored", lambda r: f"{r['n_scored']} of {r['n_runs']}")]
+    display += [(cl, (lambda cl: lambda r: fmt("score", r.get(cl)))(cl)) for cl in order]
     return Table("clusters", "Coverage by finding cluster", cols, rows,
-                 ["Mean strict coverage of each cluster's findings over scored runs."])
+                 ["Mean strict coverage of each cluster's findings over scored runs."], display)
 
 
 def findings(grouping: Grouping, grader: str = "coverage") -> Table | None:

@@ -91,8 +91,8 @@ def provenance_lines(prov: dict[str, Any]) -> list[str]:
     def fmt_map(d: dict[str, Any]) -> str:
         return "; ".join(f"{k}: {', '.join(v) if isinstance(v, dict) else v}" for k, v in d.items()) or "none"
     lines = [f"benchctl {prov['report_benchctl_version']} report of {prov['results_dir']} at {prov['generated_at']}",
-             f"runs: {prov['runs']}, grade files: {prov['grades']}; made by benchctl "
-             + ", ".join(prov["run_benchctl_versions"]) if prov["run_benchctl_versions"] else "no runs",
+             f"runs: {prov['runs']}, grade files: {prov['grades']}; runs made by benchctl "
+             + (", ".join(prov["run_benchctl_versions"]) or "–"),
              f"task hashes: {fmt_map(prov['task_hashes'])}",
              f"judges: {fmt_map(prov['judges'])}",
              f"rubric hashes: {fmt_map(prov['rubric_hashes'])}"]
