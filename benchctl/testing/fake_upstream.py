@@ -94,6 +94,13 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: "FakeUpstreamServer"
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients dropping keep-alive connections (or a test cutting a stream) are normal here.
+        import sys
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -201,7 +208,7 @@ class FakeUpstreamServer:
     """A scripted vendor API on 127.0.0.1:<ephemeral>. Context manager; `.url`; `.requests`."""
 
     def __init__(self, script: Any = None, *, by_model: dict[str, Any] | None = None, latency: float = 0.0,
-                 host: str = "127.0.0.1", port: int = 0,
+                 host: str = "127.0.0.1", port: int = 0, record: bool = True,
                  models: tuple[str, ...] = ("claude-sonnet-4-5", "gpt-5", "gemini-2.5-pro")) -> None:
         def as_upstream(s: Any) -> ScriptedUpstream:
             return s if isinstance(s, ScriptedUpstream) else ScriptedUpstream(s)
@@ -209,6 +216,7 @@ class FakeUpstreamServer:
         self.upstream = as_upstream(script if script is not None else {"turns": [{"text": "ok"}]})
         self.by_model = {k: as_upstream(v) for k, v in (by_model or {}).items()}
         self.latency = latency
+        self.record = record          # False for long-running use (benchmarks): `requests` stays empty
         self.models = models
         self.requests: list[RecordedRequest] = []
         self._faults: list[Fault] = []
@@ -285,6 +293,8 @@ class FakeUpstreamServer:
 
     # -- recording
     def _record(self, r: RecordedRequest) -> None:
+        if not self.record:
+            return
         with self._new_request:
             self.requests.append(r)
             self._new_request.notify_all()
@@ -298,3 +308,27 @@ class FakeUpstreamServer:
 
     def generation_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.wire_api in GENERATION_APIS]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m benchctl.testing.fake_upstream SCRIPT [--port P] [--latency S]`: serve until killed.
+
+    Out-of-process use keeps the server's threads off a benchmark client's GIL."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m benchctl.testing.fake_upstream", description=main.__doc__)
+    ap.add_argument("script", help="script file (.json/.toml) or py:module:function")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before every response")
+    args = ap.parse_args(argv)
+    server = FakeUpstreamServer(args.script, port=args.port, latency=args.latency, record=False).start()
+    print(server.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()
