@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchctl import __version__
-from benchctl.jsonio import write_json_atomic
+from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.policies import parse_duration
 from benchctl.sweep import RunSpec, SweepConfig, SweepError, expand, load_sweep_file, normalize_variant, seeds_list
 from benchctl.tasks import Task, TaskError, load_task, prepare_data
@@ -155,10 +155,21 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
 
 
 def write_sweep_json(r: ResolvedRun) -> None:
-    write_json_atomic(r.out / SWEEP_FILE, {
-        "benchctl_version": __version__, "written_at": time.time(), "task": r.task.name,
-        "task_dir": str(r.task.task_dir), "config": r.sweep.to_dict(), "argv": sys.argv,
-        "runs": [s.run_id for s in r.specs]})
+    """The resolved config of this invocation; earlier invocations into the same directory (a
+    resume, or a sweep widened with another model) stay listed in `history` and in `runs`."""
+    path = r.out / SWEEP_FILE
+    previous: dict[str, Any] = {}
+    if path.exists():
+        try:
+            previous = read_json(path)
+        except Exception:
+            previous = {}
+    entry = {"benchctl_version": __version__, "written_at": time.time(), "config": r.sweep.to_dict(),
+             "argv": sys.argv}
+    history = list(previous.get("history", [])) + [entry]
+    runs = list(dict.fromkeys([*previous.get("runs", []), *(s.run_id for s in r.specs)]))
+    write_json_atomic(path, {**entry, "task": r.task.name, "task_dir": str(r.task.task_dir), "runs": runs,
+                             "history": history[-50:]})
 
 
 def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = None,
@@ -203,6 +214,8 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     if runner.cancel.is_set():
         print("interrupted: unfinished runs will be redone when you rerun the same command", file=sys.stderr)
         return 130
+    if progress_mode != "quiet":
+        print(f"results in {r.out}; next: benchctl grade {r.out} && benchctl report {r.out}", file=sys.stderr)
     return 1 if any(m is None or m.get("status") == "error" for _, m in results) else 0
 
 

@@ -188,12 +188,16 @@ class Runner:
                             image=self.task.image, image_digest=meta["image_digest"], budget_s=spec.budget_s)
             ctx = HarnessContext(run_id=spec.run_id, model=spec.model, instructions=self.task.instructions,
                                  sandbox=sandbox, gateway=gateway, transcript=transcript, budget=budget,
-                                 policies=self.task.policies, run_dir=path, options=dict(spec.options),
+                                 policies=self.task.policies, run_dir=path,
+                                 options={"tool_timeout": self.task.tool_timeout, **spec.options},
                                  cancel=self.cancel)
-            result = harness.run(ctx)
-            meta["reprompts"] = ctx.stop_state.reprompts
-            meta["revision_requests"] = ctx.stop_state.revisions
-            self._collect(sandbox, path, meta, transcript)
+            try:
+                result = harness.run(ctx)
+            finally:       # a crashed harness still leaves its files to look at
+                meta["reprompts"] = ctx.stop_state.reprompts
+                meta["revision_requests"] = ctx.stop_state.revisions
+                if not self.cancel.is_set():
+                    self._collect(sandbox, path, meta, transcript)
             if result.status in ("completed", "timeout") and self.task.followups and not self.cancel.is_set():
                 meta["followups"] = self._followups(spec, ctx, harness, result, sandbox, path, meta, transcript)
         except _Cancelled:

@@ -116,3 +116,39 @@ def test_data_variant_changes_the_data_and_records_its_hash(tmp_path: Path) -> N
     assert swap[0]["spec"]["variant_counts"] == {"0:Acme": 1, "1:" + r"10\.1\.(\d+)\.(\d+)": 1}
     assert "swap" in swap[0]["run_id"]
     assert (task / "data" / "app.log").read_text() == "Acme login from 10.1.2.3\n"
+
+
+class CrashingHarness:
+    """A harness plugged in through the registry that writes a file and then fails."""
+    name = "crashing"
+
+    def mounts(self) -> list:
+        return []
+
+    def tool_versions(self) -> dict:
+        return {"crashing": "1"}
+
+    def run(self, ctx):  # noqa: ANN001, ANN201
+        ctx.sandbox.put_file("/work/report.md", b"half a report\n")
+        raise RuntimeError("agent exploded")
+
+    def followup(self, ctx, prompt, previous):  # noqa: ANN001, ANN201
+        raise AssertionError("not reached")
+
+
+def test_a_crashing_harness_is_an_error_run_with_its_artifacts(tmp_path: Path) -> None:
+    from harnesses import registry
+    registry.register("crashing", CrashingHarness)
+    try:
+        task, model = make_task(tmp_path, [tool("submit")])
+        assert run_inprocess(task, model, tmp_path / "out", harnesses=["crashing"]) == 1
+    finally:
+        registry.HARNESSES.pop("crashing", None)
+    (run,) = runs(tmp_path / "out")
+    meta = read_json(run / "meta.json")
+    assert meta["status"] == "error" and "agent exploded" in meta["error"]
+    assert meta["tool_versions"] == {"crashing": "1"}
+    assert (run / "artifacts" / "report.md").read_text() == "half a report\n"
+    assert containers_with_label("benchctl.run_id", run.name) == []
+    ev = read_jsonl(run / "transcript.jsonl")
+    assert any(e["type"] == "error" and "agent exploded" in e["message"] for e in ev)
