@@ -137,3 +137,14 @@ def test_wait_for_requests_times_out_clearly() -> None:
     with FakeUpstreamServer(SCRIPT) as up:
         with pytest.raises(TimeoutError, match="got 0 request"):
             up.wait_for_requests(1, timeout=0.05)
+
+
+def test_chunked_request_body_is_read() -> None:
+    def body():
+        yield b'{"model":"m","max_tokens":5,'
+        yield b'"messages":[{"role":"user","content":"chunked hello"}]}'
+
+    with FakeUpstreamServer(SCRIPT) as up:
+        r = httpx2.post(up.url + "/v1/messages", content=body(), headers={"content-type": "application/json"})
+        assert r.status_code == 200
+        assert up.requests[0].body["messages"][0]["content"] == "chunked hello"

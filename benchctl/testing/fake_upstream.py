@@ -122,8 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         owner = self.server.owner
         path, _, query = self.path.partition("?")
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self._read_body()
         try:
             body = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
@@ -161,6 +160,20 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is None:
                 return self._send_whole(rendered.status, rendered.headers, b"".join(rendered.pieces))
         self._send_paced(rendered, fault, stream)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
 
     # -- writing
     def _head(self, status: int, headers: dict[str, str], extra: dict[str, str]) -> bytes:
