@@ -229,16 +229,20 @@ class Exchange:
         error: str | None = None
         writer = self.writer
         if call.stream and resp.status < 400:
-            writer.write(http11.stream_head(resp.status, headers, self.req.keep_alive))
+            # The head leaves with the first chunk (already fetched by the retry layer): one write, not two.
+            head: bytes | None = http11.stream_head(resp.status, headers, self.req.keep_alive)
             sent = 0
             try:
                 async for data in resp.body:
-                    if self.ttfb is None:
-                        self.ttfb = time.perf_counter()
                     parts.append(data)
                     if writer.transport.is_closing():
                         raise ConnectionResetError("client closed the connection")
-                    writer.write(http11.chunk(data))
+                    if head is not None:
+                        writer.write(head + http11.chunk(data))
+                        head = None
+                        self.ttfb = time.perf_counter()
+                    else:
+                        writer.write(http11.chunk(data))
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                         await writer.drain()
@@ -251,6 +255,8 @@ class Exchange:
                 error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
             except Exception as e:
                 error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
+            if head is not None:  # an empty stream
+                writer.write(head)
             # Record before the last byte goes out: once a client has its answer, the transcript has it too.
             self.record(call, call_id, requested, resp.status, b"".join(parts), attempts, error)
             if error is not None:

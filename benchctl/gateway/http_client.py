@@ -18,7 +18,7 @@ from typing import AsyncIterator
 from urllib.parse import urlsplit
 
 CONNECT_TIMEOUT = 15.0
-READ_TIMEOUT = 600.0      # between bytes: reasoning models can think for minutes before the first token
+READ_TIMEOUT = 600.0      # silence allowed mid-response: reasoning models can think for minutes
 MAX_IDLE_PER_ORIGIN = 64
 READ_SIZE = 1 << 16
 
@@ -31,10 +31,11 @@ Origin = tuple[str, str, int]
 
 
 class _Conn:
-    __slots__ = ("reader", "writer", "origin")
+    __slots__ = ("reader", "writer", "origin", "last_read")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, origin: Origin) -> None:
         self.reader, self.writer, self.origin = reader, writer, origin
+        self.last_read = 0.0   # loop time of the last bytes received while a request is in flight
 
     def usable(self) -> bool:
         return not self.writer.transport.is_closing() and not self.reader.at_eof()
@@ -46,79 +47,132 @@ class _Conn:
             pass
 
 
+def _chunk_size(line: bytes) -> int:
+    try:
+        return int(line.split(b";", 1)[0].strip() or b"0", 16)
+    except ValueError:
+        raise UpstreamConnectionError(f"bad chunk size line from upstream: {line[:50]!r}") from None
+
+
 class RawResponse:
     def __init__(self, pool: "ConnectionPool", conn: _Conn, status: int, headers: dict[str, str], method: str) -> None:
         self.status = status
         self.headers = headers
         self._pool, self._conn, self._method = pool, conn, method
         self._done = False
+        self._released = False
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
-        """The body, de-chunked, in pieces as they arrive; the connection goes back to the pool at the end."""
-        conn, reader = self._conn, self._conn.reader
+        """The body, de-chunked, as it arrives. Everything received so far leaves as one piece (so
+        several SSE events that arrived together cost one write downstream); nothing is held back."""
         reusable = self.headers.get("connection", "").lower() != "close"
         try:
             if self._method == "HEAD" or self.status in (204, 304):
                 pass
             elif self.headers.get("transfer-encoding", "").lower().endswith("chunked"):
-                while True:
-                    line = await _read(reader.readuntil(b"\r\n"))
-                    size = int(line.split(b";", 1)[0].strip() or b"0", 16)
-                    if size == 0:
-                        while (await _read(reader.readuntil(b"\r\n"))) != b"\r\n":
-                            pass  # trailers
-                        break
-                    data = await _read(reader.readexactly(size + 2))
-                    yield data[:-2]
+                async for piece in self._chunked():
+                    yield piece
             elif "content-length" in self.headers:
                 left = int(self.headers["content-length"])
                 while left > 0:
-                    data = await _read(reader.read(min(left, READ_SIZE)))
+                    data = await self._pool.read(self._conn, min(left, READ_SIZE))
                     if not data:
                         raise UpstreamConnectionError(f"upstream closed with {left} body bytes missing")
                     left -= len(data)
                     yield data
-            else:  # body runs until the server closes
+            else:  # the body runs until the server closes
                 reusable = False
-                while data := await _read(reader.read(READ_SIZE)):
+                while data := await self._pool.read(self._conn, READ_SIZE):
                     yield data
             self._done = True
         finally:
-            if self._done and reusable:
-                self._pool.release(conn)
-            else:
-                conn.close()
+            self._release(self._done and reusable)
+
+    async def _chunked(self) -> AsyncIterator[bytes]:
+        buf = bytearray()
+        size = -1                     # -1: expecting a size line, else that many data bytes + CRLF
+        while True:
+            out: list[bytes] = []
+            while True:
+                if size < 0:
+                    i = buf.find(b"\r\n")
+                    if i < 0:
+                        break
+                    size = _chunk_size(bytes(buf[:i]))
+                    del buf[:i + 2]
+                    if size == 0:     # last chunk: then optional trailers, then an empty line
+                        while True:
+                            i = buf.find(b"\r\n")
+                            if i == 0:
+                                if out:
+                                    yield b"".join(out)
+                                return
+                            if i > 0:
+                                del buf[:i + 2]
+                                continue
+                            data = await self._pool.read(self._conn, READ_SIZE)
+                            if not data:
+                                raise UpstreamConnectionError("upstream closed the connection in the chunked trailer")
+                            buf += data
+                if len(buf) < size + 2:
+                    break
+                out.append(bytes(buf[:size]))
+                del buf[:size + 2]
+                size = -1
+            if out:
+                yield b"".join(out)
+            data = await self._pool.read(self._conn, READ_SIZE)
+            if not data:
+                raise UpstreamConnectionError("upstream closed the connection mid-response")
+            buf += data
+
+    def _release(self, reusable: bool) -> None:
+        if not self._released:
+            self._released = True
+            self._pool.finished(self._conn, reusable)
 
     async def aclose(self) -> None:
         if not self._done:
-            self._conn.close()
-            self._done = True
-
-
-async def _read(awaitable):  # type: ignore[no-untyped-def]
-    try:
-        async with asyncio.timeout(READ_TIMEOUT):
-            return await awaitable
-    except asyncio.IncompleteReadError as e:
-        raise UpstreamConnectionError(f"upstream closed the connection mid-response ({len(e.partial)} bytes read)") from None
-    except asyncio.LimitOverrunError as e:
-        raise UpstreamConnectionError(f"upstream sent an over-long line: {e}") from None
-    except TimeoutError:
-        raise UpstreamConnectionError(f"upstream sent nothing for {READ_TIMEOUT:.0f} s") from None
+            self._release(False)
 
 
 class ConnectionPool:
+    """Per-origin idle connections. Read timeouts are enforced by one sweeper task (a timer per
+    read cost more than the rest of the proxying): a connection in use that received nothing
+    for READ_TIMEOUT seconds is closed, which ends its pending read."""
+
     def __init__(self) -> None:
         self._idle: dict[Origin, list[_Conn]] = defaultdict(list)
+        self._active: set[_Conn] = set()
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
+        self._sweeper: asyncio.Task[None] | None = None
 
-    def release(self, conn: _Conn) -> None:
+    async def read(self, conn: _Conn, n: int) -> bytes:
+        try:
+            data = await conn.reader.read(n)
+        except OSError as e:
+            raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
+        conn.last_read = asyncio.get_running_loop().time()
+        return data
+
+    def finished(self, conn: _Conn, reusable: bool) -> None:
+        self._active.discard(conn)
         idle = self._idle[conn.origin]
-        if self._closed or len(idle) >= MAX_IDLE_PER_ORIGIN or not conn.usable():
+        if not reusable or self._closed or len(idle) >= MAX_IDLE_PER_ORIGIN or not conn.usable():
             conn.close()
         else:
             idle.append(conn)
+
+    async def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closed:
+            await asyncio.sleep(min(5.0, READ_TIMEOUT / 4))
+            now = loop.time()
+            for conn in list(self._active):
+                if now - conn.last_read > READ_TIMEOUT:
+                    conn.close()
+                    conn.reader.feed_eof()  # a pending read returns b"": reported as a closed connection
 
     async def _connect(self, origin: Origin) -> _Conn:
         scheme, host, port = origin
@@ -147,8 +201,10 @@ class ConnectionPool:
         if body is not None:
             lines.append(f"content-length: {len(body)}")
         payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
         idle = self._idle.get(origin)
-        while idle:  # a reused connection the server already closed fails at once: then try the next / a new one
+        while idle:  # an idle connection the server has closed fails at once: then the next, or a new one
             conn = idle.pop()
             if not conn.usable():
                 conn.close()
@@ -156,25 +212,28 @@ class ConnectionPool:
             try:
                 return await self._exchange(conn, payload, method)
             except UpstreamConnectionError:
-                conn.close()
+                pass
         return await self._exchange(await self._connect(origin), payload, method)
 
     async def _exchange(self, conn: _Conn, payload: bytes, method: str) -> RawResponse:
+        conn.last_read = asyncio.get_running_loop().time()
+        self._active.add(conn)
         try:
             conn.writer.write(payload)
-            head = await _read(conn.reader.readuntil(b"\r\n\r\n"))
-        except OSError as e:
-            conn.close()
-            raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
-        except UpstreamConnectionError:
-            conn.close()
-            raise
-        lines = head[:-4].decode("latin-1").split("\r\n")
-        try:
+            head = await conn.reader.readuntil(b"\r\n\r\n")
+            lines = head[:-4].decode("latin-1").split("\r\n")
             status = int(lines[0].split(" ", 2)[1])
-        except (IndexError, ValueError):
+        except BaseException as e:
+            self._active.discard(conn)
             conn.close()
-            raise UpstreamConnectionError(f"bad status line from upstream: {lines[0][:100]!r}") from None
+            if isinstance(e, asyncio.IncompleteReadError):
+                raise UpstreamConnectionError(f"upstream closed the connection before responding "
+                                              f"({len(e.partial)} bytes)") from None
+            if isinstance(e, (IndexError, ValueError)):
+                raise UpstreamConnectionError("upstream sent a malformed status line") from None
+            if isinstance(e, (OSError, asyncio.LimitOverrunError)):
+                raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
+            raise
         headers: dict[str, str] = {}
         for line in lines[1:]:
             name, _, value = line.partition(":")
@@ -183,6 +242,10 @@ class ConnectionPool:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        for conn in list(self._active):
+            conn.close()
         for idle in self._idle.values():
             for conn in idle:
                 conn.close()
