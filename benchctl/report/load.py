@@ -34,7 +34,7 @@ from typing import Any, Iterator
 import orjson
 
 from benchctl.jsonio import write_bytes_atomic
-from benchctl.layout import GRADES, META, RUNS, grade_path
+from benchctl.layout import GRADES, META, RUNS
 from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT as TOURNAMENT_DIR
 
 
