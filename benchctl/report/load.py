@@ -267,4 +267,4 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
                                              "cache_hits": fc.hits, "cache_misses": fc.misses})
 
 
-__all__ = ["Item", "Grade", "Run", "Results", "load_results", "grade_path", "CACHE_FILE"]
+__all__ = ["Item", "Grade", "Run", "Results", "load_results", "gc_paused", "CACHE_FILE"]
