@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal
 
+_DECODER = json.JSONDecoder()
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _LIST_KEYS = ("scores", "findings", "results", "items", "grades")
 
@@ -73,6 +74,14 @@ def json_objects(text: str) -> Iterator[dict[str, Any]]:
         i = text.find("{", i)
         if i < 0:
             return
+        try:  # the common case, well-formed JSON, at C speed
+            obj, end = _DECODER.raw_decode(text, i)
+            if isinstance(obj, dict):
+                yield obj
+                i = end
+                continue
+        except ValueError:
+            pass
         end = _matching_brace(text, i)
         if end is None:
             i += 1
