@@ -1,0 +1,194 @@
+"""The claude-code adapter without Docker: command line, environment, stream parsing and the
+outcome rules, driven through the Sandbox seam by a fake sandbox that replays CLI output
+(shapes recorded from Claude Code 2.1.332, trimmed)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+import pytest
+
+from benchctl.policies import Budget, RunPolicies
+from benchctl.sandbox.base import ExecResult
+from benchctl.transcript import TranscriptWriter
+from harnesses.base import HarnessContext, HarnessResult
+from harnesses.claude_code import ClaudeCodeHarness
+from harnesses.claude_code import settings as cc
+
+SID = "f12c2d85-f986-4cab-9b3d-b7b88024f9aa"
+OK_STREAM = [
+    {"type": "system", "subtype": "init", "session_id": SID, "tools": ["Bash", "Write"], "model": "m",
+     "permissionMode": "bypassPermissions", "claude_code_version": "2.1.332", "apiKeySource": "ANTHROPIC_API_KEY"},
+    {"type": "assistant", "message": {"id": "msg_1", "role": "assistant", "model": "m",
+                                      "content": [{"type": "text", "text": "Let me look."}]}, "session_id": SID},
+    {"type": "assistant", "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls", "description": "list"}}]},
+     "session_id": SID},
+    {"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": "toolu_1", "type": "tool_result", "content": "a.txt\nb.txt", "is_error": False}]},
+     "session_id": SID, "tool_use_result": {"stdout": "a.txt\nb.txt", "stderr": "", "interrupted": False}},
+    {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "Stop hook feedback:\nGo on"}]},
+     "session_id": SID, "isSynthetic": True},
+    {"type": "system", "subtype": "notification", "key": "stop-hook-error", "text": "stop hook problem", "session_id": SID},
+    {"type": "result", "subtype": "success", "is_error": False, "stop_reason": "end_turn", "terminal_reason": "completed",
+     "num_turns": 3, "session_id": SID, "result": "Done.", "duration_ms": 370, "total_cost_usd": 0.0007},
+]
+REFUSED_RESULT = {"type": "result", "subtype": "success", "is_error": True, "stop_reason": "refusal",
+                  "terminal_reason": "api_error", "session_id": SID, "result": "API Error: m can't help with this."}
+API_ERROR_RESULT = {"type": "result", "subtype": "success", "is_error": True, "stop_reason": None,
+                    "api_error_status": 400, "session_id": SID, "result": "API Error: 400 bad request"}
+
+
+class FakeSandbox:
+    """Plugs into the Sandbox seam: records files and commands, replays a canned CLI exit."""
+
+    def __init__(self, reply: Callable[[list[str]], ExecResult]) -> None:
+        self.run_id, self.image_digest = "r", None
+        self.files: dict[str, bytes] = {}
+        self.commands: list[tuple[list[str], dict[str, str]]] = []
+        self.reply = reply
+
+    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        self.files[path] = data
+
+    def exec(self, cmd: Any, *, timeout: float | None = None, output_cap: int = 0, env: dict[str, str] | None = None,
+             workdir: str | None = None, user: str | None = None) -> ExecResult:
+        self.commands.append((list(cmd), dict(env or {})))
+        return self.reply(list(cmd))
+
+
+class StubGateway:
+    socket_path = Path("/tmp/some-run/gateway.sock")
+
+    def __init__(self) -> None:
+        self.routes: list[str] = []
+
+    def add_route(self, prefix: str, handler: Any) -> None:
+        self.routes.append(prefix)
+
+    def summary(self) -> dict[str, Any]:
+        return {"fallbacks": []}
+
+
+def stream(*events: dict[str, Any]) -> str:
+    return "\n".join(json.dumps(e) for e in events) + "\n"
+
+
+def ctx_for(tmp_path: Path, sandbox: FakeSandbox, budget_s: float = 600, start: float | None = None) -> HarnessContext:
+    return HarnessContext(run_id="r", model="anthropic/claude-opus-4-5", instructions="Investigate.", sandbox=sandbox,  # type: ignore[arg-type]
+                          gateway=StubGateway(), transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
+                          budget=Budget(start or time.time(), budget_s), policies=RunPolicies(), run_dir=tmp_path)
+
+
+def events(tmp_path: Path, type: str) -> list[dict[str, Any]]:
+    return [e for e in map(orjson.loads, (tmp_path / "transcript.jsonl").read_bytes().splitlines()) if e["type"] == type]
+
+
+def harness() -> ClaudeCodeHarness:
+    return ClaudeCodeHarness(options={"binary": "/bin/echo"})   # any ELF: the fake sandbox never runs it
+
+
+def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-host-secret-should-not-travel")
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    h = harness()
+    result = h.run(ctx_for(tmp_path, sb))
+    argv, env = sb.commands[0]
+    assert argv[:2] == ["/opt/benchctl/bin/claude", "-p"] and argv[-1] == "Investigate."
+    assert argv[argv.index("--model") + 1] == "claude-opus-4-5"
+    assert argv[argv.index("--permission-mode") + 1] == "bypassPermissions"
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
+    disallowed = next(a for a in argv if a.startswith("--disallowedTools="))     # the = form (variadic flag)
+    assert {"WebFetch", "WebSearch", "Agent", "Task"} <= set(disallowed.split("=", 1)[1].split(","))
+    assert env["ANTHROPIC_UNIX_SOCKET"] == "/gateway/gateway.sock" and env["ANTHROPIC_BASE_URL"] == "http://gateway"
+    assert env["ANTHROPIC_API_KEY"] == "benchctl-sandbox-token"
+    assert all(env[k] == "claude-opus-4-5" for k in cc.MODEL_ROLE_VARS)
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == env["DISABLE_TELEMETRY"] == "1"
+    assert "IS_SANDBOX" not in env                       # the sandbox user is not root
+    assert "sk-host-secret" not in json.dumps([argv, env])
+    hooks = json.loads(sb.files[cc.SETTINGS_PATH])["hooks"]
+    post = hooks["PostToolUse"][0]["hooks"][0]["command"]
+    assert post.startswith("python3 /opt/benchctl/hooks/hook.py post_tool_use --cli claude-code --socket /gateway/gateway.sock")
+    assert "stop" in hooks["Stop"][0]["hooks"][0]["command"]
+    assert result.status == "completed" and result.session_id == SID
+
+
+def test_stream_events_become_transcript_events(tmp_path: Path) -> None:
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM) + "not json\n", ""))
+    harness().run(ctx_for(tmp_path, sb))
+    assert [e["text"] for e in events(tmp_path, "assistant")] == ["Let me look."]
+    call = events(tmp_path, "tool_call")[0]
+    assert (call["id"], call["name"], call["input"]["command"]) == ("toolu_1", "Bash", "ls")
+    res = events(tmp_path, "tool_result")[0]
+    assert res["output"] == "a.txt\nb.txt" and res["is_error"] is False and res["interrupted"] is False
+    kinds = [e["kind"] for e in events(tmp_path, "harness_event")]
+    assert kinds == ["start", "init", "cli_message", "notification", "result", "unparsed_line", "exit"]
+    raw = (tmp_path / "harness" / "claude-code.1.stdout.jsonl").read_text().splitlines()
+    assert len(raw) == len(OK_STREAM) + 1
+
+
+@pytest.mark.parametrize("reply, status, message", [
+    (ExecResult(1, stream(OK_STREAM[0], REFUSED_RESULT), ""), "refused", "can't help"),
+    (ExecResult(1, stream(OK_STREAM[0], API_ERROR_RESULT), ""), "error", "HTTP 400"),
+    (ExecResult(1, "", "Error: Input must be provided\n"), "error", "exited with code 1: Error: Input must be provided"),
+    (ExecResult(0, stream(*OK_STREAM[:3]), ""), "error", "ended without a result event"),
+    (ExecResult(137, stream(*OK_STREAM), "Killed\n"), "error", "exited with code 137"),
+    (ExecResult(None, stream(*OK_STREAM[:3]), "", timed_out=True), "timeout", None),
+])
+def test_outcomes_never_say_completed_when_the_cli_failed(tmp_path: Path, reply: ExecResult, status: str,
+                                                         message: str | None) -> None:
+    result = harness().run(ctx_for(tmp_path, FakeSandbox(lambda cmd: reply)))
+    assert result.status == status
+    assert (message or "") in (result.error or "")
+    exit_info = json.loads((tmp_path / "harness" / "claude-code.1.exit.json").read_text())
+    assert exit_info["status"] == status and exit_info["exit_code"] == reply.exit_code
+    assert exit_info["argv"][-1] == "<prompt: 12 chars>"
+
+
+def test_failure_after_the_deadline_is_a_timeout(tmp_path: Path) -> None:
+    # The gateway refuses calls past the deadline, so the CLI errors out: that is the budget ending.
+    sb = FakeSandbox(lambda cmd: ExecResult(1, stream(OK_STREAM[0], API_ERROR_RESULT), ""))
+    result = harness().run(ctx_for(tmp_path, sb, budget_s=10, start=time.time() - 11))
+    assert result.status == "timeout"
+
+
+def test_followup_resumes_the_session(tmp_path: Path) -> None:
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    h = harness()
+    ctx = ctx_for(tmp_path, sb)
+    first = h.run(ctx)
+    second = h.followup(ctx, "Now write 5000 words.", first)
+    argv = sb.commands[1][0]
+    assert argv[argv.index("--resume") + 1] == SID and argv[-1] == "Now write 5000 words."
+    assert second.status == "completed" and second.details["phase"] == 2
+    assert list(sb.files) == [cc.SETTINGS_PATH]          # settings written once per sandbox
+    assert ctx.gateway.routes == ["/benchctl/hooks/"]     # the hook route registered once
+    assert h.followup(ctx, "x", HarnessResult("completed")).status == "error"   # nothing to resume
+
+
+def test_options_change_tools_model_and_arguments(tmp_path: Path) -> None:
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    ctx = ctx_for(tmp_path, sb)
+    ctx.options = {"allow_subagents": True, "cli_model": "claude-sonnet-4-5", "extra_args": ["--max-turns", "9"]}
+    harness().run(ctx)
+    argv, env = sb.commands[0]
+    disallowed = next(a for a in argv if a.startswith("--disallowedTools=")).split("=", 1)[1].split(",")
+    assert "Agent" not in disallowed and "WebSearch" in disallowed
+    assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "claude-sonnet-4-5" and argv[-3:] == ["--max-turns", "9", "Investigate."]
+    assert cc.disallowed_tools({"disallowed_tools": "A, B"}) == ["A", "B"]
+    with pytest.raises(ValueError, match="disallowed_tools must be a list"):
+        cc.disallowed_tools({"disallowed_tools": 3})
+
+
+def test_setup_problems_are_errors_with_a_reason(tmp_path: Path) -> None:
+    ctx = ctx_for(tmp_path, FakeSandbox(lambda cmd: ExecResult(0, "", "")))
+    ctx.instructions = "x" * 200_000
+    result = harness().run(ctx)
+    assert result.status == "error" and "max 100000" in (result.error or "")
+    ctx2 = ctx_for(tmp_path / "b", FakeSandbox(lambda cmd: ExecResult(0, "", "")))
+    ctx2.gateway.socket_path = None
+    result = harness().run(ctx2)
+    assert result.status == "error" and "unix socket" in (result.error or "")

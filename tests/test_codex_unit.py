@@ -1,0 +1,144 @@
+"""The codex adapter without Docker: config files, command line, JSONL parsing and outcome rules,
+through the Sandbox seam with a fake sandbox replaying Codex 0.147.0 output (trimmed)."""
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchctl.sandbox.base import ExecResult
+from harnesses.codex import CodexHarness
+from harnesses.codex import config as cx
+from test_claude_code_unit import FakeSandbox, ctx_for, events, stream
+
+TID = "01a22aad-3993-7ce3-9cdc-a8de9ed5b50b"
+OK_STREAM = [
+    {"type": "thread.started", "thread_id": TID},
+    {"type": "item.completed", "item": {"id": "item_0", "type": "error",
+                                        "message": "`--dangerously-bypass-hook-trust` is enabled."}},
+    {"type": "turn.started"},
+    {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "Looking."}},
+    {"type": "item.started", "item": {"id": "item_2", "type": "command_execution", "command": "/bin/bash -lc 'echo hi'",
+                                      "aggregated_output": "", "exit_code": None, "status": "in_progress"}},
+    {"type": "item.completed", "item": {"id": "item_2", "type": "command_execution", "command": "/bin/bash -lc 'echo hi'",
+                                        "aggregated_output": "hi\n", "exit_code": 0, "status": "completed"}},
+    {"type": "item.started", "item": {"id": "item_3", "type": "file_change", "status": "in_progress",
+                                      "changes": [{"path": "/work/report.md", "kind": "add"}]}},
+    {"type": "item.completed", "item": {"id": "item_3", "type": "file_change", "status": "completed",
+                                        "changes": [{"path": "/work/report.md", "kind": "add"}]}},
+    {"type": "item.completed", "item": {"id": "item_4", "type": "agent_message", "text": "Done."}},
+    {"type": "turn.completed", "usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 25}},
+]
+FAILED = [OK_STREAM[0], OK_STREAM[2], {"type": "error", "message": "unexpected status 400: bad thing happened"},
+          {"type": "turn.failed", "error": {"message": "unexpected status 400: bad thing happened"}}]
+
+
+def harness() -> CodexHarness:
+    return CodexHarness(options={"binary": "/bin/echo"})
+
+
+def ctx_openai(tmp_path: Path, sb: FakeSandbox, **kw: Any) -> Any:
+    ctx = ctx_for(tmp_path, sb, **kw)
+    ctx.model = "openai/gpt-5.4"
+    return ctx
+
+
+def test_codex_home_config_and_hooks(tmp_path: Path) -> None:
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    result = harness().run(ctx_openai(tmp_path, sb))
+    assert result.status == "completed" and result.session_id == TID
+    config = tomllib.loads(sb.files[f"{cx.CODEX_HOME}/config.toml"].decode())
+    provider = config["model_providers"][config["model_provider"]]
+    assert provider["wire_api"] == "responses" and provider["base_url"] == "http://127.0.0.1:18555/v1"
+    assert provider["env_key"] == cx.TOKEN_ENV
+    assert config["check_for_update_on_startup"] is False and config["web_search"] == "disabled"
+    assert config["analytics"] == {"enabled": False} and config["feedback"] == {"enabled": False}
+    assert config["features"]["plugins"] is False and config["features"]["multi_agent"] is False
+    hooks = json.loads(sb.files[f"{cx.CODEX_HOME}/hooks.json"])["hooks"]
+    assert "post_tool_use --cli codex" in hooks["PostToolUse"][0]["hooks"][0]["command"]
+    assert "stop --cli codex" in hooks["Stop"][0]["hooks"][0]["command"]
+
+
+def test_command_runs_the_forwarder_then_codex(tmp_path: Path) -> None:
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    h = harness()
+    ctx = ctx_openai(tmp_path, sb)
+    first = h.run(ctx)
+    (argv, env), = sb.commands
+    assert argv[:2] == ["bash", "-c"]
+    script = argv[2]
+    assert "python3 /opt/benchctl/gateway/forwarder.py --port 18555 --socket /gateway/gateway.sock" in script
+    assert ("/opt/benchctl/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox "
+            "--dangerously-bypass-hook-trust -m gpt-5.4 Investigate.") in script
+    assert env == {"HOME": "/home/agent", "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: "benchctl-sandbox-token"}
+    h.followup(ctx, "Now 5000 words.", first)
+    assert f"codex exec resume --json" in sb.commands[1][0][2] and f"{TID} 'Now 5000 words.'" in sb.commands[1][0][2]
+
+
+def test_non_openai_models_get_a_codex_known_name(tmp_path: Path) -> None:
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    ctx = ctx_for(tmp_path, sb)
+    ctx.model = "scripted/some/script.json"
+    harness().run(ctx)
+    assert "-m gpt-5.5 " in sb.commands[0][0][2]
+    ctx.options = {"cli_model": "gpt-5.4-mini", "forwarder_port": 20000, "reasoning_effort": "high"}
+    h = harness()
+    h.run(ctx)
+    assert "-m gpt-5.4-mini " in sb.commands[1][0][2] and "--port 20000" in sb.commands[1][0][2]
+    config = tomllib.loads(sb.files[f"{cx.CODEX_HOME}/config.toml"].decode())
+    assert config["model_reasoning_effort"] == "high"
+
+
+def test_jsonl_events_become_transcript_events(tmp_path: Path) -> None:
+    harness().run(ctx_openai(tmp_path, FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))))
+    assert [e["text"] for e in events(tmp_path, "assistant")] == ["Looking.", "Done."]
+    assert [(c["name"], c["input"]) for c in events(tmp_path, "tool_call")] == [
+        ("exec_command", {"command": "/bin/bash -lc 'echo hi'"}),
+        ("apply_patch", {"changes": [{"path": "/work/report.md", "kind": "add"}]})]
+    out = events(tmp_path, "tool_result")
+    assert out[0]["output"] == "hi\n" and out[0]["exit_code"] == 0 and out[1]["is_error"] is False
+    kinds = [e["kind"] for e in events(tmp_path, "harness_event")]
+    assert kinds == ["start", "session", "cli_warning", "turn_started", "turn_completed", "exit"]
+
+
+def refusing_sandbox(tmp_path: Path, ctx_holder: list[Any]) -> FakeSandbox:
+    """Codex exits 0 after a refusal; only the gateway's model_call event shows it."""
+    def reply(cmd: list[str]) -> ExecResult:
+        ctx_holder[0].transcript.emit("model_call", "gateway", wire_api="openai_responses", refusal=True,
+                                      served_model="openai/gpt-5.4", latency_ms=5)
+        return ExecResult(0, stream(OK_STREAM[0], OK_STREAM[2], OK_STREAM[-1]), "")
+    return FakeSandbox(reply)
+
+
+@pytest.mark.parametrize("reply, status, message", [
+    (ExecResult(1, stream(*FAILED), ""), "error", "codex failed: unexpected status 400"),
+    (ExecResult(2, "", "error: unexpected argument '--bogus'\n"), "error", "exited with code 2: error: unexpected argument"),
+    (ExecResult(0, stream(*OK_STREAM[:4]), ""), "error", "without completing a turn"),
+    (ExecResult(None, stream(*OK_STREAM[:4]), "", timed_out=True), "timeout", None),
+])
+def test_outcomes_never_say_completed_when_the_cli_failed(tmp_path: Path, reply: ExecResult, status: str,
+                                                         message: str | None) -> None:
+    result = harness().run(ctx_openai(tmp_path, FakeSandbox(lambda cmd: reply)))
+    assert result.status == status and (message or "") in (result.error or "")
+    exit_info = json.loads((tmp_path / "harness" / "codex.1.exit.json").read_text())
+    assert exit_info["status"] == status
+
+
+def test_a_refusal_seen_only_by_the_gateway_is_refused(tmp_path: Path) -> None:
+    holder: list[Any] = []
+    sb = refusing_sandbox(tmp_path, holder)
+    ctx = ctx_openai(tmp_path, sb)
+    holder.append(ctx)
+    result = harness().run(ctx)
+    assert result.exit_code == 0 and result.status == "refused"
+    assert result.details["served_models"] == {"openai/gpt-5.4": 1}
+
+
+def test_bad_port_option_is_a_clear_error(tmp_path: Path) -> None:
+    ctx = ctx_openai(tmp_path, FakeSandbox(lambda cmd: ExecResult(0, "", "")))
+    ctx.options = {"forwarder_port": 80}
+    result = harness().run(ctx)
+    assert result.status == "error" and "forwarder_port must be 1024-65535" in (result.error or "")
