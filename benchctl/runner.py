@@ -11,6 +11,7 @@ Docker and with fakes.
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -149,7 +150,11 @@ class Runner:
     def _run_guarded(self, spec: RunSpec) -> RunMeta | None:
         if self.cancel.is_set():
             return None            # never started: nothing written, resume will do it
-        return self.run_one(spec)
+        try:
+            return self.run_one(spec)
+        except Exception as e:     # e.g. the results disk is full: other runs go on; no meta = redo
+            print(f"run {spec.run_id} could not be recorded: {type(e).__name__}: {e}", file=sys.stderr)
+            return None
 
     def run_one(self, spec: RunSpec) -> RunMeta:
         path = run_dir(self.out, spec.run_id)
