@@ -323,3 +323,59 @@ def test_gateway_summarize_reads_what_we_encode(wire_api: str, stream: bool) -> 
     assert s.usage["output_tokens"] == 20
     r = up.render(call)
     assert summarize(wire_api, stream, b"".join(r.pieces), r.status).refusal
+
+
+# ---------------------------------------------------------------- thinking / reasoning
+
+THINK = {"turns": [{"thinking": "The user wants a listing; " * 6, "text": "Listing now.",
+                    "tool_calls": [{"name": "bash", "input": {"command": "ls"}}],
+                    "usage": {"input_tokens": 10, "output_tokens": 60, "reasoning_tokens": 40}}]}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_in_every_sdk(stream: bool) -> None:
+    thought = THINK["turns"][0]["thinking"]
+    with FakeUpstreamServer(THINK) as up:
+        m = _ask(_anthropic(up), stream)
+        assert [b.type for b in m.content] == ["thinking", "text", "tool_use"]
+        assert m.content[0].thinking == thought and m.content[0].signature
+
+        r = _respond(_openai(up), stream)
+        assert [o.type for o in r.output] == ["reasoning", "message", "function_call"]
+        assert r.output[0].summary[0].text == thought and r.output_text == "Listing now."
+        assert r.usage.output_tokens_details.reasoning_tokens == 40 and r.usage.output_tokens == 60
+
+        kw = dict(model="g", contents="x")
+        c = _gemini(up)
+        chunks = list(c.models.generate_content_stream(**kw)) if stream else [c.models.generate_content(**kw)]
+        parts = [p for ch in chunks for p in ch.candidates[0].content.parts]
+        assert "".join(p.text for p in parts if p.thought) == thought
+        assert "".join(p.text for p in parts if p.text and not p.thought) == "Listing now."
+        assert chunks[-1].usage_metadata.thoughts_token_count == 40
+        assert chunks[-1].usage_metadata.candidates_token_count == 20
+
+        oc = _openai(up)
+        if stream:
+            deltas = [ch.choices[0].delta for ch in oc.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], stream=True) if ch.choices]
+            assert "".join(getattr(d, "reasoning_content", None) or "" for d in deltas) == thought
+        else:
+            msg = oc.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}]).choices[0].message
+            assert msg.reasoning_content == thought and msg.content == "Listing now."
+
+
+@pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: bool) -> None:
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.upstream import ModelId, UpstreamCall
+    from benchctl.gateway.wire_parse import summarize
+
+    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), {"model": "m"}, stream,  # type: ignore[arg-type]
+                        "alt=sse" if stream else "")
+    r = ScriptedUpstream(THINK).render(call)
+    s = summarize(wire_api, stream, b"".join(r.pieces), r.status)
+    assert s.text == "Listing now." and s.usage["output_tokens"] == 60
+    assert [t["name"] for t in s.tool_calls] == ["bash"]
+    if wire_api != "anthropic_messages":  # Anthropic reports no separate reasoning count
+        assert s.usage["reasoning_tokens"] == 40

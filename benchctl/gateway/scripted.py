@@ -19,6 +19,9 @@ Script format (JSON shown; TOML uses the same keys with [[turns]] tables):
 
 Turn fields (all optional, but a turn needs text, tool_calls, refusal or error):
   text          assistant text (for a refusal: the refusal message)
+  thinking      reasoning before the answer: an Anthropic thinking block (with a dummy signature),
+                a Responses reasoning item with a summary, Gemini `thought` parts, and chat
+                `reasoning_content` (the OpenAI-compatible servers' field); counted as reasoning tokens
   tool_calls    [{"name": str, "input": object, "id"?: str}]; ids are generated when absent. A string
                 input is a free-form tool call (Responses `custom_tool_call`, e.g. Codex apply_patch);
                 APIs without free-form tools receive it as {"input": "<string>"}
@@ -28,7 +31,8 @@ Turn fields (all optional, but a turn needs text, tool_calls, refusal or error):
                 -> that HTTP status with the vendor's error body (and retry-after header)
   stop_reason   override: end_turn | tool_use | max_tokens | refusal | stop_sequence
   usage         {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                 "reasoning_tokens"}; missing counts are estimated (~4 characters per token)
+                 "reasoning_tokens"}; missing counts are estimated (~4 characters per token).
+                input_tokens is uncached input; output_tokens includes reasoning_tokens
   model         the served model name reported in the response (default: the requested one)
   delay         seconds before the response starts (headers)
   chunks        split the streamed text (and tool arguments) into about this many pieces
@@ -62,7 +66,7 @@ from benchctl.gateway import wire_format as wf
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 AFTER_END = ("repeat_last", "stop", "error")
-_TURN_KEYS = {"text", "tool_calls", "refusal", "error", "stop_reason", "usage", "model", "delay", "chunks",
+_TURN_KEYS = {"text", "thinking", "tool_calls", "refusal", "error", "stop_reason", "usage", "model", "delay", "chunks",
               "chunk_delay", "match", "match_in"}
 _USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
 
@@ -74,6 +78,7 @@ class ScriptError(ValueError):
 @dataclass
 class Turn:
     text: str = ""
+    thinking: str = ""
     tool_calls: list[wf.ToolCall] = field(default_factory=list)
     refusal: bool = False
     error: dict[str, Any] | None = None
@@ -122,6 +127,8 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
     t = Turn()
     if "text" in d:
         t.text = need("text", str, "a string")
+    if "thinking" in d:
+        t.thinking = need("thinking", str, "a string")
     if "refusal" in d:
         t.refusal = need("refusal", bool, "true or false")
     for key in ("delay", "chunk_delay"):
@@ -367,14 +374,15 @@ def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedR
     served = turn.model or req.model
     out_text = turn.text + "".join(tc.arguments_json() + tc.name for tc in turn.tool_calls)
     u = turn.usage
+    reasoning = u.get("reasoning_tokens", estimate_tokens(turn.thinking) if turn.thinking else 0)
     usage = wf.Usage(input_tokens=u.get("input_tokens", estimate_tokens(req.full_text)),
-                     output_tokens=u.get("output_tokens", estimate_tokens(out_text)),
+                     output_tokens=u.get("output_tokens", estimate_tokens(out_text) + reasoning),
                      cache_read_tokens=u.get("cache_read_tokens", 0),
                      cache_write_tokens=u.get("cache_write_tokens", 0),
-                     reasoning_tokens=u.get("reasoning_tokens", 0))
+                     reasoning_tokens=reasoning)
     reply = wf.Reply(turn.text, [wf.ToolCall(tc.name, tc.input, tc.id) for tc in turn.tool_calls], turn.refusal,
-                     turn.stop_reason, usage, served)
-    longest = max([len(turn.text)] + [len(tc.arguments_json()) for tc in turn.tool_calls])
+                     turn.stop_reason, usage, served, thinking=turn.thinking)
+    longest = max([len(turn.text), len(turn.thinking)] + [len(tc.arguments_json()) for tc in turn.tool_calls])
     reply.chunk_chars = wf.pieces_for("x" * longest, turn.chunks)
     body = call.body or {}
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

@@ -82,6 +82,7 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     model: str = "scripted"
     chunk_chars: int = 64            # text/argument piece size in streams
+    thinking: str = ""               # reasoning shown before the answer (thinking block / reasoning summary)
 
     @property
     def effective_stop(self) -> str:
@@ -127,8 +128,15 @@ def _tool_ids(reply: Reply, prefix: str) -> list[str]:
     return [tc.id or new_id(prefix) for tc in reply.tool_calls]
 
 
+def _signature() -> str:
+    # Opaque to clients; they send it back with the thinking block and we never check it.
+    return "Es" + new_id("", 86)
+
+
 def anthropic_json(reply: Reply) -> bytes:
     content: list[dict[str, Any]] = []
+    if reply.thinking:
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": _signature()})
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for tc, tid in zip(reply.tool_calls, _tool_ids(reply, "toolu_01")):
@@ -145,6 +153,16 @@ def anthropic_sse(reply: Reply) -> list[bytes]:
         "id": new_id("msg_01"), "type": "message", "role": "assistant", "model": reply.model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": start_usage}})]
     index = 0
+    if reply.thinking:
+        ev.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {"type": "thinking", "thinking": "", "signature": ""}}))
+        for piece in split_text(reply.thinking, reply.chunk_chars):
+            ev.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "thinking_delta", "thinking": piece}}))
+        ev.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                               "delta": {"type": "signature_delta", "signature": _signature()}}))
+        ev.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
     if reply.text:
         ev.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
                                                "content_block": {"type": "text", "text": ""}}))
@@ -183,6 +201,9 @@ def _responses_usage(u: Usage) -> dict[str, Any]:
 def _responses_output(reply: Reply) -> list[dict[str, Any]]:
     """The completed output items (ids fixed, so the stream and the final object agree)."""
     items: list[dict[str, Any]] = []
+    if reply.thinking:
+        items.append({"id": new_id("rs_", 32), "type": "reasoning", "encrypted_content": None,
+                      "summary": [{"type": "summary_text", "text": reply.thinking}]})
     if reply.refusal:
         items.append({"id": new_id("msg_", 32), "type": "message", "status": "completed", "role": "assistant",
                       "content": [{"type": "refusal", "refusal": reply.text}]})
@@ -229,7 +250,20 @@ def responses_sse(reply: Reply) -> list[bytes]:
     emit("response.created", response=_responses_object(reply, rid, created, "in_progress", [], None))
     emit("response.in_progress", response=_responses_object(reply, rid, created, "in_progress", [], None))
     for oi, item in enumerate(output):
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            text = item["summary"][0]["text"]
+            emit("response.output_item.added", output_index=oi, item={**item, "summary": []})
+            part = {"type": "summary_text", "text": ""}
+            emit("response.reasoning_summary_part.added", item_id=item["id"], output_index=oi, summary_index=0,
+                 part=part)
+            for piece in split_text(text, reply.chunk_chars):
+                emit("response.reasoning_summary_text.delta", item_id=item["id"], output_index=oi, summary_index=0,
+                     delta=piece)
+            emit("response.reasoning_summary_text.done", item_id=item["id"], output_index=oi, summary_index=0,
+                 text=text)
+            emit("response.reasoning_summary_part.done", item_id=item["id"], output_index=oi, summary_index=0,
+                 part={**part, "text": text})
+        elif item["type"] == "message":
             part = item["content"][0]
             is_refusal = part["type"] == "refusal"
             emit("response.output_item.added", output_index=oi,
@@ -285,6 +319,9 @@ def _chat_usage(u: Usage) -> dict[str, Any]:
 def chat_json(reply: Reply) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": None if reply.refusal else (reply.text or None),
                                "refusal": reply.text if reply.refusal else None}
+    if reply.thinking:
+        # Not in OpenAI's API; the field OpenAI-compatible servers (vLLM, DeepSeek, OpenRouter) use.
+        message["reasoning_content"] = reply.thinking
     if reply.tool_calls:
         message["tool_calls"] = [{"id": cid, "type": "function",
                                   "function": {"name": tc.name, "arguments": tc.arguments_json()}}
@@ -307,6 +344,8 @@ def chat_sse(reply: Reply, include_usage: bool = True) -> list[bytes]:
 
     key = "refusal" if reply.refusal else "content"
     ev = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    for piece in split_text(reply.thinking, reply.chunk_chars):
+        ev.append(chunk({"reasoning_content": piece}))
     for piece in split_text(reply.text, reply.chunk_chars):
         ev.append(chunk({key: piece}))
     for i, (tc, tid) in enumerate(zip(reply.tool_calls, _tool_ids(reply, "call_"))):
@@ -362,17 +401,23 @@ def _gemini_chunk(reply: Reply, rid: str, parts: list[dict[str, Any]], finish: s
 
 
 def _gemini_parts(reply: Reply) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(text parts, function-call parts). A safety block carries no content, as the API does."""
+    """(thought + text parts, function-call parts). A safety block carries no content, as the API does."""
     if reply.refusal:
         return [], []
     calls = [{"functionCall": {"id": tid, "name": tc.name, "args": tc.object_input}}
              for tc, tid in zip(reply.tool_calls, _tool_ids(reply, "call_"))]
-    return [{"text": p} for p in split_text(reply.text, reply.chunk_chars)], calls
+    thoughts = [{"text": p, "thought": True} for p in split_text(reply.thinking, reply.chunk_chars)]
+    return thoughts + [{"text": p} for p in split_text(reply.text, reply.chunk_chars)], calls
 
 
 def gemini_json(reply: Reply) -> bytes:
     texts, calls = _gemini_parts(reply)
-    parts = ([{"text": reply.text}] if texts else []) + calls
+    parts: list[dict[str, Any]] = []
+    if texts and reply.thinking:
+        parts.append({"text": reply.thinking, "thought": True})
+    if texts and reply.text:
+        parts.append({"text": reply.text})
+    parts += calls
     return _j(_gemini_chunk(reply, new_id("", 22), parts, _GEMINI_FINISH[reply.effective_stop]))
 
 
