@@ -67,6 +67,14 @@ def test_csv_round_trip(results: Path) -> None:
     assert code == 0 and "finding,cluster" in out
     code, _, err = cli(str(results), "--format", "csv", "--table", "nope")
     assert code == 2 and "no table named 'nope'" in err
+    out_dir = results.parent / "csv_all"
+    code, _, err = cli(str(results), "--format", "csv", "--table", "all", "--output", str(out_dir))
+    assert code == 0
+    names = sorted(p.stem for p in out_dir.glob("*.csv"))
+    assert names == sorted(t.name for t in build_report(results).tables)
+    findings = list(csv.DictReader(l for l in (out_dir / "findings.csv").read_text().splitlines() if not l.startswith("#")))
+    assert [r["finding"] for r in findings] == ["F1", "F2", "F3"] and findings[0]["hit_rate"] == "1.0"
+    assert cli(str(results), "--format", "csv", "--table", "all")[0] == 2
 
 
 def test_markdown_and_terminal(results: Path) -> None:

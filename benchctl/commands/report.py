@@ -35,7 +35,8 @@ def report(
     separate_fallback: bool = typer.Option(False, "--separate-fallback", help="Show runs that fell back as their own rows."),
     by: By = typer.Option(By.auto, "--by", help="Row grouping: model, or model+harness (auto: harness when several)."),
     score: Optional[str] = typer.Option(None, "--score", help="Headline grader (default: combined, else coverage, else tldr)."),
-    table: str = typer.Option("leaderboard", "--table", help="Which table --format csv writes (leaderboard, clusters, findings, ...)."),
+    table: str = typer.Option("leaderboard", "--table", help="Which table --format csv writes (leaderboard, clusters, findings, ...); "
+                              "`all` writes <table>.csv for every table into the --output directory."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Re-parse every file; do not read or write RESULTS_DIR/.benchctl-report-cache."),
 ) -> None:
     """Leaderboard by model x budget (mean over seeds with 95% intervals), breakdowns, any-of-N and
@@ -66,7 +67,19 @@ def report(
         html.write_text(to_html(rep), encoding="utf-8")
         typer.echo(f"wrote {html}", err=True)
 
+    if format is Format.csv and table == "all":
+        from benchctl.report.render_text import to_csv
+        if output is None:
+            typer.echo("error: --table all writes one CSV per table: give a directory with --output DIR", err=True)
+            raise typer.Exit(2)
+        output.mkdir(parents=True, exist_ok=True)
+        for t in rep.tables:
+            (output / f"{t.name}.csv").write_text(to_csv(rep, t.name), encoding="utf-8")
+        typer.echo(f"wrote {len(rep.tables)} CSV files to {output}", err=True)
+        return
     if format is Format.table:
+        import sys
+
         from rich.console import Console
         if output is not None:
             with output.open("w", encoding="utf-8") as f:
@@ -74,7 +87,8 @@ def report(
                 print_report(rep, Console(file=f, width=200, no_color=True))
             return
         from benchctl.report.render_terminal import print_report
-        print_report(rep)
+        # Piped output gets a wide fixed width instead of rich's 80 columns (tables would fold).
+        print_report(rep, Console(width=None if sys.stdout.isatty() else 200))
         return
     from benchctl.report import render_text
     try:
