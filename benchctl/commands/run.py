@@ -24,7 +24,7 @@ def run(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results directory (a sweep)."),
     concurrency: int = typer.Option(1, "--concurrency", "-j", help="Runs at the same time."),
     fallback: Optional[str] = typer.Option(None, "--fallback", help="Model to switch to when the model refuses."),
-    variant: list[str] = typer.Option([], "--variant", help="Data variant from the task's [variants]; repeat; 'base' = unmodified."),
+    variant: list[str] = typer.Option([], "--variant", help="Data variant (a name from the task's variants table); repeat; 'base' = unmodified data."),
     sweep: Optional[Path] = typer.Option(None, "--sweep", help="Sweep file (TOML) instead of the options above."),
     progress: str = typer.Option("auto", "--progress", help="auto | rich | json | quiet."),
 ) -> None:
