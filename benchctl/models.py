@@ -267,5 +267,12 @@ async def acomplete(model: str, messages: list[dict[str, Any]], *, system: str |
 def complete(model: str, messages: list[dict[str, Any]], *, system: str | None = None, max_tokens: int = 4096,
              temperature: float | None = None, transcript: TranscriptWriter | None = None) -> Completion:
     """Synchronous `acomplete`; safe from any thread (including one that runs its own event loop)."""
+    loop = _CALLER.loop()
+    try:
+        if asyncio.get_running_loop() is loop:
+            # e.g. a Python-callable script calling complete(): blocking here would deadlock the loop.
+            raise ModelCallError("complete() called from benchctl.models' own event loop; use `await acomplete(...)`")
+    except RuntimeError:
+        pass  # no running loop in this thread: the normal case
     coro = _complete_on_loop(model, messages, system, max_tokens, temperature, transcript)
     return _CALLER.submit(coro).result()

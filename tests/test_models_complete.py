@@ -163,3 +163,12 @@ def test_each_provider_native_wire(provider: str, env: dict, suffix: str, path: 
         assert req.path == path
         body = json.dumps(req.body)
         assert "You are a grader." in body and "Grade this report." in body and "321" in body
+
+
+def test_sync_complete_inside_a_running_event_loop(tmp_path: Path) -> None:
+    model = _script(tmp_path, {"turns": [{"text": "fine"}]})
+
+    async def caller() -> str:
+        return complete(model, USER).text   # blocking call from async code must not deadlock
+
+    assert asyncio.run(caller()) == "fine"
