@@ -72,8 +72,9 @@ def test_resume_after_sigkill_finishes_every_run_exactly_once(tmp_path: Path) ->
         assert containers_with_label("benchctl.run_id", r.name) == []
 
 
-def test_sigint_leaves_no_container(tmp_path: Path) -> None:
-    name = f"sigint{uuid.uuid4().hex[:6]}"
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_leaves_no_container(tmp_path: Path, signum: int) -> None:
+    name = f"sig{uuid.uuid4().hex[:6]}"
     task, model = make_task(tmp_path, [bash("sleep 120")], name=name, after_end="repeat_last")
     out = tmp_path / "out"
     p = start([str(task), "--model", model, "--budget", "5m", "--seeds", "2", "--concurrency", "2", "--out", str(out)])
@@ -83,7 +84,7 @@ def test_sigint_leaves_no_container(tmp_path: Path) -> None:
                               if c.labels.get("benchctl.run_id", "").startswith(ids[0])]) == 2, 120,
                  "both sandboxes running")
         time.sleep(1.0)
-        os.killpg(p.pid, signal.SIGINT)
+        os.killpg(p.pid, signum)
         _, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
