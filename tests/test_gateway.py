@@ -178,3 +178,33 @@ def test_tcp_listen_and_socket_permissions(tmp_path: Path, monkeypatch: pytest.M
         client = anthropic.Anthropic(api_key=SANDBOX_TOKEN, base_url=gw.url)
         assert [m.id for m in client.models.list()] == ["claude-sonnet-4-5"]
     gw.close()  # idempotent
+
+
+def test_upstream_echoing_the_real_key_is_scrubbed_before_the_client(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    for rig in make_rig(tmp_path, monkeypatch, {"turns": [{"match": ".", "text": f"your key is {REAL_KEY}"}]}):
+        client = anthropic_client(rig.gw)
+        assert client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+                                      ).content[0].text == "your key is [REDACTED]"
+        with client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
+            assert REAL_KEY not in s.get_final_message().content[0].text
+        assert REAL_KEY.encode() not in rig.transcript_path.read_bytes()
+
+
+def test_expect_100_continue_and_gemini_query_key_is_not_forwarded(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for rig in make_rig(tmp_path, monkeypatch, model="google/gemini-2.5-pro"):
+        body = b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}'
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(str(rig.gw.socket_path))
+        sock.sendall(f"POST /v1beta/models/x:generateContent?key={SANDBOX_TOKEN} HTTP/1.1\r\nhost: g\r\n"
+                     f"expect: 100-continue\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n".encode())
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+        sock.close()
+        assert reply.startswith(b"HTTP/1.1 200") and b"Let me look." in reply
+        upstream = rig.up.generation_requests()[0]
+        assert SANDBOX_TOKEN not in upstream.query and upstream.headers["x-goog-api-key"] == REAL_KEY

@@ -96,7 +96,7 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
     try:
         while True:
             try:
-                req = await http11.read_request(reader)
+                req = await http11.read_request(reader, writer)
             except (http11.BadRequest, ValueError) as e:
                 writer.write(http11.whole_response(400, JSON, error_body(None, 400, f"benchctl gateway: {e}",
                                                                          "invalid_request_error"), keep_alive=False))
@@ -108,6 +108,14 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
                 break
     except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
         pass
+    except Exception as e:  # a gateway bug: tell the client and the transcript, keep serving others
+        gw.transcript.emit("error", source="gateway", error=f"gateway internal error: {type(e).__name__}: {e}")
+        try:
+            writer.write(http11.whole_response(500, JSON, error_body(None, 500, f"benchctl gateway internal error: "
+                                                                          f"{type(e).__name__}: {e}", "api_error"),
+                                               keep_alive=False))
+        except Exception:
+            pass
     finally:
         try:
             writer.close()
@@ -183,7 +191,9 @@ class Exchange:
         if self.wire == "anthropic_count_tokens" and served.provider != "anthropic":
             return self.estimate_tokens(body, requested, served, gemini=False)
         headers = {k: v for k, v in req.headers.items() if k in PASS_HEADERS}
-        call = UpstreamCall(self.wire, req.method, path, served, body, stream, req.query, headers)  # type: ignore[arg-type]
+        # The sandbox token may come as ?key= (Gemini style): it is ours, never forwarded.
+        query = "&".join(p for p in req.query.split("&") if p and not p.startswith("key=")) if req.query else ""
+        call = UpstreamCall(self.wire, req.method, path, served, body, stream, query, headers)  # type: ignore[arg-type]
         return await self.forward(call, requested)
 
     # ------------------------------------------------------------------ forwarding
@@ -228,6 +238,7 @@ class Exchange:
         parts: list[bytes] = []
         error: str | None = None
         writer = self.writer
+        gw_redact = self.gw.redact  # real keys never reach the client, even if an upstream echoed one
         if call.stream and resp.status < 400:
             # The head leaves with the first chunk (already fetched by the retry layer): one write, not two.
             head: bytes | None = http11.stream_head(resp.status, headers, self.req.keep_alive)
@@ -238,11 +249,11 @@ class Exchange:
                     if writer.transport.is_closing():
                         raise ConnectionResetError("client closed the connection")
                     if head is not None:
-                        writer.write(head + http11.chunk(data))
+                        writer.write(head + http11.chunk(gw_redact(data)))
                         head = None
                         self.ttfb = time.perf_counter()
                     else:
-                        writer.write(http11.chunk(data))
+                        writer.write(http11.chunk(gw_redact(data)))
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                         await writer.drain()
@@ -272,7 +283,7 @@ class Exchange:
                 resp.status = 502
             self.ttfb = time.perf_counter()
             self.record(call, call_id, requested, resp.status, data, attempts, error)
-            self.send_whole(resp.status, headers, data)
+            self.send_whole(resp.status, headers, self.gw.redact(data))
         if writer.transport.get_write_buffer_size() > 0:
             await writer.drain()
         return True

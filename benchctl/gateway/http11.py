@@ -32,7 +32,7 @@ class Request:
     keep_alive: bool
 
 
-async def read_request(reader: asyncio.StreamReader) -> Request | None:
+async def read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None = None) -> Request | None:
     """The next request on the connection, or None when the client closed it cleanly."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -53,6 +53,8 @@ async def read_request(reader: asyncio.StreamReader) -> Request | None:
         if not sep:
             raise BadRequest(f"bad header line {line[:100]!r}")
         headers[name.strip().lower()] = value.strip()
+    if writer is not None and headers.get("expect", "").lower() == "100-continue":
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits a second for this before big bodies
     if headers.get("transfer-encoding", "").lower() == "chunked":
         body = await _read_chunked(reader)
     else:

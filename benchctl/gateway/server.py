@@ -31,7 +31,7 @@ from benchctl.gateway.registry import resolve_upstream
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream
 from benchctl.gateway.wire_parse import USAGE_KEYS
-from benchctl.transcript import TranscriptWriter
+from benchctl.transcript import Redactor, TranscriptWriter
 
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
 
@@ -69,6 +69,7 @@ class Gateway:
         self.prices = PriceTable(config.prices_path)
         self.transcript = transcript if transcript is not None else TranscriptWriter(None)
         self.recorder = RequestRecorder()
+        self.redact = Redactor()   # secret values of this host's environment, scrubbed from what clients get
         self.routes: list[tuple[str, RouteHandler]] = []
         self._deadline = config.deadline
         # Resolve upstreams now so a misconfigured model fails before the run starts.
