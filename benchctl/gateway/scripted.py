@@ -37,14 +37,23 @@ Turn fields (all optional, but a turn needs text, tool_calls, refusal or error):
   delay         seconds before the response starts (headers)
   chunks        split the streamed text (and tool arguments) into about this many pieces
   chunk_delay   seconds between stream events
-  match         regex (Python `re.search`); the turn is a *rule*: chosen whenever it matches, never
-                consumed. Turns without `match` are consumed in order.
+  match         regex (Python `re.search`, dot matches newline); the turn is a *rule*: chosen whenever
+                it matches (the first matching rule in file order wins), never consumed. Turns
+                without `match` are consumed in order, so concurrent judge calls get the right
+                answer from rules whatever order they arrive in.
   match_in      what `match` searches: "last_user" (default: the text of the last user message,
                 including tool results) or "request" (system + every message)
 
 Script fields: `turns` (required, non-empty list), `after_end` ("repeat_last" (default): replay
 the last in-order turn; "stop": answer "[script finished]" with no tool calls; "error": HTTP 400
-naming the script). Unknown keys are errors, so a typo never silently does nothing.
+naming the script), `description` (free text). Unknown keys are errors, so a typo never
+silently does nothing; errors name the file, the turn index and the field.
+
+A Python callable gets a `ScriptRequest` (wire_api, model, system, messages as
+[{"role", "text"}], tool_names, last_user_text, full_text, body) and returns one turn dict,
+validated like a script turn. It runs on the caller's event loop: keep it fast and use the
+turn's `delay` (an asyncio sleep) to simulate latency, never time.sleep.
+Token counting (/v1/messages/count_tokens) is answered from the request and consumes no turn.
 
 State (which turn is next) belongs to one ScriptedUpstream instance and is thread-safe.
 """
