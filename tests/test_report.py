@@ -130,13 +130,17 @@ def test_variants_side_by_side(tmp_path: Path) -> None:
     for seed, s in enumerate([0.3, 0.5]):
         add_grade(tmp_path, "combined", add_run(tmp_path, model=A, seed=seed, variant="swapped",
                                                 task_hash="sha256:task2"), s)
+    add_run(tmp_path, model=A, seed=2, variant="swapped", task_hash="sha256:task2", status="error")
     rep = build_report(tmp_path)
     v = rep.table("variants").rows
     assert len(v) == 1
     assert v[0]["original:mean"] == pytest.approx(0.5) and v[0]["swapped:mean"] == pytest.approx(0.4)
     assert v[0]["swapped:delta"] == pytest.approx(-0.1) and v[0]["swapped:n"] == 2
+    assert v[0]["swapped:runs"] == 3                      # the error run is counted, not averaged
+    header, cells = rep.table("variants").view()
+    assert dict(zip(header, cells[0]))["swapped"] == "0.400 (2 of 3)"
     assert {r["variant"] for r in rep.table("leaderboard").rows} == {"original", "swapped"}
-    assert rep.provenance["task_hashes"] == {"wiki": {"sha256:task1": 2}, "wiki~swapped": {"sha256:task2": 2}}
+    assert rep.provenance["task_hashes"] == {"wiki": {"sha256:task1": 2}, "wiki~swapped": {"sha256:task2": 3}}
     assert not rep.warnings                              # different hashes per variant are expected
 
 

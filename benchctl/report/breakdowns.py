@@ -146,10 +146,12 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
     if not grouping.varies["variant"] or headline is None:
         return None
     cells: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    totals: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     names: set[str] = set()
     for c, runs in grouping.groups.items():
         key = (c.task, c.budget_s, c.budget, c.model, c.harness, c.tools, c.fell_back)
         names.add(c.variant)
+        totals[key][c.variant] += len(runs)
         for r in runs:
             if averaged(r) and (s := r.score(headline)) is not None:
                 cells[key][c.variant].append(s)
@@ -167,14 +169,16 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
             vals = cells[key].get(v, [])
             row[f"{v}:mean"] = mean_or_none(vals)
             row[f"{v}:n"] = len(vals)
+            row[f"{v}:runs"] = totals[key].get(v, 0)
             if v != "original":
                 row[f"{v}:delta"] = (row[f"{v}:mean"] - base) if base is not None and vals else None
         rows.append(row)
     cols = [Column("config", "configuration")]
     display = [("configuration", lambda r: r["config"])]
     for v in order:
-        cols += [Column(f"{v}:mean", f"{v}", "score"), Column(f"{v}:n", f"{v} n", "int")]
-        display.append((v, (lambda v: lambda r: f"{fmt('score', r[f'{v}:mean'])} (n={r[f'{v}:n']})")(v)))
+        cols += [Column(f"{v}:mean", f"{v}", "score"), Column(f"{v}:n", f"{v} scored", "int"),
+                 Column(f"{v}:runs", f"{v} runs", "int")]
+        display.append((v, (lambda v: lambda r: f"{fmt('score', r[f'{v}:mean'])} ({r[f'{v}:n']} of {r[f'{v}:runs']})")(v)))
         if v != "original":
             cols.append(Column(f"{v}:delta", f"Δ {v}", "score"))
             display.append((f"Δ {v}", (lambda v: lambda r: _signed(r[f"{v}:delta"]))(v)))
