@@ -109,3 +109,13 @@ def test_followup_artifacts_are_kept_separately(tmp_path: Path) -> None:
     assert (run / "artifacts" / "report.followup-1.md").read_text() == "expanded\n"
     assert meta["followups"][0]["status"] == "completed"
     assert any(e["type"] == "followup" and e["prompt"] == "Now expand the report." for e in ev)
+
+
+def test_timeout_during_a_slow_model_call(tmp_path: Path) -> None:
+    task, model = make_task(tmp_path, [tool("create", path="report.md", file_text="early\n"),
+                                       {"text": "thinking...", "delay": 30}])
+    assert run_inprocess(task, model, tmp_path / "out", budget="3s") == 0
+    meta, ev, run = only_run(tmp_path / "out")
+    assert meta["status"] == "timeout", meta.get("error")
+    assert meta["elapsed_s"] < 15
+    assert (run / "artifacts" / "report.md").read_text() == "early\n"
