@@ -217,6 +217,11 @@ def test_tournament_tables(tmp_path: Path) -> None:
     assert (m["cancelled"], m["points_a"], m["share_a"]) == (1, 13.0, pytest.approx(13 / 19))
     assert rep.provenance["tournament_canonical_hashes"] == {"envx": "c1"}
     assert not any("unknown run" in w for w in rep.warnings)
+    flagged = RATINGS | {"flags": RATINGS["flags"] | {"disconnected": True, "components": [[A], [B]],
+                                                       "match_rows_omitted": True, "excluded_runs": ["rx"]}}
+    write_ratings(tmp_path, flagged)
+    notes = " ".join(build_report(tmp_path).table("tournament").notes)
+    assert "disconnected" in notes and f"{A} | {B}" in notes and "omitted" in notes and "rx" in notes
 
 
 def test_not_a_results_dir(tmp_path: Path) -> None:

@@ -77,6 +77,11 @@ def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
         notes.append(f"A small prior was used (weight {flags.get('prior_weight')}) because the maximum-likelihood fit does not exist.")
     if flags.get("failed_envs"):
         notes.append("Environments left out (judge failed): " + ", ".join(flags["failed_envs"]))
+    if flags.get("excluded_runs"):
+        notes.append(f"{len(flags['excluded_runs'])} runs were excluded from the tournament: "
+                     + ", ".join(flags["excluded_runs"][:10]) + (" ..." if len(flags["excluded_runs"]) > 10 else ""))
+    if flags.get("match_rows_omitted"):
+        notes.append("Per-match rows were omitted from ratings.json (too many matches); no match table.")
     if flags.get("no_issue_runs"):
         notes.append(f"{len(flags['no_issue_runs'])} runs entered with no issues artifact (score 0).")
     out.append(Table("tournament", "Tournament (Elo)", cols, rows, notes, display))
