@@ -225,17 +225,25 @@ async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: 
         raise ModelCallError(str(e)) from None
     _check_messages(messages)
     _check_key(mid)
+    from benchctl.gateway.wire_parse import summarize
     call = build_request(mid, messages, system, max_tokens, temperature)
+    dropped: list[str] = []
     t0 = time.perf_counter()
     try:
         status, body, served_hdr, attempts = await _call(mid, call)
+        s = summarize(call.wire_api, False, body, status)
+        if status == 400 and temperature is not None and "temperature" in (s.error or "").lower():
+            # Reasoning models (o-series, gpt-5, some thinking configs) reject `temperature`; a judge
+            # config shared across models should still work, so resend once without it and record that.
+            dropped.append("temperature")
+            call = build_request(mid, messages, system, max_tokens, None)
+            status, body, served_hdr, attempts = await _call(mid, call)
+            s = summarize(call.wire_api, False, body, status)
     except ModelCallError as e:
         if transcript is not None:
             transcript.emit("model_error", "grader", requested_model=model, error=str(e))
         raise
     latency = time.perf_counter() - t0
-    from benchctl.gateway.wire_parse import summarize
-    s = summarize(call.wire_api, False, body, status)
     if status >= 400 or s.error:
         msg = f"{model}: {s.error or f'HTTP {status}'}"
         if len(attempts) > 1:
@@ -252,7 +260,8 @@ async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: 
     if transcript is not None:
         transcript.emit("model_call", "grader", requested_model=model, served_model=served, wire_api=call.wire_api,
                         usage=s.usage, cost_usd=cost, latency_s=round(latency, 4), stop_reason=s.stop_reason,
-                        refusal=s.refusal, attempts=attempts, system=system, messages=messages, text=s.text)
+                        refusal=s.refusal, attempts=attempts, system=system, messages=messages, text=s.text,
+                        **({"dropped_params": dropped} if dropped else {}))
     return completion
 
 

@@ -172,3 +172,23 @@ def test_sync_complete_inside_a_running_event_loop(tmp_path: Path) -> None:
         return complete(model, USER).text   # blocking call from async code must not deadlock
 
     assert asyncio.run(caller()) == "fine"
+
+
+def test_temperature_rejected_by_model_is_dropped_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "reasoning_model.py").write_text(textwrap.dedent("""
+        def answer(req):
+            if "temperature" in req.body:
+                return {"error": {"status": 400, "message": "Unsupported parameter: 'temperature' is not supported"}}
+            return {"text": "graded without temperature"}
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path) as tw:
+        c = complete("scripted/py:reasoning_model:answer", USER, temperature=0, transcript=tw)
+    assert c.text == "graded without temperature"
+    assert json.loads(path.read_text())["dropped_params"] == ["temperature"]
+    # a 400 about anything else is an error, not a silent resend
+    other = _script(tmp_path, {"turns": [{"error": {"status": 400, "message": "Unsupported parameter: x"}}]})
+    with pytest.raises(ModelCallError, match="Unsupported parameter: x"):
+        complete(other, USER, temperature=0)
+    sys.modules.pop("reasoning_model", None)
