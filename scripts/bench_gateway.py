@@ -97,6 +97,12 @@ async def measure(target: str, stream: bool, calls: int, concurrency: int) -> li
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), to report the gateway's CPU per call."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] * 1000
@@ -120,15 +126,17 @@ def main() -> int:
         gw.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
         print(f"fake upstream {url}; gateway unix:{sock}; {args.calls} calls per cell; {os.cpu_count()} cpus\n")
         print(f"{'metric':<8} {'callers':>7} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} {'p99':>8} | "
-              f"{'added p50':>9} {'p99':>8}   (ms)")
+              f"{'added p50':>9} {'p99':>8} | {'gw CPU/call':>11}   (ms)")
         for concurrency in args.concurrency:
             for stream in (False, True):
                 direct = asyncio.run(measure(url, stream, args.calls, concurrency))
+                cpu0 = cpu_seconds(gw.pid)
                 via = asyncio.run(measure(f"unix:{sock}", stream, args.calls, concurrency))
+                cpu = (cpu_seconds(gw.pid) - cpu0) / (len(via) + 3 * concurrency) * 1000
                 d50, d99, v50, v99 = pct(direct, 50), pct(direct, 99), pct(via, 50), pct(via, 99)
                 name = "ttfb" if stream else "plain"
                 print(f"{name:<8} {concurrency:>7} | {d50:>10.3f} {d99:>8.3f} | {v50:>11.3f} {v99:>8.3f} | "
-                      f"{v50 - d50:>9.3f} {v99 - d99:>8.3f}")
+                      f"{v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f}")
     finally:
         if gw is not None:
             gw.send_signal(2)
