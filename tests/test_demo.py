@@ -13,6 +13,16 @@ from benchctl.jsonio import read_json, read_jsonl
 from benchctl.tasks import load_task
 from tests._run_helpers import REPO, cli
 
+# The demo's transcript, model calls left out (the gateway writes those from its own thread):
+# a golden sequence, so any change in how the policies are wired shows up here.
+def step(kind: str, n: int = 1, words: bool = False) -> list[str]:
+    one = ["assistant", f"tool_call:{kind}", f"tool_result:{kind}"] + (["notice:words"] if words else []) + ["notice:time"]
+    return one * n
+
+
+GOLDEN = (["run_start"] + step("bash", 3) + step("create", words=True) + ["assistant", "reprompt"]
+          + step("bash") + step("edit", 3, words=True) + step("submit") + ["harness_event", "run_end"])
+
 DEMO_CMD = ["run", "configs/demo", "--model", "scripted/configs/demo/investigator.json", "--budget", "2m"]
 
 
@@ -51,6 +61,10 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path: Path) -> None:
     assert 150 <= len(report.split()) <= 600
     ev = read_jsonl(run / "transcript.jsonl")
     assert [e["type"] for e in ev].count("reprompt") == 1
+    seq = [e["type"] + (f":{e['name']}" if e["type"] in ("tool_call", "tool_result") else "")
+           + (f":{e['kind']}" if e["type"] == "notice" else "") for e in ev if e["type"] != "model_call"]
+    assert seq == GOLDEN
+    assert [e["seq"] for e in ev] == list(range(len(ev)))
     assert read_json(out / "sweep.json")["runs"] == [run.name]
     # rerunning the same command resumes: the finished run is skipped, nothing rewritten
     mtime = (run / "meta.json").stat().st_mtime_ns
