@@ -148,3 +148,18 @@ def test_chunked_request_body_is_read() -> None:
         r = httpx2.post(up.url + "/v1/messages", content=body(), headers={"content-type": "application/json"})
         assert r.status_code == 200
         assert up.requests[0].body["messages"][0]["content"] == "chunked hello"
+
+
+def test_in_stream_error_event_reaches_the_sdk() -> None:
+    import openai
+    with FakeUpstreamServer(SCRIPT) as up:
+        up.error_event_next(after_pieces=3, message="Overloaded mid-stream")
+        with pytest.raises(anthropic.APIStatusError, match="Overloaded mid-stream"):
+            with _client(up).messages.stream(model="m", max_tokens=5,
+                                             messages=[{"role": "user", "content": "x"}]) as s:
+                for _ in s:
+                    pass
+        up.error_event_next(after_pieces=2, message="chat broke")
+        oc = openai.OpenAI(base_url=up.url + "/v1", api_key="k", max_retries=0)
+        with pytest.raises(openai.APIError, match="chat broke"):
+            list(oc.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True))

@@ -487,3 +487,18 @@ def error_headers(retry_after: float | None) -> dict[str, str]:
         h["retry-after"] = str(int(retry_after)) if float(retry_after).is_integer() else str(retry_after)
         h["retry-after-ms"] = str(int(float(retry_after) * 1000))
     return h
+
+
+def stream_error_event(wire_api: str, message: str, status: int = 529) -> bytes:
+    """The in-stream error event a vendor sends when a 200 stream fails midway (e.g. overload)."""
+    if wire_api == "anthropic_messages":
+        kind = _ANTHROPIC_ERR.get(status, "api_error")
+        return _sse("error", {"type": "error", "error": {"type": kind, "message": message}})
+    if wire_api == "openai_responses":
+        return _sse("error", {"type": "error", "code": "server_error", "message": message, "param": None,
+                              "sequence_number": 0})
+    if wire_api == "gemini":
+        return b"data: " + _j({"error": {"code": status, "message": message,
+                                         "status": _GOOGLE_STATUS.get(status, "UNAVAILABLE")}}) + b"\r\n\r\n"
+    return b"data: " + _j({"error": {"message": message, "type": "server_error", "param": None,
+                                     "code": "server_error"}}) + b"\n\n"

@@ -16,8 +16,9 @@ Fault injection (each applies to the next generation request(s), not to side cal
 token counting or model listing): `fail_next(status, retry_after=...)` (429 / 500 / 529 with the
 vendor's error body, no script turn consumed), `reset_next(after_pieces)` (TCP reset mid-stream),
 `pause_next(event, after_pieces)` (stop mid-stream until the event is set),
-`malformed_next(after_pieces)` (a broken SSE event), and `latency` (seconds before every
-response). Every request is recorded in `requests` (path, query, lowercased headers, JSON body).
+`malformed_next(after_pieces)` (a broken SSE event), `error_event_next(after_pieces)` (the
+vendor's in-stream error event, e.g. Anthropic `event: error` overloaded_error, then the end of a
+200 stream), and `latency` (seconds before every response). Every request is recorded in `requests` (path, query, lowercased headers, JSON body).
 
 Sockets use TCP_NODELAY and whole-buffer writes so keep-alive clients see no delayed-ACK stalls.
 """
@@ -60,7 +61,7 @@ class RecordedRequest:
 
 @dataclass
 class Fault:
-    kind: str                         # status | reset | pause | malformed
+    kind: str                         # status | reset | pause | malformed | error_event
     status: int = 500
     retry_after: float | None = None
     message: str = ""
@@ -159,7 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not stream or rendered.status != 200:
             if fault is None:
                 return self._send_whole(rendered.status, rendered.headers, b"".join(rendered.pieces))
-        self._send_paced(rendered, fault, stream)
+        self._send_paced(rendered, fault, stream, wire_api)
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
@@ -185,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.wfile.write(self._head(status, headers, {"content-length": str(len(body))}) + body)
 
-    def _send_paced(self, rendered: RenderedReply, fault: Fault | None, stream: bool) -> None:
+    def _send_paced(self, rendered: RenderedReply, fault: Fault | None, stream: bool, wire_api: str) -> None:
         pieces = list(rendered.pieces)
         if not stream:
             # A non-streaming body arrives in one piece; split it so a fault can land mid-body.
@@ -207,6 +208,11 @@ class _Handler(BaseHTTPRequestHandler):
                             return
                 if fault.kind == "malformed":
                     self._chunk(MALFORMED_SSE)
+                if fault.kind == "error_event":
+                    # A 200 stream that fails midway: the vendor's error event, then the end of the body.
+                    self._chunk(wf.stream_error_event(wire_api, fault.message or "Overloaded", fault.status))
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
             if i and rendered.chunk_delay:
                 time.sleep(rendered.chunk_delay)
             self._chunk(piece)
@@ -299,6 +305,10 @@ class FakeUpstreamServer:
     def malformed_next(self, after_pieces: int = 1) -> None:
         """The next response carries a broken SSE event after `after_pieces` events."""
         self._add(Fault("malformed", after_pieces=after_pieces), 1)
+
+    def error_event_next(self, after_pieces: int = 1, *, status: int = 529, message: str = "Overloaded") -> None:
+        """The next stream sends the vendor's in-stream error event after `after_pieces` events and ends."""
+        self._add(Fault("error_event", status, None, message, after_pieces), 1)
 
     def _take_fault(self) -> Fault | None:
         with self._lock:
