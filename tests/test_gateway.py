@@ -208,3 +208,14 @@ def test_expect_100_continue_and_gemini_query_key_is_not_forwarded(tmp_path: Pat
         assert reply.startswith(b"HTTP/1.1 200") and b"Let me look." in reply
         upstream = rig.up.generation_requests()[0]
         assert SANDBOX_TOKEN not in upstream.query and upstream.headers["x-goog-api-key"] == REAL_KEY
+
+
+def test_httpx2_upstream_client_option_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHCTL_GATEWAY_HTTP_CLIENT", "httpx2")
+    for rig in make_rig(tmp_path, monkeypatch):
+        client = anthropic_client(rig.gw)
+        with client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
+            assert s.get_final_message().content[1].input == {"command": "ls /data"}
+        assert client.messages.create(model="m", max_tokens=5,
+                                      messages=[{"role": "user", "content": "x"}]).content[0].text == "Done."
+        assert type(rig.gw.upstream_for(rig.gw.router.primary).inner._client).__name__ == "AsyncClient"

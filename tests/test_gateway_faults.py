@@ -141,3 +141,23 @@ def test_refusal_retry_policy_asks_again_before_the_client_sees_it(tmp_path: Pat
         assert len(rig.up.generation_requests()) == 4
         assert [r["action"] for r in rig.events("refusal")] == ["retry", "retry", "none"]
         assert rig.gw.summary()["served_models"] == {"anthropic/claude-sonnet-4-5": 4}
+
+
+def test_openai_compatible_base_url_per_name_and_clear_error_without_one(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchctl.gateway import Gateway, GatewayConfig
+    from benchctl.gateway.clients import openai_client
+    from benchctl.gateway.http_upstreams import UpstreamConfigError
+    from benchctl.testing.fake_upstream import FakeUpstreamServer
+    monkeypatch.delenv("OPENAI_COMPATIBLE_BASE_URL", raising=False)
+    with pytest.raises(UpstreamConfigError, match="BENCHCTL_OPENAI_COMPATIBLE_QWEN3_CODER_BASE_URL"):
+        Gateway(GatewayConfig(model="openai-compatible/qwen3-coder", socket_path=tmp_path / "x.sock"))
+    with FakeUpstreamServer({"turns": [{"text": "open weights here"}]}) as up:
+        monkeypatch.setenv("BENCHCTL_OPENAI_COMPATIBLE_QWEN3_CODER_BASE_URL", up.url + "/v1")
+        monkeypatch.setenv("OPENAI_COMPATIBLE_QWEN3_CODER_API_KEY", "router-key-123456789")
+        with Gateway(GatewayConfig(model="openai-compatible/qwen3-coder", socket_path=tmp_path / "y.sock")) as gw:
+            chat = openai_client(gw).chat.completions.create(model="anything",
+                                                             messages=[{"role": "user", "content": "hi"}])
+        assert chat.choices[0].message.content == "open weights here"
+        request = up.generation_requests()[0]
+        assert request.body["model"] == "qwen3-coder" and request.headers["authorization"] == "Bearer router-key-123456789"
