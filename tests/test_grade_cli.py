@@ -31,6 +31,9 @@ def test_default_form_grades_and_prints_summary(tmp_path: Path) -> None:
         assert g in r.output
         assert grade_path(results, g, "demo__react__m__2m__s0").exists()
     assert "0 of 14" in r.output   # unscored items, counted over all coverage items
+    assert "judge calls: 6" in r.output   # 2 runs x (2 coverage batches + 1 tldr)
+    again = runner.invoke(app, ["grade", str(results), "--judge", FAKE])
+    assert again.exit_code == 0 and "judge calls: 0" in again.output   # resumed: nothing to redo
 
 
 def test_explicit_subcommand_form_with_filters(tmp_path: Path) -> None:

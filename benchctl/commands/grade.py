@@ -59,11 +59,20 @@ def runs(
         raise typer.Exit(2) from None
     opts = GradeOptions(judge=judge, graders=list(grader) if grader else None, concurrency=concurrency,
                         force=force, task_dir=task, run_glob=run)
-    try:
-        session = asyncio.run(grade_results(results, opts))
-    except GradingConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+    from rich.progress import Progress
+
+    from benchctl.grading.summary import make_console
+    console = make_console()
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
+        bar = progress.add_task("grading", total=None)
+        try:
+            session = asyncio.run(grade_results(
+                results, opts, on_done=lambda _o: progress.advance(bar),
+                on_plan=lambda n: progress.update(bar, total=n)))
+        except GradingConfigError as e:
+            progress.stop()
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
     print_summary(session)
     if not session.outcomes and not session.tournament:
         typer.echo("no finished runs matched; nothing graded", err=True)

@@ -36,11 +36,14 @@ class Tally:
 
 
 class Judge:
-    def __init__(self, model: str, *, concurrency: int = 16, max_tokens: int = 4096) -> None:
+    def __init__(self, model: str, *, concurrency: int = 16, max_tokens: int = 4096,
+                 temperature: float | None = 0.0) -> None:
         if concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
         self.model = model
         self.max_tokens = max_tokens
+        # 0 for repeatable grades; benchctl.models drops it for models that reject temperature
+        self.temperature = temperature
         self.concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
         self.calls = 0
@@ -53,7 +56,8 @@ class Judge:
         async with self._sem:
             self.calls += 1
             try:
-                completion = await acomplete(self.model, messages, system=system, max_tokens=self.max_tokens)
+                completion = await acomplete(self.model, messages, system=system, max_tokens=self.max_tokens,
+                                             temperature=self.temperature)
             except ModelCallError as e:
                 tally.failed_calls += 1
                 raise JudgeFailed(f"judge call failed after retries: {e}") from None

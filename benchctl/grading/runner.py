@@ -134,9 +134,14 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
 
 
 async def grade_results(results: Path, opts: GradeOptions,
-                        on_done: Callable[[Outcome], None] | None = None) -> Session:
+                        on_done: Callable[[Outcome], None] | None = None,
+                        on_plan: Callable[[int], None] | None = None) -> Session:
+    """Grade everything `plan` finds. on_plan(n) is told how many grades will follow; on_done
+    is called once per grade (written or reused) — hooks for a progress display."""
     results = Path(results)
     jobs, session = plan(results, opts)
+    if on_plan:
+        on_plan(sum(len([g for g in gs if g in GRADERS or g in DERIVED]) for _, gs in jobs))
     judge = Judge(opts.judge, concurrency=opts.concurrency)
 
     async def finish(rec: dict[str, Any], reused: bool) -> None:

@@ -83,6 +83,7 @@ def print_summary(session: Session) -> None:
         for row in succ:
             t2.add_row(*(str(row[c]) for c in ("configuration", "k", "n", "rate", "ci95", "unscored")))
         console.print(t2)
+    console.print(f"judge calls: {session.judge_calls}")
     for run_id, why in session.skipped_runs:
         console.print(f"[dim]not graded: {run_id}: {why}[/dim]")
     missing = sum(o.status == "unscored" for o in session.outcomes)
