@@ -86,3 +86,11 @@ def test_coverage_summary_weights_clusters_and_unscored() -> None:
     assert raw == pytest.approx((1.0 + 2.1 + 0.5) / 5)
     assert by_cluster == pytest.approx({"a": 2.2 / 4, "b": 0.0})   # no entry for the all-unscored cluster
     assert summarise([{"id": "F1", "score": None, "strict": None}]) == (None, None, {})  # type: ignore[list-item]
+
+
+def test_quote_found_checks_the_report_text() -> None:
+    from benchctl.grading.coverage import _squash, quote_found
+    report = _squash("At 02:33 svc-backup granted\n itself the Admin role.")
+    assert quote_found('"svc-backup granted itself the admin role."', report) is True
+    assert quote_found("svc-backup deleted the database", report) is False
+    assert quote_found("", report) is None

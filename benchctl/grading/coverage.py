@@ -39,6 +39,19 @@ def summarise(items: list[GradeItem]) -> tuple[float | None, float | None, dict[
     return coverage, raw, by_cluster
 
 
+def _squash(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def quote_found(quote: str, squashed_report: str) -> bool | None:
+    """Whether the judge's supporting quote really occurs in the report (None: no quote given).
+    A judge that invents quotes is worth knowing about when validating it."""
+    q = _squash(quote).strip("\"'“”‘’. …")
+    if not q:
+        return None
+    return q in squashed_report
+
+
 def format_findings(batch: list[Finding]) -> str:
     return "\n".join(f"- id {f.id}: {f.text}" for f in batch)
 
@@ -101,6 +114,7 @@ async def grade_coverage(job: GradeJob, judge: Judge) -> GradeRecord:
     nonce = nonce_for(report)
     results = await asyncio.gather(*(judge_batch(job, judge, b, report, nonce, tally) for b in batches))
     items: list[GradeItem] = []
+    squashed = _squash(report)
     for batch, (scores, info) in zip(batches, results):
         for f in batch:
             s = scores.get(f.id)
@@ -108,7 +122,8 @@ async def grade_coverage(job: GradeJob, judge: Judge) -> GradeRecord:
             if s is None:
                 item.update(score=None, strict=None, error=info.get("error", "unscored"))
             else:
-                item.update(score=s.score, strict=strict_score(s.score), quote=s.quote, reason=s.reason)
+                item.update(score=s.score, strict=strict_score(s.score), quote=s.quote, reason=s.reason,
+                            quote_found=quote_found(s.quote, squashed))  # type: ignore[typeddict-unknown-key]
             items.append(item)
     cov, raw, by_cluster = summarise(items)
     return make_record("coverage", job, judge.model, rubric_hash, items=items, score=cov, raw_score=raw,
