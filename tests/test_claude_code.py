@@ -2,6 +2,7 @@
 against a scripted Anthropic upstream (FakeUpstreamServer). Tool names and shapes: CLI_FACTS.md."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,18 @@ def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, m
         assert "sleep 300" not in ps and "/opt/benchctl/bin/claude" not in ps
         report = rig.sandbox.collect(["/work/report.md"], tmp_path / "artifacts")
         assert report.copied and (tmp_path / "artifacts" / "report.md").read_text() == SHORT_REPORT
+
+
+def test_cancel_stops_the_cli_and_is_an_error(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = {"turns": [{"tool_calls": [{"name": "Bash", "input": {"command": "sleep 300", "timeout": 600000}}]}]}
+    h = ClaudeCodeHarness()
+    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
+                 policies=NO_POLICIES) as rig:
+        timer = threading.Timer(2.0, rig.ctx.cancel.set)     # what SIGINT/SIGTERM does in the runner
+        timer.start()
+        try:
+            result = h.run(rig.ctx)
+        finally:
+            timer.cancel()
+        assert result.status == "error" and result.error == "cancelled"
+        assert "sleep 300" not in rig.sandbox.exec("ps -eo args", timeout=10).stdout
