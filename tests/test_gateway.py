@@ -219,3 +219,17 @@ def test_httpx2_upstream_client_option_still_works(tmp_path: Path, monkeypatch: 
         assert client.messages.create(model="m", max_tokens=5,
                                       messages=[{"role": "user", "content": "x"}]).content[0].text == "Done."
         assert type(rig.gw.upstream_for(rig.gw.router.primary).inner._client).__name__ == "AsyncClient"
+
+
+def test_gzip_request_body_is_accepted_and_unknown_encoding_refused(rig: Rig) -> None:
+    import gzip
+
+    import httpx2
+    body = b'{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}'
+    headers = {"x-api-key": SANDBOX_TOKEN, "content-type": "application/json"}
+    with httpx2.Client(transport=httpx2.HTTPTransport(uds=str(rig.gw.socket_path))) as h:
+        ok = h.post("http://gateway/v1/messages", content=gzip.compress(body),
+                    headers={**headers, "content-encoding": "gzip"})
+        bad = h.post("http://gateway/v1/messages", content=body, headers={**headers, "content-encoding": "zstd"})
+    assert ok.status_code == 200 and ok.json()["content"][0]["text"] == "Let me look."
+    assert bad.status_code == 415 and "zstd" in bad.json()["error"]["message"]

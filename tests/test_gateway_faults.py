@@ -161,3 +161,14 @@ def test_openai_compatible_base_url_per_name_and_clear_error_without_one(tmp_pat
         assert chat.choices[0].message.content == "open weights here"
         request = up.generation_requests()[0]
         assert request.body["model"] == "qwen3-coder" and request.headers["authorization"] == "Bearer router-key-123456789"
+
+
+def test_no_retry_wait_runs_past_the_deadline(rig: Rig) -> None:
+    import time
+    rig.gw.set_deadline(time.time() + 0.5)
+    rig.up.fail_next(503, retry_after=2, times=3)
+    t0 = time.monotonic()
+    with pytest.raises(anthropic.APIStatusError):
+        _client(rig).messages.create(model="m", max_tokens=5, messages=MSG)
+    assert time.monotonic() - t0 < 1.5
+    assert len(rig.events("model_call")[0]["retries"]) == 1

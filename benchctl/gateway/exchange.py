@@ -15,6 +15,7 @@ import math
 import re
 import socket
 import time
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -168,11 +169,16 @@ class Exchange:
         if gw.deadline is not None and time.time() > gw.deadline:
             return self.fail(400, "benchctl: time budget exhausted", "invalid_request_error",
                              event_type="model_error", served_model=str(served))
+        encoding = req.headers.get("content-encoding", "identity").lower()
+        if encoding not in ("identity", "gzip", "deflate"):
+            return self.fail(415, f"benchctl gateway: request content-encoding {encoding!r} is not supported "
+                                  "(send identity, gzip or deflate)", "invalid_request_error")
         try:
-            body = orjson.loads(req.body) if req.body else {}
+            raw = req.body if encoding == "identity" else zlib.decompress(req.body, 47 if encoding == "gzip" else 15)
+            body = orjson.loads(raw) if raw else {}
             if not isinstance(body, dict):
                 raise ValueError("request body must be a JSON object")
-        except ValueError as e:
+        except (ValueError, zlib.error) as e:
             return self.fail(400, f"benchctl gateway: request body is not valid JSON: {e}", "invalid_request_error")
         requested = path_model or body.get("model")
         if requested and requested != served.name and gw.config.other_model_policy == "reject":

@@ -7,6 +7,8 @@ fake (imported lazily so real runs never load it). Every upstream comes back wra
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from benchctl.gateway.retry import RetryingUpstream, RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream
 
@@ -20,6 +22,8 @@ def raw_upstream(model: ModelId) -> Upstream:
     return http_upstream(model)
 
 
-def resolve_upstream(model: ModelId | str, retry: RetryPolicy | None = None) -> Upstream:
+def resolve_upstream(model: ModelId | str, retry: RetryPolicy | None = None,
+                     deadline: Callable[[], float | None] | None = None) -> Upstream:
+    """`deadline()` (unix seconds or None), when given, stops retries that would wait past it."""
     model_id = model if isinstance(model, ModelId) else ModelId.parse(model)
-    return RetryingUpstream(raw_upstream(model_id), retry)
+    return RetryingUpstream(raw_upstream(model_id), retry, deadline)

@@ -3,7 +3,8 @@
 Retried: 429, 5xx (529 "overloaded" included), connection errors and resets, and a stream
 that dies before its first byte. Not retried: other 4xx (the request is wrong; retrying
 cannot help). A stream already partly passed to the client cannot be retried: its error is
-surfaced (the gateway ends the stream with an error event and records it).
+surfaced (the gateway ends the stream with an error event and records it). No retry waits
+past the run's deadline: the last failure is surfaced instead.
 
 Every attempt is recorded in `UpstreamResponse.attempts` as
 {"attempt": n, "status": int | None, "error": str | None, "wait_s": float}, where wait_s is
@@ -13,13 +14,25 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.stop import stop_base
 
 from benchctl.gateway.upstream import Upstream, UpstreamCall, UpstreamResponse
+
+class stop_when(stop_base):
+    """Stop retrying when a predicate of the retry state says so (here: the run's deadline)."""
+
+    def __init__(self, predicate: Callable[[RetryCallState], bool]) -> None:
+        self.predicate = predicate
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self.predicate(retry_state)
+
 
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 
@@ -83,9 +96,22 @@ async def _bytes_iter(data: bytes) -> AsyncIterator[bytes]:
 class RetryingUpstream:
     """Wraps an Upstream; `send` returns a response whose first chunk has already arrived."""
 
-    def __init__(self, inner: Upstream, policy: RetryPolicy | None = None) -> None:
+    def __init__(self, inner: Upstream, policy: RetryPolicy | None = None,
+                 deadline: Callable[[], float | None] | None = None) -> None:
         self.inner = inner
         self.policy = policy or RetryPolicy()
+        self.deadline = deadline  # unix seconds (or None); no retry wait may end past it
+
+    def _past_deadline(self, state: RetryCallState) -> bool:
+        deadline = self.deadline() if self.deadline else None
+        return deadline is not None and time.time() + self._wait_preview(state) > deadline
+
+    def _wait_preview(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.policy.max_wait)
+        return min(self.policy.initial_wait * (2 ** (state.attempt_number - 1)), self.policy.max_wait)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -125,7 +151,8 @@ class RetryingUpstream:
         def before_sleep(state: RetryCallState) -> None:
             attempts[-1]["wait_s"] = round(state.next_action.sleep if state.next_action else 0.0, 3)
 
-        retrying = AsyncRetrying(stop=stop_after_attempt(max(1, self.policy.max_attempts)), wait=self._wait,
+        stop = stop_after_attempt(max(1, self.policy.max_attempts)) | stop_when(self._past_deadline)
+        retrying = AsyncRetrying(stop=stop, wait=self._wait,
                                  retry=retry_if_exception_type(RetryableFailure), before_sleep=before_sleep,
                                  reraise=True)
         try:

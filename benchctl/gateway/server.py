@@ -73,7 +73,7 @@ class Gateway:
         self.routes: list[tuple[str, RouteHandler]] = []
         self._deadline = config.deadline
         # Resolve upstreams now so a misconfigured model fails before the run starts.
-        self._upstreams: dict[ModelId, Upstream] = {m: resolve_upstream(m, config.retry)
+        self._upstreams: dict[ModelId, Upstream] = {m: resolve_upstream(m, config.retry, lambda: self._deadline)
                                                     for m in (primary, fallback) if m is not None}
         self._stats_lock = threading.Lock()
         self._calls = 0
@@ -227,7 +227,7 @@ class Gateway:
     def upstream_for(self, model: ModelId) -> Upstream:
         upstream = self._upstreams.get(model)
         if upstream is None:
-            upstream = self._upstreams[model] = resolve_upstream(model, self.config.retry)
+            upstream = self._upstreams[model] = resolve_upstream(model, self.config.retry, lambda: self._deadline)
         return upstream
 
     def next_call_id(self) -> str:
