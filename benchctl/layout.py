@@ -104,6 +104,9 @@ class GradeItem(TypedDict, total=False):
     quote: str
     reason: str
     error: str
+    quote_found: bool           # the judge's quote really occurs in the report
+    prediction: str             # any_of_n: the prediction text
+    verdict: str | None         # any_of_n: the judge's last verdict
 
 
 class GradeRecord(TypedDict, total=False):
