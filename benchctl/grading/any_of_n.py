@@ -104,7 +104,7 @@ async def judge_prediction(job: GradeJob, judge: Judge, index: int, prediction: 
     system = render(cfg.prompts["system"], nonce=nonce)
     messages: list[dict[str, Any]] = [{"role": "user", "content": render(
         cfg.prompts["any_of_n"], ground_truth=cfg.ground_truth, prediction=delimit(prediction, nonce))}]
-    item: GradeItem = {"id": str(index), "prediction": prediction, "score": None, "verdict": None}  # type: ignore[typeddict-unknown-key]
+    item: GradeItem = {"id": str(index), "prediction": prediction, "score": None, "verdict": None}
     try:
         answer = await judge.ask(messages, system=system, tally=tally)
         verdict, raw = parse_verdict(answer)
@@ -115,10 +115,10 @@ async def judge_prediction(job: GradeJob, judge: Judge, index: int, prediction: 
             verdict, raw = parse_verdict(answer)
         item["reason"] = answer.strip()[-600:]
         if verdict is None:
-            item["verdict"] = "unparsed"  # type: ignore[typeddict-unknown-key]
+            item["verdict"] = "unparsed"
             item["error"] = f"off-menu verdict {raw!r}" if raw else "no VERDICT line in the judge's answer"
         else:
-            item["verdict"] = verdict  # type: ignore[typeddict-unknown-key]
+            item["verdict"] = verdict
             item["score"] = 1.0 if verdict == "match" else 0.0
     except JudgeFailed as e:
         item["error"] = str(e)

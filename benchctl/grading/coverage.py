@@ -123,7 +123,7 @@ async def grade_coverage(job: GradeJob, judge: Judge) -> GradeRecord:
                 item.update(score=None, strict=None, error=info.get("error", "unscored"))
             else:
                 item.update(score=s.score, strict=strict_score(s.score), quote=s.quote, reason=s.reason,
-                            quote_found=quote_found(s.quote, squashed))  # type: ignore[typeddict-unknown-key]
+                            quote_found=quote_found(s.quote, squashed))
             items.append(item)
     cov, raw, by_cluster = summarise(items)
     return make_record("coverage", job, judge.model, rubric_hash, items=items, score=cov, raw_score=raw,
