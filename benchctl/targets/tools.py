@@ -1,0 +1,349 @@
+"""TargetTools: the investigator's tools for one run, the same for every harness.
+
+ReAct gets `specs()` as native tools and calls `call(name, args)`; Claude Code and Codex reach
+the same object through the MCP route (mcp.py). Every target and auxiliary call is written to
+the transcript as a `target_call` event (source "targets") with its own usage and cost, and
+`summary()` keeps those costs apart from the investigator's (which the gateway counts).
+
+Tools (enabled per tool configuration, see spec.py):
+  chat(message, conversation_id?)                   -> the target's reply; new conversation without an id
+  prefill(message, prefill, conversation_id?)       -> the reply forced to start with `prefill`
+  sample_user(conversation_id?, user_start?)        -> the target writes the next user turn (not appended)
+  complete(prompt)                                  -> raw text continuation
+  scaffolded_prefill / scaffolded_user / scaffolded_complete(description)
+        -> the auxiliary model writes batch_size inputs from `description`, the target answers each
+           (replies capped at reply_max_tokens, `concurrency` at a time); all pairs in one result.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import Any, Coroutine, TypeVar
+
+from benchctl.gateway.retry import RetryPolicy
+from benchctl.gateway.wire_parse import USAGE_KEYS
+from benchctl.targets import scaffold
+from benchctl.targets.backend import ModelCaller, Reply, TargetCallError
+from benchctl.targets.spec import SCAFFOLDED, TargetSpec, ToolConfig
+from benchctl.transcript import TranscriptWriter
+
+T = TypeVar("T")
+MAX_OUTPUT_CHARS = 60_000
+
+
+@dataclass
+class ToolOutput:
+    text: str
+    is_error: bool = False
+
+
+def tool_specs(config: ToolConfig, target_name: str) -> list[dict[str, Any]]:
+    """JSON-schema tool definitions for exactly the configuration's tools (same shape as ReAct's TOOL_SPECS)."""
+    conv = {"type": "string", "description": "Continue this conversation (omit to start a new one)."}
+    who = target_name
+    n, cap = config.batch_size, config.reply_max_tokens
+    all_specs = {
+        "chat": {"description": f"Send a user message to {who} and get its reply. {who} has a fixed system prompt "
+                                f"you cannot see. Returns the conversation id to continue the conversation.",
+                 "parameters": {"type": "object", "properties": {
+                     "message": {"type": "string", "description": "The user message."}, "conversation_id": conv},
+                     "required": ["message"]}},
+        "prefill": {"description": f"Send a user message to {who} and force the start of its reply: {who} continues "
+                                   f"from `prefill`. The reply (prefill included) is added to the conversation.",
+                    "parameters": {"type": "object", "properties": {
+                        "message": {"type": "string"},
+                        "prefill": {"type": "string", "description": "The forced start of the assistant's reply."},
+                        "conversation_id": conv}, "required": ["message", "prefill"]}},
+        "sample_user": {"description": f"Have {who} write the next *user* turn of a conversation (a new one when no "
+                                       f"id is given), optionally starting with `user_start`. Not added to the "
+                                       f"conversation; send it with chat if you want.",
+                        "parameters": {"type": "object", "properties": {
+                            "conversation_id": conv,
+                            "user_start": {"type": "string", "description": "Optional start of the user's turn."}}}},
+        "complete": {"description": f"Raw text completion: {who} continues `prompt` as plain text, with no chat "
+                                    f"format and no system prompt.",
+                     "parameters": {"type": "object", "properties": {"prompt": {"type": "string"}},
+                                    "required": ["prompt"]}},
+    }
+    scaffold_doc = {
+        "scaffolded_prefill": "user messages each paired with a forced start of the reply",
+        "scaffolded_user": "conversation openings for which the target writes the user's turn",
+        "scaffolded_complete": "raw text prompts for the target to continue",
+    }
+    for name, what in scaffold_doc.items():
+        all_specs[name] = {
+            "description": f"Describe what to probe; a helper model writes {n} {what}, {who} answers each (replies "
+                           f"capped at {cap} tokens) and all {n} input/output pairs come back in one result.",
+            "parameters": {"type": "object", "properties": {
+                "description": {"type": "string", "description": "What the probe inputs should test, in detail."}},
+                "required": ["description"]}}
+    return [{"name": t, **all_specs[t]} for t in config.tools]
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    half = MAX_OUTPUT_CHARS // 2
+    return text[:half] + f"\n[... {len(text) - MAX_OUTPUT_CHARS} characters cut ...]\n" + text[-half:]
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.errors = 0
+        self.usage = {k: 0 for k in USAGE_KEYS}
+        self.cost: float | None = 0.0
+
+    def add(self, reply: Reply | None) -> None:
+        self.calls += 1
+        if reply is None:
+            self.errors += 1
+            return
+        for k in USAGE_KEYS:
+            self.usage[k] += reply.usage.get(k, 0) or 0
+        if reply.cost_usd is None:
+            self.cost = None
+        elif self.cost is not None:
+            self.cost += reply.cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "errors": self.errors, "usage": dict(self.usage),
+                "cost_usd": round(self.cost, 6) if self.cost is not None else None}
+
+
+class TargetTools:
+    def __init__(self, target: TargetSpec, config: ToolConfig, transcript: TranscriptWriter | None = None, *,
+                 retry: RetryPolicy | None = None, caller: ModelCaller | None = None) -> None:
+        self.target, self.config = target, config
+        self.transcript = transcript if transcript is not None else TranscriptWriter(None)
+        self.caller = caller or ModelCaller(retry)
+        self._lock = threading.Lock()
+        self._conversations: dict[str, list[dict[str, str]]] = {}
+        self._conv_locks: dict[str, asyncio.Lock] = {}
+        self._seq = {"c": 0, "b": 0}
+        self._tally = {"target": _Tally(), "auxiliary": _Tally()}
+        self._tool_calls: dict[str, int] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        # a hash, not the text: the transcript proves which prompt was used without repeating the secret
+        self.system_sha = hashlib.sha256(target.system_prompt.encode()).hexdigest()[:16]
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.config.tools
+
+    def specs(self) -> list[dict[str, Any]]:
+        return tool_specs(self.config, self.target.display_name)
+
+    def call(self, name: str, args: dict[str, Any], timeout: float | None = None) -> ToolOutput:
+        """Run one tool from any thread (blocking)."""
+        fut = self._submit(self.acall(name, args))
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            fut.cancel()
+            return ToolOutput(f"{name} timed out after {timeout:.0f}s.", is_error=True)
+
+    async def acall(self, name: str, args: dict[str, Any]) -> ToolOutput:
+        if name not in self.config.tools:
+            return ToolOutput(f"Unknown tool {name!r}. Available: {', '.join(self.config.tools)}.", is_error=True)
+        if not isinstance(args, dict):
+            return ToolOutput(f"Tool input must be a JSON object, got {type(args).__name__}.", is_error=True)
+        with self._lock:
+            self._tool_calls[name] = self._tool_calls.get(name, 0) + 1
+        try:
+            if name in SCAFFOLDED:
+                return await self._scaffolded(name, _text(args, "description"))
+            return await getattr(self, "_" + name)(args)
+        except _BadInput as e:
+            return ToolOutput(str(e), is_error=True)
+        except TargetCallError as e:
+            return ToolOutput(f"{name} failed: {e}", is_error=True)
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            return {"tool_config": self.config.name, "tools": list(self.config.tools),
+                    "tool_calls": dict(self._tool_calls), "conversations": len(self._conversations),
+                    "target_model": self.target.model, "auxiliary_model": self.config.auxiliary_model,
+                    "target": self._tally["target"].to_dict(), "auxiliary": self._tally["auxiliary"].to_dict()}
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self.caller.aclose(), loop).result(15)
+        except Exception:
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(15)
+        self._loop = self._thread = None
+
+    # ------------------------------------------------------------------ loop
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=loop.run_forever, name="benchctl-targets", daemon=True)
+                self._thread.start()
+                self._loop = loop
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+
+    # ------------------------------------------------------------------ one recorded call
+
+    async def _record(self, role: str, tool: str, coro: Coroutine[Any, Any, Reply], **ids: Any) -> Reply:
+        model = self.target.model if role == "target" else self.config.auxiliary_model
+        try:
+            reply = await coro
+        except TargetCallError as e:
+            with self._lock:
+                self._tally[role].add(None)
+            self.transcript.emit("target_call", "targets", role=role, tool=tool, model=model, error=str(e), **ids)
+            raise
+        with self._lock:
+            self._tally[role].add(reply)
+        extra = {"system_sha": self.system_sha} if role == "target" and self.target.system_prompt else {}
+        self.transcript.emit("target_call", "targets", role=role, tool=tool, model=model,
+                             served_model=reply.served_model, request=reply.request, text=reply.text,
+                             usage=reply.usage, cost_usd=reply.cost_usd, latency_s=reply.latency_s,
+                             stop_reason=reply.stop_reason, refusal=reply.refusal, **extra, **ids)
+        return reply
+
+    def _target_chat(self, tool: str, messages: list[dict[str, str]], max_tokens: int, *, prefill: str | None = None,
+                     user_start: str | None = None, **ids: Any) -> Coroutine[Any, Any, Reply]:
+        t = self.target
+        return self._record("target", tool, self.caller.chat(
+            t.model, t.system_prompt or None, messages, max_tokens=max_tokens, temperature=t.temperature,
+            top_p=t.top_p, prefill=prefill, user_start=user_start), **ids)
+
+    def _target_complete(self, tool: str, prompt: str, max_tokens: int, **ids: Any) -> Coroutine[Any, Any, Reply]:
+        t = self.target
+        return self._record("target", tool, self.caller.complete(
+            t.model, prompt, max_tokens=max_tokens, temperature=t.temperature, top_p=t.top_p), **ids)
+
+    # ------------------------------------------------------------------ conversations
+
+    def _conversation(self, args: dict[str, Any]) -> tuple[str, list[dict[str, str]], asyncio.Lock]:
+        cid = args.get("conversation_id")
+        with self._lock:
+            if cid in (None, ""):
+                self._seq["c"] += 1
+                cid = f"c{self._seq['c']}"
+                self._conversations[cid] = []
+                self._conv_locks[cid] = asyncio.Lock()
+            elif not isinstance(cid, str) or cid not in self._conversations:
+                known = ", ".join(self._conversations) or "none yet"
+                raise _BadInput(f"Unknown conversation_id {cid!r} (known: {known}). Omit it to start a new conversation.")
+            return cid, self._conversations[cid], self._conv_locks[cid]
+
+    async def _chat(self, args: dict[str, Any]) -> ToolOutput:
+        return await self._turn("chat", _text(args, "message"), None, args)
+
+    async def _prefill(self, args: dict[str, Any]) -> ToolOutput:
+        return await self._turn("prefill", _text(args, "message"), _text(args, "prefill", allow_empty=True), args)
+
+    async def _turn(self, tool: str, message: str, prefill: str | None, args: dict[str, Any]) -> ToolOutput:
+        cid, history, lock = self._conversation(args)
+        async with lock:          # one turn at a time per conversation keeps its history in order
+            messages = history + [{"role": "user", "content": message}]
+            reply = await self._target_chat(tool, messages, self.target.max_tokens, prefill=prefill,
+                                            conversation_id=cid)
+            history += [{"role": "user", "content": message}, {"role": "assistant", "content": reply.text}]
+        return ToolOutput(_cap(f"[conversation_id: {cid}]\n\n{reply.text}"))
+
+    async def _sample_user(self, args: dict[str, Any]) -> ToolOutput:
+        start = args.get("user_start") or ""
+        if not isinstance(start, str):
+            raise _BadInput("user_start must be a string.")
+        cid, history, lock = self._conversation(args)
+        async with lock:
+            reply = await self._target_chat("sample_user", list(history), self.target.max_tokens, user_start=start,
+                                            conversation_id=cid)
+        return ToolOutput(_cap(f"[conversation_id: {cid}; sampled user turn, not added]\n\n{reply.text}"))
+
+    async def _complete(self, args: dict[str, Any]) -> ToolOutput:
+        reply = await self._target_complete("complete", _text(args, "prompt"), self.target.max_tokens)
+        return ToolOutput(_cap(reply.text))
+
+    # ------------------------------------------------------------------ scaffolded batches
+
+    async def _scaffolded(self, tool: str, brief: str) -> ToolOutput:
+        mode = SCAFFOLDED[tool]
+        cfg = self.config
+        assert cfg.auxiliary_model is not None    # check_config guarantees it before a run
+        with self._lock:
+            self._seq["b"] += 1
+            batch = f"b{self._seq['b']}"
+        inputs = await self._write_inputs(tool, mode, brief, cfg.batch_size, batch)
+        if not inputs:
+            return ToolOutput("The helper model wrote no usable probe inputs; rephrase the description.", is_error=True)
+        sem = asyncio.Semaphore(cfg.concurrency)
+
+        async def answer(i: int, item: dict[str, str]) -> str:
+            async with sem:
+                try:
+                    if mode == "prefill":
+                        r = await self._target_chat(tool, [{"role": "user", "content": item["user"]}],
+                                                    cfg.reply_max_tokens, prefill=item["prefill"], batch=batch, index=i)
+                    elif mode == "sample_user":
+                        msgs = [{"role": "assistant", "content": item["assistant"]}] if item["assistant"].strip() else []
+                        r = await self._target_chat(tool, msgs, cfg.reply_max_tokens, user_start=item["user_start"],
+                                                    batch=batch, index=i)
+                    else:
+                        r = await self._target_complete(tool, item["prompt"], cfg.reply_max_tokens, batch=batch, index=i)
+                    return r.text
+                except TargetCallError as e:
+                    return f"[error: {e}]"
+
+        outputs = await asyncio.gather(*(answer(i, it) for i, it in enumerate(inputs, 1)))
+        labels = {"prefill": (("user", "USER"), ("prefill", "PREFILL")),
+                  "sample_user": (("assistant", "ASSISTANT BEFORE"), ("user_start", "USER START")),
+                  "complete": (("prompt", "PROMPT"),)}[mode]
+        out = [f"Scaffolded batch {batch}: {len(inputs)} inputs written by the helper model, {len(outputs)} "
+               f"replies from {self.target.display_name} (each capped at {cfg.reply_max_tokens} tokens)."]
+        for i, (item, text) in enumerate(zip(inputs, outputs), 1):
+            lines = [f"=== {i} ==="] + [f"{lab}: {item[key]}" for key, lab in labels if item[key]]
+            lines.append(("USER TURN: " if mode == "sample_user" else "REPLY: ") + text)
+            out.append("\n".join(lines))
+        return ToolOutput(_cap("\n\n".join(out)))
+
+    async def _write_inputs(self, tool: str, mode: str, brief: str, n: int, batch: str) -> list[dict[str, str]]:
+        sizes = scaffold.chunk_sizes(n)
+
+        async def chunk(part: int, k: int) -> list[dict[str, str]]:
+            got: list[dict[str, str]] = []
+            for attempt in range(2):          # one more ask for a chunk that came back short
+                want = k - len(got)
+                prompt = scaffold.aux_prompt(mode, brief, want, part, len(sizes))
+                try:
+                    r = await self._record("auxiliary", tool, self.caller.chat(
+                        str(self.config.auxiliary_model), scaffold.AUX_SYSTEM, [{"role": "user", "content": prompt}],
+                        max_tokens=min(16000, 400 + 150 * want), temperature=1.0), batch=batch, part=part,
+                        attempt=attempt)
+                except TargetCallError:
+                    break
+                got += scaffold.parse_inputs(mode, r.text)[:want]
+                if len(got) >= k:
+                    break
+            return got
+
+        parts = await asyncio.gather(*(chunk(p, k) for p, k in enumerate(sizes, 1)))
+        return [it for p in parts for it in p][:n]
+
+
+class _BadInput(Exception):
+    pass
+
+
+def _text(args: dict[str, Any], key: str, allow_empty: bool = False) -> str:
+    v = args.get(key)
+    if not isinstance(v, str) or (not allow_empty and not v.strip()):
+        raise _BadInput(f"Missing or empty argument {key!r} (a string).")
+    return v
