@@ -5,7 +5,10 @@
 
 Rows:
   fake upstream, JSON / SSE   HTTP round trip to FakeUpstreamServer (keep-alive httpx2 client),
-                              at 1 and 64 concurrent callers; SSE rows time the first byte (TTFB)
+                              at 1 and 64 concurrent callers; SSE rows time the first byte (TTFB).
+                              Client and server share one process (and GIL) here; at 64 callers
+                              the latency is queueing: read calls/s. For an out-of-process server:
+                              python -m benchctl.testing.fake_upstream SCRIPT [--latency S]
   complete() scripted         benchmark.models.complete on a scripted model (no HTTP), 1 and 64 callers
   complete() via fake 100ms   anthropic/... judge through FakeUpstreamServer with 100 ms fixed latency,
                               64 concurrent: wall time shows whether calls overlap (ideal: 100 ms per wave)
@@ -37,7 +40,7 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-async def http_latencies(url: str, n: int, conc: int, stream: bool) -> list[float]:
+async def http_latencies(url: str, n: int, conc: int, stream: bool) -> tuple[list[float], float]:
     body = {**BODY, "stream": stream}
     out: list[float] = []
     limits = httpx2.Limits(max_connections=conc, max_keepalive_connections=conc)
@@ -62,8 +65,10 @@ async def http_latencies(url: str, n: int, conc: int, stream: bool) -> list[floa
 
         await asyncio.gather(*[one() for _ in range(min(conc, 8))])  # warm connections
         out.clear()
+        t0 = time.perf_counter()
         await asyncio.gather(*[worker(n // conc) for _ in range(conc)])
-    return out
+        wall = time.perf_counter() - t0
+    return out, wall
 
 
 def complete_latencies(model: str, n: int, conc: int) -> tuple[list[float], float]:
@@ -100,8 +105,8 @@ def main() -> None:
     with FakeUpstreamServer(SCRIPT) as up:
         for stream in (False, True):
             for conc in (1, 64):
-                lat = asyncio.run(http_latencies(up.url, n, conc, stream))
-                print(row(f"fake upstream, {'SSE TTFB' if stream else 'JSON'}", conc, lat))
+                lat, wall = asyncio.run(http_latencies(up.url, n, conc, stream))
+                print(row(f"fake upstream, {'SSE TTFB' if stream else 'JSON'}", conc, lat, wall))
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "judge.json"
         p.write_text(json.dumps({"turns": [{"match": "item", "text": '{"score": 0.5}'}]}))

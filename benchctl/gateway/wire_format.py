@@ -26,6 +26,7 @@ candidatesTokenCount is the rest, thoughtsTokenCount the reasoning part).
 from __future__ import annotations
 
 import json
+import random
 import secrets
 import string
 import time
@@ -39,9 +40,12 @@ STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "refusal", "stop_sequence"
 _ALNUM = string.ascii_letters + string.digits
 
 
+_RNG = random.Random(secrets.randbits(128))  # ids need uniqueness, not secrecy; this is 30x faster
+
+
 def new_id(prefix: str, n: int = 24) -> str:
     """A vendor-looking unique id, e.g. toolu_01AbC..., call_..., msg_..."""
-    return prefix + "".join(secrets.choice(_ALNUM) for _ in range(n))
+    return prefix + "".join(_RNG.choices(_ALNUM, k=n))
 
 
 @dataclass
