@@ -41,6 +41,7 @@ def test_anthropic_streaming_and_plain_pass_tool_calls_and_usage_through(rig: Ri
     assert first["response"]["tool_calls"][0]["input"] == {"command": "ls /data"}
     assert first["stop_reason"] == "tool_use" and first["ttfb_ms"] is not None and first["latency_ms"] >= first["ttfb_ms"]
     assert first["cost_usd"] == pytest.approx((120 * 3 + 30 * 15) / 1e6)
+    assert first["headers"]["anthropic-version"] and "headers" not in calls[1]  # recorded once, when new
     summary = rig.gw.summary()
     assert summary["calls"] == 2 and summary["served_models"] == {"anthropic/claude-sonnet-4-5": 2}
     assert summary["usage"]["output_tokens"] == 30 + calls[1]["usage"]["output_tokens"]

@@ -4,7 +4,10 @@ The `model_call` event (source "gateway") has: call_id, requested_model, served_
 run's model id that served it), upstream_model (what the upstream says), model_mapped,
 wire_api, method, path, stream, status, latency_ms, ttfb_ms, usage, cost_usd, stop_reason,
 refusal, retries (every attempt: attempt, status, error, wait_s), error, request (the delta,
-see recording.py) and response {text, tool_calls}. A call that failed after retries also
+see recording.py) and response {text, tool_calls}; `headers` (the pass-through request headers
+such as anthropic-beta) appears when they differ from the previous call of that wire API. The
+recorded request is the one sent upstream: the client's own differs only in `model`
+(requested_model; for Gemini the model is in the path). A call that failed after retries also
 gets a `model_error` event; a refusal a `refusal` event; a switch to the fallback model a
 `fallback` event.
 """
@@ -318,6 +321,9 @@ class Exchange:
             extra["error"] = error
         if s.served_model and s.served_model != call.model.name:
             extra["upstream_model"] = s.served_model
+        if call.headers != gw.last_headers.get(call.wire_api, {}):
+            # Pass-through headers (anthropic-version, anthropic-beta, ...) change rarely: recorded when they do.
+            extra["headers"] = gw.last_headers[call.wire_api] = call.headers
         gw.transcript.emit("model_call", source="gateway", call_id=call_id, wire_api=call.wire_api,
                            requested_model=requested, served_model=served, stream=call.stream, status=status,
                            latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb), usage=s.usage, cost_usd=cost,

@@ -71,6 +71,7 @@ class Gateway:
         self.recorder = RequestRecorder()
         self.redact = Redactor()   # secret values of this host's environment, scrubbed from what clients get
         self.routes: list[tuple[str, RouteHandler]] = []
+        self.last_headers: dict[str, dict[str, str]] = {}   # wire api -> pass-through headers last recorded
         self._deadline = config.deadline
         # Resolve upstreams now so a misconfigured model fails before the run starts.
         self._upstreams: dict[ModelId, Upstream] = {m: resolve_upstream(m, config.retry, lambda: self._deadline)
