@@ -135,7 +135,7 @@ def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, m
                         {"tool_calls": [{"name": "Bash", "input": {"command": "sleep 300", "timeout": 600000}}]}]}
     h = ClaudeCodeHarness()
     with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
-                 budget_s=6, policies=NO_POLICIES) as rig:
+                 budget_s=8, policies=NO_POLICIES) as rig:
         result = h.run(rig.ctx)
         assert result.status == "timeout" and result.exit_code is None
         exit_info = (rig.run_dir / "harness" / "claude-code.1.exit.json").read_text()

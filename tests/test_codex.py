@@ -122,7 +122,7 @@ def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, m
                         {"tool_calls": [shell("sleep 300")]}]}
     h = CodexHarness()
     with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model={PRIMARY: script},
-                 budget_s=6, policies=NO_POLICIES) as rig:
+                 budget_s=8, policies=NO_POLICIES) as rig:
         result = h.run(rig.ctx)
         assert result.status == "timeout" and result.exit_code is None
         ps = rig.sandbox.exec("ps -eo args", timeout=10).stdout
