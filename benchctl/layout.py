@@ -89,6 +89,10 @@ class RunMeta(TypedDict, total=False):
     collect: dict[str, Any]     # CollectReport as dict (skipped / missing files)
     error: str | None
     exit_code: int | None
+    followups: list[dict[str, Any]]  # one per follow-up: prompt, status, turns, artifacts
+    gateway: dict[str, Any]          # gateway summary: calls, errors, ...
+    harness_details: dict[str, Any]  # harness-specific outcome details (CLI exit codes, session ids)
+    tools: str | None                # tool configuration (hidden-behaviour audits)
 
 
 META_SCHEMA = 1
