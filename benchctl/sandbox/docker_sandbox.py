@@ -1,0 +1,378 @@
+"""DockerSandbox: the Sandbox protocol on a network-less, locked-down Docker container.
+
+The container: `network_mode=none`; user `agent` (uid 1000); all capabilities dropped;
+`no-new-privileges`; cpu / memory (no swap) / pids limits from `spec.limits`; tini as PID 1
+(from the image) reaping zombies; `sleep infinity` as its only long-lived process. Task data
+is bind-mounted read-only at /data, the gateway directory read-write at /gateway, agent
+binaries read-only under /opt/benchctl; /work lives in the container's own writable layer (no
+host bind mount), so artifacts only leave through `get_archive` + the checks in artifacts.py.
+
+Commands run through `docker exec` under `timeout -s KILL` (which kills the command's whole
+process group inside the container); as a backstop the host also kills every process carrying
+the exec's marker variable if the deadline passes or output floods. One instance may be used
+from several threads at once.
+"""
+from __future__ import annotations
+
+import io
+import posixpath
+import shlex
+import tarfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchctl.sandbox import artifacts, cleanup
+from benchctl.sandbox.base import (DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec)
+from benchctl.sandbox.docker_exec import FrameReader, StreamCapture
+
+TINI = "/usr/bin/tini"
+EXEC_MARKER = "BENCHCTL_EXEC_ID"
+KILL_GRACE_S = 2.0
+# Kills every process whose environment carries the marker (children inherit it, even through
+# setsid). Repeated so processes forked during the sweep are caught too.
+_KILL_BY_MARKER = (
+    'for round in 1 2 3; do found=; for p in /proc/[0-9]*; do '
+    'grep -qzx "$1" "$p/environ" 2>/dev/null && { kill -9 "${p#/proc/}" 2>/dev/null; found=1; }; '
+    'done; [ -z "$found" ] && break; done; true')
+_OOM_COUNT = ("cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"
+              " | awk '$1==\"oom_kill\"{print $2; exit}'")
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not be created or used; the message says what to do."""
+
+
+def _client() -> Any:
+    import docker
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as e:
+        raise SandboxError(f"Docker Engine not reachable ({e}); start it or set DOCKER_HOST, "
+                           "then check with `benchctl doctor`") from e
+    return client
+
+
+class DockerSandbox:
+    """One container per run. Use as a context manager, or call start() and stop()."""
+
+    def __init__(self, spec: SandboxSpec, client: Any | None = None) -> None:
+        self.spec = spec
+        self.run_id = spec.run_id
+        self.image_digest: str | None = None
+        self.container_id: str | None = None
+        self.name = f"benchctl-{_slug(spec.run_id)}-{uuid.uuid4().hex[:8]}"
+        self._client = client
+        self._lock = threading.Lock()
+        self._oom_seen = 0
+        self._stopped = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _client()
+        return self._client
+
+    def _validate(self) -> None:
+        s = self.spec
+        for label, path in (("data_dir", s.data_dir), ("gateway_dir", s.gateway_dir)):
+            if path is not None and not Path(path).is_dir():
+                raise SandboxError(f"SandboxSpec.{label} {path} is not an existing directory")
+        for m in s.extra_mounts:
+            if not Path(m.host_path).exists():
+                raise SandboxError(f"extra mount source {m.host_path} does not exist")
+            if not m.container_path.startswith("/"):
+                raise SandboxError(f"extra mount target {m.container_path!r} must be an absolute path")
+        from benchctl.transcript import SECRET_ENV_VARS, secret_values
+        leaked = sorted(k for k in s.env if k in SECRET_ENV_VARS)
+        secrets = set(secret_values())
+        leaked += sorted(k for k, v in s.env.items() if v in secrets and k not in leaked)
+        if leaked:
+            raise SandboxError(f"refusing to pass provider keys into a sandbox (env {', '.join(leaked)}); "
+                               "sandboxes reach models only through the gateway")
+
+    def _mounts(self) -> list[Any]:
+        from docker.types import Mount as DockerMount
+        s = self.spec
+        mounts = []
+        if s.data_dir is not None:
+            mounts.append(DockerMount(DATA_DIR, str(Path(s.data_dir).resolve()), type="bind", read_only=True))
+        if s.gateway_dir is not None:
+            gw = Path(s.gateway_dir).resolve()
+            # uid 1000 must be able to reach the socket inside: the directory needs o+x.
+            mode = gw.stat().st_mode
+            if not mode & 0o001:
+                gw.chmod(mode | 0o011)
+            mounts.append(DockerMount(GATEWAY_DIR, str(gw), type="bind", read_only=False))
+        for m in s.extra_mounts:
+            mounts.append(DockerMount(m.container_path, str(Path(m.host_path).resolve()), type="bind",
+                                      read_only=m.read_only))
+        return mounts
+
+    def start(self) -> None:
+        if self.container_id is not None:
+            raise SandboxError("sandbox already started; a DockerSandbox is single-use")
+        self._validate()
+        import docker.errors
+        import docker.types
+        try:
+            image = self.client.api.inspect_image(self.spec.image)
+        except docker.errors.ImageNotFound:
+            raise SandboxError(f"sandbox image {self.spec.image} not found; build it with "
+                               "`benchctl images build`") from None
+        self.image_digest = image["Id"]
+        lim = self.spec.limits or Limits()
+        host_config = self.client.api.create_host_config(
+            network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            nano_cpus=int(lim.cpus * 1e9), mem_limit=lim.memory, memswap_limit=lim.memory,
+            pids_limit=lim.pids, mounts=self._mounts(), ipc_mode="private",
+            ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
+        )
+        # Register the name before asking Docker, so a signal mid-create still finds it.
+        cleanup.register(self.name)
+        try:
+            created = self.client.api.create_container(
+                self.spec.image, name=self.name, command=["sleep", "infinity"], entrypoint=[TINI, "--"],
+                user=self.spec.user, environment=dict(self.spec.env), working_dir="/work",
+                hostname="sandbox", labels=cleanup.owner_labels(self.run_id), host_config=host_config,
+                network_disabled=True)
+            self.container_id = created["Id"]
+            self.client.api.start(self.container_id)
+        except Exception as e:
+            self.stop()
+            if isinstance(e, docker.errors.APIError):
+                raise SandboxError(f"could not start sandbox from {self.spec.image}: {e}") from e
+            raise
+
+    def stop(self) -> None:
+        """Force-remove the container. Idempotent; never raises for an already-gone container."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        try:
+            cleanup._remove_one(self.client, self.container_id or self.name)
+        finally:
+            cleanup.unregister(self.name)
+
+    def __enter__(self) -> "DockerSandbox":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _require_running(self) -> str:
+        if self.container_id is None or self._stopped:
+            raise SandboxError("sandbox is not running (call start() first; stop() ends it for good)")
+        return self.container_id
+
+    # -- exec --------------------------------------------------------------------------------
+    def exec(self, cmd: list[str] | str, *, timeout: float | None = None, output_cap: int = 1_000_000,
+             env: dict[str, str] | None = None, workdir: str | None = None,
+             user: str | None = None) -> ExecResult:
+        return self._exec(cmd, timeout=timeout, output_cap=output_cap, env=env, workdir=workdir, user=user)[0]
+
+    def _exec(self, cmd: list[str] | str, *, timeout: float | None, output_cap: int, env: dict[str, str] | None,
+              workdir: str | None, user: str | None) -> tuple[ExecResult, StreamCapture]:
+        cid = self._require_running()
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        if timeout is not None:
+            if timeout <= 0:
+                raise ValueError(f"exec timeout must be positive, got {timeout}")
+            argv = ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
+        marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
+        environment = {**(env or {}), EXEC_MARKER: marker.split("=", 1)[1]}
+        api = self.client.api
+        started = time.monotonic()
+        exec_id = api.exec_create(cid, argv, stdout=True, stderr=True, environment=environment,
+                                  workdir=workdir, user=user or self.spec.user)["Id"]
+        reader = FrameReader(api.exec_start(exec_id, socket=True))
+        capture = StreamCapture(cap=output_cap)
+        killed_by_host = False
+        try:
+            deadline = started + timeout + KILL_GRACE_S if timeout is not None else float("inf")
+            reader.pump(capture, deadline)
+            if not reader.eof:
+                # Deadline passed or output flooding. Close our end first: the daemon serialises
+                # exit handling behind an undrained stream, so a kill exec would otherwise stall.
+                killed_by_host = True
+                reader.close()
+                self._kill_marked(marker, user or self.spec.user)
+        finally:
+            reader.close()
+        duration = time.monotonic() - started
+        exit_code = self._exit_code(exec_id)
+        timed_out = timeout is not None and duration >= timeout and (exit_code in (None, 124, 137)
+                                                                     or killed_by_host)
+        if timed_out:
+            # `timeout` killed its process group; sweep for anything that escaped it (setsid).
+            self._kill_marked(marker, user or self.spec.user)
+            exit_code = None
+        stderr = capture.text(1)
+        if killed_by_host and not timed_out:  # output flood
+            exit_code = None
+            stderr += f"\n[benchctl] output went far past the {output_cap}-byte cap; process killed\n"
+        if exit_code == 137 and not timed_out and self._new_oom_kill():
+            stderr += (f"\n[benchctl] killed by the out-of-memory killer: the sandbox memory limit "
+                       f"is {self.spec.limits.memory}\n")
+        return ExecResult(exit_code=exit_code, stdout=capture.text(0), stderr=stderr, timed_out=timed_out,
+                          truncated=capture.truncated, duration_s=duration), capture
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        for _ in range(50):  # the exit code appears a moment after the stream closes
+            info = self.client.api.exec_inspect(exec_id)
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            time.sleep(0.02)
+        return None
+
+    def _kill_marked(self, marker: str, user: str) -> None:
+        try:
+            self._quick(["sh", "-c", _KILL_BY_MARKER, "kill", marker], user=user)
+        except Exception:
+            pass  # the container may already be gone; stop() removes everything anyway
+
+    def _new_oom_kill(self) -> bool:
+        """True if the container's memory cgroup recorded an OOM kill since the last check."""
+        try:
+            count = int(self._quick(["sh", "-c", _OOM_COUNT]).strip())
+        except (ValueError, SandboxError):
+            return False
+        with self._lock:
+            new, self._oom_seen = count > self._oom_seen, max(count, self._oom_seen)
+        return new
+
+    def _quick(self, argv: list[str], user: str | None = None, timeout: float = 15.0) -> str:
+        """A short helper command with a host-side deadline (never hangs the caller)."""
+        api = self.client.api
+        exec_id = api.exec_create(self._require_running(), argv, user=user or self.spec.user)["Id"]
+        reader = FrameReader(api.exec_start(exec_id, socket=True))
+        capture = StreamCapture(cap=1_000_000)
+        try:
+            reader.pump(capture, time.monotonic() + timeout)
+        finally:
+            reader.close()
+        if not reader.eof:
+            raise SandboxError(f"helper command {argv[:3]} did not finish in {timeout} s")
+        return capture.text(0)
+
+    # -- files -------------------------------------------------------------------------------
+    def put_file(self, container_path: str, data: bytes, mode: int = 0o644) -> None:
+        cid = self._require_running()
+        path = _abs(container_path)
+        parent, base = posixpath.split(path)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            info = tarfile.TarInfo(base)
+            info.size, info.mode, info.mtime = len(data), mode & 0o777, int(time.time())
+            info.uid = info.gid = 1000
+            info.uname = info.gname = "agent"
+            tf.addfile(info, io.BytesIO(data))
+        self.exec(["mkdir", "-p", parent], timeout=30)
+        import docker.errors
+        try:
+            ok = self.client.api.put_archive(cid, parent, buf.getvalue())
+        except docker.errors.APIError as e:
+            raise SandboxError(f"could not write {path} in the sandbox: {e.explanation or e}") from e
+        if not ok:
+            raise SandboxError(f"could not write {path} in the sandbox")
+
+    def get_file(self, container_path: str, max_bytes: int = 50_000_000) -> bytes:
+        cid = self._require_running()
+        path = _abs(container_path)
+        import docker.errors
+        try:
+            stream, stat = self.client.api.get_archive(cid, path, chunk_size=1 << 20)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(f"{path} does not exist in the sandbox") from None
+        try:
+            if stat.get("linkTarget"):
+                raise SandboxError(f"{path} is a symlink to {stat['linkTarget']}; not followed")
+            if stat.get("size", 0) > max_bytes:
+                raise SandboxError(f"{path} is {stat['size']} bytes, over the {max_bytes}-byte cap")
+            tf = tarfile.open(fileobj=artifacts._ChunkReader(stream), mode="r|")  # type: ignore[call-overload]
+            member = tf.next()
+            if member is None or not member.isreg():
+                raise SandboxError(f"{path} is not a regular file")
+            if member.size > max_bytes:
+                raise SandboxError(f"{path} is {member.size} bytes, over the {max_bytes}-byte cap")
+            f = tf.extractfile(member)
+            return f.read() if f is not None else b""
+        finally:
+            stream.close()
+
+    def collect(self, container_paths: list[str], dest_dir: Path, max_bytes: int = 50_000_000) -> CollectReport:
+        """Copy files out safely (see artifacts.py). A requested directory contributes its contents
+        to dest_dir; a requested file lands as dest_dir/<basename>. `max_bytes` caps each file."""
+        report = CollectReport()
+        writer = artifacts.SafeWriter(Path(dest_dir))
+        for requested in container_paths:
+            self._collect_one(_abs(requested), writer, report, max_bytes)
+        return report
+
+    def _collect_one(self, root: str, writer: artifacts.SafeWriter, report: CollectReport, max_bytes: int) -> None:
+        listing, raw = self._exec(["find", "-P", root, "-printf", artifacts.FIND_PRINTF], timeout=60,
+                                  output_cap=50_000_000, env=None, workdir=None, user=None)
+        if listing.truncated or listing.timed_out:
+            report.skipped.append({"path": root, "reason": "listing too large or too slow; not collected"})
+            return
+        entries = artifacts.parse_find_listing(bytes(raw.data[0]))
+        if not entries:
+            if "No such file" in listing.stderr:
+                report.missing.append(root)
+            else:
+                report.skipped.append({"path": root, "reason": f"could not list: {listing.stderr.strip()[:300]}"})
+            return
+        if listing.exit_code not in (0, None) and listing.stderr.strip():
+            report.skipped.append({"path": root, "reason": f"partly unreadable: {listing.stderr.strip()[:300]}"})
+        root_is_dir = entries[0].path == root and entries[0].kind == "d"
+        if entries[0].kind == "l":  # the requested path itself is a symlink
+            report.skipped.append({"path": root, "reason": f"symlink -> {entries[0].link_target} (not followed)"})
+            return
+        allowed, oversize, refused = artifacts.plan(entries, root, root_is_dir, max_bytes, report)
+        if not oversize:
+            self._fetch(root, root, root_is_dir, "", allowed, refused, writer, report, max_bytes)
+            return
+        # Something is too big to stream: fetch the remaining files one by one instead.
+        for rel, entry in sorted(allowed.items()):
+            if entry.kind == "d":
+                writer.mkdir(rel)
+            else:
+                self._fetch(root, entry.path, False, posixpath.dirname(rel), allowed, refused, writer,
+                            report, max_bytes)
+
+    def _fetch(self, root: str, path: str, is_dir: bool, prefix: str, allowed: dict[str, artifacts.Entry],
+               refused: set[str], writer: artifacts.SafeWriter, report: CollectReport, max_bytes: int) -> None:
+        import docker.errors
+        try:
+            stream, _ = self.client.api.get_archive(self._require_running(), path, chunk_size=1 << 20)
+        except docker.errors.NotFound:
+            report.missing.append(path)
+            return
+        try:
+            artifacts.extract_archive(stream, writer, report, container_root=path, root_is_dir=is_dir,
+                                      expected=allowed, max_bytes=max_bytes, dest_prefix=prefix,
+                                      already_reported=refused)
+        finally:
+            stream.close()  # stops the daemon sending the rest if we bailed out early
+
+
+def _abs(path: str) -> str:
+    if not path.startswith("/"):
+        raise ValueError(f"sandbox paths must be absolute (e.g. /work/report.md), got {path!r}")
+    return posixpath.normpath(path)
+
+
+def _slug(run_id: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in run_id)
+    return keep[:60] or "run"
+
+
+def command_line(cmd: list[str] | str) -> str:
+    """Shell-quoted form of a command, for logs."""
+    return cmd if isinstance(cmd, str) else shlex.join(cmd)
