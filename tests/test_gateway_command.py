@@ -111,3 +111,13 @@ def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_im
         assert lines[0] == "forwarding 127.0.0.1:8765 -> /gateway/gateway.sock"
         assert lines[1] == "hello from the script"
         assert gw.summary()["calls"] == 1
+
+
+def test_listen_refuses_non_loopback_addresses(tmp_path: Path) -> None:
+    from benchctl.gateway.server import GatewayError
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    gw = Gateway(GatewayConfig(model=f"scripted/{script}", listen="0.0.0.0:0"))
+    with pytest.raises(GatewayError, match="only loopback"):
+        gw.start()
+    gw.close()

@@ -130,6 +130,10 @@ class Gateway:
             host, sep, port = self.config.listen.rpartition(":")
             if not sep or not port.isdigit():
                 raise GatewayError(f"--listen {self.config.listen!r} must look like 127.0.0.1:PORT")
+            if host.strip("[]") not in ("127.0.0.1", "::1", "localhost", ""):
+                # The sandbox token is public: whoever reaches the gateway spends the host's API keys.
+                raise GatewayError(f"--listen {self.config.listen!r}: only loopback addresses (127.0.0.1, ::1) are "
+                                   "allowed, since anyone who can reach the gateway spends your API keys")
             server = await asyncio.start_server(handler, host or "127.0.0.1", int(port), limit=http11.MAX_HEADER_BYTES)
             bound = server.sockets[0].getsockname()
             self.url = f"http://{bound[0]}:{bound[1]}"
@@ -167,6 +171,9 @@ class Gateway:
             self._thread.join(timeout=15)
         elif loop is None:  # never started: still release upstream clients
             asyncio.run(self._close_upstreams())
+        elif not loop.is_closed():  # start() failed: the thread ended without running the loop
+            loop.run_until_complete(self._close_upstreams())
+            loop.close()
         if self.socket_path is not None and self.config.socket_path is not None:
             try:
                 self.socket_path.unlink()
