@@ -163,3 +163,14 @@ def test_in_stream_error_event_reaches_the_sdk() -> None:
         oc = openai.OpenAI(base_url=up.url + "/v1", api_key="k", max_retries=0)
         with pytest.raises(openai.APIError, match="chat broke"):
             list(oc.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True))
+
+
+def test_close_ends_idle_keep_alive_connections() -> None:
+    up = FakeUpstreamServer(SCRIPT).start()
+    conn = http.client.HTTPConnection("127.0.0.1", int(up.url.rsplit(":", 1)[1]))
+    conn.request("GET", "/v1/models")
+    conn.getresponse().read()
+    up.close()
+    conn.sock.settimeout(2)
+    assert conn.sock.recv(1) == b""  # the server ended the idle connection (EOF), it did not leave it open
+    conn.close()

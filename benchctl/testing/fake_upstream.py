@@ -110,6 +110,16 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.owner._lock:
+            self.server.owner._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.owner._lock:
+            self.server.owner._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read `requests` instead
         return
@@ -241,6 +251,7 @@ class FakeUpstreamServer:
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._connections: set[socket.socket] = set()
         self._new_request = threading.Condition(self._lock)
         self._server = _Server((host, port), _Handler)
         self._server.owner = self
@@ -266,6 +277,14 @@ class FakeUpstreamServer:
             self._thread.join(5)
             self._thread = None
         self._server.server_close()
+        # End idle keep-alive connections so their handler threads exit now, not when clients close.
+        with self._lock:
+            conns, self._connections = list(self._connections), set()
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> "FakeUpstreamServer":
         return self.start()
