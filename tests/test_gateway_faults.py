@@ -172,3 +172,18 @@ def test_no_retry_wait_runs_past_the_deadline(rig: Rig) -> None:
         _client(rig).messages.create(model="m", max_tokens=5, messages=MSG)
     assert time.monotonic() - t0 < 1.5
     assert len(rig.events("model_call")[0]["retries"]) == 1
+
+
+def test_close_during_a_stream_returns_promptly_and_records_it(rig: Rig) -> None:
+    import threading
+    import time
+    release = threading.Event()
+    rig.up.pause_next(release, after_pieces=2)
+    stream = _client(rig).messages.create(model="m", max_tokens=5, stream=True, messages=MSG)
+    assert next(iter(stream)).type == "message_start"
+    t0 = time.monotonic()
+    rig.gw.close()
+    assert time.monotonic() - t0 < 5
+    release.set()
+    call = rig.events("model_call")[0]
+    assert call["error"].startswith("gateway closed after")

@@ -213,7 +213,6 @@ class Exchange:
         policy_retry = gw.router.policy == "retry" and call.wire_api != "anthropic_count_tokens"
         refusal_tries = gw.router.retries if policy_retry else 0
         attempts: list[dict[str, Any]] = []
-        refused_earlier: list[dict[str, Any]] = []
         while True:
             try:
                 resp = await gw.upstream_for(call.model).send(call)
@@ -234,7 +233,6 @@ class Exchange:
             if not s.refusal or refusal_tries <= 0:
                 break
             refusal_tries -= 1
-            refused_earlier.append({"stop_reason": s.stop_reason, "text": s.text[:500]})
             gw.account(str(call.model), s.usage, gw.prices.cost(str(call.model), s.usage), True, False, counted=True)
             gw.transcript.emit("refusal", source="gateway", call_id=call_id, model=str(call.model),
                                stop_reason=s.stop_reason, action="retry", text=s.text[:500])
@@ -266,7 +264,12 @@ class Exchange:
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                         await writer.drain()
-            except (ConnectionError, asyncio.CancelledError) as e:
+            except asyncio.CancelledError:  # the gateway is closing: record what got through, then stop
+                await _aclose(resp.body)
+                self.record(call, call_id, requested, resp.status, b"".join(parts), attempts,
+                            f"gateway closed after {sent} bytes were sent to the client")
+                raise
+            except ConnectionError as e:
                 if writer.transport.is_closing():  # the client went away: stop reading upstream, record
                     await _aclose(resp.body)
                     self.record(call, call_id, requested, resp.status, b"".join(parts), attempts,
@@ -334,7 +337,7 @@ class Exchange:
                                action="fallback" if switch else "none", text=s.text[:500])
             if switch:
                 gw.transcript.emit("fallback", source="gateway", call_id=call_id, **switch)
-        if error is not None and status >= 400:
+        if error is not None:
             gw.transcript.emit("model_error", source="gateway", call_id=call_id, model=served, status=status,
                                error=error, retries=attempts)
         return s
