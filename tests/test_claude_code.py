@@ -17,6 +17,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 PRIMARY, FALLBACK = "claude-opus-4-5", "claude-opus-4-1"
 LONG_REPORT = "# Report\n\nalpha beta gamma delta epsilon zeta eta\n"     # 9 words, limit 5
 SHORT_REPORT = "# Report\n\nalpha beta\n"
+# Claude Code's Bash tool rejects a standalone `sleep N` at once; a python sleep really runs.
+LONG_COMMAND = {"name": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(300)'", "timeout": 600000,
+                                          "description": "wait"}}
 
 
 def write(content: str) -> dict[str, Any]:
@@ -131,8 +134,7 @@ def test_refusal_without_fallback_is_refused_not_completed(sandbox_image: str, m
 
 def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, monkeypatch: pytest.MonkeyPatch,
                                                             tmp_path: Path) -> None:
-    script = {"turns": [{"tool_calls": [write(SHORT_REPORT)]},
-                        {"tool_calls": [{"name": "Bash", "input": {"command": "sleep 300", "timeout": 600000}}]}]}
+    script = {"turns": [{"tool_calls": [write(SHORT_REPORT)]}, {"tool_calls": [LONG_COMMAND]}]}
     h = ClaudeCodeHarness()
     with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
                  budget_s=8, policies=NO_POLICIES) as rig:
@@ -141,14 +143,15 @@ def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, m
         exit_info = (rig.run_dir / "harness" / "claude-code.1.exit.json").read_text()
         assert '"timed_out":true' in exit_info.replace(" ", "")
         # Nothing of the run is left running, and the report is still there to collect.
+        assert len(rig.events("tool_call")) == 2          # killed inside the long command, not looping
         ps = rig.sandbox.exec("ps -eo args", timeout=10).stdout
-        assert "sleep 300" not in ps and "/opt/benchctl/bin/claude" not in ps
+        assert "time.sleep(300)" not in ps and "/opt/benchctl/bin/claude" not in ps
         report = rig.sandbox.collect(["/work/report.md"], tmp_path / "artifacts")
         assert report.copied and (tmp_path / "artifacts" / "report.md").read_text() == SHORT_REPORT
 
 
 def test_cancel_stops_the_cli_and_is_an_error(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = {"turns": [{"tool_calls": [{"name": "Bash", "input": {"command": "sleep 300", "timeout": 600000}}]}]}
+    script = {"turns": [{"tool_calls": [LONG_COMMAND]}]}
     h = ClaudeCodeHarness()
     with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
                  policies=NO_POLICIES) as rig:
@@ -159,4 +162,5 @@ def test_cancel_stops_the_cli_and_is_an_error(sandbox_image: str, monkeypatch: p
         finally:
             timer.cancel()
         assert result.status == "error" and result.error == "cancelled"
-        assert "sleep 300" not in rig.sandbox.exec("ps -eo args", timeout=10).stdout
+        assert len(rig.events("tool_call")) == 1
+        assert "time.sleep(300)" not in rig.sandbox.exec("ps -eo args", timeout=10).stdout

@@ -125,6 +125,7 @@ def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, m
                  budget_s=8, policies=NO_POLICIES) as rig:
         result = h.run(rig.ctx)
         assert result.status == "timeout" and result.exit_code is None
+        assert len(rig.events("tool_call")) == 2          # killed inside the long command, not looping
         ps = rig.sandbox.exec("ps -eo args", timeout=10).stdout
         assert "sleep 300" not in ps and "/opt/benchctl/bin/codex" not in ps and "forwarder" not in ps
         report = rig.sandbox.collect(["/work/report.md"], tmp_path / "artifacts")
