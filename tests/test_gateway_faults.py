@@ -187,3 +187,10 @@ def test_close_during_a_stream_returns_promptly_and_records_it(rig: Rig) -> None
     release.set()
     call = rig.events("model_call")[0]
     assert call["error"].startswith("gateway closed after")
+
+
+def test_non_streaming_body_cut_short_is_retried(rig: Rig) -> None:
+    rig.up.reset_next(after_pieces=1)
+    assert _client(rig).messages.create(model="m", max_tokens=5, messages=MSG).content[0].text == "all good"
+    retries = rig.events("model_call")[0]["retries"]
+    assert len(retries) == 2 and retries[0]["error"].startswith("body failed")

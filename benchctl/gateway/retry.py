@@ -1,7 +1,7 @@
 """Retries around any Upstream: exponential backoff with jitter, honouring retry-after.
 
-Retried: 429, 5xx (529 "overloaded" included), connection errors and resets, and a stream
-that dies before its first byte. Not retried: other 4xx (the request is wrong; retrying
+Retried: 429, 5xx (529 "overloaded" included), connection errors and resets, a
+non-streaming body cut short, and a stream that dies before its first byte. Not retried: other 4xx (the request is wrong; retrying
 cannot help). A stream already partly passed to the client cannot be retried: its error is
 surfaced (the gateway ends the stream with an error event and records it). No retry waits
 past the run's deadline: the last failure is surfaced instead.
@@ -131,6 +131,14 @@ class RetryingUpstream:
                 body = await _drain(response)
                 response.body = _bytes_iter(body)
                 raise RetryableFailure(f"HTTP {response.status}", response, parse_retry_after(response.headers))
+            return response
+        if not call.stream:
+            # Nothing reaches the client before the whole body is here: a body cut short can be retried.
+            try:
+                data = await response.read()
+            except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
+                raise RetryableFailure(f"body failed: {type(e).__name__}: {e}") from e
+            response.body = _bytes_iter(data)
             return response
         # Pull the first chunk now: a stream that dies before sending anything can still be retried.
         body = response.body.__aiter__()
