@@ -32,6 +32,10 @@ class HarnessContext:
     options: dict[str, Any] = field(default_factory=dict)   # harness options from task/sweep (e.g. reasoning_effort, disallowed_tools)
     stop_state: StopState = field(default_factory=StopState)
     cancel: threading.Event = field(default_factory=threading.Event)  # set on SIGINT/SIGTERM
+    # hidden-behaviour audits (benchctl.targets): the target tools (TargetTools) and a token budget
+    # (TokenBudget); None for other tasks. ReAct uses them natively; CLIs get the tools over MCP.
+    target_tools: Any = None
+    token_budget: Any = None
 
 
 @dataclass
