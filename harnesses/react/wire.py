@@ -14,6 +14,11 @@ from typing import Any, Protocol
 
 from harnesses.react.tools import TOOL_SPECS
 
+
+def tool_specs(options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sandbox tools plus any extra host-side tools (e.g. target tools) passed as option extra_tool_specs."""
+    return TOOL_SPECS + list(options.get("extra_tool_specs") or [])
+
 REASONING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
 
 
@@ -72,7 +77,7 @@ class AnthropicConversation:
         self.thinking = REASONING_BUDGETS.get(str(effort)) if effort else None
         self.cache = bool(options.get("prompt_caching", True))
         self.tools = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
-                      for t in TOOL_SPECS]
+                      for t in tool_specs(options)]
 
     def _request_messages(self) -> list[dict[str, Any]]:
         if not self.cache:
@@ -140,7 +145,7 @@ class ResponsesConversation:
         self.items: list[dict[str, Any]] = [{"role": "user", "content": user}]
         self.effort = options.get("reasoning_effort")
         self.tools = [{"type": "function", "name": t["name"], "description": t["description"],
-                       "parameters": t["parameters"], "strict": False} for t in TOOL_SPECS]
+                       "parameters": t["parameters"], "strict": False} for t in tool_specs(options)]
 
     def call(self, timeout: float) -> Turn:
         kw: dict[str, Any] = {}
@@ -197,7 +202,7 @@ class ChatConversation:
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         self.effort = options.get("reasoning_effort")
         self.tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                                         "parameters": t["parameters"]}} for t in TOOL_SPECS]
+                                                         "parameters": t["parameters"]}} for t in tool_specs(options)]
 
     def call(self, timeout: float) -> Turn:
         kw: dict[str, Any] = {"reasoning_effort": self.effort} if self.effort else {}
@@ -247,7 +252,7 @@ class GeminiConversation:
         self.model = model if "/" not in model else "run-model"
         self.contents: list[Any] = [types.Content(role="user", parts=[types.Part.from_text(text=user)])]
         decls = [types.FunctionDeclaration(name=t["name"], description=t["description"],
-                                           parameters_json_schema=t["parameters"]) for t in TOOL_SPECS]
+                                           parameters_json_schema=t["parameters"]) for t in tool_specs(options)]
         cfg: dict[str, Any] = {"system_instruction": system, "tools": [types.Tool(function_declarations=decls)],
                                "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True)}
         effort = options.get("reasoning_effort")
