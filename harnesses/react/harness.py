@@ -14,7 +14,7 @@ from benchctl.gateway.upstream import ModelId
 from benchctl.policies import length_notice, stop_decision, time_notice
 from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
 from harnesses.base import HarnessContext, HarnessResult
-from harnesses.react.tools import ToolBox, resolve
+from harnesses.react.tools import ToolBox, ToolOutcome, resolve
 from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
 
 SYSTEM_PROMPT = (
@@ -33,6 +33,7 @@ class ReactHarness:
         self.clock = clock
         self._conv: Conversation | None = None
         self._turns = 0
+        self._token_state: Any = None
 
     def mounts(self) -> list[Mount]:
         return []      # the loop runs on the host; the sandbox needs nothing extra
@@ -45,6 +46,8 @@ class ReactHarness:
         opts = {**self.options, **ctx.options}
         mid = ModelId.parse(ctx.model)
         system = str(opts.get("system_prompt", SYSTEM_PROMPT))
+        if ctx.target_tools is not None:     # hidden-behaviour audits: the target tools as native tools
+            opts["extra_tool_specs"] = ctx.target_tools.specs()
         try:
             self._conv = open_conversation(mid.provider, ctx.gateway, mid.name, system, ctx.instructions, opts)
         except Exception as e:
@@ -74,6 +77,31 @@ class ReactHarness:
             return ctx.sandbox.get_file(resolve(lp.file)).decode("utf-8", errors="replace")
         except Exception:
             return None           # not written (yet): nothing to revise
+
+    def _run_tool(self, ctx: HarnessContext, tools: ToolBox, name: str, args: Any, time_left: float) -> ToolOutcome:
+        target = ctx.target_tools
+        if target is not None and name in target.names:       # host-side: the target model (benchctl.targets)
+            out = target.call(name, args if isinstance(args, dict) else {}, timeout=max(1.0, time_left + 1.0))
+            return ToolOutcome(out.text, is_error=out.is_error)
+        return tools.run(name, args, time_left)
+
+    def _token_policy(self, ctx: HarnessContext, results: list[ToolResult]) -> bool:
+        """Token budget (benchctl.targets.token_budget): notice or final instruction on the last tool
+        result; True when the budget and its grace are spent and the agent must stop."""
+        if ctx.token_budget is None or not results:
+            return False
+        from benchctl.targets.token_budget import TokenState, token_decision
+        if self._token_state is None:
+            self._token_state = TokenState()
+        used = int((ctx.gateway.summary().get("usage") or {}).get("output_tokens") or 0)
+        d = token_decision(ctx.token_budget, used, self._token_state)
+        kind = {"notice": "tokens", "final": "token_final", "stop": "token_deadline"}[d.kind]
+        ctx.transcript.emit("notice", "policy", kind=kind, text=d.message, tokens_used=used,
+                            tool_id=results[-1].call.id)
+        if d.kind == "stop":
+            return True
+        results[-1].output += "\n\n" + d.message
+        return False
 
     def _loop(self, ctx: HarnessContext, opts: dict[str, Any]) -> HarnessResult:
         assert self._conv is not None
@@ -122,7 +150,7 @@ class ReactHarness:
                 results: list[ToolResult] = []
                 for call in turn.tool_calls:
                     tr.emit("tool_call", "harness", id=call.id, name=call.name, input=call.input)
-                    out = tools.run(call.name, call.input, budget.remaining(self.clock()))
+                    out = self._run_tool(ctx, tools, call.name, call.input, budget.remaining(self.clock()))
                     submitted = submitted or out.submit
                     tr.emit("tool_result", "harness", id=call.id, name=call.name, output=out.output,
                             exit_code=out.exit_code, is_error=out.is_error, truncated=out.truncated,
@@ -137,7 +165,10 @@ class ReactHarness:
                         tr.emit("notice", "policy", kind="time", text=tn, tool_id=call.id)
                         text += "\n\n" + tn
                     results.append(ToolResult(call, text, out.is_error))
+                token_stop = self._token_policy(ctx, results)
                 conv.add_tool_results(results)
+                if token_stop:
+                    return result("timeout")
                 if not submitted:
                     continue
 
