@@ -153,8 +153,18 @@ class RetryingUpstream:
         return response
 
     async def send(self, call: UpstreamCall) -> UpstreamResponse:
+        # Fast path: the first attempt runs outside tenacity, which costs ~25 us per call even when
+        # nothing fails (a fifth of the gateway's CPU per call); tenacity takes over after a failure.
+        try:
+            response = await self._attempt(call)
+        except RetryableFailure as first:
+            return await self._retry(call, first)
+        response.attempts = [{"attempt": 1, "status": response.status, "error": None, "wait_s": 0.0}]
+        return response
+
+    async def _retry(self, call: UpstreamCall, first: RetryableFailure) -> UpstreamResponse:
         attempts: list[dict[str, Any]] = []
-        last: RetryableFailure | None = None
+        last = first
 
         def before_sleep(state: RetryCallState) -> None:
             attempts[-1]["wait_s"] = round(state.next_action.sleep if state.next_action else 0.0, 3)
@@ -168,6 +178,8 @@ class RetryingUpstream:
                 with attempt:
                     n = attempt.retry_state.attempt_number
                     try:
+                        if n == 1:
+                            raise first  # it already happened on the fast path: tenacity decides what next
                         response = await self._attempt(call)
                     except RetryableFailure as e:
                         last = e
@@ -179,12 +191,10 @@ class RetryingUpstream:
                     return response
         except RetryableFailure:
             pass
-        assert last is not None
         if last.response is not None:   # surface the upstream's own error (status, body) to the client
             last.response.attempts = attempts
             return last.response
         raise UpstreamUnavailable(str(last), attempts) from last
-        # (unreachable)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
