@@ -6,7 +6,8 @@ added latency (see scripts/bench_gateway.py). This client does only what the gat
 one request per connection at a time, Content-Length request bodies, chunked or
 Content-Length or until-close response bodies yielded as they arrive, TLS via `ssl`, and
 idle connections reused per origin. The vendor SDKs on the client side still use httpx2.
-Set BENCHCTL_GATEWAY_HTTP_CLIENT=httpx2 to use httpx2 for upstream calls instead.
+Set BENCHCTL_GATEWAY_HTTP_CLIENT=httpx2 to use httpx2 for upstream calls instead (also the way
+to reach vendors through an HTTP proxy: httpx2 honours HTTPS_PROXY, this client does not).
 """
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def _make_client() -> httpx2.AsyncClient:
     transport = httpx2.AsyncHTTPTransport(
         limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=60.0),
         socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-    return httpx2.AsyncClient(transport=transport, timeout=TIMEOUT, trust_env=False)
+    return httpx2.AsyncClient(transport=transport, timeout=TIMEOUT, trust_env=True)  # honours HTTPS_PROXY
 
 
 def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
