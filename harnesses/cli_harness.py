@@ -50,7 +50,8 @@ def sandbox_socket(ctx: HarnessContext) -> str:
 
 
 def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
-    args = ["python3", HOOK_IN_SANDBOX, event, "--cli", cli, "--socket", sandbox_socket(ctx)]
+    # -I -S: no user site, no PYTHON* variables, no site import: safer and ~10 ms faster per call.
+    args = ["python3", "-I", "-S", HOOK_IN_SANDBOX, event, "--cli", cli, "--socket", sandbox_socket(ctx)]
     policy_file = hook_host.policy_file_path(ctx)
     if policy_file:
         args += ["--file", policy_file]

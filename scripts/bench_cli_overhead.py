@@ -11,7 +11,9 @@ the real gateway, and time
     total       from "create sandbox" to the first model request (what a run pays up front)
     run         the whole one-turn run (until the CLI has exited)
 
-and print medians (with min / max) as a table. Needs Docker, the sandbox image and the
+and print medians (with min / max) as a table. Then, in one sandbox, the round trip of the
+in-sandbox hook every tool call pays (python3 start + POST over the gateway socket + the
+host's policy decision). Needs Docker, the sandbox image and the
 binaries from the extras.
 
     python scripts/bench_cli_overhead.py [-n 10] [--harness claude-code --harness codex]
@@ -80,6 +82,35 @@ def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def hook_latency(image: str, script: Path, n: int) -> list[float]:
+    """Seconds per PostToolUse hook call, measured inside the sandbox."""
+    from harnesses.cli_harness import hook_command
+    from harnesses.hooks import host as hook_host
+    base = Path(tempfile.mkdtemp(prefix="bbench-", dir="/tmp"))
+    (base / "gw").mkdir()
+    transcript = TranscriptWriter(base / "transcript.jsonl")
+    gw = Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=base / "gw" / "gateway.sock"), transcript).start()
+    harness: Any = registry.create("claude-code", {})
+    sandbox = DockerSandbox(SandboxSpec(image=image, run_id="bench", gateway_dir=base / "gw",
+                                        extra_mounts=harness.mounts()))
+    try:
+        sandbox.start()
+        ctx = HarnessContext(run_id="bench", model=f"scripted/{script}", instructions="", sandbox=sandbox, gateway=gw,
+                             transcript=transcript, budget=Budget(time.time(), 600), policies=RunPolicies(),
+                             run_dir=base)
+        hook_host.install(ctx, "claude-code")
+        cmd = hook_command("post_tool_use", "claude-code", ctx)
+        loop = (f"for i in $(seq {n}); do a=$(date +%s%N); echo '{{\"tool_name\":\"Bash\"}}' | {cmd} >/dev/null; "
+                f"b=$(date +%s%N); echo $((b-a)); done")
+        out = sandbox.exec(["bash", "-c", loop], timeout=120)
+        return [int(x) / 1e9 for x in out.stdout.split()]
+    finally:
+        sandbox.stop()
+        gw.close()
+        transcript.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=10, help="runs per harness (default 10)")
@@ -97,6 +128,7 @@ def main() -> int:
             one_run(name, args.image, script)          # warm-up: page cache, image layers
             samples = [one_run(name, args.image, script) for _ in range(args.n)]
             rows.append((name, {c: [s[c] for s in samples] for c in cols}))
+        hooks = hook_latency(args.image, script, max(args.n, 10) * 3)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"Overhead before the first model call, median of {args.n} runs (min-max), seconds")
@@ -104,6 +136,8 @@ def main() -> int:
     for name, data in rows:
         cells = [f"{statistics.median(v):.3f} ({min(v):.2f}-{max(v):.2f})" for v in data.values()]
         print(f"{name:<12}" + "".join(f"{c:>20}" for c in cells))
+    print(f"\nPostToolUse hook round trip inside the sandbox, {len(hooks)} calls: median "
+          f"{statistics.median(hooks) * 1000:.0f} ms (min {min(hooks) * 1000:.0f}, max {max(hooks) * 1000:.0f})")
     return 0
 
 

@@ -111,7 +111,7 @@ def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert "sk-host-secret" not in json.dumps([argv, env])
     hooks = json.loads(sb.files[cc.SETTINGS_PATH])["hooks"]
     post = hooks["PostToolUse"][0]["hooks"][0]["command"]
-    assert post.startswith("python3 /opt/benchctl/hooks/hook.py post_tool_use --cli claude-code --socket /gateway/gateway.sock")
+    assert post.startswith("python3 -I -S /opt/benchctl/hooks/hook.py post_tool_use --cli claude-code --socket /gateway/gateway.sock")
     assert "stop" in hooks["Stop"][0]["hooks"][0]["command"]
     assert result.status == "completed" and result.session_id == SID
 
