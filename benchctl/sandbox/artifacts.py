@@ -190,17 +190,22 @@ def extract_archive(chunks: Iterable[bytes], writer: SafeWriter, report: Collect
         if expected is not None and expected[rel].kind != ("d" if member.isdir() else "f" if member.isreg() else "?"):
             report.skipped.append({"path": cpath, "reason": "file type changed since listing, not copied"})
             continue
-        if member.isdir():
-            writer.mkdir(rel)
-            continue
-        if not member.isreg():
+        if not member.isreg() and not member.isdir():
             report.skipped.append({"path": cpath, "reason": "special file (fifo/socket/device), not copied"})
             continue
         if member.size > max_bytes:
             report.skipped.append({"path": cpath, "reason": f"file is {member.size} bytes, over the "
                                    f"{max_bytes}-byte cap; collection of {container_root} stopped here"})
             return False
-        if writer.write(rel, _member_chunks(tf, member, max_bytes), max_bytes) is None:
+        try:
+            if member.isdir():
+                writer.mkdir(rel)
+                continue
+            written = writer.write(rel, _member_chunks(tf, member, max_bytes), max_bytes)
+        except OSError as e:  # e.g. a symlink or file already sitting in dest_dir on that path
+            report.skipped.append({"path": cpath, "reason": f"not written on the host: {e}"})
+            continue
+        if written is None:
             report.skipped.append({"path": cpath, "reason": f"file grew over the {max_bytes}-byte cap"})
             continue
         report.copied.append(cpath)

@@ -341,7 +341,10 @@ class DockerSandbox:
         # Something is too big to stream: fetch the remaining files one by one instead.
         for rel, entry in sorted(allowed.items()):
             if entry.kind == "d":
-                writer.mkdir(rel)
+                try:
+                    writer.mkdir(rel)
+                except OSError as e:
+                    report.skipped.append({"path": entry.path, "reason": f"not written on the host: {e}"})
             else:
                 self._fetch(root, entry.path, False, posixpath.dirname(rel), allowed, refused, writer,
                             report, max_bytes)
