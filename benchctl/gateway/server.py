@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchctl.gateway import http11
-from benchctl.gateway.exchange import SANDBOX_TOKEN, handle_connection
+from benchctl.gateway.exchange import SANDBOX_TOKEN, handle_connection  # SANDBOX_TOKEN: re-exported
 from benchctl.gateway.fallback import ModelRouter
 from benchctl.gateway.pricing import PriceTable
 from benchctl.gateway.recording import RequestRecorder
