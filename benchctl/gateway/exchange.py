@@ -1,10 +1,11 @@
 """One HTTP exchange through the gateway: authenticate, route, forward, stream back, record.
 
-The `model_call` event (source "gateway") has: call_id, requested_model, served_model (the
-run's model id that served it), upstream_model (what the upstream says), model_mapped,
-wire_api, method, path, stream, status, latency_ms, ttfb_ms, usage, cost_usd, stop_reason,
-refusal, retries (every attempt: attempt, status, error, wait_s), error, request (the delta,
-see recording.py) and response {text, tool_calls}; `headers` (the pass-through request headers
+The `model_call` event (source "gateway") has: call_id, wire_api, path (as the client sent
+it), requested_model, served_model (the run's model id that served it), stream, status,
+latency_ms, ttfb_ms, usage, cost_usd, stop_reason, refusal, request (the delta, see
+recording.py) and response {text, tool_calls}. Present only when there is something to say:
+upstream_model (what the upstream called itself, when not the served name), retries (every
+attempt: attempt, status, error, wait_s; absent = one clean attempt), error, and `headers` (the pass-through request headers
 such as anthropic-beta) appears when they differ from the previous call of that wire API. The
 recorded request is the one sent upstream: the client's own differs only in `model`
 (requested_model; for Gemini the model is in the path). A call that failed after retries also
@@ -327,7 +328,7 @@ class Exchange:
         if call.headers != gw.last_headers.get(call.wire_api, {}):
             # Pass-through headers (anthropic-version, anthropic-beta, ...) change rarely: recorded when they do.
             extra["headers"] = gw.last_headers[call.wire_api] = call.headers
-        gw.transcript.emit("model_call", source="gateway", call_id=call_id, wire_api=call.wire_api,
+        gw.transcript.emit("model_call", source="gateway", call_id=call_id, wire_api=call.wire_api, path=self.req.path,
                            requested_model=requested, served_model=served, stream=call.stream, status=status,
                            latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb), usage=s.usage, cost_usd=cost,
                            stop_reason=s.stop_reason, refusal=s.refusal, **extra, request=delta, response=response)
