@@ -234,3 +234,25 @@ def test_gzip_request_body_is_accepted_and_unknown_encoding_refused(rig: Rig) ->
         bad = h.post("http://gateway/v1/messages", content=body, headers={**headers, "content-encoding": "zstd"})
     assert ok.status_code == 200 and ok.json()["content"][0]["text"] == "Let me look."
     assert bad.status_code == 415 and "zstd" in bad.json()["error"]["message"]
+
+
+def test_async_clients_and_a_wire_api_the_model_cannot_speak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from benchctl.gateway.clients import async_anthropic_client, async_openai_client
+
+    async def main(gw: object) -> tuple[str, str]:
+        a = async_anthropic_client(gw)
+        async with a.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
+            first = (await s.get_final_message()).content[0].text
+        await a.close()
+        o = async_openai_client(gw)
+        with pytest.raises(Exception, match="does not speak the openai_chat wire API"):
+            await o.with_options(max_retries=0).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}])
+        await o.close()
+        return first, "ok"
+
+    for rig in make_rig(tmp_path, monkeypatch):
+        assert asyncio.run(main(rig.gw)) == ("Let me look.", "ok")
+        assert rig.events("model_error")[0]["status"] == 400  # the mismatch is recorded, with the reason
