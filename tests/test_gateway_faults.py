@@ -194,3 +194,40 @@ def test_non_streaming_body_cut_short_is_retried(rig: Rig) -> None:
     assert _client(rig).messages.create(model="m", max_tokens=5, messages=MSG).content[0].text == "all good"
     retries = rig.events("model_call")[0]["retries"]
     assert len(retries) == 2 and retries[0]["error"].startswith("body failed")
+
+
+def test_https_upstream_with_certificate_verification(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vendors are HTTPS: the lean upstream client verifies the certificate (here a local CA via SSL_CERT_FILE)."""
+    import shutil
+    import ssl
+    import subprocess
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    from benchctl.gateway import Gateway, GatewayConfig
+    from benchctl.testing.fake_upstream import FakeUpstreamServer
+    up = FakeUpstreamServer({"turns": [{"text": "over TLS", "chunks": 3}]})
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    up._server.socket = context.wrap_socket(up._server.socket, server_side=True)  # the fake, served over TLS
+    with up:
+        port = up.url.rsplit(":", 1)[1]
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"https://localhost:{port}")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-0123456789")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        with Gateway(GatewayConfig(model="anthropic/claude-opus-4-5", socket_path=tmp_path / "gw.sock")) as gw:
+            client = anthropic_client(gw, max_retries=0)
+            with client.messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+                assert s.get_final_message().content[0].text == "over TLS"
+            assert client.messages.create(model="m", max_tokens=5, messages=MSG).content[0].text == "over TLS"
+        monkeypatch.delenv("SSL_CERT_FILE")  # an untrusted certificate is refused, clearly
+        transcript = tmp_path / "t.jsonl"
+        from benchctl.transcript import TranscriptWriter
+        with TranscriptWriter(transcript) as tw, \
+                Gateway(GatewayConfig(model="anthropic/claude-opus-4-5", socket_path=tmp_path / "gw2.sock"), tw) as gw:
+            with pytest.raises(anthropic.APIStatusError, match="CERTIFICATE_VERIFY_FAILED"):
+                anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
+        assert b'"retries":[]' in transcript.read_bytes()  # not retried: it would fail the same way

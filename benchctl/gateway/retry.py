@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
@@ -124,6 +125,8 @@ class RetryingUpstream:
     async def _attempt(self, call: UpstreamCall) -> UpstreamResponse:
         try:
             response = await self.inner.send(call)
+        except ssl.SSLCertVerificationError:
+            raise  # a certificate that fails verification will fail again: not retried
         except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
             raise RetryableFailure(f"{type(e).__name__}: {e}") from e
         if response.status >= 400:
