@@ -53,6 +53,9 @@ def test_requested_model_is_mapped_to_the_runs_model_and_recorded(rig: Rig) -> N
     assert rig.up.generation_requests()[0].body["model"] == "claude-sonnet-4-5"
     call = rig.events("model_call")[0]
     assert call["requested_model"] == "claude-haiku-4-5"
+    summary = rig.gw.summary()
+    assert summary["requested_models"] == {"claude-haiku-4-5": 1}
+    assert summary["current_model"] == "anthropic/claude-sonnet-4-5"
     assert call["served_model"] == "anthropic/claude-sonnet-4-5"
 
 

@@ -314,7 +314,7 @@ class Exchange:
         delta = gw.recorder.delta(call_id, call.wire_api, call.body)
         if status < 400 and error is None:
             gw.recorder.note_response(call_id, call.wire_api, response)
-        gw.account(served, s.usage, cost, s.refusal, error is not None, counted)
+        gw.account(served, s.usage, cost, s.refusal, error is not None, counted, requested)
         # Fields that are almost always empty or derivable are left out when so (a 200-turn run writes
         # 200 of these, next to deltas that are often only a few KB): absent retries / error mean none,
         # absent upstream_model means the upstream named the served model itself.

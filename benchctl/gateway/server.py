@@ -81,6 +81,7 @@ class Gateway:
         self._usage = {k: 0 for k in USAGE_KEYS}
         self._cost: float | None = 0.0
         self._served: dict[str, int] = {}
+        self._requested: dict[str, int] = {}
         self._refusals = 0
         self._errors = 0
         self._call_seq = 0
@@ -224,10 +225,16 @@ class Gateway:
         self.routes.sort(key=lambda r: len(r[0]), reverse=True)  # longest prefix wins
 
     def summary(self) -> dict[str, Any]:
+        """calls: generation calls an upstream answered (any status; side calls such as token counting
+        and model listing are not counted); usage and cost_usd summed over them (cost None when any
+        price is unknown); served_models / requested_models: counts by model; current_model: what
+        serves the next call; fallbacks: the switches; refusals; errors: calls that ended in an
+        error, including those the gateway answered itself (bad token, deadline, unknown path)."""
         with self._stats_lock:
             return {"calls": self._calls, "usage": dict(self._usage),
                     "cost_usd": round(self._cost, 6) if self._cost is not None else None,
-                    "served_models": dict(self._served), "fallbacks": list(self.router.fallbacks),
+                    "served_models": dict(self._served), "requested_models": dict(self._requested),
+                    "current_model": str(self.router.current), "fallbacks": list(self.router.fallbacks),
                     "refusals": self._refusals, "errors": self._errors}
 
     # ------------------------------------------------------------------ used by exchange.py
@@ -244,11 +251,13 @@ class Gateway:
             return f"call-{self._call_seq}"
 
     def account(self, served: str, usage: dict[str, int], cost: float | None, refusal: bool, error: bool,
-                counted: bool) -> None:
+                counted: bool, requested: str | None = None) -> None:
         with self._stats_lock:
             if counted:
                 self._calls += 1
                 self._served[served] = self._served.get(served, 0) + 1
+                if requested:
+                    self._requested[requested] = self._requested.get(requested, 0) + 1
                 for k in USAGE_KEYS:
                     self._usage[k] += usage.get(k, 0) or 0
                 if cost is None:
