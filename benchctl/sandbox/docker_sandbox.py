@@ -154,10 +154,9 @@ class DockerSandbox:
             if self._stopped:
                 return
             self._stopped = True
-        try:
-            cleanup._remove_one(self.client, self.container_id or self.name)
-        finally:
-            cleanup.unregister(self.name)
+        # Only forget the container once it is really gone, so atexit/signal cleanup can retry.
+        cleanup._remove_one(self.client, self.container_id or self.name)
+        cleanup.unregister(self.name)
 
     def __enter__(self) -> "DockerSandbox":
         self.start()

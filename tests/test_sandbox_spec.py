@@ -1,0 +1,52 @@
+"""DockerSandbox refuses bad specs before touching Docker (no engine needed)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchctl.sandbox.base import Mount, SandboxSpec
+from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+
+
+class NoDocker:
+    """Stands in for the docker client: any use of it means validation let a bad spec through."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"docker client used ({name}) before the spec was validated")
+
+
+def _start(spec: SandboxSpec) -> None:
+    DockerSandbox(spec, client=NoDocker()).start()
+
+
+def test_provider_key_names_refused() -> None:
+    with pytest.raises(SandboxError, match="ANTHROPIC_API_KEY"):
+        _start(SandboxSpec(image="x", run_id="r", env={"ANTHROPIC_API_KEY": "dummy"}))
+
+
+def test_provider_key_values_refused_under_any_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-secret-abcdef123456")
+    with pytest.raises(SandboxError, match="TOKEN"):
+        _start(SandboxSpec(image="x", run_id="r", env={"TOKEN": "sk-real-secret-abcdef123456"}))
+
+
+def test_missing_dirs_and_relative_mounts_refused(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="data_dir"):
+        _start(SandboxSpec(image="x", run_id="r", data_dir=tmp_path / "nope"))
+    with pytest.raises(SandboxError, match="gateway_dir"):
+        _start(SandboxSpec(image="x", run_id="r", gateway_dir=tmp_path / "nope"))
+    with pytest.raises(SandboxError, match="does not exist"):
+        _start(SandboxSpec(image="x", run_id="r", extra_mounts=[Mount(tmp_path / "nope", "/opt/benchctl/x")]))
+    with pytest.raises(SandboxError, match="absolute"):
+        _start(SandboxSpec(image="x", run_id="r", extra_mounts=[Mount(tmp_path, "opt/x")]))
+
+
+def test_relative_sandbox_paths_refused() -> None:
+    box = DockerSandbox(SandboxSpec(image="x", run_id="r"), client=NoDocker())
+    with pytest.raises(SandboxError, match="not running"):
+        box.exec("true")
+    from benchctl.sandbox.docker_sandbox import _abs
+    with pytest.raises(ValueError, match="absolute"):
+        _abs("work/report.md")
+    assert _abs("/work/../work/./r.md") == "/work/r.md"
