@@ -126,6 +126,7 @@ def test_refusal_switches_run_to_fallback(tmp_path: Path, monkeypatch: pytest.Mo
         summary = rig.gw.summary()
         assert summary["served_models"] == {"anthropic/claude-opus-4-5": 1, "anthropic/claude-opus-4-1": 1}
         assert summary["refusals"] == 1 and len(summary["fallbacks"]) == 1
+        assert summary["current_model"] == "anthropic/claude-opus-4-1"
 
 
 def test_refusal_retry_policy_asks_again_before_the_client_sees_it(tmp_path: Path,
