@@ -134,7 +134,6 @@ class Exchange:
         self.t0 = time.perf_counter()
         self.ttfb: float | None = None
         self.wire: str | None = None
-        self.event: dict[str, Any] = {}
 
     def ms(self, t: float | None) -> float | None:
         return None if t is None else round((t - self.t0) * 1000, 3)
