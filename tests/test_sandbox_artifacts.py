@@ -102,13 +102,17 @@ def test_writer_never_writes_through_existing_symlink(tmp_path: Path) -> None:
 
 
 def test_plan_reports_each_refusal() -> None:
-    entries = [artifacts.Entry("d", 0, "/w"), artifacts.Entry("f", 10, "/w/a"),
-               artifacts.Entry("l", 11, "/w/l", "/etc/passwd"), artifacts.Entry("p", 0, "/w/fifo"),
-               artifacts.Entry("f", 2 << 30, "/w/big"), artifacts.Entry("s", 0, "/w/sock")]
+    entries = [artifacts.Entry("d", 0, "/work"), artifacts.Entry("f", 10, "/work/a"),
+               artifacts.Entry("l", 11, "/work/l", "/etc/passwd"), artifacts.Entry("p", 0, "/work/fifo"),
+               artifacts.Entry("f", 2 << 30, "/work/big"), artifacts.Entry("s", 0, "/work/sock")]
     report = CollectReport()
-    allowed, oversize, refused = artifacts.plan(entries, "/w", True, 1000, report)
+    allowed, oversize, refused = artifacts.plan(entries, "/work", True, 1000, report)
     assert set(allowed) == {"a"} and oversize and refused == {"l", "fifo", "big", "sock"}
     assert len(report.skipped) == 4
+    report = CollectReport()
+    tmp_entries = [artifacts.Entry("d", 0, "/tmp/w"), artifacts.Entry("f", 10, "/tmp/w/a")]
+    allowed, oversize, refused = artifacts.plan(tmp_entries, "/tmp/w", True, 1000, report)
+    assert set(allowed) == {"w", "w/a"} and not oversize and not refused  # outside /work: by basename
 
 
 def test_parse_find_listing_handles_odd_names() -> None:
@@ -145,8 +149,9 @@ def test_hostile_artifacts_stay_inside_and_are_reported(sandbox_image: str, tmp_
         assert r.exit_code == 0, r
         report = box.collect(["/work/out", "/work/out/passwd_link", "/work/missing"], dest)
         single = box.collect(["/work/out/report.md"], tmp_path / "single")
-    assert _host_files(dest) == {"report.md": "report\n", "sub/ok.txt": "nested\n", "name with\nnewline": "weird"}
-    assert (dest / "emptydir").is_dir()
+    assert _host_files(dest) == {"out/report.md": "report\n", "out/sub/ok.txt": "nested\n",
+                                 "out/name with\nnewline": "weird"}  # dest mirrors /work
+    assert (dest / "out" / "emptydir").is_dir()
     assert sorted(os.listdir(tmp_path)) == ["run", "single"]  # nothing written next to the run dir
     reasons = {s["path"]: s["reason"] for s in report.skipped}
     assert reasons["/work/out/passwd_link"].startswith("symlink -> /etc/passwd")
@@ -156,14 +161,26 @@ def test_hostile_artifacts_stay_inside_and_are_reported(sandbox_image: str, tmp_
     assert "fifo" in reasons["/work/out/pipe"]
     assert report.missing == ["/work/missing"]
     assert sorted(report.copied) == ["/work/out/name with\nnewline", "/work/out/report.md", "/work/out/sub/ok.txt"]
-    assert _host_files(tmp_path / "single") == {"report.md": "report\n"} and not single.skipped
+    assert _host_files(tmp_path / "single") == {"out/report.md": "report\n"} and not single.skipped
 
 
 @pytest.mark.docker
 def test_collect_whole_tree_in_one_archive(sandbox_image: str, tmp_path: Path) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-artifacts-tree")) as box:
-        box.exec("mkdir -p /work/a/b && for i in $(seq 1 50); do echo $i > /work/a/b/f$i; done", timeout=30)
-        report = box.collect(["/work"], tmp_path)
-    assert len(report.copied) == 50 and not report.skipped
-    assert (tmp_path / "a" / "b" / "f50").read_text() == "50\n"
+        box.exec("mkdir -p /work/a/b && for i in $(seq 1 50); do echo $i > /work/a/b/f$i; done; "
+                 "echo log > /tmp/agent.log", timeout=30)
+        report = box.collect(["/work", "/tmp/agent.log"], tmp_path / "all")
+        sub = box.collect(["/work/a"], tmp_path / "sub")
+    assert len(report.copied) == 51 and not report.skipped
+    assert (tmp_path / "all" / "a" / "b" / "f50").read_text() == "50\n"
+    assert (tmp_path / "all" / "agent.log").read_text() == "log\n"  # outside /work: by basename
+    assert (tmp_path / "sub" / "a" / "b" / "f1").read_text() == "1\n" and len(sub.copied) == 50
+
+
+def test_dest_name_mirrors_work() -> None:
+    assert artifacts.dest_name("/work") == ""
+    assert artifacts.dest_name("/work/reports/r.md") == "reports/r.md"
+    assert artifacts.dest_name("/tmp/x.log") == "x.log"
+    assert artifacts.relative_name("/work/p", "/work/p/q/r", True) == "p/q/r"
+    assert artifacts.relative_name("/work", "/work/q", True) == "q"

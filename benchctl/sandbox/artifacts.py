@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchctl.sandbox.base import CollectReport
+from benchctl.sandbox.base import WORK_DIR, CollectReport
 
 # `find -printf` record for the listing: type, size, path, symlink target, each NUL-terminated.
 FIND_PRINTF = r"%y\0%s\0%p\0%l\0"
@@ -52,15 +52,25 @@ def parse_find_listing(raw: bytes) -> list[Entry]:
     return entries
 
 
-def relative_name(root: str, path: str, root_is_dir: bool) -> str:
-    """Where an in-container `path` lands under dest_dir when `root` was requested.
+def dest_name(root: str) -> str:
+    """Where a requested in-container path lands, relative to dest_dir.
 
-    A requested directory contributes its *contents* (`/work/a/b` -> `a/b`); a requested file
-    lands under its basename (`/work/report.md` -> `report.md`).
-    """
-    if root_is_dir:
-        return posixpath.relpath(path, root)
-    return posixpath.basename(path)
+    Paths under /work keep their place (`/work/reports/r.md` -> `reports/r.md`, `/work/preds`
+    -> `preds/...`, `/work` itself -> its contents), so the artifacts folder mirrors /work;
+    anything else lands under its basename (`/tmp/x.log` -> `x.log`)."""
+    if root == WORK_DIR:
+        return ""
+    if root.startswith(WORK_DIR + "/"):
+        return posixpath.relpath(root, WORK_DIR)
+    return posixpath.basename(root)
+
+
+def relative_name(root: str, path: str, root_is_dir: bool) -> str:
+    """Where an in-container `path` (found under the requested `root`) lands under dest_dir."""
+    base = dest_name(root)
+    if root_is_dir and path != root:
+        return posixpath.join(base, posixpath.relpath(path, root)) if base else posixpath.relpath(path, root)
+    return base
 
 
 def safe_relpath(name: str) -> str | None:
@@ -173,8 +183,10 @@ def extract_archive(chunks: Iterable[bytes], writer: SafeWriter, report: Collect
             report.skipped.append({"path": f"{container_root} :: {raw}",
                                    "reason": f"unexpected archive member name {raw!r}"})
             continue
-        if root_is_dir and below == "":
-            continue  # the requested directory itself
+        if root_is_dir and below == "":  # the requested directory itself
+            if dest_prefix:
+                writer.mkdir(dest_prefix)
+            continue
         cpath = posixpath.join(container_root, below) if below else container_root
         name = below if root_is_dir else top
         rel = safe_relpath(posixpath.join(dest_prefix, name) if dest_prefix else name)
@@ -221,8 +233,8 @@ def plan(entries: list[Entry], root: str, root_is_dir: bool, max_bytes: int,
     refused: set[str] = set()
     oversize = False
     for e in entries:
-        if e.path == root and root_is_dir:
-            continue
+        if e.path == root and root_is_dir and not dest_name(root):
+            continue  # /work itself: its contents go straight into dest_dir
         rel = safe_relpath(relative_name(root, e.path, root_is_dir))
         reason = None
         if rel is None:

@@ -306,8 +306,9 @@ class DockerSandbox:
             stream.close()
 
     def collect(self, container_paths: list[str], dest_dir: Path, max_bytes: int = 50_000_000) -> CollectReport:
-        """Copy files out safely (see artifacts.py). A requested directory contributes its contents
-        to dest_dir; a requested file lands as dest_dir/<basename>. `max_bytes` caps each file."""
+        """Copy files out safely (see artifacts.py). dest_dir mirrors /work: `/work/a/b.md` lands at
+        dest_dir/a/b.md and `/work` contributes its contents; paths outside /work land under their
+        basename. `max_bytes` caps each file; every refusal is in the report's `skipped`."""
         report = CollectReport()
         writer = artifacts.SafeWriter(Path(dest_dir))
         for requested in container_paths:
@@ -335,7 +336,9 @@ class DockerSandbox:
             return
         allowed, oversize, refused = artifacts.plan(entries, root, root_is_dir, max_bytes, report)
         if not oversize:
-            self._fetch(root, root, root_is_dir, "", allowed, refused, writer, report, max_bytes)
+            name = artifacts.dest_name(root)
+            prefix = name if root_is_dir else posixpath.dirname(name)
+            self._fetch(root, root, root_is_dir, prefix, allowed, refused, writer, report, max_bytes)
             return
         # Something is too big to stream: fetch the remaining files one by one instead.
         for rel, entry in sorted(allowed.items()):
