@@ -83,3 +83,14 @@ def test_stray_containers_found_and_removed(sandbox_image: str) -> None:
                 client.api.remove_container(i, force=True)
             except docker.errors.NotFound:
                 pass
+
+
+def test_forgotten_sandbox_removed_at_exit(sandbox_image: str) -> None:
+    """A program that starts a sandbox and exits without stop() leaves nothing behind."""
+    run_id = f"test-atexit-{uuid.uuid4().hex[:8]}"
+    code = ("import sys; from benchctl.sandbox import DockerSandbox, SandboxSpec; "
+            "DockerSandbox(SandboxSpec(image=sys.argv[1], run_id=sys.argv[2])).start(); print('started')")
+    done = subprocess.run([sys.executable, "-c", code, sandbox_image, run_id], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == "started", done.stderr
+    assert _containers(run_id) == []

@@ -8,7 +8,9 @@ the create request is sent, so even a SIGINT that lands mid-create can be cleane
 Usage by a long-running command (the runner):
 
     from benchctl.sandbox.cleanup import install_signal_handlers
-    install_signal_handlers()   # main thread, once; SIGINT/SIGTERM/atexit remove all containers
+    install_signal_handlers()   # main thread, once; SIGINT/SIGTERM remove all containers
+
+Removal at normal interpreter exit (atexit) is arranged automatically by the first sandbox.
 
 After cleanup the previous handler runs: SIGINT still raises KeyboardInterrupt (so `finally`
 blocks run), SIGTERM terminates the process with the usual status unless a handler was set.
@@ -20,7 +22,6 @@ import os
 import signal
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Callable
@@ -33,11 +34,21 @@ LABEL_OWNER_HOST = "benchctl.owner_host"
 _lock = threading.Lock()
 _live: set[str] = set()          # container names (or ids) this process may have created
 _installed = False
+_atexit_registered = False
+_owner_pid = os.getpid()         # a forked child must not remove its parent's containers
 
 
 def register(name: str) -> None:
+    """Track a container name; the first registration also arranges removal at interpreter exit."""
+    global _atexit_registered, _owner_pid
     with _lock:
+        if os.getpid() != _owner_pid:  # first registration in a forked child: start afresh
+            _live.clear()
+            _owner_pid = os.getpid()
         _live.add(name)
+        if not _atexit_registered:
+            atexit.register(remove_all_live)
+            _atexit_registered = True
 
 
 def unregister(name: str) -> None:
@@ -65,13 +76,15 @@ def remove_all_live() -> list[str]:
     """Force-remove every container this process registered. Safe to call from a signal handler
     or atexit, and more than once. Returns the names it tried."""
     names = live_containers()
-    if not names:
-        return []
+    if not names or os.getpid() != _owner_pid:
+        return []  # nothing to do, or a forked child: the containers belong to the parent
     import docker
     client = docker.from_env(timeout=30)  # a fresh client: the main one may be mid-request
     try:
-        with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
-            list(pool.map(lambda n: _safe_remove(client, n), names))
+        # Sequential on purpose: thread pools refuse work during interpreter shutdown (atexit),
+        # and a force-remove takes ~0.1 s.
+        for name in names:
+            _safe_remove(client, name)
     finally:
         client.close()
     with _lock:
@@ -107,7 +120,6 @@ def install_signal_handlers(signals: tuple[int, ...] = (signal.SIGINT, signal.SI
         return
     for signum in signals:
         signal.signal(signum, _make_handler(signum, signal.getsignal(signum)))
-    atexit.register(remove_all_live)
     _installed = True
 
 
