@@ -255,3 +255,12 @@ def test_missing_image_says_how_to_build() -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
     with pytest.raises(SandboxError, match="benchctl images build"):
         DockerSandbox(SandboxSpec(image="benchctl-no-such-image:nope", run_id="test-noimg")).start()
+
+
+def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str) -> None:
+    import docker
+    from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+    with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-gone")) as box:
+        docker.from_env().api.remove_container(box.container_id, force=True)  # e.g. `benchctl cleanup --all`
+        with pytest.raises(SandboxError, match="cannot exec"):
+            box.exec("true")

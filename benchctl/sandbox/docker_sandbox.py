@@ -188,9 +188,13 @@ class DockerSandbox:
         environment = {**(env or {}), EXEC_MARKER: marker.split("=", 1)[1]}
         api = self.client.api
         started = time.monotonic()
-        exec_id = api.exec_create(cid, argv, stdout=True, stderr=True, environment=environment,
-                                  workdir=workdir, user=user or self.spec.user)["Id"]
-        reader = FrameReader(api.exec_start(exec_id, socket=True))
+        import docker.errors
+        try:
+            exec_id = api.exec_create(cid, argv, stdout=True, stderr=True, environment=environment,
+                                      workdir=workdir, user=user or self.spec.user)["Id"]
+            reader = FrameReader(api.exec_start(exec_id, socket=True))
+        except docker.errors.APIError as e:  # container gone (stopped, removed by cleanup) or not running
+            raise SandboxError(f"cannot exec in sandbox {self.name}: {e.explanation or e}") from e
         capture = StreamCapture(cap=output_cap)
         killed_by_host = False
         try:
