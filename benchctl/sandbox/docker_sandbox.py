@@ -276,10 +276,13 @@ class DockerSandbox:
             info.uid = info.gid = 1000
             info.uname = info.gname = "agent"
             tf.addfile(info, io.BytesIO(data))
-        self.exec(["mkdir", "-p", parent], timeout=30)
         import docker.errors
         try:
-            ok = self.client.api.put_archive(cid, parent, buf.getvalue())
+            try:
+                ok = self.client.api.put_archive(cid, parent, buf.getvalue())
+            except docker.errors.NotFound:  # parent directory missing: create it as the sandbox user
+                self.exec(["mkdir", "-p", parent], timeout=30)
+                ok = self.client.api.put_archive(cid, parent, buf.getvalue())
         except docker.errors.APIError as e:
             raise SandboxError(f"could not write {path} in the sandbox: {e.explanation or e}") from e
         if not ok:
