@@ -4,7 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --disable-pip-version-check -e '.[dev,claude-code,codex]'
-if ! docker image inspect benchctl-sandbox:latest >/dev/null 2>&1; then
-  benchctl images build
-fi
+benchctl images build --if-missing
 exec python3 -m pytest "$@"
