@@ -7,9 +7,9 @@ the same socket reader the sandbox uses (`benchctl.sandbox.docker_exec.FrameRead
 every stdout line to a callback. Other sandboxes (fakes in tests) fall back to the blocking
 `exec`, with lines parsed after the fact.
 
-At the deadline (or when `cancel` is set) every process started by the exec is sent SIGTERM,
-then SIGKILL after a grace period, found by a marker variable in its environment — the same
-way DockerSandbox cleans up, so processes that call setsid are caught too.
+At the deadline (or when `cancel` is set) every process started by the exec is killed
+(SIGKILL), found by a marker variable in its environment — the same way DockerSandbox cleans
+up, so processes that call setsid are caught too.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ STDERR_CAP = 2_000_000
 _SIGNAL_MARKED = (
     'for round in 1 2 3; do found=; for p in /proc/[0-9]*; do '
     'grep -qzx "$2" "$p/environ" 2>/dev/null && { kill -"$1" "${p#/proc/}" 2>/dev/null; found=1; }; '
-    'done; [ -z "$found" ] && break; [ "$1" = TERM ] && break; done; true')
+    'done; [ -z "$found" ] && break; done; true')
 
 
 @dataclass
@@ -120,11 +120,12 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
             elif deadline is not None and time.time() >= deadline:
                 timed_out = True
             if timed_out or cancelled:
-                _signal(api, container_id, marker, "TERM")
+                # SIGKILL at once, not TERM-then-KILL: a TERM reaches the agent's running tool too,
+                # and the CLI would take the tool's death as a result and start its next turn after
+                # the budget. Both CLIs append their session logs as they go, so a killed session
+                # still resumes for follow-ups (verified).
+                _signal(api, container_id, marker, "KILL")
                 reader.pump(capture, time.monotonic() + KILL_GRACE_S)  # type: ignore[arg-type]
-                if not reader.eof:
-                    _signal(api, container_id, marker, "KILL")
-                    reader.pump(capture, time.monotonic() + KILL_GRACE_S)  # type: ignore[arg-type]
                 break
     finally:
         reader.close()

@@ -13,6 +13,7 @@ Never `completed` when the CLI failed.
 """
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,6 +57,32 @@ def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
     if policy_file:
         args += ["--file", policy_file]
     return " ".join(args)
+
+
+STAGE_DIR = "/tmp/benchctl-stage"
+
+
+def install_protected(ctx: HarnessContext, directory: str, files: dict[str, bytes]) -> None:
+    """Put `files` into `directory` owned by root and read-only, the directory sticky and
+    world-writable (the CLI may add its own files there; nobody but root can replace ours).
+
+    The agent runs as the same user as the CLI, so anything it could write, it could use to
+    switch benchctl's hooks off. put_file writes as the sandbox user, so files are staged in
+    /tmp and copied by a root exec. A sandbox that cannot exec as root gets plain files (and
+    the transcript says so)."""
+    for name, data in files.items():
+        ctx.sandbox.put_file(f"{STAGE_DIR}/{name}", data)
+    q = shlex.quote
+    script = [f"mkdir -p {q(directory)}", f"chmod 1777 {q(directory)}"]
+    for name in files:
+        target = q(f"{directory}/{name}")
+        script += [f"rm -f {target}", f"cp {q(f'{STAGE_DIR}/{name}')} {target}", f"chmod 0444 {target}"]
+    res = ctx.sandbox.exec(["sh", "-c", "set -e; " + "; ".join(script)], timeout=30, user="root")
+    if res.exit_code != 0:
+        ctx.transcript.emit("harness_event", "harness", kind="unprotected_config", directory=directory,
+                            message=f"could not install as root ({res.stderr.strip()[:300]}); files are agent-writable")
+        for name, data in files.items():
+            ctx.sandbox.put_file(f"{directory}/{name}", data)
 
 
 class CliHarness:

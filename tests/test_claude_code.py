@@ -3,6 +3,7 @@ against a scripted Anthropic upstream (FakeUpstreamServer). Tool names and shape
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 PRIMARY, FALLBACK = "claude-opus-4-5", "claude-opus-4-1"
 LONG_REPORT = "# Report\n\nalpha beta gamma delta epsilon zeta eta\n"     # 9 words, limit 5
 SHORT_REPORT = "# Report\n\nalpha beta\n"
+# Settings files the agent can write; with them Claude Code would run no hooks in the next phase.
+TAMPER = ("mkdir -p ~/.claude /work/.claude; echo '{\"disableAllHooks\": true}' | "
+          "tee ~/.claude/settings.json /work/.claude/settings.json")
 # Claude Code's Bash tool rejects a standalone `sleep N` at once; a python sleep really runs.
 LONG_COMMAND = {"name": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(300)'", "timeout": 600000,
                                           "description": "wait"}}
@@ -48,7 +52,7 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         {"text": "Let me look around.", "tool_calls": [bash(PROBE)]},
         {"tool_calls": [write(LONG_REPORT)]},
         {"text": "Done."},                                      # too early: reprompted
-        {"tool_calls": [bash("wc -w /work/report.md")]},        # ...and the run goes on
+        {"tool_calls": [bash("wc -w /work/report.md; " + TAMPER)]},   # ...the run goes on (and tries to cheat)
         {"text": "Done again."},                                # over the limit: revision request
         {"tool_calls": [write(SHORT_REPORT)]},
         {"text": "Final."},
@@ -98,6 +102,8 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         last = rig.bodies()[-1]
         assert contains(last, "Now add one line of summary.") and contains(last, "Let me look around.")
         assert (rig.run_dir / "harness" / "claude-code.2.exit.json").is_file()
+        assert b"disableAllHooks" in rig.sandbox.get_file("/work/.claude/settings.json")   # planted...
+        assert follow.details["hooks"]["stop"] == 4          # ...but it did not switch hooks off
 
         assert_key_never_reached_the_sandbox(rig)
 
@@ -143,7 +149,8 @@ def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, m
         exit_info = (rig.run_dir / "harness" / "claude-code.1.exit.json").read_text()
         assert '"timed_out":true' in exit_info.replace(" ", "")
         # Nothing of the run is left running, and the report is still there to collect.
-        assert len(rig.events("tool_call")) == 2          # killed inside the long command, not looping
+        long_id = rig.events("tool_call")[1]["id"]        # killed inside the long command, not looping:
+        assert all(r["t"] >= rig.ctx.budget.deadline for r in rig.events("tool_result") if r["id"] == long_id)
         ps = rig.sandbox.exec("ps -eo args", timeout=10).stdout
         assert "time.sleep(300)" not in ps and "/opt/benchctl/bin/claude" not in ps
         report = rig.sandbox.collect(["/work/report.md"], tmp_path / "artifacts")
@@ -155,12 +162,18 @@ def test_cancel_stops_the_cli_and_is_an_error(sandbox_image: str, monkeypatch: p
     h = ClaudeCodeHarness()
     with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
                  policies=NO_POLICIES) as rig:
-        timer = threading.Timer(2.0, rig.ctx.cancel.set)     # what SIGINT/SIGTERM does in the runner
+        cancelled_at: list[float] = []
+
+        def cancel() -> None:                               # what SIGINT/SIGTERM does in the runner
+            cancelled_at.append(time.time())
+            rig.ctx.cancel.set()
+        timer = threading.Timer(2.0, cancel)
         timer.start()
         try:
             result = h.run(rig.ctx)
         finally:
             timer.cancel()
         assert result.status == "error" and result.error == "cancelled"
-        assert len(rig.events("tool_call")) == 1
+        long_id = rig.events("tool_call")[0]["id"]        # cancelled while the command ran
+        assert not any(r["id"] == long_id and r["t"] < cancelled_at[0] for r in rig.events("tool_result"))
         assert "time.sleep(300)" not in rig.sandbox.exec("ps -eo args", timeout=10).stdout

@@ -30,6 +30,9 @@ OK_STREAM = [
     {"type": "user", "message": {"role": "user", "content": [
         {"tool_use_id": "toolu_1", "type": "tool_result", "content": "a.txt\nb.txt", "is_error": False}]},
      "session_id": SID, "tool_use_result": {"stdout": "a.txt\nb.txt", "stderr": "", "interrupted": False}},
+    {"type": "system", "subtype": "hook_started", "hook_id": "h1", "hook_name": "Stop", "hook_event": "Stop", "session_id": SID},
+    {"type": "system", "subtype": "hook_response", "hook_id": "h1", "hook_name": "Stop", "hook_event": "Stop",
+     "output": "{\"decision\":\"block\",\"reason\":\"Go on\"}\n", "exit_code": 0, "outcome": "success", "session_id": SID},
     {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "Stop hook feedback:\nGo on"}]},
      "session_id": SID, "isSynthetic": True},
     {"type": "system", "subtype": "notification", "key": "stop-hook-error", "text": "stop hook problem", "session_id": SID},
@@ -49,6 +52,7 @@ class FakeSandbox:
         self.run_id, self.image_digest = "r", None
         self.files: dict[str, bytes] = {}
         self.commands: list[tuple[list[str], dict[str, str]]] = []
+        self.root_commands: list[list[str]] = []
         self.reply = reply
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
@@ -56,6 +60,9 @@ class FakeSandbox:
 
     def exec(self, cmd: Any, *, timeout: float | None = None, output_cap: int = 0, env: dict[str, str] | None = None,
              workdir: str | None = None, user: str | None = None) -> ExecResult:
+        if user == "root":                      # installing protected config files
+            self.root_commands.append(list(cmd))
+            return ExecResult(0, "", "")
         self.commands.append((list(cmd), dict(env or {})))
         return self.reply(list(cmd))
 
@@ -101,6 +108,7 @@ def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert argv[argv.index("--model") + 1] == "claude-opus-4-5"
     assert argv[argv.index("--permission-mode") + 1] == "bypassPermissions"
     assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
+    assert "--include-hook-events" in argv and "--setting-sources=" in argv   # no agent-writable settings files
     disallowed = next(a for a in argv if a.startswith("--disallowedTools="))     # the = form (variadic flag)
     assert {"WebFetch", "WebSearch", "Agent", "Task"} <= set(disallowed.split("=", 1)[1].split(","))
     assert env["ANTHROPIC_UNIX_SOCKET"] == "/gateway/gateway.sock" and env["ANTHROPIC_BASE_URL"] == "http://gateway"
@@ -109,7 +117,7 @@ def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == env["DISABLE_TELEMETRY"] == "1"
     assert "IS_SANDBOX" not in env                       # the sandbox user is not root
     assert "sk-host-secret" not in json.dumps([argv, env])
-    hooks = json.loads(sb.files[cc.SETTINGS_PATH])["hooks"]
+    hooks = json.loads(argv[argv.index("--settings") + 1])["hooks"]
     post = hooks["PostToolUse"][0]["hooks"][0]["command"]
     assert post.startswith("python3 -I -S /opt/benchctl/hooks/hook.py post_tool_use --cli claude-code --socket /gateway/gateway.sock")
     assert "stop" in hooks["Stop"][0]["hooks"][0]["command"]
@@ -125,7 +133,9 @@ def test_stream_events_become_transcript_events(tmp_path: Path) -> None:
     res = events(tmp_path, "tool_result")[0]
     assert res["output"] == "a.txt\nb.txt" and res["is_error"] is False and res["interrupted"] is False
     kinds = [e["kind"] for e in events(tmp_path, "harness_event")]
-    assert kinds == ["start", "init", "cli_message", "notification", "result", "unparsed_line", "exit"]
+    assert kinds == ["start", "init", "hook_response", "cli_message", "notification", "result", "unparsed_line", "exit"]
+    response = events(tmp_path, "harness_event")[2]
+    assert (response["hook_event"], response["outcome"]) == ("Stop", "success") and "block" in response["output"]
     raw = (tmp_path / "harness" / "claude-code.1.stdout.jsonl").read_text().splitlines()
     assert len(raw) == len(OK_STREAM) + 1
 
@@ -164,7 +174,7 @@ def test_followup_resumes_the_session(tmp_path: Path) -> None:
     argv = sb.commands[1][0]
     assert argv[argv.index("--resume") + 1] == SID and argv[-1] == "Now write 5000 words."
     assert second.status == "completed" and second.details["phase"] == 2
-    assert list(sb.files) == [cc.SETTINGS_PATH]          # settings written once per sandbox
+    assert sb.files == {}                                 # settings travel inline: no file to tamper with
     assert ctx.gateway.routes == ["/benchctl/hooks/"]     # the hook route registered once
     assert h.followup(ctx, "x", HarnessResult("completed")).status == "error"   # nothing to resume
 

@@ -11,6 +11,7 @@ import pytest
 
 from benchctl.sandbox.base import ExecResult
 from harnesses.codex import CodexHarness
+from harnesses.cli_harness import STAGE_DIR
 from harnesses.codex import config as cx
 from test_claude_code_unit import FakeSandbox, ctx_for, events, stream
 
@@ -50,14 +51,18 @@ def test_codex_home_config_and_hooks(tmp_path: Path) -> None:
     sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
     result = harness().run(ctx_openai(tmp_path, sb))
     assert result.status == "completed" and result.session_id == TID
-    config = tomllib.loads(sb.files[f"{cx.CODEX_HOME}/config.toml"].decode())
+    config = tomllib.loads(sb.files[f"{STAGE_DIR}/config.toml"].decode())
     provider = config["model_providers"][config["model_provider"]]
     assert provider["wire_api"] == "responses" and provider["base_url"] == "http://127.0.0.1:18555/v1"
     assert provider["env_key"] == cx.TOKEN_ENV
     assert config["check_for_update_on_startup"] is False and config["web_search"] == "disabled"
     assert config["analytics"] == {"enabled": False} and config["feedback"] == {"enabled": False}
     assert config["features"]["plugins"] is False and config["features"]["multi_agent"] is False
-    hooks = json.loads(sb.files[f"{cx.CODEX_HOME}/hooks.json"])["hooks"]
+    assert config["features"]["hooks"] is True
+    # Installed root-owned and read-only in a sticky CODEX_HOME, so the agent cannot switch hooks off.
+    (install,) = sb.root_commands
+    assert f"chmod 1777 {cx.CODEX_HOME}" in install[2] and f"chmod 0444 {cx.CODEX_HOME}/hooks.json" in install[2]
+    hooks = json.loads(sb.files[f"{STAGE_DIR}/hooks.json"])["hooks"]
     assert "post_tool_use --cli codex" in hooks["PostToolUse"][0]["hooks"][0]["command"]
     assert "stop --cli codex" in hooks["Stop"][0]["hooks"][0]["command"]
 
@@ -72,7 +77,9 @@ def test_command_runs_the_forwarder_then_codex(tmp_path: Path) -> None:
     script = argv[2]
     assert "python3 /opt/benchctl/gateway/forwarder.py --port 18555 --socket /gateway/gateway.sock" in script
     assert ("/opt/benchctl/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox "
-            "--dangerously-bypass-hook-trust -m gpt-5.4 Investigate.") in script
+            "--dangerously-bypass-hook-trust -c") in script and script.split("\n")[4].endswith("-m gpt-5.4 Investigate.")
+    # Every setting also travels as a -c override: a project config in /work cannot undo them.
+    assert "-c features.hooks=true" in script and "-c 'model_providers.benchctl.wire_api=\"responses\"'" in script
     assert env == {"HOME": "/home/agent", "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: "benchctl-sandbox-token"}
     h.followup(ctx, "Now 5000 words.", first)
     assert f"codex exec resume --json" in sb.commands[1][0][2] and f"{TID} 'Now 5000 words.'" in sb.commands[1][0][2]
@@ -88,8 +95,8 @@ def test_non_openai_models_get_a_codex_known_name(tmp_path: Path) -> None:
     h = harness()
     h.run(ctx)
     assert "-m gpt-5.4-mini " in sb.commands[1][0][2] and "--port 20000" in sb.commands[1][0][2]
-    config = tomllib.loads(sb.files[f"{cx.CODEX_HOME}/config.toml"].decode())
-    assert config["model_reasoning_effort"] == "high"
+    config = tomllib.loads(sb.files[f"{STAGE_DIR}/config.toml"].decode())
+    assert config["model_reasoning_effort"] == "high" and "-c 'model_reasoning_effort=\"high\"'" in sb.commands[1][0][2]
 
 
 def test_jsonl_events_become_transcript_events(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The Claude Code adapter: `claude -p --output-format stream-json` inside the sandbox.
 
-    claude -p --output-format stream-json --verbose --model M --permission-mode bypassPermissions
-           --settings ~/.benchctl/claude-settings.json --disallowedTools=... [--resume SESSION] PROMPT
+    claude -p --output-format stream-json --verbose --include-hook-events --model M
+           --permission-mode bypassPermissions --settings '<hooks JSON>' --setting-sources=
+           --disallowedTools=... [--resume SESSION] PROMPT
 
 run as the sandbox user with stdin closed, the binary mounted read-only at
 /opt/benchctl/bin/claude, model traffic through the gateway's unix socket. Options (task or
@@ -39,14 +40,15 @@ class ClaudeCodeHarness(CliHarness):
     def find_binary(self) -> BinaryInfo:
         return require(find_claude(self.options.get("binary")), "Claude Code", "claude-code", CLAUDE_ENV)
 
-    def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
-        ctx.sandbox.put_file(cc.SETTINGS_PATH, cc.settings(ctx, self.name))
-
     def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
                 resume: str | None) -> tuple[list[str], dict[str, str]]:
         model = str(opts.get("cli_model") or ModelId.parse(ctx.model).name)
-        argv = [self.binary_in_sandbox(), "-p", "--output-format", "stream-json", "--verbose", "--model", model,
-                "--permission-mode", "bypassPermissions", "--settings", cc.SETTINGS_PATH]
+        # Settings go inline, and `--setting-sources=` (none) ignores user/project/local settings
+        # files: the agent can write ~/.claude and /work, and e.g. {"disableAllHooks": true} there
+        # would switch the policies off for the next phase (verified). Nothing to tamper with.
+        argv = [self.binary_in_sandbox(), "-p", "--output-format", "stream-json", "--verbose", "--include-hook-events",
+                "--model", model, "--permission-mode", "bypassPermissions",
+                "--settings", cc.settings(ctx, self.name).decode(), "--setting-sources="]
         tools = cc.disallowed_tools(opts)
         if tools:
             # `--disallowedTools A B` is variadic and would swallow the prompt: use the = form.

@@ -1,4 +1,4 @@
-"""The Claude Code settings file and environment benchctl runs it with.
+"""The Claude Code settings (passed inline as `--settings JSON`) and environment benchctl runs it with.
 
 Settings carry only the hooks (PostToolUse → time/word notices, Stop → continue/revise), all
 answered by the host through the in-sandbox hook script. The environment pins every
@@ -16,7 +16,6 @@ import orjson
 from harnesses.base import HarnessContext
 from harnesses.cli_harness import AGENT_HOME, hook_command, sandbox_socket
 
-SETTINGS_PATH = f"{AGENT_HOME}/.benchctl/claude-settings.json"
 
 # Tools an auditing run should not have by default: the web (there is no network anyway, and a
 # failing tool wastes turns), sub-agents (unless the task allows them), and background
@@ -70,7 +69,7 @@ def settings(ctx: HarnessContext, cli: str) -> bytes:
     hook = lambda event: [{"type": "command", "command": hook_command(event, cli, ctx), "timeout": 120}]
     doc = {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": hook("post_tool_use")}],
                      "Stop": [{"hooks": hook("stop")}]}}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    return orjson.dumps(doc)
 
 
 def environment(ctx: HarnessContext, cli_model: str, user: str, token: str) -> dict[str, str]:

@@ -8,6 +8,8 @@ Event shapes verified against Claude Code 2.1.332 (see harnesses/CLI_FACTS.md):
     assistant, thinking block        -> harness_event kind=thinking
     user, tool_result block          -> tool_result (id, output, is_error, stdout/stderr if given)
     user, synthetic text (isSynthetic: stop-hook feedback, refusal retry) -> harness_event kind=cli_message
+    system/hook_response (--include-hook-events) -> harness_event kind=hook_response (event, outcome, output);
+                                        system/hook_started is dropped (the response carries it all)
     system/informational, system/model_refusal_no_fallback, system/notification
                                      -> harness_event kind=<subtype> (the CLI's own refusal handling)
     result                           -> harness_event kind=result (subtype, is_error, stop_reason, ...)
@@ -130,6 +132,14 @@ class ClaudeStreamParser:
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="init", session_id=ev.get("session_id"),
                          model=ev.get("model"), tools=ev.get("tools"), version=self.version,
                          permission_mode=ev.get("permissionMode"), api_key_source=ev.get("apiKeySource"))
+            return
+        if sub == "hook_started":
+            return   # its hook_response says the same and more (a hook that never answers shows as a missing response)
+        if sub == "hook_response":
+            out, cut = _clip(str(ev.get("output") or ""), 2_000)
+            self.tr.emit("harness_event", "harness", cli=self.cli, kind="hook_response", hook_event=ev.get("hook_event"),
+                         hook_name=ev.get("hook_name"), exit_code=ev.get("exit_code"), outcome=ev.get("outcome"),
+                         output=out, truncated=cut)
             return
         fields = {k: v for k, v in ev.items() if k not in ("type", "subtype", "uuid", "session_id")}
         raw = orjson.dumps(fields)

@@ -1,7 +1,7 @@
 """The Codex adapter: `codex exec --json` inside the sandbox.
 
-    CODEX_HOME=~/.codex codex exec --json --skip-git-repo-check
-        --dangerously-bypass-approvals-and-sandbox --dangerously-bypass-hook-trust -m M PROMPT
+    CODEX_HOME=/opt/benchctl/codex-home codex exec --json --skip-git-repo-check
+        --dangerously-bypass-approvals-and-sandbox --dangerously-bypass-hook-trust -c ... -m M PROMPT
     codex exec resume --json ... THREAD_ID PROMPT          (follow-ups)
 
 Both run behind a small shell wrapper that first starts the gateway forwarder on the
@@ -29,7 +29,7 @@ from benchctl.gateway.upstream import ModelId
 from benchctl.sandbox.base import TOOLS_DIR, Mount
 from harnesses.agent_cli import CallTracker, CliExit
 from harnesses.base import HarnessContext
-from harnesses.cli_harness import AGENT_HOME, CliHarness, sandbox_socket, stderr_tail
+from harnesses.cli_harness import AGENT_HOME, CliHarness, install_protected, sandbox_socket, stderr_tail
 from harnesses.codex import config as cx
 from harnesses.codex.stream import CodexStreamParser
 
@@ -82,8 +82,8 @@ class CodexHarness(CliHarness):
         return port
 
     def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
-        ctx.sandbox.put_file(f"{cx.CODEX_HOME}/config.toml", cx.config_toml(self._port(opts), opts))
-        ctx.sandbox.put_file(f"{cx.CODEX_HOME}/hooks.json", cx.hooks_json(ctx, self.name))
+        install_protected(ctx, cx.CODEX_HOME, {"config.toml": cx.config_toml(self._port(opts), opts),
+                                               "hooks.json": cx.hooks_json(ctx, self.name)})
 
     def cli_model(self, ctx: HarnessContext, opts: dict[str, Any]) -> str:
         if opts.get("cli_model"):
@@ -95,7 +95,7 @@ class CodexHarness(CliHarness):
                 resume: str | None) -> tuple[list[str], dict[str, str]]:
         port = self._port(opts)
         flags = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                 "--dangerously-bypass-hook-trust", "-m", self.cli_model(ctx, opts)]
+                 "--dangerously-bypass-hook-trust", *cx.overrides(port, opts), "-m", self.cli_model(ctx, opts)]
         extra = opts.get("extra_args") or []
         if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
             raise ValueError("harness option extra_args must be a list of strings")
