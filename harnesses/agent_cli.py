@@ -25,7 +25,7 @@ from benchctl.sandbox.base import Sandbox
 from benchctl.transcript import Redactor
 
 MARKER_VAR = "BENCHCTL_AGENT_EXEC"
-KILL_GRACE_S = 3.0
+KILL_GRACE_S = 3.0          # how long to keep reading output after the kill
 STDERR_CAP = 2_000_000
 # Signal every process whose environment carries the marker ($2), a few rounds so processes
 # forked during the sweep are caught too. $1 is the signal.
@@ -102,9 +102,9 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
     started_wall, started = time.time(), time.monotonic()
     first: list[float] = []
     capture = _LineCapture(on_line, lambda: first.append(time.monotonic() - started))
+    user = user or getattr(getattr(sandbox, "spec", None), "user", "agent")
     exec_id = api.exec_create(container_id, argv, stdout=True, stderr=True, stdin=False,
-                              environment={**env, MARKER_VAR: marker}, workdir=workdir,
-                              user=user or getattr(getattr(sandbox, "spec", None), "user", "agent"))["Id"]
+                              environment={**env, MARKER_VAR: marker}, workdir=workdir, user=user)["Id"]
     reader = FrameReader(api.exec_start(exec_id, socket=True))
     timed_out = cancelled = False
     try:
@@ -124,7 +124,7 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
                 # and the CLI would take the tool's death as a result and start its next turn after
                 # the budget. Both CLIs append their session logs as they go, so a killed session
                 # still resumes for follow-ups (verified).
-                _signal(api, container_id, marker, "KILL")
+                _signal(api, container_id, marker, "KILL", user)
                 reader.pump(capture, time.monotonic() + KILL_GRACE_S)  # type: ignore[arg-type]
                 break
     finally:
@@ -138,16 +138,16 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
             break
         time.sleep(0.02)
     if timed_out or cancelled:
-        _signal(api, container_id, marker, "KILL")   # anything that outlived the CLI itself
+        _signal(api, container_id, marker, "KILL", user)   # anything that outlived the CLI itself
         exit_code = None
     return CliExit(exit_code, timed_out, cancelled, capture.stderr.decode("utf-8", "replace"),
                    time.monotonic() - started, first[0] if first else None)
 
 
-def _signal(api: Any, container_id: str, marker: str, sig: str) -> None:
+def _signal(api: Any, container_id: str, marker: str, sig: str, user: str) -> None:
     try:
         exec_id = api.exec_create(container_id, ["sh", "-c", _SIGNAL_MARKED, "signal", sig, f"{MARKER_VAR}={marker}"],
-                                  user="agent")["Id"]
+                                  user=user)["Id"]
         api.exec_start(exec_id)
     except Exception:
         pass  # the container may be gone already; the runner removes it anyway
