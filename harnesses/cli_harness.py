@@ -56,7 +56,7 @@ def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
     policy_file = hook_host.policy_file_path(ctx)
     if policy_file:
         args += ["--file", policy_file]
-    return " ".join(args)
+    return shlex.join(args)
 
 
 STAGE_DIR = "/tmp/benchctl-stage"
