@@ -13,7 +13,7 @@ import pytest
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.dedup import ask_json, dedup_env, parse_dedup
 from benchctl.tournament.issues import IssuesFormatError, normalise_issues, parse_extraction, read_issues_json
-from benchctl.tournament.judge_json import JudgeParseError, find_json
+from benchctl.judge_json import JudgeParseError, last_json
 
 # ----------------------------------------------------------------------------- a judge written for tests
 _SUB = re.compile(r'<submission id="(S\d+)">\n(.*?)</submission>', re.DOTALL)
@@ -72,14 +72,16 @@ def fake_ask(answers: list[str] | None = None, fn=title_judge):
 
 
 # ----------------------------------------------------------------------------- parsing
-def test_find_json_in_fences_prose_and_trailing_commas() -> None:
-    assert find_json('```json\n{"a": 1}\n```') == {"a": 1}
-    assert find_json('Sure! Here it is: {"a": [1, 2,], } hope that helps {"b": 2}') == {"a": [1, 2]}
-    assert find_json('{} then {"issues": []}', accept=lambda v: isinstance(v, dict) and "issues" in v) == {"issues": []}
-    assert find_json('text with "braces {" inside a string and then [1, 2]') == [1, 2]
+def test_last_json_in_fences_prose_and_trailing_commas() -> None:
+    assert last_json('```json\n{"a": 1}\n```') == {"a": 1}
+    assert last_json('Sure! Here it is: {"a": [1, 2,], } hope that helps') == {"a": [1, 2]}
+    # a draft and then the final answer: the last value wins, as in the rubric grader
+    assert last_json('draft: {"a": 1} final: {"b": 2}') == {"b": 2}
+    assert last_json('{} then {"issues": []}', accept=lambda v: isinstance(v, dict) and "issues" in v) == {"issues": []}
+    assert last_json('text with "braces {" inside a string and then [1, 2]') == [1, 2]
     for bad in ("", "   ", "no json here", "{broken: json"):
         with pytest.raises(JudgeParseError):
-            find_json(bad)
+            last_json(bad)
 
 
 N_ITEMS = {"S1": 2, "S2": 1}

@@ -17,14 +17,13 @@ answer off the menu (e.g. PARTIAL) is unparsed.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
-_DECODER = json.JSONDecoder()
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+from benchctl.judge_json import json_objects
+
 _LIST_KEYS = ("scores", "findings", "results", "items", "grades")
 
 
@@ -40,65 +39,6 @@ class ParsedScores:
     scores: dict[str, ItemScore] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     error: str | None = None     # why nothing could be read (no JSON object, wrong shape)
-
-
-def _matching_brace(text: str, start: int) -> int | None:
-    """Index just past the `}` closing the `{` at `start`, skipping braces inside strings."""
-    depth = 0
-    in_str = False
-    esc = False
-    for i in range(start, len(text)):
-        c = text[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
-
-
-def json_objects(text: str) -> Iterator[dict[str, Any]]:
-    """Every outermost JSON object in `text`, in order of appearance."""
-    i = 0
-    while True:
-        i = text.find("{", i)
-        if i < 0:
-            return
-        try:  # the common case, well-formed JSON, at C speed
-            obj, end = _DECODER.raw_decode(text, i)
-            if isinstance(obj, dict):
-                yield obj
-                i = end
-                continue
-        except ValueError:
-            pass
-        end = _matching_brace(text, i)
-        if end is None:
-            i += 1
-            continue
-        chunk = text[i:end]
-        obj = None
-        for candidate in (chunk, _TRAILING_COMMA.sub(r"\1", chunk)):
-            try:
-                obj = json.loads(candidate)
-                break
-            except ValueError:
-                continue
-        if isinstance(obj, dict):
-            yield obj
-            i = end
-        else:
-            i += 1  # not JSON here; an object may start inside (e.g. "{see {"a": 1}}")
 
 
 def clamp_score(value: Any) -> float | None:

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping
 
-from benchctl.tournament.judge_json import JudgeParseError, find_json
+from benchctl.judge_json import JudgeParseError, last_json
 from benchctl.tournament.schema import AuditorIssue, CanonicalIssue
 
 PROMPT_VERSION = "dedup-1"
@@ -89,7 +89,7 @@ def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
 
     Returns canonical issues with found_by keyed by *label* and items 0-based. Raises
     JudgeParseError with a message fit to send back to the judge."""
-    value = find_json(text, accept=lambda v: (isinstance(v, dict) and isinstance(v.get("issues"), list))
+    value = last_json(text, accept=lambda v: (isinstance(v, dict) and isinstance(v.get("issues"), list))
                       or (isinstance(v, list) and all(isinstance(x, dict) for x in v)))
     raw = value["issues"] if isinstance(value, dict) else value
     placed: dict[str, set[int]] = {s: set() for s in n_items}

@@ -25,7 +25,7 @@ from typing import Any
 
 from benchctl import jsonio
 from benchctl.layout import ARTIFACTS
-from benchctl.tournament.judge_json import JudgeParseError, find_json
+from benchctl.judge_json import JudgeParseError, last_json
 from benchctl.tournament.schema import AuditorIssue
 
 JSON_ARTIFACT = "issues.json"
@@ -114,7 +114,7 @@ Answer with only this JSON: {{"issues": [{{"title": "...", "description": "...",
 
 def parse_extraction(text: str) -> list[AuditorIssue]:
     """Parse the judge's extraction answer; JudgeParseError (fit to send back) when unusable."""
-    value = find_json(text, accept=lambda v: isinstance(v, list) or (isinstance(v, dict) and "issues" in v))
+    value = last_json(text, accept=lambda v: isinstance(v, list) or (isinstance(v, dict) and "issues" in v))
     try:
         return normalise_issues(value, "your answer")
     except IssuesFormatError as exc:
