@@ -21,11 +21,12 @@ from typing import Any
 
 from benchctl.binaries import CLAUDE_ENV, BinaryInfo, find_claude, require
 from benchctl.gateway.upstream import ModelId
+from benchctl.sandbox.base import Mount
 from harnesses.agent_cli import CallTracker, CliExit
 from harnesses.base import HarnessContext
 from harnesses.claude_code import settings as cc
 from harnesses.claude_code.stream import ClaudeStreamParser
-from harnesses.cli_harness import CliHarness, stderr_tail
+from harnesses.cli_harness import CliHarness, sandbox_socket, stderr_tail
 
 
 def _sandbox_token() -> str:
@@ -39,6 +40,11 @@ class ClaudeCodeHarness(CliHarness):
 
     def find_binary(self) -> BinaryInfo:
         return require(find_claude(self.options.get("binary")), "Claude Code", "claude-code", CLAUDE_ENV)
+
+    def extra_mounts(self) -> list[Mount]:
+        # the gateway forwarder, used only when the run has target tools (MCP needs a URL)
+        from benchctl.targets.cli import FORWARDER_IN_SANDBOX, forwarder_path
+        return [Mount(forwarder_path(), FORWARDER_IN_SANDBOX, True)]
 
     def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
                 resume: str | None) -> tuple[list[str], dict[str, str]]:
@@ -60,7 +66,11 @@ class ClaudeCodeHarness(CliHarness):
             raise ValueError("harness option extra_args must be a list of strings")
         argv += [*extra, "--", prompt] if prompt.startswith("-") else [*extra, prompt]
         user = getattr(getattr(ctx.sandbox, "spec", None), "user", "agent")
-        return argv, cc.environment(ctx, model, user, _sandbox_token())
+        env = cc.environment(ctx, model, user, _sandbox_token())
+        if ctx.target_tools is not None:    # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
+            from benchctl.targets.cli import claude_with_mcp
+            return claude_with_mcp(argv, env, sandbox_socket(ctx))
+        return argv, env
 
     def new_parser(self, ctx: HarnessContext) -> ClaudeStreamParser:
         return ClaudeStreamParser(ctx.transcript, self.name)
