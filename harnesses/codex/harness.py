@@ -82,8 +82,11 @@ class CodexHarness(CliHarness):
         return port
 
     def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
-        install_protected(ctx, cx.CODEX_HOME, {"config.toml": cx.config_toml(self._port(opts), opts),
-                                               "hooks.json": cx.hooks_json(ctx, self.name)})
+        config = cx.config_toml(self._port(opts), opts)
+        if ctx.target_tools is not None:    # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
+            from benchctl.targets.cli import codex_mcp_config
+            config += codex_mcp_config(self._port(opts)).encode()
+        install_protected(ctx, cx.CODEX_HOME, {"config.toml": config, "hooks.json": cx.hooks_json(ctx, self.name)})
 
     def cli_model(self, ctx: HarnessContext, opts: dict[str, Any]) -> str:
         if opts.get("cli_model"):
