@@ -67,6 +67,11 @@ def _tool(req: ScriptRequest, name: str) -> str | None:
     for t in req.tool_names:
         if t == name or re.search(rf"(^|__|\.|/){re.escape(name)}$", t):
             return t
+    for t in req.body.get("tools") or []:      # Responses namespace tools (Codex's MCP servers)
+        if isinstance(t, dict) and t.get("type") == "namespace":
+            for sub in t.get("tools") or []:
+                if sub.get("name") == name:
+                    return f"{t.get('name')}__{name}"
     return None
 
 

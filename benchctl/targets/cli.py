@@ -1,0 +1,64 @@
+"""How the agent CLIs inside the network-less sandbox reach the target tools (MCP).
+
+Both CLIs take an MCP server *URL* only, so they reach the gateway's MCP route through the
+in-sandbox TCP→unix forwarder (`benchctl/gateway/forwarder.py`) on 127.0.0.1, as Codex already
+does for its model traffic. Verified with Claude Code 2.1.332 and Codex 0.147.0:
+
+- Claude Code: `--mcp-config=<json>` (the `=` form: the flag is variadic and would eat the prompt)
+  with `{"mcpServers": {"target": {"type": "http", "url": ...}}}`. It cannot use the unix socket
+  for MCP (ANTHROPIC_UNIX_SOCKET covers only the API: the server shows `status: failed`), so
+  the harness starts the forwarder next to it. By default Claude Code defers MCP tools behind
+  ToolSearch; `ENABLE_TOOL_SEARCH=false` sends them with the request like any other tool, so every
+  harness shows the investigator the same tools up front. Tools appear as `mcp__target__<tool>`.
+  `MCP_TOOL_TIMEOUT` (ms) is raised so a scaffolded batch of 100 is not cut off.
+- Codex: `[mcp_servers.target] url = ...` in config.toml (its forwarder already runs). Codex
+  0.147 always defers MCP tools behind its `tool_search` tool when the model's metadata supports
+  it (known slugs such as gpt-5.5); with other model names the tools come as a Responses
+  `namespace` tool `mcp__target` holding `chat`, `prefill`, ... and calls carry
+  `"namespace": "mcp__target"`.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from benchctl.targets import mcp
+
+CLAUDE_FORWARDER_PORT = 18556
+FORWARDER_IN_SANDBOX = "/opt/benchctl/gateway/forwarder.py"     # read-only mount, same path as Codex's
+TOOL_TIMEOUT_MS = 900_000
+
+_WRAPPER = ('mkdir -p "$HOME/.benchctl"\n'
+            '{fwd} >"$HOME/.benchctl/mcp-forwarder.log" 2>&1 </dev/null &\n'
+            'fwd=$!\n'
+            'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.05; done\n'
+            '{cli}\n'
+            'rc=$?\n'
+            'kill $fwd 2>/dev/null\n'
+            'exit $rc\n')
+
+
+def mcp_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}{mcp.ROUTE_PREFIX}"
+
+
+def forwarder_path() -> Path:
+    from benchctl.gateway.forwarder import FORWARDER_SOURCE
+    return Path(FORWARDER_SOURCE)
+
+
+def claude_with_mcp(argv: list[str], env: dict[str, str], socket: str,
+                    port: int = CLAUDE_FORWARDER_PORT) -> tuple[list[str], dict[str, str]]:
+    """Claude Code's argv/env with the target MCP server: the config flag goes before the prompt
+    (the last argument), and the command runs behind a wrapper that starts the forwarder."""
+    flag = "--mcp-config=" + json.dumps(mcp.claude_mcp_config(mcp_url(port)))
+    cli = [*argv[:-1], flag, argv[-1]] if argv[-2:-1] != ["--"] else [*argv[:-2], flag, "--", argv[-1]]
+    fwd = ["python3", FORWARDER_IN_SANDBOX, "--port", str(port), "--socket", socket]
+    script = _WRAPPER.format(fwd=shlex.join(fwd), port=port, cli=shlex.join(cli))
+    return ["bash", "-c", script], {**env, "ENABLE_TOOL_SEARCH": "false", "MCP_TOOL_TIMEOUT": str(TOOL_TIMEOUT_MS)}
+
+
+def codex_mcp_config(port: int) -> str:
+    """The config.toml addition for Codex, whose forwarder listens on `port`."""
+    return mcp.codex_mcp_toml(mcp_url(port))
