@@ -28,7 +28,8 @@ DEFAULT_IMAGE = "benchctl-sandbox:latest"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = {"name", "description", "instructions", "instructions_file", "data", "image", "artifacts",
              "budgets", "early_exit", "length", "notices", "followups", "variants", "harness_options",
-             "limits", "grading", "tool_timeout"}
+             "limits", "grading", "tool_timeout",
+             "target", "tools"}     # hidden-behaviour audits: parsed and validated by benchctl.targets.spec
 
 
 class TaskError(ValueError):
