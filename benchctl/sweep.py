@@ -13,6 +13,7 @@ Sweep file:
     seeds = 2                      # or a list, e.g. [0, 3]
     variants = []                  # names from the task's [variants]; "" or "base" = unmodified data
     concurrency = 4
+    tools = ["default", "prefill"]  # tool configurations, for tasks with a [target] (benchctl.targets)
     fallback = "anthropic/claude-x"  # optional refusal fallback
     out = "results/demo"            # relative to the sweep file; --out overrides
     [harness_options]               # merged over the task's
@@ -67,6 +68,7 @@ class SweepConfig:
     fallback: str | None = None
     out: Path | None = None
     harness_options: dict[str, Any] = field(default_factory=dict)
+    tools: list[str] = field(default_factory=list)      # tool configurations (hidden-behaviour tasks)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -123,7 +125,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{file}: not valid TOML ({e})") from None
     allowed = {"task", "models", "harnesses", "budgets", "seeds", "variants", "concurrency", "fallback", "out",
-               "harness_options"}
+               "harness_options", "tools"}
     for k in raw:
         if k not in allowed:
             raise SweepError(f"{file}: key `{k}`: unknown key. Fix: use one of {', '.join(sorted(allowed))}")
@@ -163,4 +165,5 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
         fallback=raw.get("fallback"),
         out=(file.parent / raw["out"]).resolve() if isinstance(raw.get("out"), str) else None,
         harness_options=dict(opts),
+        tools=strlist("tools", False),
     )
