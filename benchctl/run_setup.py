@@ -94,7 +94,7 @@ def check_image(image: str) -> str | None:
 
 def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str], seeds: int,
                    out: Path | None, concurrency: int, fallback: str | None, variants: list[str],
-                   sweep: Path | None) -> ResolvedRun:
+                   sweep: Path | None, tools: list[str] | None = None) -> ResolvedRun:
     from harnesses import registry
     try:
         if sweep is not None:
@@ -151,6 +151,13 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
     if cfg.concurrency < 1:
         raise RunError("--concurrency must be >= 1")
     specs = expand(cfg, t.name, cfg.budgets, t.options_for)
+    if tools:
+        cfg.tools = list(tools)
+    try:    # hidden-behaviour tasks: one run per tool configuration (benchctl.targets)
+        from benchctl.targets.runs import expand_tool_configs
+        specs = expand_tool_configs(t.task_dir, specs, cfg.tools)
+    except ValueError as e:
+        raise RunError(str(e)) from None
     return ResolvedRun(task=t, sweep=cfg, specs=specs, out=cfg.out)
 
 
