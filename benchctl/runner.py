@@ -169,13 +169,15 @@ class Runner:
         meta: RunMeta = self._base_meta(spec, prepared)
         sockdir = Path(tempfile.mkdtemp(prefix="bc-gw-", dir="/tmp"))   # AF_UNIX paths must stay < 108 bytes
         sockdir.chmod(0o755)        # the sandbox's non-root user must reach the socket
-        sandbox = gateway = None
+        sandbox = gateway = targets = None
         result = HarnessResult("error", error="run did not start")
         try:
             harness = registry.create(spec.harness, spec.options)
             meta["tool_versions"] = dict(harness.tool_versions())
             gateway = self.gateway_factory(spec, sockdir / SOCKET_NAME, transcript)
             self._register(spec.run_id, None, gateway)
+            from benchctl.targets.runs import RunTargets     # hidden-behaviour audits; None for other tasks
+            targets = RunTargets.start(self.task.task_dir, spec, gateway, transcript)
             lim = Limits(**self.task.limits) if self.task.limits else Limits()
             sandbox = self.sandbox_factory(SandboxSpec(
                 image=self.task.image, run_id=spec.run_id, data_dir=prepared.path, gateway_dir=sockdir,
@@ -195,7 +197,8 @@ class Runner:
                                  sandbox=sandbox, gateway=gateway, transcript=transcript, budget=budget,
                                  policies=self.task.policies, run_dir=path,
                                  options={"tool_timeout": self.task.tool_timeout, **spec.options},
-                                 cancel=self.cancel)
+                                 cancel=self.cancel, target_tools=targets.tools if targets else None,
+                                 token_budget=targets.token_budget if targets else None)
             try:
                 result = harness.run(ctx)
             finally:       # a crashed harness still leaves its files to look at
@@ -213,7 +216,7 @@ class Runner:
             result = HarnessResult("error", error="cancelled" if self.cancel.is_set() else f"{type(e).__name__}: {e}")
         finally:
             for closer in (lambda: sandbox and sandbox.stop(), lambda: gateway and self._gateway_summary(gateway, meta),
-                           lambda: gateway and gateway.close()):
+                           lambda: gateway and gateway.close(), lambda: targets and self._targets_summary(targets, meta)):
                 try:
                     closer()
                 except Exception as e:   # cleanup trouble is recorded, never fatal
@@ -287,6 +290,11 @@ class Runner:
                         "turns": prev.turns, "artifacts": names, "reprompts": ctx.stop_state.reprompts,
                         "revision_requests": ctx.stop_state.revisions})
         return out
+
+    def _targets_summary(self, targets: Any, meta: RunMeta) -> None:
+        """Target and auxiliary calls, usage and cost: kept apart from the investigator's own (meta usage/cost)."""
+        meta["target_tools"] = targets.summary()  # type: ignore[typeddict-unknown-key]
+        targets.close()
 
     def _gateway_summary(self, gateway: Any, meta: RunMeta) -> None:
         s = gateway.summary() if hasattr(gateway, "summary") else {}
