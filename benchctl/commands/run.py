@@ -27,6 +27,8 @@ def run(
     variant: list[str] = typer.Option([], "--variant", help="Data variant (a name from the task's variants table); repeat; 'base' = unmodified data."),
     sweep: Optional[Path] = typer.Option(None, "--sweep", help="Sweep file (TOML) instead of the options above."),
     progress: str = typer.Option("auto", "--progress", help="auto | rich | json | quiet."),
+    tools: list[str] = typer.Option([], "--tools", help="Tool configuration for a task with a [target] "
+                                    "(default, prefill, sample_user, complete, scaffolded_*); repeat for several."),
 ) -> None:
     """Run agents on a task in network-less sandboxes; rerun the same command to resume."""
     import sys
@@ -34,7 +36,8 @@ def run(
     from benchctl.run_setup import RunError, execute, resolve_config
     try:
         cfg = resolve_config(task=task, models=model, harnesses=harness, budgets=budget, seeds=seeds, out=out,
-                             concurrency=concurrency, fallback=fallback, variants=variant, sweep=sweep)
+                             concurrency=concurrency, fallback=fallback, variants=variant, sweep=sweep,
+                             tools=tools)
     except RunError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)
