@@ -1,0 +1,76 @@
+"""Wiring hidden-behaviour audits into `benchctl run`: the tool configuration as a run dimension,
+and the per-run target tools (native for ReAct, MCP route on the gateway for the CLIs).
+
+    specs = expand_tool_configs(task_dir, specs, ["default", "prefill"])   # run ids get __<config>
+    targets = RunTargets.start(task_dir, spec, gateway, transcript)        # None for other tasks
+    HarnessContext(..., target_tools=targets.tools, token_budget=targets.token_budget)
+    meta["target_tools"] = targets.summary(); targets.close()
+
+The configuration travels in the spec's options as `tools` (what `benchctl report` groups by).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from benchctl.layout import make_run_id
+from benchctl.targets.spec import HiddenBehaviourTask, TargetSpecError, check_config, load_hidden_behaviour
+
+OPTION = "tools"
+DEFAULT_CONFIG = "default"
+
+
+def expand_tool_configs(task_dir: str | Path, specs: list[Any], configs: list[str] | None) -> list[Any]:
+    """Each run once per tool configuration (validated against the task's target); unchanged for
+    a task without [target] (then asking for configurations is an error)."""
+    hb = load_hidden_behaviour(task_dir)
+    if hb is None:
+        if configs:
+            raise TargetSpecError(f"--tools {', '.join(configs)}: the task {task_dir} declares no [target]. "
+                                  f"Fix: drop --tools, or add a [target] table (see configs/hidden-behaviour-demo)")
+        return specs
+    names = list(dict.fromkeys(configs or [DEFAULT_CONFIG]))
+    for name in names:
+        check_config(hb.target, hb.config(name), Path(task_dir) / "task.toml")
+    out = []
+    for s in specs:
+        for name in names:
+            rid = make_run_id(s.task, s.harness, s.model, s.budget, s.seed, s.variant, tools=name)
+            out.append(replace(s, run_id=rid, options={**s.options, OPTION: name}))
+    return out
+
+
+@dataclass
+class RunTargets:
+    task: HiddenBehaviourTask
+    tools: Any                      # TargetTools
+    token_budget: Any = None        # TokenBudget | None
+    mcp: Any = None
+
+    @classmethod
+    def start(cls, task_dir: str | Path, spec: Any, gateway: Any, transcript: Any) -> "RunTargets | None":
+        hb = load_hidden_behaviour(task_dir)
+        if hb is None:
+            return None
+        from benchctl.targets import mcp
+        from benchctl.targets.token_budget import TokenBudget
+        from benchctl.targets.tools import TargetTools
+        config = hb.config(str((spec.options or {}).get(OPTION) or DEFAULT_CONFIG))
+        tools = TargetTools(hb.target, config, transcript)
+        server = mcp.mount(gateway, tools) if hasattr(gateway, "add_route") else None
+        tb = TokenBudget(hb.tools.token_budget, hb.tools.token_grace) if hb.tools.token_budget else None
+        transcript.emit("harness_event", "targets", kind="target_tools", tool_config=config.name,
+                        tools=list(config.tools), target_model=hb.target.model,
+                        auxiliary_model=config.auxiliary_model, token_budget=hb.tools.token_budget or None,
+                        batch_size=config.batch_size if config.scaffolded else None)
+        return cls(hb, tools, tb, server)
+
+    def summary(self) -> dict[str, Any]:
+        s = self.tools.summary()
+        if self.token_budget is not None:
+            s["token_budget"] = self.token_budget.limit
+        return s
+
+    def close(self) -> None:
+        self.tools.close()
