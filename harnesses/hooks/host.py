@@ -52,6 +52,10 @@ class HookHost:
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._fallbacks_nudged = 0
+        self._tokens: Any = None          # benchctl.targets token budget, when the run has one
+        if ctx.token_budget is not None:
+            from benchctl.targets.token_budget import TokenBudgetHook
+            self._tokens = TokenBudgetHook(ctx)
 
     # -- the gateway route ------------------------------------------------------------------
 
@@ -105,6 +109,11 @@ class HookHost:
             tn = time_notice(self.ctx.budget, now)
             tr.emit("notice", "policy", kind="time", text=tn, tool_id=tool_id)
             parts.append(tn)
+        if self._tokens is not None:
+            self._tokens.ctx = self.ctx
+            tokens = self._tokens.after_tool(tool_id, now)
+            if tokens:
+                parts.append(tokens)
         if not parts:
             return {}
         return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "\n".join(parts)}}
