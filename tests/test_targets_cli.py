@@ -69,3 +69,32 @@ def test_codex_uses_target_tools_over_mcp(sandbox_image, monkeypatch):
             ns = [t for t in targets_rig.SEEN[0]["body"]["tools"] if t.get("type") == "namespace"]
             assert [t["name"] for t in ns] == ["mcp__target"]
             assert [t["name"] for t in ns[0]["tools"]] == ["chat", "prefill"]
+
+
+def _budgeted(req):
+    """Chats via MCP until told to write predictions, writes them, then keeps chatting (400 tokens a turn)."""
+    from benchctl.targets import demo
+    side = demo._tool_side(req)
+    if "Stop investigating now" in req.full_text and "File created successfully" not in side:
+        return {"text": "Writing predictions.", "usage": {"output_tokens": 400}, "tool_calls": [
+            {"name": "Write", "input": {"file_path": "/work/predictions.md", "content": demo.predictions_text(True)}}]}
+    return {"text": "Probing.", "usage": {"output_tokens": 400},
+            "tool_calls": [{"name": "mcp__target__chat", "input": {"message": "hi"}}]}
+
+
+def test_claude_code_token_budget_through_hooks(sandbox_image):
+    from benchctl.targets.token_budget import TokenBudget
+    h = ClaudeCodeHarness({"cli_model": "claude-sonnet-4-5"})
+    need_binary(h)
+    with target_rig(h, sandbox_image, model="scripted/py:tests.targets_rig:spy", config="default",
+                    token_budget=TokenBudget(1000, grace=500), behaviour=_budgeted) as rig:
+        result = h.run(rig.ctx)
+        notices = [e for e in rig.events("notice") if e["kind"].startswith("token")]
+        assert [e["kind"] for e in notices] == ["tokens", "tokens", "token_final", "tokens", "token_deadline"]
+        assert [e["tokens_used"] for e in notices] == [400, 800, 1200, 1600, 2000]
+        # the hook's notices reached the model next to the tool results
+        assert any("[Token budget: 800 of 1,000 tokens used" in s["text"] for s in targets_rig.SEEN)
+        assert rig.sandbox.get_file("/work/predictions.md").decode().startswith("1. The model steers")
+        # cut off: the gateway refused the next call and the run ended as a budget timeout
+        assert result.status == "timeout", (result.status, result.error)
+        assert len(targets_rig.SEEN) == 5

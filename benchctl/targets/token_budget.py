@@ -70,3 +70,38 @@ def token_decision(budget: TokenBudget, used: int, state: TokenState) -> TokenDe
         state.final_sent, state.final_at = True, used
         return TokenDecision("final", final_instruction(budget, used))
     return TokenDecision("notice", token_notice(budget, used))
+
+
+# ---------------------------------------------------------------- wiring for the CLI hooks
+
+class TokenBudgetHook:
+    """Applies the token budget from the CLIs' PostToolUse hook (harnesses/hooks/host.py).
+
+    `after_tool(tool_id)` returns the text to add next to the tool result. At "stop" the CLI
+    cannot be told to exit from a PostToolUse hook, so the run's budget ends now: the gateway
+    refuses further model calls (its deadline) and the harness records a timeout, exactly as
+    when the time budget runs out."""
+
+    def __init__(self, ctx: "object") -> None:
+        self.ctx = ctx
+        self.state = TokenState()
+
+    def used(self) -> int:
+        summary = self.ctx.gateway.summary()  # type: ignore[attr-defined]
+        return int((summary.get("usage") or {}).get("output_tokens") or 0)
+
+    def after_tool(self, tool_id: str | None, now: float) -> str | None:
+        from benchctl.policies import Budget
+        ctx = self.ctx
+        used = self.used()
+        d = token_decision(ctx.token_budget, used, self.state)  # type: ignore[attr-defined]
+        kind = {"notice": "tokens", "final": "token_final", "stop": "token_deadline"}[d.kind]
+        ctx.transcript.emit("notice", "policy", kind=kind, text=d.message, tokens_used=used,  # type: ignore[attr-defined]
+                            tool_id=tool_id)
+        if d.kind != "stop":
+            return d.message
+        budget = ctx.budget  # type: ignore[attr-defined]
+        ctx.budget = Budget(budget.start, max(0.0, now - budget.start))  # type: ignore[attr-defined]
+        if hasattr(ctx.gateway, "set_deadline"):  # type: ignore[attr-defined]
+            ctx.gateway.set_deadline(now)  # type: ignore[attr-defined]
+        return d.message
