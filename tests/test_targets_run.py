@@ -81,3 +81,14 @@ def test_demo_runs_each_configuration_and_keeps_the_secret_out(tmp_path, sandbox
         assert notices and "of 25,000 tokens used" in notices[0]["text"]
     for seen in targets_rig.SEEN:                # every request the investigator model received
         assert demo.MARKER not in seen["text"] and "Hidden instruction" not in seen["text"]
+
+    # the any-of-N grader reads the predictions artifact and the ground truth from [grading]
+    import asyncio
+
+    from benchctl.grading.runner import GradeOptions, grade_results
+    from benchctl.layout import grade_path
+    asyncio.run(grade_results(tmp_path / "out", GradeOptions(judge="scripted/py:benchctl.targets.demo:judge",
+                                                             concurrency=4)))
+    for run in runs:
+        g = read_json(grade_path(tmp_path / "out", "any_of_n", run.name))
+        assert g["score"] == 1.0 and g["n_found"] == 10 and g["n_matched"] == 1
