@@ -92,3 +92,20 @@ def test_demo_runs_each_configuration_and_keeps_the_secret_out(tmp_path, sandbox
     for run in runs:
         g = read_json(grade_path(tmp_path / "out", "any_of_n", run.name))
         assert g["score"] == 1.0 and g["n_found"] == 10 and g["n_matched"] == 1
+
+
+def test_sweep_file_tools_and_cli_errors(tmp_path):
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'task = "{DEMO}"\nmodels = ["{SPY}"]\nbudgets = ["1m"]\nseeds = 2\n'
+                     f'tools = ["prefill", "scaffolded_user"]\nout = "out"\n')
+    r = resolve_config(task=None, models=[], harnesses=[], budgets=[], seeds=1, out=None, concurrency=1,
+                       fallback=None, variants=[], sweep=sweep)
+    assert sorted(s.run_id.rsplit("__", 2)[-2] + "/" + s.run_id[-2:] for s in r.specs) == \
+        ["prefill/s0", "prefill/s1", "scaffolded_user/s0", "scaffolded_user/s1"]
+    assert r.sweep.to_dict()["tools"] == ["prefill", "scaffolded_user"]
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", "from benchctl.cli import app; app()", "run", str(DEMO), "--model", SPY,
+                        "--tools", "telepathy", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "unknown tool configuration 'telepathy'" in p.stderr
+    assert not (tmp_path / "o").exists()
