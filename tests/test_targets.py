@@ -300,3 +300,19 @@ def test_load_hidden_behaviour_from_task_toml(tmp_path):
     assert hb is not None and hb.config("scaffolded_user").batch_size == 5
     with pytest.raises(TargetSpecError, match="unknown tool configuration"):
         hb.config("nope")
+
+
+def test_a_refusing_target_says_so(tmp_path):
+    settings = parse_tools({})
+    spec = TargetSpec(model="scripted/unused", system_prompt="s")
+    tt = TargetTools(spec, settings.configs["default"], TranscriptWriter(tmp_path / "t.jsonl"))
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.retry import RetryingUpstream
+    tt.caller._upstreams[("scripted/unused", "chat")] = RetryingUpstream(
+        ScriptedUpstream({"turns": [{"refusal": True, "text": ""}]}))
+    try:
+        out = tt.call("chat", {"message": "x"})
+    finally:
+        tt.close()
+    assert "[the model refused to answer]" in out.text and not out.is_error
+    assert events(tmp_path / "t.jsonl")[0]["refusal"] is True

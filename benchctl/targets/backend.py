@@ -177,6 +177,8 @@ class ModelCaller:
         if status >= 400 or err:
             raise TargetCallError(f"{mid}: {err or f'HTTP {status}'}")
         served = served or served_hdr or mid.name
+        if refusal and not text.strip():
+            text = "[the model refused to answer]"     # an empty tool result would read like a bug
         request = {k: v for k, v in (call.body or {}).items()
                    if k not in ("system", "instructions", "systemInstruction")}
         if call.wire_api == "openai_chat" and "messages" in request:
