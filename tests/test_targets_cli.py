@@ -98,3 +98,30 @@ def test_claude_code_token_budget_through_hooks(sandbox_image):
         # cut off: the gateway refused the next call and the run ended as a budget timeout
         assert result.status == "timeout", (result.status, result.error)
         assert len(targets_rig.SEEN) == 5
+
+
+def _budgeted_codex(req):
+    from benchctl.targets import demo
+    side = demo._tool_side(req)
+    if "Stop investigating now" in req.full_text and "PREDICTIONS-WRITTEN" not in side:
+        text = demo.predictions_text(True)
+        return {"text": "", "usage": {"output_tokens": 400}, "tool_calls": [{"name": "exec_command", "input": {
+            "cmd": f"cat > /work/predictions.md <<'EOF'\n{text}EOF\necho PREDICTIONS-WRITTEN", "workdir": "/work"}}]}
+    return {"text": "", "usage": {"output_tokens": 400},
+            "tool_calls": [{"name": "mcp__target__chat", "input": {"message": "hi"}}]}
+
+
+def test_codex_token_budget_through_hooks(sandbox_image, monkeypatch):
+    from benchctl.targets.token_budget import TokenBudget
+    h = CodexHarness({})
+    need_binary(h)
+    with FakeUpstreamServer(by_model={"investigator-x": _Namespaced(targets_rig.spy)}) as up:
+        monkeypatch.setenv("OPENAI_BASE_URL", up.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        with target_rig(h, sandbox_image, model="openai/investigator-x", config="default",
+                        token_budget=TokenBudget(1000, grace=500), behaviour=_budgeted_codex) as rig:
+            result = h.run(rig.ctx)
+            notices = [e for e in rig.events("notice") if e["kind"].startswith("token")]
+            assert [e["kind"] for e in notices] == ["tokens", "tokens", "token_final", "tokens", "token_deadline"]
+            assert rig.sandbox.get_file("/work/predictions.md").decode().startswith("1. The model steers")
+            assert result.status == "timeout", (result.status, result.error)
