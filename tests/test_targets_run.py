@@ -109,3 +109,15 @@ def test_sweep_file_tools_and_cli_errors(tmp_path):
                         "--tools", "telepathy", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "unknown tool configuration 'telepathy'" in p.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_target_model_is_checked_before_anything_runs(tmp_path, monkeypatch):
+    task = tmp_path / "hb"
+    task.mkdir()
+    (task / "task.toml").write_text('instructions = "x"\nbudgets = ["1m"]\n[target]\nmodel = "anthropic/claude-target"\n'
+                                    'system_prompt = "You are X."\n')
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    with pytest.raises(RunError, match=r"\[target\] model anthropic/claude-target: no API key"):
+        resolve_config(task=task, models=[SPY], harnesses=[], budgets=[], seeds=1, out=tmp_path / "o",
+                       concurrency=1, fallback=None, variants=[], sweep=None)

@@ -31,8 +31,13 @@ def expand_tool_configs(task_dir: str | Path, specs: list[Any], configs: list[st
                                   f"Fix: drop --tools, or add a [target] table (see configs/hidden-behaviour-demo)")
         return specs
     names = list(dict.fromkeys(configs or [DEFAULT_CONFIG]))
+    from benchctl.run_setup import check_model      # keys / base URLs / scripts, before anything runs
+    check_model(hb.target.model, "[target] model")
     for name in names:
-        check_config(hb.target, hb.config(name), Path(task_dir) / "task.toml")
+        config = hb.config(name)
+        check_config(hb.target, config, Path(task_dir) / "task.toml")
+        if config.scaffolded and config.auxiliary_model:
+            check_model(config.auxiliary_model, f"[tools] auxiliary_model (configuration {name})")
     out = []
     for s in specs:
         for name in names:
