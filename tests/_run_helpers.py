@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from benchctl.jsonio import read_json, read_jsonl
@@ -68,6 +69,9 @@ def containers_with_label(key: str, value: str | None = None) -> list[Any]:
     client = docker.from_env()
     try:
         flt = f"{key}={value}" if value else key
-        return client.containers.list(all=True, filters={"label": flt})
+        # The low-level list call returns labels without a second inspect per container, so a
+        # container removed meanwhile (by this test or another process) cannot raise NotFound.
+        return [SimpleNamespace(id=c["Id"], labels=c.get("Labels") or {})
+                for c in client.api.containers(all=True, filters={"label": flt})]
     finally:
         client.close()
