@@ -13,7 +13,7 @@ many threads and `acomplete` from any event loop, e.g. 64 judge calls at a time.
 `scripted/<file>` model the in-order turns are therefore consumed across calls in this process.
 
     from benchctl.models import complete
-    c = complete("anthropic/claude-sonnet-4-5", [{"role": "user", "content": "Score this..."}],
+    c = complete("anthropic/claude-sonnet-5-5", [{"role": "user", "content": "Score this..."}],
                  system="You are a strict grader.", max_tokens=1024, temperature=0)
     c.text, c.usage, c.cost_usd, c.refusal
 """

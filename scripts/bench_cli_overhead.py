@@ -40,7 +40,7 @@ from benchctl.transcript import TranscriptWriter  # noqa: E402
 from harnesses import registry  # noqa: E402
 from harnesses.base import HarnessContext  # noqa: E402
 
-CLI_MODEL = {"claude-code": "claude-sonnet-4-5", "codex": "gpt-5.5"}
+CLI_MODEL = {"claude-code": "claude-sonnet-5-5", "codex": "gpt-5.5"}
 
 
 def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:

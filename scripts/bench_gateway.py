@@ -36,7 +36,7 @@ TOKEN = "benchctl-sandbox-token"
 
 
 def request_bytes(stream: bool) -> bytes:
-    body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": stream,
+    body = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 64, "stream": stream,
                        "messages": [{"role": "user", "content": "hello " * 50}]}).encode()
     head = (f"POST /v1/messages HTTP/1.1\r\nhost: gateway\r\nx-api-key: {TOKEN}\r\nanthropic-version: 2023-06-01\r\n"
             f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n")
@@ -120,7 +120,7 @@ def main() -> int:
         url = fake.stdout.readline().strip()  # type: ignore[union-attr]
         env = {**os.environ, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"}
         gw = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway", "--socket",
-                               str(sock), "--model", "anthropic/claude-sonnet-4-5"], env=env,
+                               str(sock), "--model", "anthropic/claude-sonnet-5-5"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         gw.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
         print(f"fake upstream {url}; gateway unix:{sock}; {args.calls} calls per cell; {os.cpu_count()} cpus\n")

@@ -116,7 +116,7 @@ def main() -> None:
     with FakeUpstreamServer(SCRIPT, latency=0.1) as up:
         os.environ["ANTHROPIC_BASE_URL"] = up.url
         os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-bench-dummy")
-        lat, wall = complete_latencies("anthropic/claude-sonnet-4-5", 256, 64)
+        lat, wall = complete_latencies("anthropic/claude-sonnet-5-5", 256, 64)
         print(row("complete() via fake 100ms", 64, lat, wall) + f"   wall {wall:.2f}s for 256 (ideal 0.40s)")
 
 

@@ -3,7 +3,7 @@
 # (which runs the whole product with --concurrency and resumes on rerun), retried while some
 # runs ended in `error` (those are redone; finished runs are never repeated), then a report.
 #
-#   MODELS="anthropic/claude-sonnet-4-5 openai/gpt-5" BUDGETS="10m 30m 2h" SEEDS=3 CONCURRENCY=8 \
+#   MODELS="anthropic/claude-sonnet-5-5 openai/gpt-5" BUDGETS="10m 30m 2h" SEEDS=3 CONCURRENCY=8 \
 #     scripts/sweep.sh configs/log-investigation results/logs [extra benchctl run args...]
 #
 # Environment: MODELS (required), BUDGETS (default: the task's), SEEDS (default 3),

@@ -38,7 +38,7 @@ class Rig:
     """A fake upstream + a started gateway on a unix socket + its transcript."""
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: Any = None, *,
-                 model: str = "anthropic/claude-sonnet-4-5", by_model: dict[str, Any] | None = None,
+                 model: str = "anthropic/claude-haiku-4-5", by_model: dict[str, Any] | None = None,
                  **config: Any) -> None:
         self.up = FakeUpstreamServer(script or {"turns": [TOOL_TURN, {"text": "Done."}]}, by_model=by_model).start()
         point_env_at(monkeypatch, self.up)

@@ -15,7 +15,7 @@ from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, TIME_T
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
-PRIMARY, FALLBACK = "claude-opus-4-5", "claude-opus-4-1"
+PRIMARY, FALLBACK = "claude-opus-5-5", "claude-opus-4-1"
 LONG_REPORT = "# Report\n\nalpha beta gamma delta epsilon zeta eta\n"     # 9 words, limit 5
 SHORT_REPORT = "# Report\n\nalpha beta\n"
 # Settings files the agent can write; with them Claude Code would run no hooks in the next phase.

@@ -85,7 +85,7 @@ def stream(*events: dict[str, Any]) -> str:
 
 
 def ctx_for(tmp_path: Path, sandbox: FakeSandbox, budget_s: float = 600, start: float | None = None) -> HarnessContext:
-    return HarnessContext(run_id="r", model="anthropic/claude-opus-4-5", instructions="Investigate.", sandbox=sandbox,  # type: ignore[arg-type]
+    return HarnessContext(run_id="r", model="anthropic/claude-opus-5-5", instructions="Investigate.", sandbox=sandbox,  # type: ignore[arg-type]
                           gateway=StubGateway(), transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
                           budget=Budget(start or time.time(), budget_s), policies=RunPolicies(), run_dir=tmp_path)
 
@@ -105,7 +105,7 @@ def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.Mo
     result = h.run(ctx_for(tmp_path, sb))
     argv, env = sb.commands[0]
     assert argv[:2] == ["/opt/benchctl/bin/claude", "-p"] and argv[-1] == "Investigate."
-    assert argv[argv.index("--model") + 1] == "claude-opus-4-5"
+    assert argv[argv.index("--model") + 1] == "claude-opus-5-5"
     assert argv[argv.index("--permission-mode") + 1] == "bypassPermissions"
     assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
     assert "--include-hook-events" in argv and "--setting-sources=" in argv   # no agent-writable settings files
@@ -113,7 +113,7 @@ def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert {"WebFetch", "WebSearch", "Agent", "Task"} <= set(disallowed.split("=", 1)[1].split(","))
     assert env["ANTHROPIC_UNIX_SOCKET"] == "/gateway/gateway.sock" and env["ANTHROPIC_BASE_URL"] == "http://gateway"
     assert env["ANTHROPIC_API_KEY"] == "benchctl-sandbox-token"
-    assert all(env[k] == "claude-opus-4-5" for k in cc.MODEL_ROLE_VARS)
+    assert all(env[k] == "claude-opus-5-5" for k in cc.MODEL_ROLE_VARS)
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == env["DISABLE_TELEMETRY"] == "1"
     assert "IS_SANDBOX" not in env                       # the sandbox user is not root
     assert "sk-host-secret" not in json.dumps([argv, env])
@@ -182,12 +182,12 @@ def test_followup_resumes_the_session(tmp_path: Path) -> None:
 def test_options_change_tools_model_and_arguments(tmp_path: Path) -> None:
     sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
     ctx = ctx_for(tmp_path, sb)
-    ctx.options = {"allow_subagents": True, "cli_model": "claude-sonnet-4-5", "extra_args": ["--max-turns", "9"]}
+    ctx.options = {"allow_subagents": True, "cli_model": "claude-sonnet-5-5", "extra_args": ["--max-turns", "9"]}
     harness().run(ctx)
     argv, env = sb.commands[0]
     disallowed = next(a for a in argv if a.startswith("--disallowedTools=")).split("=", 1)[1].split(",")
     assert "Agent" not in disallowed and "WebSearch" in disallowed
-    assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "claude-sonnet-4-5" and argv[-3:] == ["--max-turns", "9", "Investigate."]
+    assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "claude-sonnet-5-5" and argv[-3:] == ["--max-turns", "9", "Investigate."]
     assert cc.disallowed_tools({"disallowed_tools": "A, B"}) == ["A", "B"]
     with pytest.raises(ValueError, match="disallowed_tools must be a list"):
         cc.disallowed_tools({"disallowed_tools": 3})

@@ -33,7 +33,7 @@ def test_records_requests_and_keeps_connections_alive() -> None:
         local_port = conn.sock.getsockname()[1]
         conn.request("GET", "/v1/models")
         r = conn.getresponse()
-        assert r.status == 200 and b"claude-sonnet-4-5" in r.read()
+        assert r.status == 200 and b"claude-sonnet-5-5" in r.read()
         assert conn.sock.getsockname()[1] == local_port  # same TCP connection throughout
         conn.close()
         rec = up.requests[0]

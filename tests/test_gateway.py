@@ -25,13 +25,13 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
 
 def test_anthropic_streaming_and_plain_pass_tool_calls_and_usage_through(rig: Rig) -> None:
     client = anthropic_client(rig.gw)
-    with client.messages.stream(model="claude-sonnet-4-5", max_tokens=100,
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=100,
                                 messages=[{"role": "user", "content": "look"}]) as s:
         msg = s.get_final_message()
     assert msg.content[0].text == "Let me look."
     assert msg.content[1].name == "bash" and msg.content[1].input == {"command": "ls /data"}
     assert (msg.usage.input_tokens, msg.usage.output_tokens) == (120, 30)
-    second = client.messages.create(model="claude-sonnet-4-5", max_tokens=100,
+    second = client.messages.create(model="claude-haiku-4-5", max_tokens=100,
                                     messages=[{"role": "user", "content": "look"}])
     assert second.content[0].text == "Done."
     calls = rig.events("model_call")
@@ -40,23 +40,23 @@ def test_anthropic_streaming_and_plain_pass_tool_calls_and_usage_through(rig: Ri
     assert first["usage"]["input_tokens"] == 120 and first["usage"]["output_tokens"] == 30
     assert first["response"]["tool_calls"][0]["input"] == {"command": "ls /data"}
     assert first["stop_reason"] == "tool_use" and first["ttfb_ms"] is not None and first["latency_ms"] >= first["ttfb_ms"]
-    assert first["cost_usd"] == pytest.approx((120 * 3 + 30 * 15) / 1e6)
+    assert first["cost_usd"] == pytest.approx((120 * 1 + 30 * 5) / 1e6)
     assert first["headers"]["anthropic-version"] and "headers" not in calls[1]  # recorded once, when new
     summary = rig.gw.summary()
-    assert summary["calls"] == 2 and summary["served_models"] == {"anthropic/claude-sonnet-4-5": 2}
+    assert summary["calls"] == 2 and summary["served_models"] == {"anthropic/claude-haiku-4-5": 2}
     assert summary["usage"]["output_tokens"] == 30 + calls[1]["usage"]["output_tokens"]
 
 
 def test_requested_model_is_mapped_to_the_runs_model_and_recorded(rig: Rig) -> None:
     anthropic_client(rig.gw).messages.create(model="claude-haiku-4-5", max_tokens=10,
                                              messages=[{"role": "user", "content": "side call"}])
-    assert rig.up.generation_requests()[0].body["model"] == "claude-sonnet-4-5"
+    assert rig.up.generation_requests()[0].body["model"] == "claude-haiku-4-5"
     call = rig.events("model_call")[0]
     assert call["requested_model"] == "claude-haiku-4-5"
     summary = rig.gw.summary()
     assert summary["requested_models"] == {"claude-haiku-4-5": 1}
-    assert summary["current_model"] == "anthropic/claude-sonnet-4-5"
-    assert call["served_model"] == "anthropic/claude-sonnet-4-5"
+    assert summary["current_model"] == "anthropic/claude-haiku-4-5"
+    assert call["served_model"] == "anthropic/claude-haiku-4-5"
 
 
 def test_first_chunk_reaches_client_before_upstream_finishes(rig: Rig) -> None:
@@ -158,7 +158,7 @@ def test_unknown_path_404_models_list_count_tokens_and_extra_route(rig: Rig) -> 
     sock.close()
     assert reply.startswith(b"HTTP/1.1 404") and b"no route for GET /v2/nothing" in reply
     client = anthropic_client(rig.gw)
-    assert [m.id for m in client.models.list()] == ["claude-sonnet-4-5"]
+    assert [m.id for m in client.models.list()] == ["claude-haiku-4-5"]
     count = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hello"}])
     assert count.input_tokens > 0
     rig.gw.add_route("/benchctl/hooks/", lambda method, path, body: (200, {"content-type": "text/plain"},
@@ -177,10 +177,10 @@ def test_tcp_listen_and_socket_permissions(tmp_path: Path, monkeypatch: pytest.M
     for rig in make_rig(tmp_path, monkeypatch):
         assert rig.gw.socket_path.stat().st_mode & 0o777 == 0o666
     from benchctl.gateway import Gateway, GatewayConfig
-    with Gateway(GatewayConfig(model="anthropic/claude-sonnet-4-5", listen="127.0.0.1:0")) as gw:
+    with Gateway(GatewayConfig(model="anthropic/claude-haiku-4-5", listen="127.0.0.1:0")) as gw:
         assert gw.url and gw.url.startswith("http://127.0.0.1:")
         client = anthropic.Anthropic(api_key=SANDBOX_TOKEN, base_url=gw.url)
-        assert [m.id for m in client.models.list()] == ["claude-sonnet-4-5"]
+        assert [m.id for m in client.models.list()] == ["claude-haiku-4-5"]
     gw.close()  # idempotent
 
 

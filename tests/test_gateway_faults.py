@@ -97,7 +97,7 @@ def test_unreachable_upstream_gives_clear_502(tmp_path: Path, monkeypatch: pytes
         monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
         from benchctl.gateway import Gateway, GatewayConfig
         from gateway_fixtures import FAST_RETRY
-        with Gateway(GatewayConfig(model="anthropic/claude-opus-4-5", socket_path=tmp_path / "b.sock",
+        with Gateway(GatewayConfig(model="anthropic/claude-opus-5-5", socket_path=tmp_path / "b.sock",
                                    retry=FAST_RETRY), rig.transcript) as gw:
             with pytest.raises(anthropic.APIStatusError, match="upstream unreachable") as err:
                 anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
@@ -107,24 +107,24 @@ def test_unreachable_upstream_gives_clear_502(tmp_path: Path, monkeypatch: pytes
 
 
 def test_refusal_switches_run_to_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    by_model = {"claude-opus-4-5": {"turns": [{"refusal": True, "text": "I can't help with that."}]},
+    by_model = {"claude-opus-5-5": {"turns": [{"refusal": True, "text": "I can't help with that."}]},
                 "claude-opus-4-1": {"turns": [{"text": "Here is the analysis."}]}}
-    for rig in make_rig(tmp_path, monkeypatch, by_model=by_model, model="anthropic/claude-opus-4-5",
+    for rig in make_rig(tmp_path, monkeypatch, by_model=by_model, model="anthropic/claude-opus-5-5",
                         fallback="anthropic/claude-opus-4-1"):
         client = _client(rig)
-        first = client.messages.create(model="claude-opus-4-5", max_tokens=5, messages=MSG)
+        first = client.messages.create(model="claude-opus-5-5", max_tokens=5, messages=MSG)
         assert first.stop_reason == "refusal"
-        with client.messages.stream(model="claude-opus-4-5", max_tokens=5, messages=MSG) as s:
+        with client.messages.stream(model="claude-opus-5-5", max_tokens=5, messages=MSG) as s:
             assert s.get_final_message().content[0].text == "Here is the analysis."
-        assert [r.body["model"] for r in rig.up.generation_requests()] == ["claude-opus-4-5", "claude-opus-4-1"]
+        assert [r.body["model"] for r in rig.up.generation_requests()] == ["claude-opus-5-5", "claude-opus-4-1"]
         calls = rig.events("model_call")
-        assert [c["served_model"] for c in calls] == ["anthropic/claude-opus-4-5", "anthropic/claude-opus-4-1"]
+        assert [c["served_model"] for c in calls] == ["anthropic/claude-opus-5-5", "anthropic/claude-opus-4-1"]
         assert calls[0]["refusal"] is True and calls[1]["refusal"] is False
         assert rig.events("refusal")[0]["action"] == "fallback"
         fb = rig.events("fallback")
-        assert len(fb) == 1 and fb[0]["from"] == "anthropic/claude-opus-4-5" and fb[0]["to"] == "anthropic/claude-opus-4-1"
+        assert len(fb) == 1 and fb[0]["from"] == "anthropic/claude-opus-5-5" and fb[0]["to"] == "anthropic/claude-opus-4-1"
         summary = rig.gw.summary()
-        assert summary["served_models"] == {"anthropic/claude-opus-4-5": 1, "anthropic/claude-opus-4-1": 1}
+        assert summary["served_models"] == {"anthropic/claude-opus-5-5": 1, "anthropic/claude-opus-4-1": 1}
         assert summary["refusals"] == 1 and len(summary["fallbacks"]) == 1
         assert summary["current_model"] == "anthropic/claude-opus-4-1"
 
@@ -141,7 +141,7 @@ def test_refusal_retry_policy_asks_again_before_the_client_sees_it(tmp_path: Pat
         assert client.messages.create(model="m", max_tokens=5, messages=MSG).stop_reason == "refusal"
         assert len(rig.up.generation_requests()) == 4
         assert [r["action"] for r in rig.events("refusal")] == ["retry", "retry", "none"]
-        assert rig.gw.summary()["served_models"] == {"anthropic/claude-sonnet-4-5": 4}
+        assert rig.gw.summary()["served_models"] == {"anthropic/claude-haiku-4-5": 4}
 
 
 def test_openai_compatible_base_url_per_name_and_clear_error_without_one(tmp_path: Path,
@@ -219,7 +219,7 @@ def test_https_upstream_with_certificate_verification(tmp_path: Path, monkeypatc
         monkeypatch.setenv("ANTHROPIC_BASE_URL", f"https://localhost:{port}")
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-0123456789")
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-        with Gateway(GatewayConfig(model="anthropic/claude-opus-4-5", socket_path=tmp_path / "gw.sock")) as gw:
+        with Gateway(GatewayConfig(model="anthropic/claude-opus-5-5", socket_path=tmp_path / "gw.sock")) as gw:
             client = anthropic_client(gw, max_retries=0)
             with client.messages.stream(model="m", max_tokens=5, messages=MSG) as s:
                 assert s.get_final_message().content[0].text == "over TLS"
@@ -228,7 +228,7 @@ def test_https_upstream_with_certificate_verification(tmp_path: Path, monkeypatc
         transcript = tmp_path / "t.jsonl"
         from benchctl.transcript import TranscriptWriter
         with TranscriptWriter(transcript) as tw, \
-                Gateway(GatewayConfig(model="anthropic/claude-opus-4-5", socket_path=tmp_path / "gw2.sock"), tw) as gw:
+                Gateway(GatewayConfig(model="anthropic/claude-opus-5-5", socket_path=tmp_path / "gw2.sock"), tw) as gw:
             with pytest.raises(anthropic.APIStatusError, match="CERTIFICATE_VERIFY_FAILED"):
                 anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
         assert b'"retries":[]' in transcript.read_bytes()  # not retried: it would fail the same way

@@ -42,7 +42,7 @@ def test_200_turn_transcript_is_linear_and_reconstructs_every_request(rig: Rig) 
         last = dict(sent[-1])
         last["content"] = [*last["content"][:-1], {**last["content"][-1], "cache_control": {"type": "ephemeral"}}]
         sent[-1] = last
-        reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=1000, system=SYSTEM, tools=TOOLS,
+        reply = client.messages.create(model="claude-sonnet-5-5", max_tokens=1000, system=SYSTEM, tools=TOOLS,
                                        messages=sent)
         assistant = {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]}
         result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": reply.content[1].id,
@@ -143,7 +143,7 @@ def test_summaries_of_errors_and_malformed_streams_never_raise() -> None:
 def test_prices_unknown_is_none_prefixes_match_and_override_file(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     table = PriceTable()
-    assert table.cost("anthropic/claude-sonnet-4-5-20250929", {"input_tokens": 1_000_000}) == 3.0
+    assert table.cost("anthropic/claude-haiku-4-5-20251001", {"input_tokens": 1_000_000}) == 1.0
     assert table.cost("anthropic/some-future-model", {"input_tokens": 1}) is None
     assert table.cost("openai/gpt-5", {"cache_write_tokens": 10}) is None  # no cache-write price: unknown, not 0
     assert table.cost("scripted/x.json", {"input_tokens": 5, "output_tokens": 5}) == 0.0

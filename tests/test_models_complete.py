@@ -142,7 +142,7 @@ JUDGE_SCRIPT = {"turns": [{"text": '{"score": 0.7}', "usage": {"input_tokens": 1
 
 
 @pytest.mark.parametrize("provider,env,suffix,path", [
-    ("anthropic/claude-sonnet-4-5", {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-ant-fake-123456"}, "",
+    ("anthropic/claude-haiku-4-5", {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-ant-fake-123456"}, "",
      "/v1/messages"),
     ("openai/gpt-5", {"OPENAI_BASE_URL": "/v1", "OPENAI_API_KEY": "sk-fake-123456"}, "", "/v1/responses"),
     ("openai-compatible/llama", {"BENCHCTL_OPENAI_COMPATIBLE_LLAMA_BASE_URL": "/v1"}, "", "/v1/chat/completions"),

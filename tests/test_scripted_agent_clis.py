@@ -35,7 +35,7 @@ def test_claude_code_follows_scripted_tool_call(tmp_path: Path) -> None:
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
                "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1"}
         p = subprocess.run([str(claude.path), "-p", "write the file", "--output-format", "stream-json", "--verbose",
-                            "--model", "claude-sonnet-4-5", "--permission-mode", "bypassPermissions"],
+                            "--model", "claude-sonnet-5-5", "--permission-mode", "bypassPermissions"],
                            env=env, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
         gen = up.generation_requests()
     assert p.returncode == 0, p.stderr[-2000:]

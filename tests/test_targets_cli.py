@@ -34,7 +34,7 @@ def _check_run(rig, result, prefix: str) -> None:
 
 
 def test_claude_code_uses_target_tools_over_mcp(sandbox_image):
-    h = ClaudeCodeHarness({"cli_model": "claude-sonnet-4-5"})
+    h = ClaudeCodeHarness({"cli_model": "claude-sonnet-5-5"})
     need_binary(h)
     with target_rig(h, sandbox_image, model="scripted/py:tests.targets_rig:spy", config="prefill") as rig:
         result = h.run(rig.ctx)
@@ -84,7 +84,7 @@ def _budgeted(req):
 
 def test_claude_code_token_budget_through_hooks(sandbox_image):
     from benchctl.targets.token_budget import TokenBudget
-    h = ClaudeCodeHarness({"cli_model": "claude-sonnet-4-5"})
+    h = ClaudeCodeHarness({"cli_model": "claude-sonnet-5-5"})
     need_binary(h)
     with target_rig(h, sandbox_image, model="scripted/py:tests.targets_rig:spy", config="default",
                     token_budget=TokenBudget(1000, grace=500), behaviour=_budgeted) as rig:

@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 
 def gateway(
     model: str = typer.Option(..., "--model", "-m", help="Model serving every call: provider/name, e.g. "
-                              "anthropic/claude-sonnet-4-5, openai/gpt-5, google/gemini-2.5-pro, scripted/script.json."),
+                              "anthropic/claude-sonnet-5-5, openai/gpt-5, google/gemini-2.5-pro, scripted/script.json."),
     socket: Optional[Path] = typer.Option(None, "--socket", help="Listen on this unix socket path."),
     listen: Optional[str] = typer.Option(None, "--listen", help="Listen on TCP instead, e.g. 127.0.0.1:8765."),
     fallback: Optional[str] = typer.Option(None, "--fallback", help="Model to switch to after a refusal."),

@@ -33,7 +33,7 @@ grade_app = typer.Typer(cls=DefaultCommandGroup, no_args_is_help=True, add_compl
 @grade_app.command(DEFAULT_COMMAND)
 def runs(
     results: Path = typer.Argument(..., help="A results directory (holding runs/)."),
-    judge: str = typer.Option(..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-4-5 or scripted/judge.json."),
+    judge: str = typer.Option(..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-5-5 or scripted/judge.json."),
     grader: Optional[List[str]] = typer.Option(None, "--grader", help="Grader to run (repeatable); default: the task's [grading] graders."),
     concurrency: int = typer.Option(16, "--concurrency", min=1, help="Judge calls in flight at once."),
     force: bool = typer.Option(False, "--force", help="Regrade even when a grade for this judge and rubric exists."),

@@ -1,6 +1,6 @@
 """Model id → Upstream, with retries wrapped in.
 
-`resolve_upstream("anthropic/claude-sonnet-4-5")` gives an upstream that talks to the vendor
+`resolve_upstream("anthropic/claude-sonnet-5-5")` gives an upstream that talks to the vendor
 over HTTP (see `http_upstreams` for base URLs and keys); `scripted/<spec>` gives the scripted
 fake (imported lazily so real runs never load it). Every upstream comes back wrapped in
 `RetryingUpstream`, so all callers (gateway, judges) retry the same way.

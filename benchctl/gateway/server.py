@@ -1,6 +1,6 @@
 """The model gateway: one host-side HTTP server that every model call of a run goes through.
 
-    gw = Gateway(GatewayConfig(model="anthropic/claude-sonnet-4-5", socket_path=run_dir / "gateway.sock"),
+    gw = Gateway(GatewayConfig(model="anthropic/claude-sonnet-5-5", socket_path=run_dir / "gateway.sock"),
                  transcript=writer)
     gw.start()            # listening; serves from its own thread running an asyncio loop
     ...                   # agents call it with SANDBOX_TOKEN; real keys stay in this process

@@ -40,7 +40,7 @@ class ModelId:
     def parse(cls, text: str) -> "ModelId":
         provider, sep, name = text.partition("/")
         if not sep or not name:
-            raise ModelIdError(f"model id {text!r} must look like provider/name, e.g. anthropic/claude-sonnet-4-5, "
+            raise ModelIdError(f"model id {text!r} must look like provider/name, e.g. anthropic/claude-sonnet-5-5, "
                                f"openai/gpt-5, google/gemini-2.5-pro, openai-compatible/<name>, scripted/<script.json>")
         if provider not in PROVIDERS:
             raise ModelIdError(f"unknown provider {provider!r} in model id {text!r}; known: {', '.join(PROVIDERS)}")

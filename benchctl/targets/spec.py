@@ -9,7 +9,7 @@
     raw_completion = true                        # the target serves raw text completion (openai-compatible only)
 
     [tools]
-    auxiliary_model = "anthropic/claude-sonnet-4-5"   # writes the probe inputs of scaffolded tools
+    auxiliary_model = "anthropic/claude-sonnet-5-5"   # writes the probe inputs of scaffolded tools
     batch_size = 20                              # probe inputs per scaffolded call (20 or 100)
     reply_max_tokens = 128                       # target reply cap inside scaffolded batches
     concurrency = 20                             # target calls in flight per scaffolded batch
@@ -173,7 +173,7 @@ def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> T
     aux = raw.get("auxiliary_model")
     if aux is not None and (not isinstance(aux, str) or "/" not in aux):
         raise _err(file, "tools.auxiliary_model", f"expected a model id provider/name, got {aux!r}",
-                   'set auxiliary_model = "anthropic/claude-sonnet-4-5"')
+                   'set auxiliary_model = "anthropic/claude-sonnet-5-5"')
     base = dict(batch_size=_int(file, raw, "batch_size", "tools.", 1, 20),
                 reply_max_tokens=_int(file, raw, "reply_max_tokens", "tools.", 1, 128),
                 concurrency=_int(file, raw, "concurrency", "tools.", 1, 20), auxiliary_model=aux)

@@ -238,7 +238,7 @@ class FakeUpstreamServer:
 
     def __init__(self, script: Any = None, *, by_model: dict[str, Any] | None = None, latency: float = 0.0,
                  host: str = "127.0.0.1", port: int = 0, record: bool = True,
-                 models: tuple[str, ...] = ("claude-sonnet-4-5", "gpt-5", "gemini-2.5-pro")) -> None:
+                 models: tuple[str, ...] = ("claude-sonnet-5-5", "gpt-5", "gemini-2.5-pro")) -> None:
         def as_upstream(s: Any) -> ScriptedUpstream:
             return s if isinstance(s, ScriptedUpstream) else ScriptedUpstream(s)
 
