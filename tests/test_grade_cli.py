@@ -99,3 +99,62 @@ def test_options_before_results_dir_still_dispatch_to_default(tmp_path: Path) ->
     r = runner.invoke(app, ["grade", "--judge", FAKE, "--grader", "tldr", str(results)])
     assert r.exit_code == 0, r.output
     assert grade_path(results, "tldr", "demo__react__m__2m__s1").exists()
+
+
+# ---------------------------------------------------------------- the tournament grader from the CLI
+TITLE_JUDGE = "scripted/py:test_tournament_judge:scripted_title_judge"
+
+
+def tournament_results(tmp_path: Path) -> Path:
+    """Two environments whose task.toml do not declare the tournament (it is asked for with --grader):
+    envT with three runs (m1 under two harnesses, m2), envU with one."""
+    import json
+    task = tmp_path / "plain_task"
+    task.mkdir()
+    (task / "task.toml").write_text("[grading]\ngraders = []\n")
+    results = tmp_path / "results"
+    hack = {"title": "Reward hack", "description": "d", "evidence": "ran it", "severity": "high"}
+    typo = {"title": "Typo", "description": "d", "evidence": "line 3", "severity": "low"}
+    for env, harness, model, issues in [("envT", "react", "m1", [hack, typo]), ("envT", "codex", "m1", [hack]),
+                                        ("envT", "react", "m2", [typo]), ("envU", "react", "m1", [hack])]:
+        run = make_run(results, f"{env}__{harness}__{model}__10m__s0", task, {"issues.json": json.dumps([hack])})
+        (run / "artifacts" / "issues.json").write_text(json.dumps(issues))
+        meta = read_json(run / "meta.json")
+        meta.update(task=env, harness=harness, model=model, budget="10m", seed=0, cost_usd=0.5)
+        (run / "meta.json").write_text(json.dumps(meta))
+    return results
+
+
+def test_auditor_key_groups_tournament_auditors(tmp_path: Path) -> None:
+    results = tournament_results(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament",
+                            "--auditor-key", "model+harness"])
+    assert r.exit_code == 0, r.output
+    ratings = read_json(results / "grades" / "tournament" / "ratings.json")
+    assert ratings["auditor_key"] == "model+harness"
+    assert sorted(row["auditor"] for row in ratings["leaderboard"]) == ["m1 + codex", "m1 + react", "m2 + react"]
+
+
+def test_tournament_covers_only_the_selected_tasks(tmp_path: Path) -> None:
+    """--run picks envT's runs, so envU is not judged, although no task.toml declares the tournament
+    (the tournament grader on its own would then take every finished run)."""
+    results = tournament_results(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament",
+                            "--run", "envT__*"])
+    assert r.exit_code == 0, r.output
+    ratings = read_json(results / "grades" / "tournament" / "ratings.json")
+    assert [e["env"] for e in ratings["environments"]] == ["envT"]
+    assert not (results / "grades" / "tournament" / "canonical" / "envU.json").exists()
+
+
+def test_bad_auditor_key_is_refused_before_grading(tmp_path: Path) -> None:
+    results = tournament_results(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament",
+                            "--auditor-key", "model+colour"])
+    assert r.exit_code == 2 and "--auditor-key" in r.output and "colour" in r.output
+    assert not (results / "grades").exists()
+
+
+def test_grade_help_documents_auditor_key() -> None:
+    r = runner.invoke(app, ["grade", "runs", "--help"])
+    assert r.exit_code == 0 and "--auditor-key" in r.output and "model+harness" in r.output

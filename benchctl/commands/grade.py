@@ -39,8 +39,17 @@ def runs(
     force: bool = typer.Option(False, "--force", help="Regrade even when a grade for this judge and rubric exists."),
     task: Optional[Path] = typer.Option(None, "--task", help="Task directory (with task.toml); default: each run's meta spec.task_dir."),
     run: Optional[str] = typer.Option(None, "--run", help="Only runs whose id matches this glob, e.g. 'demo__react__*'."),
+    auditor_key: str = typer.Option(
+        "model", "--auditor-key",
+        help="Tournament grader only: what one auditor is, as meta.json fields joined by '+': model (default), "
+             "model+harness, model+budget, model+harness+budget, ... (fields: task, harness, model, budget, "
+             "variant, tools, seed)."),
 ) -> None:
-    """Grade every finished run in RESULTS_DIR (the default command of `benchctl grade`)."""
+    """Grade every finished run in RESULTS_DIR (the default command of `benchctl grade`).
+
+    The tournament grader rates auditors across every finished run of the tasks whose runs
+    selected it (a --run filter picks those tasks; each environment's auditors are all matched).
+    """
     import asyncio
 
     from benchctl.gateway.upstream import ModelId, ModelIdError
@@ -57,8 +66,14 @@ def runs(
     except ModelIdError as e:
         typer.echo(f"error: --judge: {e}", err=True)
         raise typer.Exit(2) from None
+    from benchctl.tournament.participants import parse_auditor_key
+    try:
+        parse_auditor_key(auditor_key)     # fail before any judge call, not after the rubric graders
+    except ValueError as e:
+        typer.echo(f"error: --auditor-key: {e}", err=True)
+        raise typer.Exit(2) from None
     opts = GradeOptions(judge=judge, graders=list(grader) if grader else None, concurrency=concurrency,
-                        force=force, task_dir=task, run_glob=run)
+                        force=force, task_dir=task, run_glob=run, auditor_key=auditor_key)
     from rich.progress import Progress
 
     from benchctl.grading.summary import make_console

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import inspect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ class GradeOptions:
     force: bool = False
     task_dir: Path | None = None           # overrides meta.spec.task_dir for every run
     run_glob: str | None = None            # fnmatch over run ids
+    auditor_key: str = "model"             # tournament: meta fields that name an auditor, e.g. model+harness
 
 
 @dataclass
@@ -57,6 +57,9 @@ class Session:
     skipped_runs: list[tuple[str, str]] = field(default_factory=list)   # (run_id, why not graded)
     judge_calls: int = 0
     tournament: bool = False
+    # tasks of the planned runs that asked for the tournament grader: the tournament covers every
+    # finished run of these tasks (auditors of one environment are rated against each other)
+    tournament_tasks: set[str] = field(default_factory=set)
 
 
 def configuration_of(run_id: str) -> str:
@@ -122,6 +125,9 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
         graders = list(opts.graders) if opts.graders else list(cfg.graders)
         if any(g in WHOLE_RESULTS for g in graders):
             session.tournament = True
+            task = meta.get("task") or (meta.get("spec") or {}).get("task")
+            if task:
+                session.tournament_tasks.add(str(task))
         graders = [g for g in graders if g not in WHOLE_RESULTS]
         check_graders(cfg, graders)
         by_artifact: dict[str, list[str]] = {}
@@ -175,9 +181,11 @@ async def grade_results(results: Path, opts: GradeOptions,
             from benchctl.tournament.grader import grade_tournament
         except ImportError as e:
             raise GradingConfigError(f"the tournament grader is not available ({e})") from None
-        kwargs = {"force": opts.force, "concurrency": opts.concurrency}
-        if inspect.iscoroutinefunction(grade_tournament):
-            await grade_tournament(results, opts.judge, **kwargs)
-        else:  # a synchronous grader may run its own event loop: give it a thread
-            await asyncio.to_thread(grade_tournament, results, opts.judge, **kwargs)
+        # grade_tournament runs its own event loop (asyncio.run), so it needs a thread of its own
+        try:
+            await asyncio.to_thread(grade_tournament, results, opts.judge, force=opts.force,
+                                    concurrency=opts.concurrency, auditor_key=opts.auditor_key,
+                                    tasks=sorted(session.tournament_tasks))
+        except (ValueError, FileNotFoundError) as e:   # bad auditor key, run without a task, nothing to rate
+            raise GradingConfigError(f"tournament: {e}") from None
     return session
