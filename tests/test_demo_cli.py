@@ -1,0 +1,138 @@
+"""The README's demo with the CLI harnesses: `benchctl run configs/demo --harness claude-code|codex`
+with the scripted investigators, end to end through the real CLI binary, the real gateway and the
+real Docker sandbox, then `benchctl grade` with the fake judge.
+
+What reached the model is checked in the request bodies themselves, rebuilt from the transcript's
+`model_call` events (benchctl.gateway.recording.reconstruct): a notice in the transcript proves the
+hook ran, a notice in the next request proves the agent saw it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from benchctl.gateway.recording import reconstruct
+from benchctl.jsonio import read_json, read_jsonl
+from cli_harness_rig import TIME_TEXT, contains, need_binary
+from tests._run_helpers import cli
+
+pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
+
+FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
+EARLY_EXIT_TEXT = "Do not stop yet"
+FIRST_DRAFT_WORDS = "[benchctl] report.md: 55 words; 95 more to reach the minimum of 150"
+FACTS = ("## TLDR", "## Timeline", "203.0.113.77", "svc-backup", "02:13:05", "42 wiki pages", "v2.3.1")
+
+
+def _claude_notice_next_to(body: dict[str, Any], tool_id: str) -> bool:
+    """Messages API: the tool_result carries the time notice (known model names) or the message right
+    after it does (unknown names such as a scripted model's; CLI_FACTS.md)."""
+    msgs = body.get("messages") or []
+    for i, m in enumerate(msgs):
+        for b in m["content"] if isinstance(m.get("content"), list) else []:
+            if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_id:
+                return contains(b, TIME_TEXT) or (i + 1 < len(msgs) and contains(msgs[i + 1], TIME_TEXT))
+    return False
+
+
+def _codex_notice_next_to(body: dict[str, Any], call_id: str) -> bool:
+    """Responses API: Codex puts the hook's context as a developer message just before the output."""
+    items = body.get("input") or []
+    for i, item in enumerate(items):
+        if item.get("type") in ("function_call_output", "custom_tool_call_output") and item.get("call_id") == call_id:
+            return any(n.get("type") == "message" and n.get("role") == "developer" and contains(n, TIME_TEXT)
+                       for n in items[max(0, i - 1):i + 2])
+    return False
+
+
+@dataclass(frozen=True)
+class Case:
+    harness: str
+    script: str
+    tool_calls: list[str]                                  # tool names as the transcript records them
+    notice_next_to: Callable[[dict[str, Any], str], bool]
+    # the ids the model's requests know the tool calls by: Claude Code's stream uses the API's
+    # tool_use ids; Codex's stream uses item ids, so its hooks' call ids are the ones to look for
+    request_ids: Callable[[list[dict[str, Any]]], list[str]]
+
+
+CASES = {
+    "claude-code": Case(
+        "claude-code", "configs/demo/investigator-claude-code.json",
+        ["Bash"] * 3 + ["Write", "Bash"] + ["Edit"] * 3, _claude_notice_next_to,
+        lambda ev: [e["id"] for e in ev if e["type"] == "tool_call"]),
+    "codex": Case(
+        "codex", "configs/demo/investigator-codex.json",
+        ["exec_command"] * 3 + ["apply_patch", "exec_command"] + ["apply_patch"] * 3, _codex_notice_next_to,
+        lambda ev: [e["tool_id"] for e in ev if e["type"] == "hook" and e["event"] == "PostToolUse"]),
+}
+
+
+def _harness(name: str) -> Any:
+    from harnesses.registry import create
+    return create(name)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_demo_runs_and_grades_with_the_cli_harness(name: str, tmp_path: Path) -> None:
+    case = CASES[name]
+    need_binary(_harness(name))
+    out = tmp_path / "demo"
+    t0 = time.time()
+    r = cli("run", "configs/demo", "--harness", case.harness, "--model", f"scripted/{case.script}",
+            "--budget", "2m", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert time.time() - t0 < 60          # a scripted run takes seconds; the 2m budget is never used up
+    (run,) = list((out / "runs").iterdir())
+    meta = read_json(run / "meta.json")
+    assert meta["status"] == "completed", meta.get("error")
+    assert meta["harness"] == case.harness and meta["exit_code"] == 0
+    assert meta["reprompts"] == 1 and meta["revision_requests"] == 0
+
+    # The report was written by the CLI's own file tools and collected.
+    report = (run / "artifacts" / "report.md").read_text()
+    for fact in FACTS:
+        assert fact in report, fact
+    assert 150 <= len(report.split()) <= 600
+
+    ev = read_jsonl(run / "transcript.jsonl")
+    assert [e["name"] for e in ev if e["type"] == "tool_call"] == case.tool_calls
+    results = [e for e in ev if e["type"] == "tool_result"]
+    assert len(results) == len(case.tool_calls) and not any(e["is_error"] for e in results)
+    assert "37 user=svc-backup ip=203.0.113.77" in results[1]["output"]      # the shell really ran on /data
+    bodies = list(reconstruct(ev).values())
+    assert len(bodies) == len([e for e in ev if e["type"] == "model_call"]) == 10
+
+    # A time notice after every tool result, in the transcript and in the next request to the model.
+    ids = case.request_ids(ev)
+    assert len(ids) == len(results)
+    time_notices = [e for e in ev if e["type"] == "notice" and e["kind"] == "time"]
+    assert [n["tool_id"] for n in time_notices] == ids
+    for tool_id in ids:
+        assert any(case.notice_next_to(b, tool_id) for b in bodies), f"no time notice next to {tool_id}"
+
+    # Word counts after each write of report.md (the Write/Add and the three edits), seen by the model.
+    words = [e["text"] for e in ev if e["type"] == "notice" and e["kind"] == "words"]
+    assert len(words) == 4 and words[0].startswith(FIRST_DRAFT_WORDS) and "within the window" in words[-1]
+    assert any(contains(b, FIRST_DRAFT_WORDS) for b in bodies)
+
+    # Stopping early (turn 5) was refused once through the Stop hook; the agent carried on.
+    (reprompt,) = [e for e in ev if e["type"] == "reprompt"]
+    assert reprompt["reason"] == "reprompt" and EARLY_EXIT_TEXT in reprompt["text"]
+    stops = [e["decision"] for e in ev if e["type"] == "hook" and e["event"] == "Stop"]
+    assert stops == ["reprompt", "stop"]
+    after = [e["text"] for e in ev if e["type"] == "assistant" and e["seq"] > reprompt["seq"]]
+    assert after[0].startswith("Continuing:") and after[-1].startswith("The report is complete")
+    assert sum(contains(b, EARLY_EXIT_TEXT) for b in bodies) == 5          # the 5 requests after the reprompt
+
+    # Grading the run with the fake judge scores the collected report.
+    g = cli("grade", str(out), "--judge", FAKE_JUDGE)
+    assert g.returncode == 0, g.stderr
+    coverage = read_json(out / "grades" / "coverage" / f"{run.name}.json")
+    assert coverage["status"] == "scored" and coverage["score"] > 0
+    tldr = read_json(out / "grades" / "tldr" / f"{run.name}.json")
+    assert tldr["status"] == "scored" and tldr["score"] > 0
