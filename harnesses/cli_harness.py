@@ -179,6 +179,8 @@ class CliHarness:
 
         files = PhaseFiles(ctx.run_dir, self.name, phase)
         parser = self.new_parser(ctx)
+        if self._hooks is not None:    # hook events join the stream's tool ids (Codex's differ from the model's)
+            self._hooks.tool_items = getattr(parser, "tool_items", None)
         tracker = CallTracker()
         tr.listeners.append(tracker)
         tr.emit("harness_event", "harness", cli=self.name, kind="start", phase=phase, resume=resume,

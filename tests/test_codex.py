@@ -78,6 +78,8 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         # The CLI's events became transcript events: shell, patch, messages.
         calls = rig.events("tool_call")
         assert [c["name"] for c in calls] == ["exec_command", "apply_patch", "exec_command", "exec_command"]
+        # Each hook names both the model's call id and the stream's item id, so they join.
+        assert [h["item_id"] for h in hooks] == [c["id"] for c in calls]
         results = rig.events("tool_result")
         assert "NET-FAIL" in results[0]["output"] and "NET-OK" not in results[0]["output"]
         assert REAL_KEY not in results[0]["output"]

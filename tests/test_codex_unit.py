@@ -3,6 +3,7 @@ through the Sandbox seam with a fake sandbox replaying Codex 0.147.0 output (tri
 from __future__ import annotations
 
 import json
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,53 @@ def test_bad_port_option_is_a_clear_error(tmp_path: Path) -> None:
     ctx.options = {"forwarder_port": 80}
     result = harness().run(ctx)
     assert result.status == "error" and "forwarder_port must be 1024-65535" in (result.error or "")
+
+
+
+def _item(phase: str, iid: str, itype: str, **fields: Any) -> str:
+    return json.dumps({"type": f"item.{phase}", "item": {"id": iid, "type": itype, "status": "completed", **fields}})
+
+
+def _post_tool_use(host: Any, tool_name: str, command: str, call_id: str) -> None:
+    payload = {"event": "post_tool_use", "cli": "codex", "file": None,
+               "input": {"tool_name": tool_name, "tool_input": {"command": command}, "tool_use_id": call_id}}
+    status, _, _ = host.handle("POST", "/benchctl/hooks/post_tool_use", json.dumps(payload).encode())
+    assert status == 200
+
+
+def test_hook_events_join_the_streams_tool_items(tmp_path: Path) -> None:
+    """Codex's stream ids (item_N) and its hooks' ids (the model's call_id) differ: each hook event
+    carries both, so tool_call / tool_result join hook / notice. Hooks may fire out of order
+    (observed with parallel calls), and a hook may reach the host before the stdout reader has
+    read the item."""
+    from harnesses.codex.stream import CodexStreamParser
+    from harnesses.hooks.host import HookHost
+    ctx = ctx_openai(tmp_path, FakeSandbox(lambda cmd: ExecResult(0, "", "")))
+    parser = CodexStreamParser(ctx.transcript)
+    host = HookHost(ctx, "codex")
+    host.tool_items = parser.tool_items
+    quoted = "/bin/bash -lc 'echo it'\"'\"'s'"       # how Codex shows `echo it's`
+    for iid, itype, fields in (("item_2", "command_execution", {"command": "/bin/bash -lc 'echo hi'"}),
+                               ("item_3", "command_execution", {"command": quoted}),
+                               ("item_4", "file_change", {"changes": [{"path": "/work/report.md", "kind": "add"}]}),
+                               ("item_5", "mcp_tool_call", {"server": "target", "tool": "chat"})):
+        parser.feed(_item("started", iid, itype, **fields))
+        parser.feed(_item("completed", iid, itype, **fields))
+    _post_tool_use(host, "Bash", "echo it's", "call_B")           # the second command's hook first
+    _post_tool_use(host, "mcp__target__chat", "", "call_M")
+    _post_tool_use(host, "apply_patch", "*** Begin Patch\n*** End Patch\n", "call_P")
+    _post_tool_use(host, "Bash", "echo hi", "call_A")
+    late = threading.Timer(0.1, lambda: [parser.feed(_item(p, "item_9", "command_execution", command="/bin/bash -lc ls"))
+                                         for p in ("started", "completed")])
+    late.start()
+    _post_tool_use(host, "Bash", "ls", "call_L")                   # reaches the host before its item
+    late.join()
+    _post_tool_use(host, "update_plan", "", "call_U")              # a tool with no stream item
+
+    joined = {h["tool_id"]: h["item_id"] for h in events(tmp_path, "hook")}
+    assert joined == {"call_B": "item_3", "call_M": "item_5", "call_P": "item_4", "call_A": "item_2",
+                      "call_L": "item_9", "call_U": None}
+    calls = {c["id"]: c["name"] for c in events(tmp_path, "tool_call")}
+    assert {calls[i] for i in joined.values() if i} == {"exec_command", "apply_patch", "chat"}
+    # Notices keep the model's call id, so they join the hook (and through it the tool call).
+    assert {n["tool_id"] for n in events(tmp_path, "notice")} == set(joined)

@@ -16,9 +16,18 @@ Event shapes verified against Codex 0.147.0 (see harnesses/CLI_FACTS.md):
     error{message} / turn.failed{error}            -> error (and the phase fails)
 
 Usage in turn.completed is cumulative per thread; per-call usage comes from the gateway.
+
+Tool ids: the stream names a tool call by Codex's own item id (`item_3`, counted per
+invocation), the PostToolUse hook by the model's call id (`call_…`), and neither carries the
+other. The hook host therefore asks `ToolItems.claim` for the completed item matching the
+hook's tool and input, and records both ids on the `hook` event (`tool_id` = call id, like
+Claude Code's; `item_id` = the `id` of this stream's tool_call / tool_result).
 """
 from __future__ import annotations
 
+import shlex
+import threading
+import time
 from typing import Any
 
 import orjson
@@ -33,9 +42,66 @@ def _clip(text: str, limit: int = MAX_TEXT) -> tuple[str, bool]:
     return (text, False) if len(text) <= limit else (text[:limit], True)
 
 
+# Hook tool_name -> the stream's item type for that tool (CLI_FACTS.md; MCP tools are mcp__<server>__<tool>).
+_HOOK_ITEM_TYPES = {"Bash": "command_execution", "apply_patch": "file_change"}
+
+
+class ToolItems:
+    """Completed tool items of one Codex invocation, each waiting for its PostToolUse hook.
+
+    The parser adds items from the CLI's stdout thread; the hook host claims them from the
+    gateway's thread. Codex writes `item.completed` before it runs the hook, but our stdout reader
+    may lag behind the hook's HTTP request, so `claim` waits briefly for a matching item.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._open: list[tuple[str, str, str]] = []     # (item id, item type, match key), oldest first
+
+    def completed(self, item_id: str, item_type: str, key: str) -> None:
+        with self._cond:
+            self._open.append((item_id, item_type, key))
+            self._cond.notify_all()
+
+    def claim(self, tool_name: Any, tool_input: Any, wait_s: float = 0.5) -> str | None:
+        """The item id for a hook's (tool_name, tool_input), or None when nothing matches.
+
+        Prefers an exact match (the shell command Codex shows is `<shell> -lc <quoted cmd>`; an MCP
+        hook name ends with the item's tool name); else the oldest open item of the same type, so
+        parallel calls with identical inputs still pair up one to one."""
+        name = str(tool_name or "")
+        itype = _HOOK_ITEM_TYPES.get(name) or ("mcp_tool_call" if name.startswith("mcp__") else None)
+        if itype is None:
+            return None
+        cmd = tool_input.get("command") if isinstance(tool_input, dict) else None
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            while True:
+                same = [e for e in self._open if e[1] == itype]
+                if same:
+                    exact = [e for e in same if _matches(e, name, cmd)]
+                    chosen = (exact or same)[0]
+                    self._open.remove(chosen)
+                    return chosen[0]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+
+def _matches(entry: tuple[str, str, str], hook_tool: str, cmd: Any) -> bool:
+    _, itype, key = entry
+    if itype == "command_execution":
+        return isinstance(cmd, str) and (key == cmd or key.endswith(" " + shlex.quote(cmd)))
+    if itype == "mcp_tool_call":
+        return bool(key) and hook_tool.endswith("__" + key)
+    return False
+
+
 class CodexStreamParser:
     def __init__(self, transcript: TranscriptWriter, cli: str = "codex") -> None:
         self.tr = transcript
+        self.tool_items = ToolItems()
         self.cli = cli
         self.session_id: str | None = None
         self.turns_completed = 0
@@ -92,6 +158,7 @@ class CodexStreamParser:
                 self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name="exec_command", output=out,
                              exit_code=code, is_error=item.get("status") == "failed" or (code not in (0, None)),
                              truncated=cut)
+                self.tool_items.completed(str(iid), itype, str(item.get("command") or ""))
         elif itype == "file_change":
             if phase == "started":
                 self.tool_calls += 1
@@ -101,6 +168,7 @@ class CodexStreamParser:
                 self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name="apply_patch",
                              output=orjson.dumps(item.get("changes")).decode(), status=item.get("status"),
                              is_error=item.get("status") == "failed")
+                self.tool_items.completed(str(iid), itype, "")
         elif itype == "reasoning":
             if phase == "completed":
                 text, cut = _clip(str(item.get("text", "")))
@@ -115,6 +183,8 @@ class CodexStreamParser:
             elif phase == "completed":
                 self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name=str(name), output=_small(item),
                              is_error=item.get("status") == "failed")
+                if itype == "mcp_tool_call":
+                    self.tool_items.completed(str(iid), itype, str(item.get("tool") or ""))
         elif phase == "completed":
             self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"item_{itype}", item=_small(item))
 

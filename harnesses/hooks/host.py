@@ -52,6 +52,9 @@ class HookHost:
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._fallbacks_nudged = 0
+        # Set per phase by a CLI whose stream ids differ from the model's call ids (Codex:
+        # harnesses/codex/stream.ToolItems); the hook event then records both.
+        self.tool_items: Any = None
         self._tokens: Any = None          # benchctl.targets token budget, when the run has one
         if ctx.token_budget is not None:
             from benchctl.targets.token_budget import TokenBudgetHook
@@ -97,8 +100,11 @@ class HookHost:
         inp = payload.get("input") or {}
         tr, pol, now = self.ctx.transcript, self.ctx.policies, self.clock()
         tool_id = inp.get("tool_use_id")
+        ids: dict[str, Any] = {}
+        if self.tool_items is not None:
+            ids["item_id"] = self.tool_items.claim(inp.get("tool_name"), inp.get("tool_input"))
         tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=inp.get("tool_name"),
-                tool_id=tool_id, file_changed=payload.get("file") is not None)
+                tool_id=tool_id, file_changed=payload.get("file") is not None, **ids)
         parts: list[str] = []
         text = self._file_text(payload)
         if pol.length is not None and text is not None:
