@@ -20,7 +20,8 @@ def add_run(root: Path, *, model: str, budget: str = "10m", budget_s: float = 60
             task: str = "wiki", harness: str = "react", status: str = "completed", variant: str | None = None,
             tools: str | None = None, cost_usd: float | None = 1.0, elapsed_s: float = 500.0,
             usage: dict[str, int] | None = None, fallbacks: list[dict[str, Any]] | None = None,
-            task_hash: str = "sha256:task1", error: str | None = None, version: str = "0.1.0") -> str:
+            task_hash: str = "sha256:task1", error: str | None = None, version: str = "0.1.0",
+            target_tools: dict[str, Any] | None = None) -> str:
     run_id = make_run_id(task, harness, model, budget, seed, variant, tools)
     meta = {
         "schema": 1, "run_id": run_id, "status": status, "task": task, "harness": harness, "model": model,
@@ -32,6 +33,8 @@ def add_run(root: Path, *, model: str, budget: str = "10m", budget_s: float = 60
         "served_models": {model: 10}, "fallbacks": fallbacks or [],
         "refusals": 1 if (fallbacks or status == "refused") else 0, "error": error,
     }
+    if target_tools is not None:       # hidden-behaviour runs: benchctl.targets' summary, as the runner writes it
+        meta["target_tools"] = target_tools
     _write(run_dir(root, run_id) / "meta.json", meta)
     return run_id
 

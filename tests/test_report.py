@@ -182,6 +182,42 @@ def test_any_of_n_wilson(tmp_path: Path) -> None:
     assert rows["scaffold"]["rate_lo"] < 1.0
 
 
+def _target_tools(target_cost: float | None, aux_cost: float | None) -> dict:
+    """meta.json target_tools in the shape benchctl.targets.tools.TargetTools.summary() writes."""
+    def tally(cost: float | None) -> dict:
+        return {"calls": 3, "errors": 0, "usage": {"input_tokens": 300, "output_tokens": 60}, "cost_usd": cost}
+    return {"tool_config": "scaffold", "tools": ["chat", "scaffold_prefill"], "tool_calls": {"chat": 2},
+            "conversations": 1, "target_model": "openai-compatible/prism-4", "auxiliary_model": "anthropic/aux",
+            "target": tally(target_cost), "auxiliary": tally(aux_cost)}
+
+
+def test_any_of_n_costs_investigator_and_target_apart(tmp_path: Path) -> None:
+    """Target + auxiliary cost (meta target_tools) is shown next to the investigator's own cost;
+    an unknown cost (None, or no target_tools) is left out of the mean and counted, never read as 0."""
+    priced = [(1.0, _target_tools(0.2, 0.0)), (2.0, _target_tools(0.3, 0.1)), (None, _target_tools(None, 0.1))]
+    for seed, (inv, tt) in enumerate(priced):
+        add_grade(tmp_path, "any_of_n", add_run(tmp_path, model=A, seed=seed, tools="scaffold", cost_usd=inv,
+                                                target_tools=tt), 1.0)
+    add_run(tmp_path, model=A, seed=9, tools="scaffold", status="error", cost_usd=50.0,
+            target_tools=_target_tools(50.0, 0.0))                      # error runs are not costed
+    for seed in range(2):                                               # no target_tools record at all
+        add_grade(tmp_path, "any_of_n", add_run(tmp_path, model=A, seed=seed, tools="chat", cost_usd=0.5), 0.0)
+    t = build_report(tmp_path).table("any_of_n")
+    rows = {r["tools"]: r for r in t.rows}
+    sc = rows["scaffold"]
+    assert sc["investigator_cost_mean_usd"] == pytest.approx(1.5) and sc["n_investigator_priced"] == 2
+    assert sc["target_cost_mean_usd"] == pytest.approx(0.3) and sc["n_target_priced"] == 2
+    assert sc["target_only_cost_mean_usd"] == pytest.approx(0.25) and sc["auxiliary_cost_mean_usd"] == pytest.approx(0.2 / 3)
+    ch = rows["chat"]
+    assert ch["investigator_cost_mean_usd"] == pytest.approx(0.5)
+    assert ch["target_cost_mean_usd"] is None and ch["n_target_priced"] == 0
+    header, cells = t.view()
+    by_tools = {row[header.index("tools")]: dict(zip(header, row)) for row in cells}
+    assert by_tools["scaffold"]["investigator cost"] == "$1.50 (2 of 3 priced)"
+    assert by_tools["scaffold"]["target+aux cost"] == "$0.3000 (2 of 3 priced)"
+    assert by_tools["chat"]["investigator cost"] == "$0.5000" and by_tools["chat"]["target+aux cost"] == "–"
+
+
 RATINGS = {
     "schema": 1, "grader": "tournament", "judge": "judge/dedup", "auditor_key": "model", "weighting": "points",
     "bootstrap_rounds": 200, "seed": 0, "ci": [2.5, 97.5],
