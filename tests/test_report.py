@@ -258,6 +258,7 @@ def test_tournament_tables(tmp_path: Path) -> None:
     write_ratings(tmp_path, flagged)
     notes = " ".join(build_report(tmp_path).table("tournament").notes)
     assert "disconnected" in notes and f"{A} | {B}" in notes and "omitted" in notes and "rx" in notes
+    assert "could not be read" in notes and "ratings use every match" in notes
 
 
 def test_not_a_results_dir(tmp_path: Path) -> None:

@@ -397,3 +397,15 @@ def test_canonical_lists_written_by_hand_rate_without_runs_or_judge(tmp_path: Pa
     assert board["alpha"]["cost_usd"] is None                  # no meta.json: cost unknown
     grade = json.loads((tmp_path / "sweep" / "grades" / "tournament" / "r1.json").read_text())
     assert grade["score"] == 0.75
+
+
+def test_module_cli_notes_excluded_runs_and_omitted_match_rows(results: Path, capsys) -> None:
+    from benchctl.tournament.__main__ import _print_board, main
+
+    assert main(["grade", str(results), "--judge", GARBAGE_JUDGE, "--rounds", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "excluded" in out and "envA__react__m3__10m__s0" in out
+    ratings = json.loads((results / "grades" / "tournament" / "ratings.json").read_text())
+    ratings["flags"]["match_rows_omitted"] = True
+    _print_board(ratings)
+    assert "per-match rows omitted" in capsys.readouterr().out

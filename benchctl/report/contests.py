@@ -127,10 +127,13 @@ def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
     if flags.get("failed_envs"):
         notes.append("Environments left out (judge failed): " + ", ".join(flags["failed_envs"]))
     if flags.get("excluded_runs"):
-        notes.append(f"{len(flags['excluded_runs'])} runs were excluded from the tournament: "
+        notes.append(f"{len(flags['excluded_runs'])} runs were excluded from the tournament because their issues "
+                     f"could not be read (invalid issues.json, or the judge failed to extract them; the reason is "
+                     f"in grades/tournament/canonical/<env>.json excluded_runs): "
                      + ", ".join(flags["excluded_runs"][:10]) + (" ..." if len(flags["excluded_runs"]) > 10 else ""))
     if flags.get("match_rows_omitted"):
-        notes.append("Per-match rows were omitted from ratings.json (too many matches); no match table.")
+        notes.append("Per-match rows were omitted from ratings.json (too many run-vs-run matches to list), so there "
+                     "is no match table; the ratings use every match.")
     if flags.get("no_issue_runs"):
         notes.append(f"{len(flags['no_issue_runs'])} runs entered with no issues artifact (score 0).")
     out.append(Table("tournament", "Tournament (Elo)", cols, rows, notes, display))

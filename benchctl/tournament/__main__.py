@@ -25,6 +25,11 @@ def _print_board(ratings: dict) -> None:
               f"ratings across components are not comparable")
     if flags["failed_envs"]:
         print(f"note: judge failed on {len(flags['failed_envs'])} environment(s): {', '.join(flags['failed_envs'])}")
+    if flags.get("excluded_runs"):
+        print(f"note: {len(flags['excluded_runs'])} run(s) excluded (issues could not be read; see canonical "
+              f"lists' excluded_runs): {', '.join(flags['excluded_runs'])}")
+    if flags.get("match_rows_omitted"):
+        print("note: per-match rows omitted from ratings.json (too many matches); the ratings use every match")
 
 
 def main(argv: list[str] | None = None) -> int:
