@@ -259,3 +259,26 @@ def test_async_clients_and_a_wire_api_the_model_cannot_speak(tmp_path: Path, mon
     for rig in make_rig(tmp_path, monkeypatch):
         assert asyncio.run(main(rig.gw)) == ("Let me look.", "ok")
         assert rig.events("model_error")[0]["status"] == 400  # the mismatch is recorded, with the reason
+
+
+def test_error_text_quoting_an_upstream_exception_never_carries_the_key(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway's own error answers quote exception text; an upstream that puts the key there is scrubbed."""
+    from benchctl.gateway import Gateway, GatewayConfig
+    from benchctl.transcript import TranscriptWriter
+    (tmp_path / "leaky_upstream_script.py").write_text(
+        "import os\n\n"
+        "def turn(request):\n"
+        "    raise RuntimeError('upstream rejected key ' + os.environ['ANTHROPIC_API_KEY'])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+    with TranscriptWriter(tmp_path / "t.jsonl") as tw, \
+            Gateway(GatewayConfig(model="scripted/py:leaky_upstream_script:turn", socket_path=tmp_path / "gw.sock"),
+                    tw) as gw:
+        with pytest.raises(anthropic.APIStatusError) as err:
+            anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5,
+                                                                messages=[{"role": "user", "content": "x"}])
+    assert err.value.status_code == 502
+    answer = err.value.response.text
+    assert "upstream rejected key [REDACTED]" in answer and REAL_KEY not in answer
+    assert REAL_KEY.encode() not in (tmp_path / "t.jsonl").read_bytes()

@@ -116,9 +116,8 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
     except Exception as e:  # a gateway bug: tell the client and the transcript, keep serving others
         gw.transcript.emit("error", source="gateway", error=f"gateway internal error: {type(e).__name__}: {e}")
         try:
-            writer.write(http11.whole_response(500, JSON, error_body(None, 500, f"benchctl gateway internal error: "
-                                                                          f"{type(e).__name__}: {e}", "api_error"),
-                                               keep_alive=False))
+            body = error_body(None, 500, f"benchctl gateway internal error: {type(e).__name__}: {e}", "api_error")
+            writer.write(http11.whole_response(500, JSON, gw.redact(body), keep_alive=False))
         except Exception:
             pass
     finally:
@@ -141,7 +140,9 @@ class Exchange:
     def send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
         if self.ttfb is None:
             self.ttfb = time.perf_counter()
-        self.writer.write(http11.whole_response(status, headers, body, self.req.keep_alive))
+        # Redacted here, for every whole answer: upstream bodies, and also our own error messages,
+        # which quote exception text that an upstream or a route handler may have filled with a key.
+        self.writer.write(http11.whole_response(status, headers, self.gw.redact(body), self.req.keep_alive))
 
     def fail(self, status: int, message: str, kind: str, event_type: str = "model_call", **fields: Any) -> bool:
         """Answer with an error in the caller's wire format and record it."""
@@ -284,7 +285,7 @@ class Exchange:
             self.record(call, call_id, requested, resp.status, b"".join(parts), attempts, error)
             if error is not None:
                 # Cannot retry (the client has part of it): end the stream with an error event it understands.
-                writer.write(http11.chunk(stream_error_event(call.wire_api, f"benchctl gateway: {error}")))
+                writer.write(http11.chunk(gw_redact(stream_error_event(call.wire_api, f"benchctl gateway: {error}"))))
             writer.write(http11.LAST_CHUNK)
         else:
             try:
@@ -295,7 +296,7 @@ class Exchange:
                 resp.status = 502
             self.ttfb = time.perf_counter()
             self.record(call, call_id, requested, resp.status, data, attempts, error)
-            self.send_whole(resp.status, headers, self.gw.redact(data))
+            self.send_whole(resp.status, headers, data)
         if writer.transport.get_write_buffer_size() > 0:
             await writer.drain()
         return True
