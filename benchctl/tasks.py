@@ -143,6 +143,9 @@ def load_task(path: str | os.PathLike[str]) -> Task:
             raise _err(file, "data", f"data directory {data_dir} does not exist",
                        "create it, fix the path, or remove the key for a task without data")
 
+    if data_dir is not None:
+        _keep_secrets_out_of_data(file, raw, task_dir, data_dir)
+
     image = _typed(file, raw, "image", str, 'e.g. image = "benchctl-sandbox:latest"') if "image" in raw else DEFAULT_IMAGE
     artifacts = ["report.md"]
     if "artifacts" in raw:
@@ -177,6 +180,31 @@ def load_task(path: str | os.PathLike[str]) -> Task:
                 variants=variants, harness_options=dict(raw.get("harness_options", {})), limits=limits,
                 grading=dict(raw.get("grading", {})), tool_timeout=tool_timeout,
                 description=str(raw.get("description", "")))
+
+
+def _strings(v: Any) -> list[str]:
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, dict):
+        return [s for x in v.values() for s in _strings(x)]
+    if isinstance(v, list):
+        return [s for x in v for s in _strings(x)]
+    return []
+
+
+def _keep_secrets_out_of_data(file: Path, raw: dict[str, Any], task_dir: Path, data_dir: Path) -> None:
+    """The data directory is mounted into the sandbox, so it must not hold what only the grader or
+    the gateway may read: the task file itself, files named in [grading] (reference report,
+    findings, ground truth) and the target's system prompt file."""
+    target = raw.get("target") if isinstance(raw.get("target"), dict) else {}
+    named = [("grading", s) for s in _strings(raw.get("grading"))]
+    if isinstance(target.get("system_prompt_file"), str):
+        named.append(("target.system_prompt_file", target["system_prompt_file"]))
+    for key, rel in [("data", file.name), *named]:
+        p = (task_dir / rel).resolve()
+        if p.exists() and (p == data_dir or data_dir in p.parents):
+            raise _err(file, key, f"{p} is inside the data directory {data_dir}, which the agent's sandbox mounts",
+                       "keep the evidence in its own subdirectory (e.g. data = \"data\") and grading or target files outside it")
 
 
 def _early_exit(file: Path, t: Any) -> EarlyExitPolicy | None:

@@ -159,3 +159,24 @@ def test_every_shipped_config_loads(config: str) -> None:
     assert t.data_dir is None or t.data_dir.is_dir()
     for v in t.variants:
         assert t.variants[v].rules
+
+
+@pytest.mark.parametrize("body, key", [
+    ('data = "."\n', "data"),                                                        # task.toml itself
+    ('data = "data"\n[grading]\nreference = "data/answer.md"\n', "grading"),        # the answer key
+    ('data = "data"\n[target]\nmodel = "scripted/t.json"\nsystem_prompt_file = "data/answer.md"\n',
+     "target.system_prompt_file"),
+])
+def test_grading_and_target_secrets_may_not_sit_in_the_mounted_data(tmp_path: Path, body: str, key: str) -> None:
+    task = write_task(tmp_path, 'name = "t"\ninstructions = "Investigate."\n' + body, {"answer.md": "the truth\n"})
+    with pytest.raises(TaskError) as e:
+        load_task(task)
+    msg = str(e.value)
+    assert f"key `{key}`" in msg and "sandbox mounts" in msg and "Fix:" in msg
+
+
+def test_grading_files_beside_the_data_are_fine(tmp_path: Path) -> None:
+    task = write_task(tmp_path, MINIMAL + '[grading]\nreference = "grading/reference.md"\n', {"a.log": "x\n"})
+    (task / "grading").mkdir()
+    (task / "grading" / "reference.md").write_text("ref\n")
+    assert load_task(task).grading["reference"] == "grading/reference.md"
