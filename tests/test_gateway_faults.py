@@ -232,3 +232,24 @@ def test_https_upstream_with_certificate_verification(tmp_path: Path, monkeypatc
             with pytest.raises(anthropic.APIStatusError, match="CERTIFICATE_VERIFY_FAILED"):
                 anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
         assert b'"retries":[]' in transcript.read_bytes()  # not retried: it would fail the same way
+
+
+def test_bad_upstream_url_error_does_not_repeat_credentials_from_the_url() -> None:
+    import asyncio
+
+    from benchctl.gateway.http_client import ConnectionPool
+
+    async def main() -> str:
+        pool = ConnectionPool()
+        try:
+            await pool.request("POST", "ftp://user:pw-in-url-123@proxy.example/v1/messages?key=qk-in-url-456",
+                               {}, b"{}")
+        except ValueError as e:
+            return str(e)
+        finally:
+            await pool.aclose()
+        raise AssertionError("a non-http URL was accepted")
+
+    message = asyncio.run(main())
+    assert "ftp://proxy.example/v1/messages" in message and "ANTHROPIC_BASE_URL" in message
+    assert "pw-in-url-123" not in message and "qk-in-url-456" not in message

@@ -193,7 +193,11 @@ class ConnectionPool:
     async def request(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> RawResponse:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"upstream URL {url!r} must be http(s)://host[:port]/path")
+            # Named without user:password@ and ?query: a base URL may carry a credential there, and
+            # this message reaches the transcript and the agent.
+            shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
+            raise ValueError(f"upstream URL {shown!r} must be http(s)://host[:port]/path; check the provider's "
+                             "base-URL variable (e.g. ANTHROPIC_BASE_URL)")
         origin: Origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host = parts.netloc.rsplit("@", 1)[-1]
