@@ -282,3 +282,18 @@ def test_error_text_quoting_an_upstream_exception_never_carries_the_key(tmp_path
     answer = err.value.response.text
     assert "upstream rejected key [REDACTED]" in answer and REAL_KEY not in answer
     assert REAL_KEY.encode() not in (tmp_path / "t.jsonl").read_bytes()
+
+
+def test_chunked_request_body_over_the_size_cap_is_refused_before_reading(rig: Rig) -> None:
+    from benchctl.gateway.http11 import MAX_BODY_BYTES
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(5)  # a gateway that waits for the announced bytes never answers: the test fails, not hangs
+    sock.connect(str(rig.gw.socket_path))
+    sock.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: g\r\nx-api-key: {SANDBOX_TOKEN}\r\n"
+                 f"transfer-encoding: chunked\r\n\r\n{MAX_BODY_BYTES + 1:x}\r\n".encode())
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    sock.close()
+    assert reply.startswith(b"HTTP/1.1 400") and b"over the" in reply
+    assert rig.up.requests == []

@@ -70,9 +70,13 @@ async def read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     parts = []
+    total = 0
     while True:
         size_line = await reader.readuntil(b"\r\n")
         size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        total += size
+        if size < 0 or total > MAX_BODY_BYTES:  # the same cap as Content-Length bodies, checked before reading
+            raise BadRequest(f"chunked request body is over the {MAX_BODY_BYTES}-byte limit")
         if size == 0:
             while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
                 pass
