@@ -158,3 +158,17 @@ def test_bad_auditor_key_is_refused_before_grading(tmp_path: Path) -> None:
 def test_grade_help_documents_auditor_key() -> None:
     r = runner.invoke(app, ["grade", "runs", "--help"])
     assert r.exit_code == 0 and "--auditor-key" in r.output and "model+harness" in r.output
+
+
+def test_tournament_outcome_is_reported_and_a_failed_judge_exits_1(tmp_path: Path) -> None:
+    """The tournament's result is printed after grading; a judge that fails on an environment is
+    recorded (not a crash), named in a warning, and makes the command exit 1 like unscored grades."""
+    results = tournament_results(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament"])
+    assert r.exit_code == 0, r.output
+    assert "tournament: 2 auditor(s) (model) rated over 2 environment(s)" in r.output
+    r = runner.invoke(app, ["grade", str(results), "--judge", "scripted/py:test_tournament_judge:scripted_garbage_judge",
+                            "--grader", "tournament", "--force"])
+    assert r.exit_code == 1, r.output
+    assert "judge failed on 2 environment(s) (envT, envU)" in " ".join(r.output.split())
+    assert read_json(grade_path(results, "tournament", "envT__react__m1__10m__s0"))["status"] == "unscored"

@@ -91,7 +91,8 @@ def runs(
     print_summary(session)
     if not session.outcomes and not session.tournament:
         typer.echo("no finished runs matched; nothing graded", err=True)
-    if any(o.status == "unscored" for o in session.outcomes):
+    failed_envs = ((session.tournament_ratings or {}).get("flags") or {}).get("failed_envs")
+    if any(o.status == "unscored" for o in session.outcomes) or failed_envs:
         raise typer.Exit(1)
 
 

@@ -60,6 +60,7 @@ class Session:
     # tasks of the planned runs that asked for the tournament grader: the tournament covers every
     # finished run of these tasks (auditors of one environment are rated against each other)
     tournament_tasks: set[str] = field(default_factory=set)
+    tournament_ratings: dict[str, Any] | None = None     # what grade_tournament wrote to ratings.json
 
 
 def configuration_of(run_id: str) -> str:
@@ -183,9 +184,10 @@ async def grade_results(results: Path, opts: GradeOptions,
             raise GradingConfigError(f"the tournament grader is not available ({e})") from None
         # grade_tournament runs its own event loop (asyncio.run), so it needs a thread of its own
         try:
-            await asyncio.to_thread(grade_tournament, results, opts.judge, force=opts.force,
-                                    concurrency=opts.concurrency, auditor_key=opts.auditor_key,
-                                    tasks=sorted(session.tournament_tasks))
+            session.tournament_ratings = await asyncio.to_thread(
+                grade_tournament, results, opts.judge, force=opts.force,
+                concurrency=opts.concurrency, auditor_key=opts.auditor_key,
+                tasks=sorted(session.tournament_tasks))
         except (ValueError, FileNotFoundError) as e:   # bad auditor key, run without a task, nothing to rate
             raise GradingConfigError(f"tournament: {e}") from None
     return session

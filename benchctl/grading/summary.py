@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.stats import wilson_interval
@@ -56,6 +56,28 @@ def success_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
     return rows
 
 
+def tournament_lines(ratings: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """(plain lines, warnings) about the tournament this session rated; warnings name what failed."""
+    if not ratings:
+        return [], []
+    flags = ratings.get("flags") or {}
+    board = ratings.get("leaderboard") or []
+    envs = ratings.get("environments") or []
+    lines = [f"tournament: {len(board)} auditor(s) ({ratings.get('auditor_key')}) rated over {len(envs)} "
+             f"environment(s); see grades/tournament/ratings.json or `benchctl report`"]
+    warnings = []
+    if flags.get("failed_envs"):
+        failed = list(flags["failed_envs"])
+        warnings.append(f"tournament: the judge failed on {len(failed)} environment(s) ({', '.join(failed)}); "
+                        f"their runs are unscored. Re-run the same command to retry them.")
+    if flags.get("excluded_runs"):
+        excluded = list(flags["excluded_runs"])
+        warnings.append(f"tournament: {len(excluded)} run(s) left out because their issues could not be read "
+                        f"({', '.join(excluded[:10])}{' ...' if len(excluded) > 10 else ''}); reasons in "
+                        f"grades/tournament/canonical/<env>.json")
+    return lines, warnings
+
+
 def make_console() -> "Console":
     """A console that does not squeeze tables into 80 columns when output is piped or captured."""
     from rich.console import Console
@@ -83,7 +105,13 @@ def print_summary(session: Session) -> None:
         for row in succ:
             t2.add_row(*(str(row[c]) for c in ("configuration", "k", "n", "rate", "ci95", "unscored")))
         console.print(t2)
-    console.print(f"judge calls: {session.judge_calls}")
+    console.print(f"judge calls: {session.judge_calls}" + (" (tournament judge calls not included: see "
+                                                            "grades/tournament/judge_log/)" if session.tournament else ""))
+    lines, warnings = tournament_lines(session.tournament_ratings)
+    for line in lines:
+        console.print(line)
+    for w in warnings:
+        console.print(f"[yellow]{w}[/yellow]")
     for run_id, why in session.skipped_runs:
         console.print(f"[dim]not graded: {run_id}: {why}[/dim]")
     missing = sum(o.status == "unscored" for o in session.outcomes)

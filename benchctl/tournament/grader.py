@@ -51,16 +51,17 @@ def model_ask(model: str, semaphore: asyncio.Semaphore) -> Ask:
 
 def grade_tournament(results: Path, judge: str, *, force: bool = False, concurrency: int = 8,
                      auditor_key: str = "model", tasks: Collection[str] | None = None,
-                     weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED) -> None:
-    """Judge (where needed) and rate every tournament environment under `results`.
+                     weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED) -> Ratings:
+    """Judge (where needed) and rate every tournament environment under `results`; returns the
+    ratings it wrote to ratings.json.
 
-    tasks: only these tasks' runs (default: every finished run). force: re-extract and re-judge
-    everything, overwriting hand edits."""
+    tasks: only these tasks' runs (default: the runs whose task declares the tournament grader, see
+    participants.collect). force: re-extract and re-judge everything, overwriting hand edits."""
     parse_auditor_key(auditor_key)            # fail before any judge call on a bad key
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
     asyncio.run(judge_environments(Path(results), judge, force=force, concurrency=concurrency, tasks=tasks))
-    rate_from_canonical(results, auditor_key=auditor_key, weighting=weighting, rounds=rounds, seed=seed)
+    return rate_from_canonical(results, auditor_key=auditor_key, weighting=weighting, rounds=rounds, seed=seed)
 
 
 async def judge_environments(results: Path, judge: str, *, force: bool = False, concurrency: int = 8,
