@@ -316,3 +316,27 @@ def test_a_refusing_target_says_so(tmp_path):
         tt.close()
     assert "[the model refused to answer]" in out.text and not out.is_error
     assert events(tmp_path / "t.jsonl")[0]["refusal"] is True
+
+
+def test_close_ends_a_tool_call_still_in_flight(tmp_path):
+    """The runner closes the target tools when the run ends, possibly while an MCP tool call (no
+    timeout of its own) is still waiting on the target in a gateway worker thread: that call must
+    return an error at once, not block its thread forever (which would hang the process at exit)."""
+    settings = parse_tools({})
+    spec = TargetSpec(model="scripted/unused", system_prompt="s")
+    tt = TargetTools(spec, settings.configs["default"], TranscriptWriter(tmp_path / "t.jsonl"))
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.retry import RetryingUpstream
+    tt.caller._upstreams[("scripted/unused", "chat")] = RetryingUpstream(
+        ScriptedUpstream({"turns": [{"delay": 60, "text": "too late"}]}))
+    got: list = []
+    worker = threading.Thread(target=lambda: got.append(tt.call("chat", {"message": "x"})), daemon=True)
+    worker.start()
+    import time
+    deadline = time.monotonic() + 5
+    while not tt.summary()["tool_calls"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    tt.close()
+    worker.join(5)
+    assert not worker.is_alive(), "the in-flight call still blocks after close()"
+    assert got[0].is_error and "chat" in got[0].text

@@ -114,6 +114,15 @@ class _Tally:
                 "cost_usd": round(self.cost, 6) if self.cost is not None else None}
 
 
+async def _cancel_others() -> None:
+    """Cancel every task of the running loop but this one, and let them finish cancelling."""
+    me = asyncio.current_task()
+    others = [t for t in asyncio.all_tasks() if t is not me]
+    for t in others:
+        t.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
+
+
 class TargetTools:
     def __init__(self, target: TargetSpec, config: ToolConfig, transcript: TranscriptWriter | None = None, *,
                  retry: RetryPolicy | None = None, caller: ModelCaller | None = None) -> None:
@@ -148,6 +157,8 @@ class TargetTools:
         except concurrent.futures.TimeoutError:
             fut.cancel()
             return ToolOutput(f"{name} timed out after {timeout:.0f}s.", is_error=True)
+        except concurrent.futures.CancelledError:       # close() while the call was in flight
+            return ToolOutput(f"{name} was cancelled: the run ended.", is_error=True)
 
     async def acall(self, name: str, args: dict[str, Any]) -> ToolOutput:
         if name not in self.config.tools:
@@ -177,6 +188,9 @@ class TargetTools:
         if loop is None or thread is None:
             return
         try:
+            # Cancel calls still in flight first: an MCP call waits on its future with no timeout in a
+            # gateway worker thread, and would wait forever on a stopped loop (hanging the exit).
+            asyncio.run_coroutine_threadsafe(_cancel_others(), loop).result(15)
             asyncio.run_coroutine_threadsafe(self.caller.aclose(), loop).result(15)
         except Exception:
             pass
