@@ -325,3 +325,13 @@ def test_component_means_say_how_many_runs(tmp_path: Path) -> None:
     assert row["coverage"] == "0.500 (2 of 3)"
     header, cells = rep.table("clusters").view()
     assert dict(zip(header, cells[0]))["scored"] == "2 of 3"
+
+
+def test_grading_cost_unknown_is_said_not_hidden(tmp_path: Path) -> None:
+    """Grades whose judge cost is unknown: the provenance line says so rather than disappearing
+    (a total of $0 known must not read as "free")."""
+    from benchctl.report.provenance import provenance_lines
+    rid = add_run(tmp_path, model=A)
+    add_grade(tmp_path, "tldr", rid, 0.5, cost_usd=None)
+    lines = provenance_lines(build_report(tmp_path).provenance)
+    assert "grading cost: $0.00 (+1 grades of unknown cost)" in lines

@@ -96,7 +96,8 @@ def provenance_lines(prov: dict[str, Any]) -> list[str]:
              f"task hashes: {fmt_map(prov['task_hashes'])}",
              f"judges: {fmt_map(prov['judges'])}",
              f"rubric hashes: {fmt_map(prov['rubric_hashes'])}"]
-    if prov.get("grading_cost_usd"):
+    # Shown whenever a grade exists: grades of unknown cost must be said, not hidden behind "$0".
+    if prov.get("grading_cost_usd") or prov.get("grades_without_cost"):
         lines.append(f"grading cost: ${prov['grading_cost_usd']:.2f}"
                      + (f" (+{prov['grades_without_cost']} grades of unknown cost)" if prov["grades_without_cost"] else ""))
     return lines
