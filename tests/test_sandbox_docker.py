@@ -264,3 +264,46 @@ def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str) -> N
         docker.from_env().api.remove_container(box.container_id, force=True)  # e.g. `benchctl cleanup --all`
         with pytest.raises(SandboxError, match="cannot exec"):
             box.exec("true")
+
+
+def _run_containers(run_id: str) -> list[dict]:
+    import docker
+    return docker.from_env().api.containers(all=True, filters={"label": f"benchctl.run_id={run_id}"})
+
+
+def test_start_after_stop_refuses_and_creates_nothing(sandbox_image: str) -> None:
+    """A cancel may stop() a sandbox just before the runner's start(): nothing may be created then."""
+    from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+    box = DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-stop-first"))
+    box.stop()
+    with pytest.raises(SandboxError, match="stopped before it started"):
+        box.start()
+    assert _run_containers("test-stop-first") == []
+
+
+def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str) -> None:
+    """stop() from another thread lands while the create request is in flight (here: just before it)."""
+    import docker
+    from benchctl.sandbox import cleanup
+    from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+
+    class StopBeforeCreate:
+        """The real Docker API, except that create_container first lets the cancel's stop() run."""
+
+        def __init__(self, api: object) -> None:
+            self._api = api
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._api, name)
+
+        def create_container(self, *args: object, **kwargs: object) -> object:
+            box.stop()
+            return self._api.create_container(*args, **kwargs)
+
+    real = docker.from_env()
+    client = type("Client", (), {"api": StopBeforeCreate(real.api)})()
+    box = DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-stop-midcreate"), client=client)
+    with pytest.raises(SandboxError, match="stopped while it was starting"):
+        box.start()
+    assert _run_containers("test-stop-midcreate") == []
+    assert box.name not in cleanup.live_containers()

@@ -116,6 +116,9 @@ class DockerSandbox:
     def start(self) -> None:
         if self.container_id is not None:
             raise SandboxError("sandbox already started; a DockerSandbox is single-use")
+        with self._lock:
+            if self._stopped:  # e.g. a cancel stopped it between the runner's last check and start()
+                raise SandboxError("sandbox was stopped before it started; a DockerSandbox is single-use")
         self._validate()
         import docker.errors
         import docker.types
@@ -147,6 +150,14 @@ class DockerSandbox:
             if isinstance(e, docker.errors.APIError):
                 raise SandboxError(f"could not start sandbox from {self.spec.image}: {e}") from e
             raise
+        with self._lock:
+            stopped_meanwhile = self._stopped
+        if stopped_meanwhile:
+            # stop() ran (from another thread) while the create was in flight, so it found nothing to
+            # remove and will not run again: remove what was just created ourselves.
+            cleanup._remove_one(self.client, self.container_id)
+            cleanup.unregister(self.name)
+            raise SandboxError("sandbox was stopped while it was starting; its container has been removed")
 
     def stop(self) -> None:
         """Force-remove the container. Idempotent; never raises for an already-gone container."""
