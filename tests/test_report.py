@@ -247,6 +247,7 @@ def test_tournament_tables(tmp_path: Path) -> None:
     assert [r["auditor"] for r in t.rows] == [A, B] and t.rows[0]["elo"] == 1100.0
     header, cells = t.view()
     assert "1100 (1050–1160)" in cells[0] and "$4.50" in cells[0] and "–" in cells[1]
+    assert cells[0][header.index("total cost")] == "$4.50"     # a sum over the auditor's runs, labelled so
     ov = rep.table("overlap").rows
     assert ov[0][B] == 0.5 and ov[1][A] == 0.75 and ov[0][A] is None
     m = rep.table("matches").rows[0]

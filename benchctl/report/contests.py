@@ -109,15 +109,17 @@ def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
     cols = [Column("rank", "rank", "int"), Column("auditor", "auditor"), Column("elo", "Elo", "float"),
             Column("lo", "95% lo", "float"), Column("hi", "95% hi", "float"), Column("matches", "matches", "int"),
             Column("environments", "envs", "int"), Column("runs", "runs", "int"),
-            Column("mean_share", "mean share", "pct"), Column("cost_usd", "cost", "usd")]
+            Column("mean_share", "mean share", "pct"), Column("cost_usd", "total cost", "usd")]
     display = [("rank", lambda r: str(r["rank"])), ("auditor", lambda r: r["auditor"]),
                ("Elo (95% CI)", lambda r: "–" if r["elo"] is None else
                    f"{r['elo']:.0f} ({r['lo']:.0f}–{r['hi']:.0f})" if r["lo"] is not None else f"{r['elo']:.0f}"),
                ("matches", lambda r: fmt("int", r["matches"])), ("envs", lambda r: fmt("int", r["environments"])),
-               ("mean share", lambda r: fmt("pct", r["mean_share"])), ("cost", lambda r: fmt("usd", r["cost_usd"]))]
+               ("mean share", lambda r: fmt("pct", r["mean_share"])), ("total cost", lambda r: fmt("usd", r["cost_usd"]))]
     notes = [f"Bradley–Terry fit on the Elo scale (mean 1000; +100 ≈ 64% expected share), weighting "
              f"{ratings.get('weighting', '?')}, {ratings.get('bootstrap_rounds', '?')} bootstrap rounds over "
-             f"environments; rank = 1 + auditors whose interval lies wholly above. Auditor = {ratings.get('auditor_key', '?')}."]
+             f"environments; rank = 1 + auditors whose interval lies wholly above. Auditor = {ratings.get('auditor_key', '?')}.",
+             "Total cost = the sum of the agent cost (meta.json cost_usd) over the auditor's runs; – when any "
+             "of them is unknown."]
     flags = ratings.get("flags") or {}
     if flags.get("disconnected"):
         notes.append("WARNING: the match graph is disconnected; ratings across components are not comparable: "
