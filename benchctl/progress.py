@@ -187,8 +187,13 @@ class RichProgress(Progress):
                            f"(already finished), cost {cost}")
 
 
+PROGRESS_MODES = ("auto", "rich", "json", "quiet")
+
+
 def make_progress(total: int, mode: str = "auto") -> Progress:
     """mode: auto (rich on a TTY, JSON lines otherwise) | rich | json | quiet."""
+    if mode not in PROGRESS_MODES:
+        raise ValueError(f"--progress {mode!r}: use one of {', '.join(PROGRESS_MODES)}")
     if mode == "quiet":
         return Progress()
     if mode == "json" or (mode == "auto" and not sys.stderr.isatty()):

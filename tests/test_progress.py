@@ -4,6 +4,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from benchctl.progress import JsonLinesProgress, RichProgress, make_progress
 from benchctl.sweep import RunSpec
 
@@ -47,3 +49,5 @@ def test_rich_progress_tracks_turns_tokens_cost_and_status() -> None:
 def test_make_progress_is_json_when_not_a_tty() -> None:
     assert isinstance(make_progress(1, "auto"), JsonLinesProgress)     # pytest's stderr is not a TTY
     assert type(make_progress(1, "quiet")).__name__ == "Progress"
+    with pytest.raises(ValueError, match="use one of auto, rich, json, quiet"):
+        make_progress(1, "jsno")       # a typo is an error, not a silent rich table

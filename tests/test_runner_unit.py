@@ -113,6 +113,7 @@ def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     (["configs/demo", "--model", DEMO_MODEL, "--budget", "soon"], "not a duration"),
     (["configs/demo", "--model", DEMO_MODEL, "--variant", "nope"], "'nope'"),
     (["configs/nope", "--model", DEMO_MODEL], "no task file"),
+    (["configs/demo", "--model", DEMO_MODEL, "--progress", "jsno"], "--progress 'jsno': use one of"),
 ])
 def test_cli_rejects_bad_input_before_writing_anything(tmp_path: Path, args: list[str], expect: str) -> None:
     out = tmp_path / "res"

@@ -33,7 +33,11 @@ def run(
     """Run agents on a task in network-less sandboxes; rerun the same command to resume."""
     import sys
 
+    from benchctl.progress import PROGRESS_MODES
     from benchctl.run_setup import RunError, execute, resolve_config
+    if progress not in PROGRESS_MODES:     # before anything runs: a typo must not start a sweep
+        typer.secho(f"error: --progress {progress!r}: use one of {', '.join(PROGRESS_MODES)}", fg="red", err=True)
+        raise typer.Exit(2)
     try:
         cfg = resolve_config(task=task, models=model, harnesses=harness, budgets=budget, seeds=seeds, out=out,
                              concurrency=concurrency, fallback=fallback, variants=variant, sweep=sweep,
