@@ -52,12 +52,13 @@ class FrameReader:
         self._buf = b""
         self.eof = False
 
-    def _recv(self) -> bytes:
+    def _recv(self) -> bytes | None:
+        """The next bytes; b"" at EOF; None after a spurious wakeup (nothing to read yet)."""
         raw = getattr(self.sock, "_sock", self.sock)
         try:
             return raw.recv(65536)
         except (BlockingIOError, InterruptedError):
-            return b"?"  # spurious wakeup; not EOF
+            return None
 
     def pump(self, capture: StreamCapture, until: float) -> None:
         """Read frames into `capture` until EOF, flooding, or the monotonic time `until`."""
@@ -69,7 +70,7 @@ class FrameReader:
             if not ready:
                 continue
             chunk = self._recv()
-            if chunk == b"?":
+            if chunk is None:
                 continue
             if not chunk:
                 self.eof = True
