@@ -103,8 +103,18 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
                 cfg.task_dir = task.resolve()
             if out is not None:
                 cfg.out = out.resolve()
+            # Options given on the command line win over the file, as --model does (seeds and
+            # concurrency cannot tell "given" from their defaults, so those come from the file).
             if models:
                 cfg.models = list(models)
+            if harnesses:
+                cfg.harnesses = list(harnesses)
+            if budgets:
+                cfg.budgets = list(budgets)
+            if variants:
+                cfg.variants = [normalize_variant(v) for v in variants]
+            if fallback:
+                cfg.fallback = fallback
         else:
             if task is None:
                 raise RunError("give a task directory (benchctl run TASK --model M ...) or --sweep FILE")

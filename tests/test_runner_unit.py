@@ -63,6 +63,16 @@ def test_sweep_file(tmp_path: Path) -> None:
         load_sweep_file(f)
 
 
+def test_command_line_options_override_the_sweep_file(tmp_path: Path) -> None:
+    from benchctl.run_setup import resolve_config
+    f = tmp_path / "sweep.toml"
+    f.write_text(f'task = "{REPO}/configs/demo"\nmodels = ["{DEMO_MODEL}"]\nbudgets = ["2m"]\nout = "res"\n')
+    r = resolve_config(task=None, models=[], harnesses=["react"], budgets=["30s"], seeds=1, out=None, concurrency=1,
+                       fallback=DEMO_MODEL, variants=["contoso"], sweep=f)
+    assert [(s.budget, s.variant, s.fallback) for s in r.specs] == [("30s", "contoso", DEMO_MODEL)]
+    assert r.out == (tmp_path / "res").resolve()
+
+
 def test_resume_decisions(tmp_path: Path) -> None:
     specs = expand(cfg(models=["anthropic/a"], budgets=["1m"], seeds=[0, 1, 2, 3, 4]), "t", ["1m"])
     done, errored, torn, partial, new = (run_dir(tmp_path, s.run_id) for s in specs)
