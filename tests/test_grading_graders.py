@@ -241,3 +241,20 @@ def test_tournament_only_task_plans_no_per_run_grades(tmp_path: Path) -> None:
     make_run(results, "r1", task, {"issues.json": "[]"})
     jobs, session = plan(results, GradeOptions(judge=FAKE))
     assert jobs == [] and session.tournament
+
+
+def test_combined_refuses_a_part_graded_under_an_older_rubric(tmp_path: Path) -> None:
+    """The rubric changes (batch size, part of the coverage hash) and only `combined` is asked for:
+    the coverage grade on disk is stale, so combined is unscored and says why, not a stale sum."""
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    grade(results, FAKE)
+    assert rec(results, "combined", "r1")["status"] == "scored"
+    make_task(tmp_path, extra="batch_size = 3\n")
+    grade(results, FAKE, graders=["combined"])
+    comb = rec(results, "combined", "r1")
+    assert comb["status"] == "unscored" and comb["score"] is None
+    assert "coverage grade was made with another rubric" in comb["error"] and "tldr" not in comb["error"]
+    grade(results, FAKE)                                   # regrading the parts makes it whole again
+    assert rec(results, "combined", "r1")["status"] == "scored"

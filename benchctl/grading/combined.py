@@ -1,9 +1,10 @@
 """Combined score = w_cov * coverage + w_tldr * tldr (default 0.7 / 0.3), from the two records.
 
 No judge call: it reads the coverage and tldr grade records of the same run and artifact. It is
-unscored when either part is missing or unscored (a missing half never counts as 0), and
-partial when either part is partial. It is recomputed on every grading pass, so it always
-reflects the part records on disk.
+unscored when either part is missing, unscored, or was made with another rubric than the task's
+current one (a stale half would be hidden behind the combined record's current rubric hash; a
+missing half never counts as 0), and partial when either part is partial. It is recomputed on
+every grading pass, so it always reflects the part records on disk.
 """
 from __future__ import annotations
 
@@ -28,7 +29,11 @@ def grade_combined(job: GradeJob) -> GradeRecord:
             continue
         rec = read_json(p)
         parts[name] = {k: rec.get(k) for k in ("score", "status", "judge", "rubric_hash", "n_items", "n_unscored")}
-        if rec.get("score") is None:
+        if rec.get("rubric_hash") != job.cfg.rubric_hash(name):
+            problems.append(f"the {name} grade was made with another rubric than the task's current one "
+                            f"(regrade it: `benchctl grade --grader {name}`)")
+            parts[name]["score"] = None
+        elif rec.get("score") is None:
             problems.append(f"the {name} grade is unscored")
     score = combine(parts.get("coverage", {}).get("score"), parts.get("tldr", {}).get("score"), job.cfg.weights)
     judges = sorted({p["judge"] for p in parts.values() if p.get("judge")})
