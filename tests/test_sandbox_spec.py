@@ -50,3 +50,20 @@ def test_relative_sandbox_paths_refused() -> None:
     with pytest.raises(ValueError, match="absolute"):
         _abs("work/report.md")
     assert _abs("/work/../work/./r.md") == "/work/r.md"
+
+
+def test_provider_key_inside_a_value_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-real-secret-0123456789")
+    with pytest.raises(SandboxError, match="AUTH_HEADER"):
+        _start(SandboxSpec(image="x", run_id="r", env={"AUTH_HEADER": "Bearer sk-ant-real-secret-0123456789"}))
+
+
+def test_exec_env_with_a_real_key_refused_before_touching_docker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-secret-abcdef123456")
+    box = DockerSandbox(SandboxSpec(image="x", run_id="r"), client=NoDocker())
+    with pytest.raises(SandboxError, match="refusing to pass provider keys.*OPENAI_API_KEY"):
+        box.exec("true", env={"OPENAI_API_KEY": "sk-real-secret-abcdef123456"})
+    # The dummy sandbox token under a provider key's name is what harnesses pass: not refused here
+    # (it fails later only because this sandbox never started).
+    with pytest.raises(SandboxError, match="not running"):
+        box.exec("true", env={"OPENAI_API_KEY": "benchctl-sandbox-token"})

@@ -87,13 +87,9 @@ class DockerSandbox:
                 raise SandboxError(f"extra mount source {m.host_path} does not exist")
             if not m.container_path.startswith("/"):
                 raise SandboxError(f"extra mount target {m.container_path!r} must be an absolute path")
-        from benchctl.transcript import SECRET_ENV_VARS, secret_values
+        from benchctl.transcript import SECRET_ENV_VARS
         leaked = sorted(k for k in s.env if k in SECRET_ENV_VARS)
-        secrets = set(secret_values())
-        leaked += sorted(k for k, v in s.env.items() if v in secrets and k not in leaked)
-        if leaked:
-            raise SandboxError(f"refusing to pass provider keys into a sandbox (env {', '.join(leaked)}); "
-                               "sandboxes reach models only through the gateway")
+        _refuse_secret_values(s.env, already=leaked)
 
     def _mounts(self) -> list[Any]:
         from docker.types import Mount as DockerMount
@@ -189,6 +185,9 @@ class DockerSandbox:
 
     def _exec(self, cmd: list[str] | str, *, timeout: float | None, output_cap: int, env: dict[str, str] | None,
               workdir: str | None, user: str | None) -> tuple[ExecResult, StreamCapture]:
+        # Per-exec env is checked like the spec's (by value: harnesses legitimately pass the dummy
+        # sandbox token under a provider key's name here).
+        _refuse_secret_values(env or {})
         cid = self._require_running()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         if timeout is not None:
@@ -383,6 +382,17 @@ class DockerSandbox:
                                       already_reported=refused)
         finally:
             stream.close()  # stops the daemon sending the rest if we bailed out early
+
+
+def _refuse_secret_values(env: dict[str, str], already: list[str] | None = None) -> None:
+    """SandboxError naming the variables in `already` and those whose value contains a host secret."""
+    from benchctl.transcript import secret_values
+    secrets = secret_values()
+    leaked = list(already or [])
+    leaked += sorted(k for k, v in env.items() if k not in leaked and any(sec in str(v) for sec in secrets))
+    if leaked:
+        raise SandboxError(f"refusing to pass provider keys into a sandbox (env {', '.join(leaked)}); "
+                           "sandboxes reach models only through the gateway")
 
 
 def _abs(path: str) -> str:
