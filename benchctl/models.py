@@ -62,7 +62,14 @@ class Completion:
 
 
 class ModelCallError(Exception):
-    """A model call that failed (after retries). The message says what failed and what to do."""
+    """A model call that failed (after retries). The message says what failed and what to do.
+
+    Host secrets are scrubbed from the message: it quotes upstream error bodies and exception
+    text, and graders write it into grade files and logs, which are not redacted on the way."""
+
+    def __init__(self, message: str) -> None:
+        from benchctl.transcript import Redactor
+        super().__init__(Redactor()(message.encode()).decode("utf-8", "replace"))
 
 
 # ---------------------------------------------------------------- request bodies

@@ -192,3 +192,13 @@ def test_temperature_rejected_by_model_is_dropped_once(tmp_path: Path, monkeypat
     with pytest.raises(ModelCallError, match="Unsupported parameter: x"):
         complete(other, USER, temperature=0)
     sys.modules.pop("reasoning_model", None)
+
+
+def test_error_messages_never_carry_a_host_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upstream error body that quotes the key is scrubbed before the message reaches grade files."""
+    key = "sk-real-judge-key-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    model = _script(tmp_path, {"turns": [{"error": {"status": 401, "message": f"invalid api key {key}"}}]})
+    with pytest.raises(ModelCallError) as err:
+        complete(model, USER)
+    assert "invalid api key [REDACTED]" in str(err.value) and key not in str(err.value)
