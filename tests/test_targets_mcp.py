@@ -66,6 +66,36 @@ def test_streamable_http_handshake_and_tool_call(served):
     assert server.requests == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
 
 
+def test_a_tool_call_ends_with_the_runs_budget(served):
+    """As in ReAct (time left + 1 s): a slow target cannot keep an MCP call going past the deadline."""
+    import time
+    from benchctl.gateway.retry import RetryingUpstream
+    from benchctl.gateway.scripted import ScriptedUpstream
+    server, client = served("default")
+    server.tools.caller._upstreams[(TARGET, "chat")] = RetryingUpstream(
+        ScriptedUpstream({"turns": [{"delay": 30, "text": "too late"}]}))
+    server.deadline = lambda: time.time() + 0.5
+    started = time.monotonic()
+    res = rpc(client, "tools/call", {"name": "chat", "arguments": {"message": "x"}}).json()["result"]
+    assert res["isError"] is True and "timed out" in res["content"][0]["text"]
+    assert time.monotonic() - started < 10
+
+
+def test_mount_reads_the_gateways_deadline():
+    class StubGateway:                        # the two gateway members mount() uses
+        deadline: float | None = None
+
+        def add_route(self, prefix, handler):
+            self.prefix = prefix
+
+    gw = StubGateway()
+    server = mcp.mount(gw, tools=None)        # type: ignore[arg-type]
+    assert gw.prefix == mcp.ROUTE_PREFIX and server._timeout() is None     # no budget: no limit
+    import time
+    gw.deadline = time.time() + 100           # the runner sets it when the budget starts
+    assert 99 < server._timeout() <= 101
+
+
 def test_unknown_tool_bad_json_and_batches(served):
     _, client = served("default")
     r = rpc(client, "tools/call", {"name": "prefill", "arguments": {}})

@@ -18,8 +18,9 @@ tool is a normal result with `isError: true`, as MCP prescribes, so the agent se
 """
 from __future__ import annotations
 
+import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -34,9 +35,11 @@ Response = tuple[int, dict[str, str], bytes]
 
 
 class McpServer:
-    def __init__(self, tools: TargetTools, call_timeout: float | None = None) -> None:
+    def __init__(self, tools: TargetTools, call_timeout: float | None = None,
+                 deadline: Callable[[], float | None] | None = None) -> None:
         self.tools = tools
         self.call_timeout = call_timeout
+        self.deadline = deadline       # the run's deadline (unix seconds), read at each call
         self.session_id = uuid.uuid4().hex
         self.requests: list[str] = []          # JSON-RPC methods seen, for tests and debugging
 
@@ -88,13 +91,23 @@ class McpServer:
             name = params["name"]
             if name not in self.tools.names:
                 return _error(rid, -32602, f"unknown tool {name!r}; available: {', '.join(self.tools.names)}")
-            out = self.tools.call(name, params.get("arguments") or {}, self.call_timeout)
+            out = self.tools.call(name, params.get("arguments") or {}, self._timeout())
             return _result(rid, {"content": [{"type": "text", "text": out.text}], "isError": out.is_error})
         if method in ("resources/list", "prompts/list", "resources/templates/list"):
             key = {"resources/list": "resources", "prompts/list": "prompts",
                    "resources/templates/list": "resourceTemplates"}[method]
             return _result(rid, {key: []})
         return _error(rid, -32601, f"method not found: {method}")
+
+
+    def _timeout(self) -> float | None:
+        """A tool call ends with the run's budget, as ReAct's do (time left + 1 s)."""
+        timeout = self.call_timeout
+        deadline = self.deadline() if self.deadline else None
+        if deadline is not None:
+            left = max(1.0, deadline - time.time() + 1.0)
+            timeout = left if timeout is None else min(timeout, left)
+        return timeout
 
 
 def _result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +120,7 @@ def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
 
 def mount(gateway: Any, tools: TargetTools, call_timeout: float | None = None) -> McpServer:
     """Register the MCP route on a started (or not yet started) gateway; returns the server."""
-    server = McpServer(tools, call_timeout)
+    server = McpServer(tools, call_timeout, deadline=lambda: getattr(gateway, "deadline", None))
     gateway.add_route(ROUTE_PREFIX, server.handle)
     return server
 
