@@ -216,6 +216,8 @@ def test_any_of_n_costs_investigator_and_target_apart(tmp_path: Path) -> None:
     assert by_tools["scaffold"]["investigator cost"] == "$1.50 (2 of 3 priced)"
     assert by_tools["scaffold"]["target+aux cost"] == "$0.3000 (2 of 3 priced)"
     assert by_tools["chat"]["investigator cost"] == "$0.5000" and by_tools["chat"]["target+aux cost"] == "–"
+    assert sc["target"] == "openai-compatible/prism-4" and by_tools["scaffold"]["target"] == "openai-compatible/prism-4"
+    assert ch["target"] is None and by_tools["chat"]["target"] == "–"
 
 
 RATINGS = {

@@ -63,7 +63,12 @@ def any_of_n(grouping: Grouping, grader: str = ANY_OF_N) -> Table | None:
         inv_mean, n_inv = _mean_known([float(r.meta["cost_usd"]) if isinstance(r.meta.get("cost_usd"), (int, float))
                                        else None for r in usable])
         tgt_mean, n_tgt = _mean_known([target_cost(r.meta) for r in usable])
+        # The target model (from meta target_tools): declared by the task, so rows of different
+        # targets are already apart when the task column is shown; this names them.
+        targets = sorted({str(tt["target_model"]) for r in runs
+                          if isinstance(tt := r.meta.get("target_tools"), dict) and tt.get("target_model")})
         rows.append(grouping.key_fields(c) | {
+            "target": ", ".join(targets) or None,
             "successes": k, "n_scored": n, "n_runs": len(runs),
             "n_unscored": sum(1 for g in graded if g is None or g.score is None),
             "n_not_averaged": sum(1 for r in runs if not averaged(r)),
@@ -74,7 +79,8 @@ def any_of_n(grouping: Grouping, grader: str = ANY_OF_N) -> Table | None:
             "auxiliary_cost_mean_usd": _mean_known([target_cost(r.meta, "auxiliary") for r in usable])[0]})
     if not rows:
         return None
-    cols = grouping.key_columns() + [
+    has_target = any(r["target"] for r in rows)
+    cols = grouping.key_columns() + [Column("target", "target")] + [
         Column("successes", "successes", "int"), Column("n_scored", "scored", "int"), Column("n_runs", "runs", "int"),
         Column("n_unscored", "no verdict", "int"), Column("n_not_averaged", "error/unfinished", "int"),
         Column("rate", "success rate", "pct"), Column("rate_lo", "95% lo", "pct"), Column("rate_hi", "95% hi", "pct"),
@@ -85,7 +91,8 @@ def any_of_n(grouping: Grouping, grader: str = ANY_OF_N) -> Table | None:
         Column("target_only_cost_mean_usd", "target cost", "usd", hidden=True),
         Column("auxiliary_cost_mean_usd", "auxiliary cost", "usd", hidden=True)]
     display = [(c.label, (lambda k, kind: lambda r: fmt(kind, r.get(k)))(c.key, c.kind))
-               for c in grouping.key_columns() if not c.hidden] + [
+               for c in grouping.key_columns() if not c.hidden] + (
+        [("target", lambda r: r["target"] or "–")] if has_target else []) + [
         ("success (95% Wilson)", lambda r: "–" if r["rate"] is None else
             f"{r['successes']}/{r['n_scored']} = {fmt('pct', r['rate'])} [{fmt('pct', r['rate_lo'])}, {fmt('pct', r['rate_hi'])}]"),
         ("runs", lambda r: str(r["n_runs"])),
