@@ -79,7 +79,12 @@ def remove_all_live() -> list[str]:
     if not names or os.getpid() != _owner_pid:
         return []  # nothing to do, or a forked child: the containers belong to the parent
     import docker
-    client = docker.from_env(timeout=30)  # a fresh client: the main one may be mid-request
+    try:
+        client = docker.from_env(timeout=30)  # a fresh client: the main one may be mid-request
+    except Exception:
+        # The engine is unreachable (this connects to ask its API version). Raising here would replace
+        # a SIGINT's KeyboardInterrupt; the names stay registered for a later attempt.
+        return []
     try:
         # Sequential on purpose: thread pools refuse work during interpreter shutdown (atexit),
         # and a force-remove takes ~0.1 s.
