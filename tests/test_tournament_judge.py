@@ -55,6 +55,15 @@ def scripted_title_judge(request: Any) -> dict[str, str]:
     return {"text": title_judge(request.last_user_text)}
 
 
+TEMPERATURES: list[Any] = []
+
+
+def scripted_recording_judge(request: Any) -> dict[str, str]:
+    """The title judge, noting the sampling temperature each request asked for."""
+    TEMPERATURES.append(request.body.get("temperature", "unset"))
+    return scripted_title_judge(request)
+
+
 def scripted_garbage_judge(request: Any) -> dict[str, str]:
     return {"text": "I'm not sure how to answer that."}
 
@@ -409,3 +418,12 @@ def test_module_cli_notes_excluded_runs_and_omitted_match_rows(results: Path, ca
     ratings["flags"]["match_rows_omitted"] = True
     _print_board(ratings)
     assert "per-match rows omitted" in capsys.readouterr().out
+
+
+def test_tournament_judge_is_asked_at_temperature_0(results: Path) -> None:
+    """Canonical lists should be repeatable, like rubric grades: every judge call asks for temperature 0."""
+    from benchctl.tournament.grader import grade_tournament
+
+    TEMPERATURES.clear()
+    grade_tournament(results, "scripted/py:test_tournament_judge:scripted_recording_judge", rounds=10)
+    assert TEMPERATURES and set(TEMPERATURES) == {0.0}     # extraction (m3's report.md) and dedup calls

@@ -43,7 +43,9 @@ def model_ask(model: str, semaphore: asyncio.Semaphore) -> Ask:
 
     async def ask(messages: list[dict[str, Any]], system: str) -> tuple[str, float | None]:
         async with semaphore:
-            c = await acomplete(model, messages, system=system, max_tokens=JUDGE_MAX_TOKENS)
+            # temperature 0 as for the rubric graders' judge: repeatable canonical lists
+            # (benchctl.models drops it for models that reject temperature)
+            c = await acomplete(model, messages, system=system, max_tokens=JUDGE_MAX_TOKENS, temperature=0.0)
         # a refusal comes back as text; parsing fails and the re-ask path handles it
         return c.text or "", c.cost_usd
     return ask
