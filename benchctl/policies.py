@@ -107,11 +107,12 @@ class LengthPolicy:
 def length_notice(policy: LengthPolicy, text: str) -> str:
     """Word-count feedback after each edit of the policy's file."""
     n = word_count(text)
+    if n < policy.min_words:
+        limit = "" if policy.max_words is None else f" (limit {policy.max_words})"
+        return (f"[benchctl] {policy.file}: {n} words; {policy.min_words - n} more to reach the "
+                f"minimum of {policy.min_words}{limit}.")
     if policy.max_words is None:
         return f"[benchctl] {policy.file}: {n} words."
-    if n < policy.min_words:
-        return (f"[benchctl] {policy.file}: {n} words; {policy.min_words - n} more to reach the "
-                f"minimum of {policy.min_words} (limit {policy.max_words}).")
     if n > policy.max_words:
         return f"[benchctl] {policy.file}: {n} words; {n - policy.max_words} over the limit of {policy.max_words}."
     return (f"[benchctl] {policy.file}: {n} words; within the window {policy.min_words}-{policy.max_words} "

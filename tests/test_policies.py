@@ -47,6 +47,9 @@ def test_word_count_and_length_notice() -> None:
     assert "within the window 3-5 (1 words left)" in length_notice(p, "a b c d")
     assert "2 over the limit of 5" in length_notice(p, "a b c d e f g")
     assert length_notice(LengthPolicy(), "a b") == "[benchctl] report.md: 2 words."
+    only_min = LengthPolicy(file="report.md", min_words=3)       # a minimum without a maximum still counts
+    assert length_notice(only_min, "a") == "[benchctl] report.md: 1 words; 2 more to reach the minimum of 3."
+    assert length_notice(only_min, "a b c") == "[benchctl] report.md: 3 words."
 
 
 def test_length_revision_once_when_over() -> None:
