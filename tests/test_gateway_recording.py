@@ -154,6 +154,9 @@ def test_prices_unknown_is_none_prefixes_match_and_override_file(tmp_path: Path,
     override.write_text('["m"]\ninptu = 1\n')
     with pytest.raises(PriceTableError, match="unknown keys"):
         PriceTable()
+    override.write_text('["m"]\ninput = "3 dollars"\n')  # names the file and the model, not a bare ValueError
+    with pytest.raises(PriceTableError, match=r"prices\.toml: \['m'\] prices must be non-negative numbers"):
+        PriceTable()
 
 
 def test_unknown_price_makes_run_cost_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

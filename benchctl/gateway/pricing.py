@@ -35,6 +35,10 @@ def _load(path: Path) -> dict[str, dict[str, float]]:
         if bad:
             raise PriceTableError(f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; "
                                   f"allowed: {sorted(PRICE_KEYS.values())}")
+        bad_values = {k: v for k, v in entry.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0}
+        if bad_values:
+            raise PriceTableError(f"price file {path}: [{model!r}] prices must be non-negative numbers (USD per "
+                                  f"million tokens), got {bad_values}")
         table[model] = {k: float(v) for k, v in entry.items()}
     return table
 
