@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.policies import EarlyExitPolicy, LengthPolicy, RunPolicies, parse_duration
+from benchctl.sweep import BASE_VARIANTS
 
 TASK_FILE = "task.toml"
 DEFAULT_IMAGE = "benchctl-sandbox:latest"
@@ -287,6 +288,8 @@ def _variants(file: Path, t: Any) -> dict[str, Variant]:
         key = f"variants.{name}"
         if not _NAME.match(name):
             raise _err(file, key, "bad variant name", "use letters, digits, '.', '_' or '-'")
+        if name in BASE_VARIANTS:      # `--variant base` means the unmodified data, so this could never run
+            raise _err(file, key, f"{name!r} is reserved for the unmodified data", "give the variant another name")
         if not isinstance(v, dict) or not isinstance(v.get("rules"), list) or not v["rules"]:
             raise _err(file, key + ".rules", "missing or empty", f'add [[{key}.rules]] with find = "..." and replace = "..."')
         _unknown(file, v, {"description", "rules"}, key + ".")

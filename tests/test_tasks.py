@@ -78,6 +78,7 @@ anything = { nested = 1 }
     (MINIMAL + '[[followups]]\nbudget = "5m"\n', "followups[0].prompt", "prompt"),
     (MINIMAL + 'artifacts = ["../etc/passwd"]\n', "artifacts", "relative"),
     (MINIMAL + 'grading = 3\n', "grading", "[grading]"),
+    (MINIMAL + '[[variants.base.rules]]\nfind = "a"\nreplace = "b"\n', "variants.base", "another name"),
 ])
 def test_bad_task_names_file_key_and_fix(tmp_path: Path, body: str, key: str, fix_word: str) -> None:
     write_task(tmp_path, body, {"a.log": "x"})
