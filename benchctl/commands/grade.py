@@ -49,6 +49,8 @@ def runs(
 
     The tournament grader rates auditors across every finished run of the tasks whose runs
     selected it (a --run filter picks those tasks; each environment's auditors are all matched).
+    Exit status 1 when a grade is unscored or the tournament judge failed on an environment
+    (re-running the same command retries just those).
     """
     import asyncio
 
