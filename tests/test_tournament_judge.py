@@ -427,3 +427,12 @@ def test_tournament_judge_is_asked_at_temperature_0(results: Path) -> None:
     TEMPERATURES.clear()
     grade_tournament(results, "scripted/py:test_tournament_judge:scripted_recording_judge", rounds=10)
     assert TEMPERATURES and set(TEMPERATURES) == {0.0}     # extraction (m3's report.md) and dedup calls
+
+
+def test_module_cli_without_bootstrap_rounds_prints_no_interval(results: Path, capsys) -> None:
+    from benchctl.tournament.__main__ import main
+
+    assert main(["grade", str(results), "--judge", TITLE_JUDGE, "--rounds", "0"]) == 0
+    assert "(no interval)" in capsys.readouterr().out
+    assert main(["rate", str(results), "--rounds", "0"]) == 0
+    assert "(no interval)" in capsys.readouterr().out

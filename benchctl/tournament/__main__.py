@@ -9,6 +9,7 @@ it never calls a judge.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -18,8 +19,11 @@ def _print_board(ratings: dict) -> None:
     print(f"{'rank':>4}  {'auditor':<40} {'elo':>7}  {'95% interval':<15} {'matches':>7} {'cost $':>8}")
     for row in ratings["leaderboard"]:
         cost = "-" if row["cost_usd"] is None else f"{row['cost_usd']:.2f}"
+        # no interval without bootstrap rounds (NaN in memory, null once read back from ratings.json)
+        known = all(isinstance(row[k], (int, float)) and math.isfinite(row[k]) for k in ("lo", "hi"))
+        interval = f"({row['lo']:.0f}-{row['hi']:.0f})" if known else "(no interval)"
         print(f"{row['rank']:>4}  {row['auditor']:<40} {row['elo']:>7.0f}  "
-              f"({row['lo']:.0f}-{row['hi']:.0f}){'':<3} {row['matches']:>7} {cost:>8}")
+              f"{interval:<15} {row['matches']:>7} {cost:>8}")
     if flags["prior_used"] or flags["disconnected"]:
         print(f"note: prior used (disconnected={flags['disconnected']}, mle_exists={flags['mle_exists']}); "
               f"ratings across components are not comparable")
@@ -49,14 +53,12 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--concurrency", type=int, default=8)
     args = ap.parse_args(argv)
     from benchctl.tournament.grader import grade_tournament, rate_from_canonical
-    from benchctl.tournament.canonical import tournament_dir
-    from benchctl import jsonio
     weighting = "unweighted" if args.unweighted else "points"
     try:
         if args.cmd == "grade":
-            grade_tournament(args.results, args.judge, force=args.force, concurrency=args.concurrency,
-                             auditor_key=args.auditor_key, weighting=weighting, rounds=args.rounds, seed=args.seed)
-            ratings = jsonio.read_json(tournament_dir(args.results) / "ratings.json")
+            ratings = grade_tournament(args.results, args.judge, force=args.force, concurrency=args.concurrency,
+                                       auditor_key=args.auditor_key, weighting=weighting, rounds=args.rounds,
+                                       seed=args.seed)
         else:
             ratings = rate_from_canonical(args.results, auditor_key=args.auditor_key, weighting=weighting,
                                           rounds=args.rounds, seed=args.seed)
