@@ -198,5 +198,5 @@ def test_hook_events_join_the_streams_tool_items(tmp_path: Path) -> None:
                       "call_L": "item_9", "call_U": None}
     calls = {c["id"]: c["name"] for c in events(tmp_path, "tool_call")}
     assert {calls[i] for i in joined.values() if i} == {"exec_command", "apply_patch", "chat"}
-    # Notices keep the model's call id, so they join the hook (and through it the tool call).
-    assert {n["tool_id"] for n in events(tmp_path, "notice")} == set(joined)
+    # Notices carry both ids too.
+    assert {(n["tool_id"], n["item_id"]) for n in events(tmp_path, "notice")} == set(joined.items())

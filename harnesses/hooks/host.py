@@ -14,6 +14,8 @@ hook output JSON both Claude Code and Codex understand:
 
 Every call writes transcript events: `hook`, and `notice` / `reprompt` / `revision_request`
 with the same fields the ReAct harness writes, so transcripts look alike across harnesses.
+`tool_id` is the model's tool-call id; for Codex, whose stream names tool calls by its own item
+ids, `hook` and `notice` events also carry `item_id` (see harnesses/codex/stream.py).
 """
 from __future__ import annotations
 
@@ -109,11 +111,11 @@ class HookHost:
         text = self._file_text(payload)
         if pol.length is not None and text is not None:
             words = length_notice(pol.length, text)
-            tr.emit("notice", "policy", kind="words", text=words, tool_id=tool_id)
+            tr.emit("notice", "policy", kind="words", text=words, tool_id=tool_id, **ids)
             parts.append(words)
         if pol.notify_time:
             tn = time_notice(self.ctx.budget, now)
-            tr.emit("notice", "policy", kind="time", text=tn, tool_id=tool_id)
+            tr.emit("notice", "policy", kind="time", text=tn, tool_id=tool_id, **ids)
             parts.append(tn)
         if self._tokens is not None:
             self._tokens.ctx = self.ctx
