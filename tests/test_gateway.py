@@ -297,3 +297,22 @@ def test_chunked_request_body_over_the_size_cap_is_refused_before_reading(rig: R
     sock.close()
     assert reply.startswith(b"HTTP/1.1 400") and b"over the" in reply
     assert rig.up.requests == []
+
+
+def test_compressed_request_body_is_capped_after_decompression(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small gzip body that inflates past the body cap is refused, not decompressed whole on the host."""
+    import gzip
+
+    import httpx2
+
+    from benchctl.gateway import http11
+    monkeypatch.setattr(http11, "MAX_BODY_BYTES", 1 << 20)   # 1 MB here, so the bomb stays small
+    bomb = gzip.compress(b'{"model": "m", "pad": "' + b" " * (2 << 20) + b'"}')
+    assert len(bomb) < 10_000
+    headers = {"x-api-key": SANDBOX_TOKEN, "content-type": "application/json", "content-encoding": "gzip"}
+    with httpx2.Client(transport=httpx2.HTTPTransport(uds=str(rig.gw.socket_path))) as h:
+        big = h.post("http://gateway/v1/messages", content=bomb, headers=headers)
+        cut = h.post("http://gateway/v1/messages", content=gzip.compress(b'{"model": "m"}')[:-6], headers=headers)
+    assert big.status_code == 413 and "decompressed request body is over the" in big.json()["error"]["message"]
+    assert cut.status_code == 400 and "not valid gzip" in cut.json()["error"]["message"]
+    assert rig.up.requests == []

@@ -178,11 +178,17 @@ class Exchange:
             return self.fail(415, f"benchctl gateway: request content-encoding {encoding!r} is not supported "
                                   "(send identity, gzip or deflate)", "invalid_request_error")
         try:
-            raw = req.body if encoding == "identity" else zlib.decompress(req.body, 47 if encoding == "gzip" else 15)
+            raw = req.body if encoding == "identity" else _inflate(req.body, encoding)
+        except BodyTooLarge as e:
+            return self.fail(413, f"benchctl gateway: {e}", "request_too_large")
+        except zlib.error as e:
+            return self.fail(400, f"benchctl gateway: request body is not valid {encoding}: {e}",
+                             "invalid_request_error")
+        try:
             body = orjson.loads(raw) if raw else {}
             if not isinstance(body, dict):
                 raise ValueError("request body must be a JSON object")
-        except (ValueError, zlib.error) as e:
+        except ValueError as e:
             return self.fail(400, f"benchctl gateway: request body is not valid JSON: {e}", "invalid_request_error")
         requested = path_model or body.get("model")
         if requested and requested != served.name and gw.config.other_model_policy == "reject":
@@ -393,6 +399,23 @@ class Exchange:
         self.send_whole(status, dict(headers), body)
         await self.writer.drain()
         return True
+
+
+class BodyTooLarge(ValueError):
+    pass
+
+
+def _inflate(data: bytes, encoding: str) -> bytes:
+    """A gzip/deflate request body, decompressed up to the same cap as plain bodies: a small
+    compressed body from the sandbox must not make the host allocate gigabytes."""
+    limit = http11.MAX_BODY_BYTES
+    inflater = zlib.decompressobj(47 if encoding == "gzip" else 15)
+    out = inflater.decompress(data, limit + 1)
+    if len(out) > limit:
+        raise BodyTooLarge(f"decompressed request body is over the {limit}-byte limit")
+    if not inflater.eof:
+        raise zlib.error(f"{encoding} request body is incomplete or truncated")
+    return out
 
 
 async def _one(data: bytes):  # type: ignore[no-untyped-def]
