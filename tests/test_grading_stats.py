@@ -112,3 +112,12 @@ def test_human_file_errors_are_clear(tmp_path) -> None:
     bad.write_text('{"run_id": "r1", "grader": "tldr", "item": "holistic", "score": 5}\n')
     with pytest.raises(HumanScoresError, match="outside 0..1"):
         load_human(bad)
+
+
+def test_unreadable_grade_file_is_a_clear_error(tmp_path) -> None:
+    _write_grades(tmp_path, [{"grader": "tldr", "run_id": "r1", "artifact_tag": None, "score": 0.9, "items": []}])
+    (tmp_path / "grades" / "tldr" / "r2.json").write_text("{not json")
+    human = tmp_path / "human.csv"
+    human.write_text("run_id,grader,item,score\nr1,tldr,holistic,0.8\n")
+    with pytest.raises(HumanScoresError, match=r"r2\.json: unreadable grade file"):
+        validate_files(human, tmp_path)

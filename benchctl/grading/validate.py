@@ -75,7 +75,13 @@ def load_judge(grades: Path) -> dict[Unit, float]:
         raise HumanScoresError(f"{grades}: not a grades directory; pass a results dir or its grades/ dir")
     out: dict[Unit, float] = {}
     for p in sorted(grades.glob("*/*.json")):
-        rec = read_json(p)
+        try:
+            rec = read_json(p)
+        except Exception as e:  # orjson.JSONDecodeError / OSError: name the file instead of a traceback
+            raise HumanScoresError(f"{p}: unreadable grade file ({e}); delete it and re-run `benchctl grade` "
+                                   f"to regrade that run") from None
+        if not isinstance(rec, dict):
+            continue   # not a grade record
         key = (rec.get("grader", p.parent.name), rec.get("run_id", p.stem), rec.get("artifact_tag"))
         if rec.get("score") is not None:
             out[(*key, "holistic")] = float(rec["score"])
