@@ -182,6 +182,15 @@ def test_tcp_listen_and_socket_permissions(tmp_path: Path, monkeypatch: pytest.M
         client = anthropic.Anthropic(api_key=SANDBOX_TOKEN, base_url=gw.url)
         assert [m.id for m in client.models.list()] == ["claude-haiku-4-5"]
     gw.close()  # idempotent
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return  # no IPv6 loopback on this machine
+    with Gateway(GatewayConfig(model="anthropic/claude-haiku-4-5", listen="[::1]:0")) as gw:
+        assert gw.url and gw.url.startswith("http://[::1]:")  # a URL clients can use as is
+        client = anthropic.Anthropic(api_key=SANDBOX_TOKEN, base_url=gw.url)
+        assert [m.id for m in client.models.list()] == ["claude-haiku-4-5"]
 
 
 def test_upstream_echoing_the_real_key_is_scrubbed_before_the_client(tmp_path: Path,

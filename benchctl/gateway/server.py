@@ -131,13 +131,14 @@ class Gateway:
             host, sep, port = self.config.listen.rpartition(":")
             if not sep or not port.isdigit():
                 raise GatewayError(f"--listen {self.config.listen!r} must look like 127.0.0.1:PORT")
-            if host.strip("[]") not in ("127.0.0.1", "::1", "localhost", ""):
+            host = host.strip("[]")   # [::1]:PORT is how an IPv6 address is written with a port
+            if host not in ("127.0.0.1", "::1", "localhost", ""):
                 # The sandbox token is public: whoever reaches the gateway spends the host's API keys.
                 raise GatewayError(f"--listen {self.config.listen!r}: only loopback addresses (127.0.0.1, ::1) are "
                                    "allowed, since anyone who can reach the gateway spends your API keys")
             server = await asyncio.start_server(handler, host or "127.0.0.1", int(port), limit=http11.MAX_HEADER_BYTES)
             bound = server.sockets[0].getsockname()
-            self.url = f"http://{bound[0]}:{bound[1]}"
+            self.url = f"http://[{bound[0]}]:{bound[1]}" if ":" in bound[0] else f"http://{bound[0]}:{bound[1]}"
         else:
             path = self.config.socket_path
             if path is None:
