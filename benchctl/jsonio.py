@@ -52,7 +52,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
-    """Read a JSONL file, skipping a torn last line (a process killed mid-write)."""
+    """Read a JSONL file. Lines that are not valid JSON are skipped, wherever they are: the expected
+    one is a torn last line (a process killed mid-write), but a corrupt middle line is dropped too."""
     out = []
     with open(path, "rb") as f:
         for line in f:

@@ -160,6 +160,8 @@ def find_managed(client: Any, run_id: str | None = None) -> list[Stray]:
     for c in client.api.containers(all=True, filters=filters):
         labels = c.get("Labels") or {}
         pid = labels.get(LABEL_OWNER_PID, "")
+        # Our own pid counts as dead: such a container was left by an earlier process that had this
+        # pid (pids are reused), since callers clean up before they start sandboxes of their own.
         alive = (labels.get(LABEL_OWNER_HOST) == host and pid.isdigit() and int(pid) != os.getpid()
                  and _pid_alive(int(pid)))
         out.append(Stray(id=c["Id"][:12], name=(c.get("Names") or ["?"])[0].lstrip("/"),
