@@ -89,6 +89,9 @@ def base_available(client: Any, log: Log, base: str = BASE_IMAGE) -> tuple[bool,
     repo, _, tag = base.rpartition(":")
     try:
         client.api.pull(repo, tag=tag)
+        # A pull that fails after the daemon answered 200 reports it inside the (unread) output
+        # instead of raising: only the image being there now means it worked.
+        client.api.inspect_image(base)
         return True, f"pulled {base}"
     except Exception as e:  # no registry, DNS failure, auth, timeouts: all mean "not pullable"
         detail = (getattr(e, "explanation", None) or str(e)).strip().splitlines()[0][:200]
