@@ -322,6 +322,10 @@ def test_garbage_judge_is_recorded_not_a_crash(results: Path) -> None:
     # m3's markdown could not be extracted either: it is excluded, with the reason kept
     assert "envA__react__m3__10m__s0" in ratings["flags"]["excluded_runs"]
     assert ratings["leaderboard"] == []
+    # ... and its grade record says so (unscored, with the reason), rather than there being none
+    excluded = json.loads((tdir / "envA__react__m3__10m__s0.json").read_text())
+    assert excluded["status"] == "unscored" and excluded["score"] is None
+    assert "unusable judge answer" in excluded["error"]
 
 
 def test_bad_auditor_key_fails_before_any_judge_call(results: Path) -> None:

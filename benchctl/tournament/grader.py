@@ -183,8 +183,17 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
 
 
 def _write_run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str, float | None]) -> None:
-    """One layout.GradeRecord per run: score = mean share over its non-skipped matches."""
+    """One layout.GradeRecord per run: score = mean share over its non-skipped matches. A run left
+    out because its issues could not be read gets an unscored record with the reason (so reports
+    say why, and an older score of that run is not left behind as if current)."""
     for c in canons:
+        for run_id, why in (c.get("excluded_runs") or {}).items():
+            excluded: GradeRecord = GradeRecord(
+                schema=GRADE_SCHEMA, grader=TOURNAMENT, run_id=run_id, artifact="", artifact_tag=None,
+                judge=c.get("judge") or "", rubric_hash=canon_io.content_hash(c["issues"]), status="unscored",
+                score=None, raw_score=None, by_cluster={}, items=[], n_items=0, n_unscored=0, usage={},
+                cost_usd=0.0, created_at=time.time())   # its extraction cost is in the env's, shared below
+            jsonio.write_json_atomic(grade_path(results, TOURNAMENT, run_id), {**excluded, "error": why})
         ok = c.get("status", "ok") == "ok"
         n_runs = max(len(c["runs"]), 1)
         for run_id, info in c["runs"].items():
