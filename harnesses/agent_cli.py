@@ -137,6 +137,10 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
             exit_code = info.get("ExitCode")
             break
         time.sleep(0.02)
+    if not (timed_out or cancelled) and cancel.is_set():
+        # A cancel stops the sandbox right away, so the stream may end before the loop saw the
+        # flag: that is still a cancellation, not a CLI failure.
+        cancelled = True
     if timed_out or cancelled:
         _signal(api, container_id, marker, "KILL", user)   # anything that outlived the CLI itself
         exit_code = None

@@ -153,3 +153,28 @@ def test_a_crashing_harness_is_an_error_run_with_its_artifacts(tmp_path: Path) -
     assert containers_with_label("benchctl.run_id", run.name) == []
     ev = read_jsonl(run / "transcript.jsonl")
     assert any(e["type"] == "error" and "agent exploded" in e["message"] for e in ev)
+
+
+
+def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox_image: str) -> None:
+    """On Ctrl-C the runner sets cancel and then removes the sandbox, so the CLI's exec stream can
+    end before the streaming loop next looks at the flag. That is a cancellation, not a CLI
+    failure (which the run would record instead of "cancelled"). Here the stream ends by itself
+    within the loop's first wait, after cancel is set: the same order of events, deterministically."""
+    import threading
+
+    from benchctl.sandbox.base import SandboxSpec
+    from benchctl.sandbox.docker_sandbox import DockerSandbox
+    from harnesses.agent_cli import run_streaming
+    sandbox = DockerSandbox(SandboxSpec(image=sandbox_image, run_id=f"cancel{uuid.uuid4().hex[:6]}"))
+    cancel = threading.Event()
+    lines: list[str] = []
+    try:
+        sandbox.start()
+        cancel.set()
+        res = run_streaming(sandbox, ["sh", "-c", "echo started; sleep 0.05; exit 3"], env={}, workdir="/work",
+                            deadline=time.time() + 60, cancel=cancel, on_line=lines.append)
+    finally:
+        sandbox.stop()
+    assert lines == ["started"]
+    assert res.cancelled and not res.timed_out and res.exit_code is None
