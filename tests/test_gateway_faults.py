@@ -253,3 +253,19 @@ def test_bad_upstream_url_error_does_not_repeat_credentials_from_the_url() -> No
     message = asyncio.run(main())
     assert "ftp://proxy.example/v1/messages" in message and "ANTHROPIC_BASE_URL" in message
     assert "pw-in-url-123" not in message and "qk-in-url-456" not in message
+
+
+def test_stream_cut_while_held_for_the_refusal_retry_policy_is_answered_and_recorded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under refusal_policy=retry the gateway reads each stream whole before answering: a reset in
+    the middle must still give the client an error and the transcript a record."""
+    script = {"turns": [{"text": "one two three four five six", "chunks": 6}]}
+    for rig in make_rig(tmp_path, monkeypatch, script, refusal_policy="retry"):
+        rig.up.reset_next(after_pieces=5)
+        with pytest.raises(anthropic.APIStatusError, match="upstream stream failed") as err:
+            with _client(rig).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+                s.get_final_message()
+        assert err.value.status_code == 502
+        call = rig.wait_for("model_call")[0]
+        assert call["status"] == 502 and "upstream stream failed" in call["error"]
+        assert rig.events("model_error") and rig.gw.summary()["errors"] == 1

@@ -234,7 +234,11 @@ class Exchange:
             if not policy_retry:
                 break
             # Refusal retry: hold the whole response, and ask again while it refuses.
-            data = await resp.read()
+            try:
+                data = await resp.read()
+            except Exception as e:  # nothing reached the client yet: answer with an error, and record it
+                return self.upstream_failed(call, call_id, requested,
+                                            f"upstream stream failed: {type(e).__name__}: {e}", attempts)
             s = summarize(call.wire_api, call.stream, data, resp.status)
             resp.body = _one(data)
             if not s.refusal or refusal_tries <= 0:
