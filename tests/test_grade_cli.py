@@ -133,6 +133,9 @@ def test_auditor_key_groups_tournament_auditors(tmp_path: Path) -> None:
     ratings = read_json(results / "grades" / "tournament" / "ratings.json")
     assert ratings["auditor_key"] == "model+harness"
     assert sorted(row["auditor"] for row in ratings["leaderboard"]) == ["m1 + codex", "m1 + react", "m2 + react"]
+    # envU has one auditor: its run plays no match, is unscored, and the record says why
+    lone = read_json(grade_path(results, "tournament", "envU__react__m1__10m__s0"))
+    assert lone["status"] == "unscored" and lone["error"].startswith("no match played")
 
 
 def test_tournament_covers_only_the_selected_tasks(tmp_path: Path) -> None:

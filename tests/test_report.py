@@ -87,6 +87,7 @@ def test_unscored_and_failed_runs_listed(tmp_path: Path) -> None:
     assert len(un) == 2
     reasons = sorted(r["reason"] for r in un.values())
     assert reasons[0].startswith("grade unscored") and reasons[1] == "run error: sandbox died"
+    assert "judge" not in reasons[0] and "grades/combined/" in reasons[0]   # not always the judge's fault
     assert "2 of 9 runs" in rep.table("unscored").notes[0]
 
 

@@ -326,6 +326,8 @@ def test_garbage_judge_is_recorded_not_a_crash(results: Path) -> None:
     excluded = json.loads((tdir / "envA__react__m3__10m__s0.json").read_text())
     assert excluded["status"] == "unscored" and excluded["score"] is None
     assert "unusable judge answer" in excluded["error"]
+    rated = json.loads((tdir / "envB__react__m1__10m__s0.json").read_text())
+    assert rated["status"] == "unscored" and rated["error"].startswith("the judge failed on environment envB")
 
 
 def test_bad_auditor_key_fails_before_any_judge_call(results: Path) -> None:

@@ -273,7 +273,8 @@ def unscored_runs(runs: list[Run], headline: str | None) -> Table:
         elif g is None:
             reason = f"no {headline or ''} grade yet".replace("  ", " ")
         elif g.score is None:
-            reason = f"grade {g.status}: judge gave no score"
+            # not always the judge's fault: combined lacks a part, a tournament run had no match
+            reason = f"grade {g.status}: no score (the grade file under grades/{headline}/ says why)"
         else:
             continue
         rows.append({"run_id": r.run_id, "status": status, "reason": reason,

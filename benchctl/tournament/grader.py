@@ -209,6 +209,11 @@ def _write_run_grades(results: Path, canons: list[CanonicalList], run_scores: di
                 items=items, n_items=len(items), n_unscored=0, usage={},
                 cost_usd=None if c.get("cost_usd") is None else round(c["cost_usd"] / n_runs, 6),
                 created_at=time.time())
+            if not ok:
+                rec["error"] = f"the judge failed on environment {c['env']}: {c.get('error')}"  # type: ignore[typeddict-unknown-key]
+            elif score is None:
+                rec["error"] = ("no match played: no run of another auditor in this environment, "  # type: ignore[typeddict-unknown-key]
+                                "or every match had nothing left after cancelling shared issues")
             jsonio.write_json_atomic(grade_path(results, TOURNAMENT, run_id), rec)
 
 
