@@ -175,14 +175,14 @@ def test_hook_events_join_the_streams_tool_items(tmp_path: Path) -> None:
     parser = CodexStreamParser(ctx.transcript)
     host = HookHost(ctx, "codex")
     host.tool_items = parser.tool_items
-    quoted = "/bin/bash -lc 'echo it'\"'\"'s'"       # how Codex shows `echo it's`
+    quoted = '/bin/bash -lc "echo \\"it\'s\\" | grep \'it\'"'    # how Codex 0.147 shows it (observed)
     for iid, itype, fields in (("item_2", "command_execution", {"command": "/bin/bash -lc 'echo hi'"}),
                                ("item_3", "command_execution", {"command": quoted}),
                                ("item_4", "file_change", {"changes": [{"path": "/work/report.md", "kind": "add"}]}),
                                ("item_5", "mcp_tool_call", {"server": "target", "tool": "chat"})):
         parser.feed(_item("started", iid, itype, **fields))
         parser.feed(_item("completed", iid, itype, **fields))
-    _post_tool_use(host, "Bash", "echo it's", "call_B")           # the second command's hook first
+    _post_tool_use(host, "Bash", "echo \"it's\" | grep 'it'", "call_B")   # the second command's hook first
     _post_tool_use(host, "mcp__target__chat", "", "call_M")
     _post_tool_use(host, "apply_patch", "*** Begin Patch\n*** End Patch\n", "call_P")
     _post_tool_use(host, "Bash", "echo hi", "call_A")

@@ -92,7 +92,13 @@ class ToolItems:
 def _matches(entry: tuple[str, str, str], hook_tool: str, cmd: Any) -> bool:
     _, itype, key = entry
     if itype == "command_execution":
-        return isinstance(cmd, str) and (key == cmd or key.endswith(" " + shlex.quote(cmd)))
+        if not isinstance(cmd, str):
+            return False
+        try:              # parse rather than re-quote: Codex's quoting differs from Python's (`"it's"`)
+            words = shlex.split(key)
+        except ValueError:
+            words = []
+        return key == cmd or (bool(words) and words[-1] == cmd)
     if itype == "mcp_tool_call":
         return bool(key) and hook_tool.endswith("__" + key)
     return False
