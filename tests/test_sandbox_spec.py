@@ -67,3 +67,11 @@ def test_exec_env_with_a_real_key_refused_before_touching_docker(monkeypatch: py
     # (it fails later only because this sandbox never started).
     with pytest.raises(SandboxError, match="not running"):
         box.exec("true", env={"OPENAI_API_KEY": "benchctl-sandbox-token"})
+
+
+def test_stop_before_start_does_not_touch_docker() -> None:
+    """A cancel or a failed validation stops a sandbox that never started: no engine call (it may be down)."""
+    box = DockerSandbox(SandboxSpec(image="x", run_id="r"), client=NoDocker())
+    box.stop()
+    with pytest.raises(SandboxError, match="stopped before it started"):
+        box.start()

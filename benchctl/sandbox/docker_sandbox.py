@@ -161,6 +161,8 @@ class DockerSandbox:
             if self._stopped:
                 return
             self._stopped = True
+        if self.container_id is None and self.name not in cleanup.live_containers():
+            return  # start() never got as far as registering a create: there is nothing to remove
         # Only forget the container once it is really gone, so atexit/signal cleanup can retry.
         cleanup._remove_one(self.client, self.container_id or self.name)
         cleanup.unregister(self.name)
