@@ -5,8 +5,8 @@ Every component of a run (gateway, harness, policies, runner) writes through one
 see whole events) and scrubs secrets before anything reaches disk.
 
 Every event has: `v` (schema version), `seq` (0, 1, 2, ... per transcript), `t` (unix
-seconds), `type`, `source` (who wrote it: runner | gateway | harness | policy | target)
-plus type-specific fields. The event types are listed in `EVENT_TYPES` and documented in
+seconds), `type`, `source` (who wrote it: runner | gateway | harness | policy | targets |
+grader) plus type-specific fields. The event types are listed in `EVENT_TYPES` and documented in
 the README.
 """
 from __future__ import annotations
