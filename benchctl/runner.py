@@ -25,7 +25,7 @@ from benchctl import __version__
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import ARTIFACTS, FINAL_STATUSES, META, META_SCHEMA, TRANSCRIPT, RunMeta, read_meta, run_dir
 from benchctl.policies import Budget, StopState, parse_duration
-from benchctl.sandbox.base import GATEWAY_DIR, Limits, Sandbox, SandboxSpec, WORK_DIR
+from benchctl.sandbox.base import Limits, Sandbox, SandboxSpec, WORK_DIR
 from benchctl.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
