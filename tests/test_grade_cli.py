@@ -161,6 +161,7 @@ def test_bad_auditor_key_is_refused_before_grading(tmp_path: Path) -> None:
 def test_grade_help_documents_auditor_key() -> None:
     r = runner.invoke(app, ["grade", "runs", "--help"])
     assert r.exit_code == 0 and "--auditor-key" in r.output and "model+harness" in r.output
+    assert "[grading]" in r.output          # not eaten as rich markup
 
 
 def test_tournament_outcome_is_reported_and_a_failed_judge_exits_1(tmp_path: Path) -> None:

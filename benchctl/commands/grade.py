@@ -34,7 +34,7 @@ grade_app = typer.Typer(cls=DefaultCommandGroup, no_args_is_help=True, add_compl
 def runs(
     results: Path = typer.Argument(..., help="A results directory (holding runs/)."),
     judge: str = typer.Option(..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-5-5 or scripted/judge.json."),
-    grader: Optional[List[str]] = typer.Option(None, "--grader", help="Grader to run (repeatable); default: the task's [grading] graders."),
+    grader: Optional[List[str]] = typer.Option(None, "--grader", help="Grader to run (repeatable); default: the task's \\[grading] graders."),
     concurrency: int = typer.Option(16, "--concurrency", min=1, help="Judge calls in flight at once."),
     force: bool = typer.Option(False, "--force", help="Regrade even when a grade for this judge and rubric exists."),
     task: Optional[Path] = typer.Option(None, "--task", help="Task directory (with task.toml); default: each run's meta spec.task_dir."),
