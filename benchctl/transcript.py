@@ -82,7 +82,9 @@ class TranscriptWriter:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._f = open(self.path, "ab", buffering=0)
-        self.listeners: list[Any] = []   # callables(event) e.g. live progress; must be fast
+        # callables(event), e.g. live progress; must be fast. They get the event as emitted, BEFORE
+        # redaction (only the written line is scrubbed): a listener must not print or store its text.
+        self.listeners: list[Any] = []
 
     def emit(self, type: str, source: str = "runner", **fields: Any) -> dict[str, Any]:
         event = {"v": SCHEMA_VERSION, "seq": 0, "t": time.time(), "type": type, "source": source, **fields}
