@@ -121,3 +121,26 @@ def test_listen_refuses_non_loopback_addresses(tmp_path: Path) -> None:
     with pytest.raises(GatewayError, match="only loopback"):
         gw.start()
     gw.close()
+
+
+def test_socket_of_a_running_gateway_is_not_taken_over_but_a_stale_one_is(tmp_path: Path) -> None:
+    import socket as socketlib
+
+    from benchctl.gateway.server import GatewayError
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    sock = tmp_path / "gw.sock"
+    with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=sock)) as first:
+        second = Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=sock))
+        with pytest.raises(GatewayError, match="in use by another process"):
+            second.start()
+        second.close()
+        msg = anthropic_client(sock).messages.create(model="x", max_tokens=5,
+                                                     messages=[{"role": "user", "content": "hi"}])
+        assert msg.content[0].text == "hello from the script"   # the first one still serves
+        assert first.summary()["calls"] == 1
+    stale = socketlib.socket(socketlib.AF_UNIX)
+    stale.bind(str(sock))   # a socket file nobody listens on, as a killed process leaves it
+    stale.close()
+    with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=sock)) as gw:
+        assert gw.socket_path == sock

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import stat
 import tempfile
 import threading
@@ -54,6 +55,18 @@ class GatewayConfig:
 
 class GatewayError(RuntimeError):
     pass
+
+
+def _socket_in_use(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(str(path))
+        return True
+    except OSError:   # refused: nobody listens (stale); other errors: not ours to judge, treat as stale
+        return False
+    finally:
+        probe.close()
 
 
 class Gateway:
@@ -151,7 +164,10 @@ class Gateway:
             if path.exists() or path.is_symlink():
                 if not stat.S_ISSOCK(path.lstat().st_mode):
                     raise GatewayError(f"{path} exists and is not a socket; remove it or choose another --socket path")
-                path.unlink()
+                if _socket_in_use(path):  # unlinking it would silently cut a live gateway off its clients
+                    raise GatewayError(f"{path} is in use by another process (a running gateway?); stop it or "
+                                       "choose another --socket path")
+                path.unlink()  # a stale socket left by a process that died
             server = await asyncio.start_unix_server(handler, str(path), limit=http11.MAX_HEADER_BYTES)
             # World-connectable: the agent in the sandbox runs as another uid (e.g. 1000). The socket
             # is only reachable by those the run directory (and its bind mount) lets in.
