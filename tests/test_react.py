@@ -65,6 +65,19 @@ def test_policies_in_the_transcript(tmp_path: Path) -> None:
     assert types[0] == "run_start" and types[-1] == "run_end"
 
 
+def test_a_shell_edit_of_the_report_gets_a_word_count_too(tmp_path: Path) -> None:
+    """As under the CLIs' hooks, whichever tool changed the file: here bash, not create/edit."""
+    turns = [bash("printf 'one two three\\n' > report.md"), bash("cat report.md"), tool("submit")]
+    extra = '[early_exit]\nenabled = false\n[length]\nfile = "report.md"\nmax_words = 50\n'
+    task, model = make_task(tmp_path, turns, extra)
+    assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
+    meta, ev, _ = only_run(tmp_path / "out")
+    calls = [e["id"] for e in ev if e["type"] == "tool_call"]
+    words = [e for e in ev if e["type"] == "notice" and e["kind"] == "words"]
+    assert [(w["tool_id"], w["text"]) for w in words] == [
+        (calls[0], "[benchctl] report.md: 3 words; within the window 0-50 (47 words left).")]   # not after `cat`
+
+
 def test_timeout_when_the_script_outlasts_the_budget(tmp_path: Path) -> None:
     turns = [tool("create", path="report.md", file_text="partial findings\n"), bash("sleep 60")]
     task, model = make_task(tmp_path, turns, after_end="repeat_last")

@@ -34,6 +34,7 @@ class ReactHarness:
         self._conv: Conversation | None = None
         self._turns = 0
         self._token_state: Any = None
+        self._policy_seen: str | None = None     # the length-policy file's text as last read
 
     def mounts(self) -> list[Mount]:
         return []      # the loop runs on the host; the sandbox needs nothing extra
@@ -77,6 +78,21 @@ class ReactHarness:
             return ctx.sandbox.get_file(resolve(lp.file)).decode("utf-8", errors="replace")
         except Exception:
             return None           # not written (yet): nothing to revise
+
+    def _changed_policy_file(self, ctx: HarnessContext, tool: str, out: ToolOutcome,
+                             length_path: str | None) -> str | None:
+        """The length-policy file's text after this tool call if the call edited it, else None.
+
+        create/edit of the file always count; a bash or python call counts when the file's text
+        changed, since `cat > report.md` is an edit too (the CLI hooks notice any tool's change)."""
+        if length_path is None:
+            return None
+        if out.written_path != length_path and tool not in ("bash", "python"):
+            return None
+        text = self._read_policy_file(ctx)
+        changed = out.written_path == length_path or (text is not None and text != self._policy_seen)
+        self._policy_seen = text
+        return (text or "") if changed else None
 
     def _run_tool(self, ctx: HarnessContext, tools: ToolBox, name: str, args: Any, time_left: float) -> ToolOutcome:
         target = ctx.target_tools
@@ -156,8 +172,9 @@ class ReactHarness:
                             exit_code=out.exit_code, is_error=out.is_error, truncated=out.truncated,
                             timed_out=out.timed_out)
                     text = out.output
-                    if pol.length and out.written_path == length_path:
-                        words = length_notice(pol.length, self._read_policy_file(ctx) or "")
+                    report = self._changed_policy_file(ctx, call.name, out, length_path)
+                    if pol.length and report is not None:
+                        words = length_notice(pol.length, report)
                         tr.emit("notice", "policy", kind="words", text=words, tool_id=call.id)
                         text += "\n\n" + words
                     if pol.notify_time:
