@@ -126,6 +126,8 @@ def refusing_sandbox(tmp_path: Path, ctx_holder: list[Any]) -> FakeSandbox:
     (ExecResult(2, "", "error: unexpected argument '--bogus'\n"), "error", "exited with code 2: error: unexpected argument"),
     (ExecResult(0, stream(*OK_STREAM[:4]), ""), "error", "without completing a turn"),
     (ExecResult(None, stream(*OK_STREAM[:4]), "", timed_out=True), "timeout", None),
+    (ExecResult(1, stream(*OK_STREAM[:3], {"type": "error", "message": "stream disconnected"}), ""), "error",
+     "exited with code 1: stream disconnected"),
 ])
 def test_outcomes_never_say_completed_when_the_cli_failed(tmp_path: Path, reply: ExecResult, status: str,
                                                          message: str | None) -> None:
@@ -133,6 +135,15 @@ def test_outcomes_never_say_completed_when_the_cli_failed(tmp_path: Path, reply:
     assert result.status == status and (message or "") in (result.error or "")
     exit_info = json.loads((tmp_path / "harness" / "codex.1.exit.json").read_text())
     assert exit_info["status"] == status
+
+
+def test_a_stream_retry_that_recovers_is_completed(tmp_path: Path) -> None:
+    """Codex reports its stream retries as top-level `error` events; the turn then completes."""
+    retry = {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"}
+    lines = stream(*OK_STREAM[:3], retry, *OK_STREAM[3:])
+    result = harness().run(ctx_openai(tmp_path, FakeSandbox(lambda cmd: ExecResult(0, lines, ""))))
+    assert result.status == "completed", result.error
+    assert [e["message"] for e in events(tmp_path, "harness_event") if e["kind"] == "cli_error"] == [retry["message"]]
 
 
 def test_a_refusal_seen_only_by_the_gateway_is_refused(tmp_path: Path) -> None:

@@ -115,10 +115,11 @@ class CodexHarness(CliHarness):
     def cli_outcome(self, parser: CodexStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
         if parser.failure:
             return "error", f"codex failed: {parser.failure[:500]}"
+        why = parser.last_error or stderr_tail(res.stderr)
         if res.exit_code not in (0, None):
-            return "error", f"codex exited with code {res.exit_code}: {stderr_tail(res.stderr)}"
+            return "error", f"codex exited with code {res.exit_code}: {why}"
         if parser.turns_completed == 0:
-            return "error", f"codex ended without completing a turn: {stderr_tail(res.stderr)}"
+            return "error", f"codex ended without completing a turn: {why}"
         if tracker.last_refused:
             # Codex drops refused turns silently (exit 0): only the gateway saw the refusal.
             return "refused", "the model refused (seen by the gateway) and no fallback model answered after it"

@@ -13,7 +13,11 @@ Event shapes verified against Codex 0.147.0 (see harnesses/CLI_FACTS.md):
     item.completed reasoning{text}                 -> harness_event kind=reasoning
     item.completed error{message}                  -> harness_event kind=cli_warning (Codex uses
                                                       error items for warnings, e.g. hook trust)
-    error{message} / turn.failed{error}            -> error (and the phase fails)
+    error{message}                                 -> harness_event kind=cli_error. Not a failure by
+                                                      itself: Codex also reports stream retries this
+                                                      way ("Reconnecting... 1/5"), and a turn that
+                                                      then completes has succeeded
+    turn.failed{error}                             -> harness_event kind=turn_failed (the phase fails)
 
 Usage in turn.completed is cumulative per thread; per-call usage comes from the gateway.
 
@@ -111,7 +115,8 @@ class CodexStreamParser:
         self.cli = cli
         self.session_id: str | None = None
         self.turns_completed = 0
-        self.failure: str | None = None
+        self.failure: str | None = None        # why the turn failed (turn.failed)
+        self.last_error: str | None = None     # the last top-level error event, for the message
         self.last_agent_message: str | None = None
         self.usage: dict[str, Any] | None = None
         self.tool_calls = 0
@@ -140,7 +145,7 @@ class CodexStreamParser:
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="turn_failed", message=self.failure)
         elif kind == "error":
             msg = str(ev.get("message", ""))[:2000]
-            self.failure = self.failure or msg
+            self.last_error = msg
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="cli_error", message=msg)
         elif kind in ("item.started", "item.updated", "item.completed"):
             self._item(kind.split(".", 1)[1], ev.get("item") or {})
