@@ -307,3 +307,27 @@ def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str) 
         box.start()
     assert _run_containers("test-stop-midcreate") == []
     assert box.name not in cleanup.live_containers()
+
+
+def test_container_removed_during_exec_gives_a_result_or_a_sandbox_error(sandbox_image: str) -> None:
+    """Never a raw docker error: callers (harness tools) handle ExecResult and SandboxError only."""
+    import time
+
+    import docker
+    from benchctl.sandbox.base import ExecResult
+    from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+    with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-gone-mid-exec")) as box:
+        outcome: list[object] = []
+
+        def run() -> None:
+            try:
+                outcome.append(box.exec("sleep 30", timeout=60))
+            except Exception as e:  # noqa: BLE001 - the type is what this test checks
+                outcome.append(e)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        time.sleep(0.5)   # the command is running (removing it at once takes other, luckier paths)
+        docker.from_env().api.remove_container(box.container_id, force=True)
+        worker.join(30)
+    assert len(outcome) == 1 and isinstance(outcome[0], (ExecResult, SandboxError)), outcome

@@ -239,8 +239,12 @@ class DockerSandbox:
                           truncated=capture.truncated, duration_s=duration), capture
 
     def _exit_code(self, exec_id: str) -> int | None:
+        import docker.errors
         for _ in range(50):  # the exit code appears a moment after the stream closes
-            info = self.client.api.exec_inspect(exec_id)
+            try:
+                info = self.client.api.exec_inspect(exec_id)
+            except docker.errors.APIError as e:  # the container was removed while the command ran
+                raise SandboxError(f"sandbox {self.name} went away while a command ran: {e.explanation or e}") from e
             if not info.get("Running"):
                 return info.get("ExitCode")
             time.sleep(0.02)
@@ -264,9 +268,13 @@ class DockerSandbox:
 
     def _quick(self, argv: list[str], user: str | None = None, timeout: float = 15.0) -> str:
         """A short helper command with a host-side deadline (never hangs the caller)."""
+        import docker.errors
         api = self.client.api
-        exec_id = api.exec_create(self._require_running(), argv, user=user or self.spec.user)["Id"]
-        reader = FrameReader(api.exec_start(exec_id, socket=True))
+        try:
+            exec_id = api.exec_create(self._require_running(), argv, user=user or self.spec.user)["Id"]
+            reader = FrameReader(api.exec_start(exec_id, socket=True))
+        except docker.errors.APIError as e:  # e.g. removed by `benchctl cleanup --all` mid-run
+            raise SandboxError(f"cannot exec in sandbox {self.name}: {e.explanation or e}") from e
         capture = StreamCapture(cap=1_000_000)
         try:
             reader.pump(capture, time.monotonic() + timeout)
