@@ -264,6 +264,8 @@ def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str) -> N
         docker.from_env().api.remove_container(box.container_id, force=True)  # e.g. `benchctl cleanup --all`
         with pytest.raises(SandboxError, match="cannot exec"):
             box.exec("true")
+        with pytest.raises(SandboxError, match="no longer exists"):  # not "file does not exist"
+            box.get_file("/etc/passwd")
 
 
 def _run_containers(run_id: str) -> list[dict]:

@@ -311,11 +311,7 @@ class DockerSandbox:
     def get_file(self, container_path: str, max_bytes: int = 50_000_000) -> bytes:
         cid = self._require_running()
         path = _abs(container_path)
-        import docker.errors
-        try:
-            stream, stat = self.client.api.get_archive(cid, path, chunk_size=1 << 20)
-        except docker.errors.NotFound:
-            raise FileNotFoundError(f"{path} does not exist in the sandbox") from None
+        stream, stat = self._get_archive(cid, path)
         try:
             if stat.get("linkTarget"):
                 raise SandboxError(f"{path} is a symlink to {stat['linkTarget']}; not followed")
@@ -331,6 +327,19 @@ class DockerSandbox:
             return f.read() if f is not None else b""
         finally:
             stream.close()
+
+    def _get_archive(self, cid: str, path: str) -> tuple[Any, dict[str, Any]]:
+        """`get_archive`: FileNotFoundError when the path is missing, SandboxError when the container is
+        (Docker answers 404 to both; telling them apart keeps "file missing" from hiding a dead sandbox)."""
+        import docker.errors
+        try:
+            return self.client.api.get_archive(cid, path, chunk_size=1 << 20)
+        except docker.errors.NotFound as e:
+            if "no such container" in str(e.explanation or e).lower():
+                raise SandboxError(f"cannot read {path}: sandbox {self.name} no longer exists") from e
+            raise FileNotFoundError(f"{path} does not exist in the sandbox") from None
+        except docker.errors.APIError as e:
+            raise SandboxError(f"cannot read {path} from sandbox {self.name}: {e.explanation or e}") from e
 
     def collect(self, container_paths: list[str], dest_dir: Path, max_bytes: int = 50_000_000) -> CollectReport:
         """Copy files out safely (see artifacts.py). dest_dir mirrors /work: `/work/a/b.md` lands at
@@ -380,10 +389,9 @@ class DockerSandbox:
 
     def _fetch(self, root: str, path: str, is_dir: bool, prefix: str, allowed: dict[str, artifacts.Entry],
                refused: set[str], writer: artifacts.SafeWriter, report: CollectReport, max_bytes: int) -> None:
-        import docker.errors
         try:
-            stream, _ = self.client.api.get_archive(self._require_running(), path, chunk_size=1 << 20)
-        except docker.errors.NotFound:
+            stream, _ = self._get_archive(self._require_running(), path)
+        except FileNotFoundError:
             report.missing.append(path)
             return
         try:
