@@ -351,14 +351,17 @@ def apply_variant(task: Task, variant: Variant, dest: Path) -> dict[str, int]:
     """Copy the task's data to `dest` and apply the variant's rules to its text files, in order.
 
     Returns the number of replacements per rule (key: rule index and find text) so a rule that
-    never matched is visible. Binary (non-UTF-8) files are copied unchanged.
+    never matched is visible. Binary (non-UTF-8) files are copied unchanged; symlinks are copied
+    as symlinks and not rewritten.
     """
     if task.data_dir is None:
         raise TaskError(f"{task.task_file}: key `variants.{variant.name}`: the task has no data to vary. "
                         f"Fix: add data = \"data\" or remove the variant")
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(task.data_dir, dest, symlinks=False)
+    # Links stay links, as in the read-only mount of the original data: following them would copy
+    # whatever they point at (e.g. ../grading/reference.md) into the data the sandbox mounts.
+    shutil.copytree(task.data_dir, dest, symlinks=True)
     counts = {f"{i}:{r.find}": 0 for i, r in enumerate(variant.rules)}
     for p in _iter_files(dest):
         rel = p.relative_to(dest).as_posix()

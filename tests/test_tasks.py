@@ -153,6 +153,16 @@ def test_binary_files_are_copied_unchanged(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "blob.bin").read_bytes() == b"\xff\xfeAcme\x00"
 
 
+def test_a_variant_does_not_copy_what_a_data_symlink_points_at(tmp_path: Path) -> None:
+    t = load_task(write_task(tmp_path / "task", VARIANT, {"a.log": "Acme"}))
+    (tmp_path / "task" / "answer.md").write_text("the ground truth\n")
+    (t.data_dir / "answer.md").symlink_to("../answer.md")
+    apply_variant(t, t.variants["swap"], tmp_path / "out")
+    copied = tmp_path / "out" / "answer.md"
+    assert copied.is_symlink() and str(copied.readlink()) == "../answer.md"   # a link, as in the original mount
+    assert not any("ground truth" in p.read_text() for p in (tmp_path / "out").iterdir() if not p.is_symlink())
+
+
 @pytest.mark.parametrize("config", sorted(p.parent.name for p in (REPO / "configs").glob("*/task.toml")))
 def test_every_shipped_config_loads(config: str) -> None:
     t = load_task(REPO / "configs" / config)
