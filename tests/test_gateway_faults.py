@@ -141,7 +141,14 @@ def test_refusal_retry_policy_asks_again_before_the_client_sees_it(tmp_path: Pat
         assert client.messages.create(model="m", max_tokens=5, messages=MSG).stop_reason == "refusal"
         assert len(rig.up.generation_requests()) == 4
         assert [r["action"] for r in rig.events("refusal")] == ["retry", "retry", "none"]
-        assert rig.gw.summary()["served_models"] == {"anthropic/claude-haiku-4-5": 4}
+        summary = rig.gw.summary()
+        assert summary["served_models"] == {"anthropic/claude-haiku-4-5": 4}
+        assert summary["requested_models"] == {"m": 4}  # one per upstream answer, like served_models
+        # The held refusals' tokens are in the transcript too, so it adds up to the summary.
+        retried = [r for r in rig.events("refusal") if r["action"] == "retry"]
+        assert all(r["usage"]["output_tokens"] > 0 and r["cost_usd"] is not None for r in retried)
+        output_in_events = sum(e["usage"]["output_tokens"] for e in rig.events("model_call") + retried)
+        assert output_in_events == summary["usage"]["output_tokens"]
 
 
 def test_openai_compatible_base_url_per_name_and_clear_error_without_one(tmp_path: Path,

@@ -244,9 +244,13 @@ class Exchange:
             if not s.refusal or refusal_tries <= 0:
                 break
             refusal_tries -= 1
-            gw.account(str(call.model), s.usage, gw.prices.cost(str(call.model), s.usage), True, False, counted=True)
+            cost = gw.prices.cost(str(call.model), s.usage)
+            gw.account(str(call.model), s.usage, cost, True, False, counted=True, requested=requested)
+            # The refused answer never reaches the client and gets no model_call event of its own: its
+            # usage and cost are here, so the transcript adds up to the run's summary.
             gw.transcript.emit("refusal", source="gateway", call_id=call_id, model=str(call.model),
-                               stop_reason=s.stop_reason, action="retry", text=s.text[:500])
+                               stop_reason=s.stop_reason, action="retry", text=s.text[:500], usage=s.usage,
+                               cost_usd=cost)
         return await self.pass_through(call, call_id, requested, resp, attempts)
 
     async def pass_through(self, call: UpstreamCall, call_id: str, requested: str | None, resp: UpstreamResponse,
