@@ -69,6 +69,9 @@ def test_codex_uses_target_tools_over_mcp(sandbox_image, monkeypatch):
             ns = [t for t in targets_rig.SEEN[0]["body"]["tools"] if t.get("type") == "namespace"]
             assert [t["name"] for t in ns] == ["mcp__target"]
             assert [t["name"] for t in ns[0]["tools"]] == ["chat", "prefill"]
+            # MCP calls join their hooks too (Codex names them mcp__target__<tool> in hooks)
+            hooks = [e for e in rig.events("hook") if e["event"] == "PostToolUse"]
+            assert [h["item_id"] for h in hooks] == [c["id"] for c in rig.events("tool_call")]
 
 
 def _budgeted(req):
