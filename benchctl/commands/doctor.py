@@ -74,10 +74,7 @@ def check_sandbox_starts(client: Any, tag: str, image_ok: bool) -> Check:
 
 
 def check_binaries() -> list[Check]:
-    try:
-        from benchctl import binaries
-    except ImportError:
-        return [Check("agent binaries", "skip", "not checked (benchctl.binaries not available)")]
+    from benchctl import binaries
     checks = []
     for row in binaries.describe():
         name = f"agent cli: {row['name']}"
