@@ -1,7 +1,8 @@
 """The ReAct harness: a host-side loop of model call → tool calls in the sandbox → results.
 
 The policies from `benchctl.policies` are wired in here: a time notice after every tool
-result, a word-count notice after each create/edit of the length-policy file, the stop
+result, a word-count notice after each edit of the length-policy file (by create/edit, or a
+bash/python call that changed it), the stop
 decision (reprompt / revision request / stop) whenever the model stops, and the deadline.
 Every step writes a transcript event.
 """
