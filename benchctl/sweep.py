@@ -151,6 +151,9 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
     conc = raw.get("concurrency", 1)
     if not isinstance(conc, int) or conc < 1:
         raise SweepError(f"{file}: key `concurrency`: must be a whole number >= 1")
+    for key in ("fallback", "out"):
+        if key in raw and not isinstance(raw[key], str):
+            raise SweepError(f"{file}: key `{key}`: must be a string, got {raw[key]!r}")
     opts = raw.get("harness_options", {})
     if not isinstance(opts, dict):
         raise SweepError(f"{file}: key `harness_options`: must be a table")

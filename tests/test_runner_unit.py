@@ -61,6 +61,9 @@ def test_sweep_file(tmp_path: Path) -> None:
     f.write_text('task = "t"\nmodels = ["m/x"]\nmodel = "typo"\n')
     with pytest.raises(SweepError, match="`model`: unknown key"):
         load_sweep_file(f)
+    f.write_text('task = "t"\nmodels = ["m/x"]\nfallback = ["openai/gpt-5"]\n')    # was a crash later on
+    with pytest.raises(SweepError, match="`fallback`: must be a string"):
+        load_sweep_file(f)
 
 
 def test_command_line_options_override_the_sweep_file(tmp_path: Path) -> None:
