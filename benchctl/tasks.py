@@ -171,6 +171,7 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     followups = _followups(file, raw.get("followups", []))
     variants = _variants(file, raw.get("variants", {}))
     tool_timeout = _typed(file, raw, "tool_timeout", float, "seconds, e.g. tool_timeout = 120") if "tool_timeout" in raw else 120.0
+    _at_least(file, "tool_timeout", tool_timeout, 1)
     for key in ("harness_options", "limits", "grading"):
         if key in raw and not isinstance(raw[key], dict):
             raise _err(file, key, "must be a table", f"write it as [{key}]")
@@ -208,6 +209,12 @@ def _keep_secrets_out_of_data(file: Path, raw: dict[str, Any], task_dir: Path, d
                        "keep the evidence in its own subdirectory (e.g. data = \"data\") and grading or target files outside it")
 
 
+def _at_least(file: Path, key: str, value: Any, low: float) -> Any:
+    if value < low:
+        raise _err(file, key, f"{value} is below {low:g}", f"use a value >= {low:g}")
+    return value
+
+
 def _early_exit(file: Path, t: Any) -> EarlyExitPolicy | None:
     if t is None:
         return EarlyExitPolicy()
@@ -219,6 +226,7 @@ def _early_exit(file: Path, t: Any) -> EarlyExitPolicy | None:
     if not 0 <= fraction <= 1:
         raise _err(file, "early_exit.fraction", f"{fraction} is outside 0..1", "use e.g. 0.75")
     mr = _typed(file, t, "max_reprompts", int, "a whole number, e.g. 3", "early_exit.") if "max_reprompts" in t else d.max_reprompts
+    _at_least(file, "early_exit.max_reprompts", mr, 0)
     msg = _typed(file, t, "message", str, "a string; {remaining} and {budget} are filled in", "early_exit.") if "message" in t else d.message
     try:
         msg.format(remaining="1m", budget="2m")
@@ -236,11 +244,13 @@ def _length(file: Path, t: Any, artifacts: list[str]) -> LengthPolicy | None:
     _unknown(file, t, {"file", "min_words", "max_words", "max_revisions", "revise_message"}, "length.")
     d = LengthPolicy()
     f = _typed(file, t, "file", str, 'e.g. file = "report.md"', "length.") if "file" in t else d.file
-    lo = _typed(file, t, "min_words", int, "a whole number", "length.") if "min_words" in t else 0
+    lo = _at_least(file, "length.min_words",
+                   _typed(file, t, "min_words", int, "a whole number", "length.") if "min_words" in t else 0, 0)
     hi = _typed(file, t, "max_words", int, "a whole number", "length.") if "max_words" in t else None
     if hi is not None and hi < lo:
         raise _err(file, "length.max_words", f"{hi} is below min_words {lo}", "make max_words >= min_words")
     mr = _typed(file, t, "max_revisions", int, "a whole number", "length.") if "max_revisions" in t else d.max_revisions
+    _at_least(file, "length.max_revisions", mr, 0)
     msg = _typed(file, t, "revise_message", str, "a string", "length.") if "revise_message" in t else d.revise_message
     try:
         msg.format(file=f, words=1, min_words=lo, max_words=hi)

@@ -79,6 +79,10 @@ anything = { nested = 1 }
     (MINIMAL + 'artifacts = ["../etc/passwd"]\n', "artifacts", "relative"),
     (MINIMAL + 'grading = 3\n', "grading", "[grading]"),
     (MINIMAL + '[[variants.base.rules]]\nfind = "a"\nreplace = "b"\n', "variants.base", "another name"),
+    (MINIMAL + '[early_exit]\nmax_reprompts = -1\n', "early_exit.max_reprompts", ">= 0"),   # silently meant "never"
+    (MINIMAL + '[length]\nmin_words = -5\n', "length.min_words", ">= 0"),
+    (MINIMAL + '[length]\nmax_revisions = -1\n', "length.max_revisions", ">= 0"),
+    (MINIMAL + 'tool_timeout = 0\n', "tool_timeout", ">= 1"),
 ])
 def test_bad_task_names_file_key_and_fix(tmp_path: Path, body: str, key: str, fix_word: str) -> None:
     write_task(tmp_path, body, {"a.log": "x"})
