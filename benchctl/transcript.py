@@ -45,14 +45,17 @@ EVENT_TYPES = {
 # Environment variables whose values must never be written anywhere.
 SECRET_ENV_VARS = (
     "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
-    "OPENAI_COMPATIBLE_API_KEY", "OPENROUTER_API_KEY",
+    "OPENAI_COMPATIBLE_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_AUTH_TOKEN",
 )
+# Any variable named like a credential counts too (e.g. OPENAI_COMPATIBLE_PRISM_API_KEY,
+# HF_TOKEN behind a router): a false positive only redacts a harmless string.
+SECRET_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN", "_ACCESS_TOKEN", "_SECRET_KEY", "_TOKEN")
 
 
 def secret_values(extra: Iterable[str] = ()) -> list[str]:
     """The secret strings present in this process's environment (long enough to be real)."""
     vals = [os.environ.get(k, "") for k in SECRET_ENV_VARS]
-    vals += [v for k, v in os.environ.items() if k.endswith("_API_KEY") and k not in SECRET_ENV_VARS]
+    vals += [v for k, v in os.environ.items() if k.endswith(SECRET_SUFFIXES) and k not in SECRET_ENV_VARS]
     vals += list(extra)
     return sorted({v for v in vals if v and len(v) >= 8}, key=len, reverse=True)
 
