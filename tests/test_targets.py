@@ -235,6 +235,24 @@ def test_target_failure_is_reported_not_raised(tmp_path):
     assert events(tmp_path / "t.jsonl")[0]["error"]
 
 
+def test_a_target_error_quoting_a_host_key_is_scrubbed(tmp_path, monkeypatch):
+    """Tool output goes to the agent (into the sandbox, for the CLIs' MCP): never a host key."""
+    key = "sk-host-secret-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    spec = TargetSpec(model="scripted/unused", system_prompt="s")
+    tt = TargetTools(spec, parse_tools({}).configs["default"], TranscriptWriter(tmp_path / "t.jsonl"))
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.retry import RetryingUpstream, RetryPolicy
+    tt.caller._upstreams[("scripted/unused", "chat")] = RetryingUpstream(
+        ScriptedUpstream({"turns": [{"error": {"status": 401, "message": f"bad key {key}"}}]}), RetryPolicy(max_attempts=1))
+    try:
+        out = tt.call("chat", {"message": "x"})
+    finally:
+        tt.close()
+    assert out.is_error and "chat failed" in out.text
+    assert key not in out.text
+
+
 # ------------------------------------------------------------------ configurations and spec
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_CONFIGS))

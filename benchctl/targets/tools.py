@@ -28,7 +28,7 @@ from benchctl.gateway.wire_parse import USAGE_KEYS
 from benchctl.targets import scaffold
 from benchctl.targets.backend import ModelCaller, Reply, TargetCallError
 from benchctl.targets.spec import SCAFFOLDED, TargetSpec, ToolConfig
-from benchctl.transcript import TranscriptWriter
+from benchctl.transcript import Redactor, TranscriptWriter
 
 T = TypeVar("T")
 MAX_OUTPUT_CHARS = 60_000
@@ -174,7 +174,9 @@ class TargetTools:
         except _BadInput as e:
             return ToolOutput(str(e), is_error=True)
         except TargetCallError as e:
-            return ToolOutput(f"{name} failed: {e}", is_error=True)
+            # The message quotes upstream errors and exception text; through MCP it reaches the
+            # sandbox, so host secrets are scrubbed from it like from every transcript line.
+            return ToolOutput(Redactor()(f"{name} failed: {e}".encode()).decode("utf-8", "replace"), is_error=True)
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
