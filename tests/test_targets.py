@@ -253,6 +253,23 @@ def test_a_target_error_quoting_a_host_key_is_scrubbed(tmp_path, monkeypatch):
     assert key not in out.text
 
 
+def test_a_scaffolded_item_error_quoting_a_host_key_is_scrubbed(tmp_path, monkeypatch):
+    key = "sk-host-secret-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    settings = parse_tools({"auxiliary_model": AUX, "batch_size": 2})
+    spec = TargetSpec(model="scripted/unused", system_prompt="s", max_tokens=50)
+    tt = TargetTools(spec, settings.configs["scaffolded_prefill"])
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.retry import RetryingUpstream, RetryPolicy
+    tt.caller._upstreams[("scripted/unused", "chat")] = RetryingUpstream(
+        ScriptedUpstream({"turns": [{"error": {"status": 401, "message": f"bad key {key}"}}]}), RetryPolicy(max_attempts=1))
+    try:
+        out = tt.call("scaffolded_prefill", {"description": "x"})
+    finally:
+        tt.close()
+    assert "[error:" in out.text and key not in out.text
+
+
 # ------------------------------------------------------------------ configurations and spec
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_CONFIGS))

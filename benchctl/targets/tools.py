@@ -83,6 +83,11 @@ def tool_specs(config: ToolConfig, target_name: str) -> list[dict[str, Any]]:
     return [{"name": t, **all_specs[t]} for t in config.tools]
 
 
+def _scrub(text: str) -> str:
+    """Host secrets out of an error text the agent will see."""
+    return Redactor()(text.encode()).decode("utf-8", "replace")
+
+
 def _cap(text: str) -> str:
     if len(text) <= MAX_OUTPUT_CHARS:
         return text
@@ -176,7 +181,7 @@ class TargetTools:
         except TargetCallError as e:
             # The message quotes upstream errors and exception text; through MCP it reaches the
             # sandbox, so host secrets are scrubbed from it like from every transcript line.
-            return ToolOutput(Redactor()(f"{name} failed: {e}".encode()).decode("utf-8", "replace"), is_error=True)
+            return ToolOutput(_scrub(f"{name} failed: {e}"), is_error=True)
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
@@ -316,7 +321,7 @@ class TargetTools:
                         r = await self._target_complete(tool, item["prompt"], cfg.reply_max_tokens, batch=batch, index=i)
                     return r.text
                 except TargetCallError as e:
-                    return f"[error: {e}]"
+                    return f"[error: {_scrub(str(e))}]"
 
         outputs = await asyncio.gather(*(answer(i, it) for i, it in enumerate(inputs, 1)))
         labels = {"prefill": (("user", "USER"), ("prefill", "PREFILL")),
