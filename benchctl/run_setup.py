@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -203,6 +204,11 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
             print(f"error: {problem}", file=sys.stderr)
             return 2
     r.out.mkdir(parents=True, exist_ok=True)
+    lock = _lock_results(r.out)   # held (referenced) until this function returns
+    if lock is None:
+        return 2
+    decisions = plan(r.out, r.specs)   # again, now that no other process can change it
+    pending = [s for s, a in decisions if a != "skip"]
     write_sweep_json(r)
     data: dict[str | None, PreparedData] = {}
     try:
@@ -234,6 +240,36 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     if progress_mode != "quiet":
         print(f"results in {r.out}; next: benchctl grade {r.out} && benchctl report {r.out}", file=sys.stderr)
     return 1 if any(m is None or m.get("status") == "error" for _, m in results) else 0
+
+
+LOCK_FILE = ".benchctl-run.lock"
+
+
+def _lock_results(out: Path) -> Any:
+    """Hold an exclusive lock on the results directory for this process's lifetime.
+
+    Resume skips finished runs and redoes the rest, which is only safe for one process at a
+    time: two `benchctl run` processes on one --out would both redo the same unfinished runs.
+    The lock (flock) is released by the kernel when the process exits, even on SIGKILL, so a
+    killed run never leaves a stale lock behind. Returns the open lock file, or None (with an
+    error printed) when another process holds it.
+    """
+    import fcntl
+    f = open(out / LOCK_FILE, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        f.close()
+        print(f"error: {out} is in use by another `benchctl run` ({holder}); wait for it to finish, "
+              f"or use another --out", file=sys.stderr)
+        return None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+    f.flush()
+    return f
 
 
 def _remove_dead_owners_containers(run_ids: list[str]) -> None:

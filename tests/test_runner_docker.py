@@ -178,3 +178,20 @@ def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox
         sandbox.stop()
     assert lines == ["started"]
     assert res.cancelled and not res.timed_out and res.exit_code is None
+
+
+def test_a_second_run_on_the_same_results_dir_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
+    from benchctl.run_setup import _lock_results
+    task, model = make_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
+    out = tmp_path / "out"
+    out.mkdir()
+    held = _lock_results(out)                  # stands in for a first `benchctl run` still running
+    assert held is not None
+    try:
+        rc = run_inprocess(task, model, out)
+        assert rc == 2
+        assert not (out / "runs").exists()     # refused before touching anything
+    finally:
+        held.close()                           # the first process ends: the lock goes with it
+    assert run_inprocess(task, model, out) == 0
+    assert [read_json(r / "meta.json")["status"] for r in runs(out)] == ["completed"]
