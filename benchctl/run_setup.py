@@ -209,6 +209,7 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
         return 2
     decisions = plan(r.out, r.specs)   # again, now that no other process can change it
     pending = [s for s, a in decisions if a != "skip"]
+    _warn_changed_skips(r.out, [s for s, a in decisions if a == "skip"])
     write_sweep_json(r)
     data: dict[str | None, PreparedData] = {}
     try:
@@ -240,6 +241,19 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     if progress_mode != "quiet":
         print(f"results in {r.out}; next: benchctl grade {r.out} && benchctl report {r.out}", file=sys.stderr)
     return 1 if any(m is None or m.get("status") == "error" for _, m in results) else 0
+
+
+def _warn_changed_skips(out: Path, skipped: list[RunSpec]) -> None:
+    """A finished run is skipped by its id, but the id leaves out the fallback model and the
+    harness options: say so when they differ from what the finished run recorded, rather
+    than silently reusing a run made under other settings."""
+    from benchctl.layout import read_meta, run_dir
+    for spec in skipped:
+        recorded = (read_meta(run_dir(out, spec.run_id)) or {}).get("spec", {})
+        changed = [k for k in ("fallback", "options") if k in recorded and recorded[k] != getattr(spec, k)]
+        if changed:
+            print(f"warning: {spec.run_id} is finished and skipped, but it was made with a different "
+                  f"{' and '.join(changed)}; use another --out (or delete the run) to redo it", file=sys.stderr)
 
 
 LOCK_FILE = ".benchctl-run.lock"

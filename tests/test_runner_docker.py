@@ -195,3 +195,16 @@ def test_a_second_run_on_the_same_results_dir_is_refused_while_the_first_holds_i
         held.close()                           # the first process ends: the lock goes with it
     assert run_inprocess(task, model, out) == 0
     assert [read_json(r / "meta.json")["status"] for r in runs(out)] == ["completed"]
+
+
+def test_rerun_with_another_fallback_warns_that_the_finished_run_is_reused(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    task, model = make_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
+    out = tmp_path / "out"
+    assert run_inprocess(task, model, out) == 0
+    capsys.readouterr()
+    assert run_inprocess(task, model, out, fallback=model) == 0     # skipped: same run id
+    err = capsys.readouterr().err
+    assert "is finished and skipped, but it was made with a different fallback" in err
+    assert run_inprocess(task, model, out) == 0                     # same settings: no warning
+    assert "different" not in capsys.readouterr().err
