@@ -93,6 +93,7 @@ class RunMeta(TypedDict, total=False):
     gateway: dict[str, Any]          # gateway summary: calls, errors, ...
     harness_details: dict[str, Any]  # harness-specific outcome details (CLI exit codes, session ids)
     tools: str | None                # tool configuration (hidden-behaviour audits)
+    target_tools: dict[str, Any]     # target / auxiliary model calls, usage and cost (kept apart from `usage`)
 
 
 META_SCHEMA = 1

@@ -293,7 +293,7 @@ class Runner:
 
     def _targets_summary(self, targets: Any, meta: RunMeta) -> None:
         """Target and auxiliary calls, usage and cost: kept apart from the investigator's own (meta usage/cost)."""
-        meta["target_tools"] = targets.summary()  # type: ignore[typeddict-unknown-key]
+        meta["target_tools"] = targets.summary()
         targets.close()
 
     def _gateway_summary(self, gateway: Any, meta: RunMeta) -> None:
@@ -304,14 +304,14 @@ class Runner:
         meta["fallbacks"] = list(s.get("fallbacks") or [])
         refusals = s.get("refusals") or 0
         meta["refusals"] = refusals if isinstance(refusals, int) else len(refusals)
-        meta["gateway"] = {k: v for k, v in s.items() if k not in ("usage", "served_models", "fallbacks")}  # type: ignore[typeddict-unknown-key]
+        meta["gateway"] = {k: v for k, v in s.items() if k not in ("usage", "served_models", "fallbacks")}
 
     def _finish(self, meta: RunMeta, result: HarnessResult, path: Path, transcript: TranscriptWriter) -> None:
         ended = time.time()
         meta.update(status=result.status, error=result.error, exit_code=result.exit_code, turns=result.turns,
                     ended_at=ended, elapsed_s=round(ended - meta.get("started_at", ended), 3))
         if result.details:
-            meta["harness_details"] = result.details  # type: ignore[typeddict-unknown-key]
+            meta["harness_details"] = result.details
         transcript.emit("run_end", "runner", status=result.status, error=result.error, usage=meta.get("usage"),
                         cost_usd=meta.get("cost_usd"), turns=result.turns, elapsed_s=meta["elapsed_s"])
         transcript.close()
