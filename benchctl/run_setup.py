@@ -93,8 +93,8 @@ def check_image(image: str) -> str | None:
     return None
 
 
-def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str], seeds: int,
-                   out: Path | None, concurrency: int, fallback: str | None, variants: list[str],
+def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str],
+                   seeds: int | None, out: Path | None, concurrency: int | None, fallback: str | None, variants: list[str],
                    sweep: Path | None, tools: list[str] | None = None) -> ResolvedRun:
     from harnesses import registry
     try:
@@ -104,8 +104,11 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
                 cfg.task_dir = task.resolve()
             if out is not None:
                 cfg.out = out.resolve()
-            # Options given on the command line win over the file, as --model does (seeds and
-            # concurrency cannot tell "given" from their defaults, so those come from the file).
+            # Options given on the command line (None / empty = not given) win over the file.
+            if seeds is not None:
+                cfg.seeds = seeds_list(seeds)
+            if concurrency is not None:
+                cfg.concurrency = concurrency
             if models:
                 cfg.models = list(models)
             if harnesses:
@@ -120,9 +123,10 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
             if task is None:
                 raise RunError("give a task directory (benchctl run TASK --model M ...) or --sweep FILE")
             cfg = SweepConfig(task_dir=task.resolve(), models=list(models), harnesses=list(harnesses) or ["react"],
-                              budgets=list(budgets), seeds=seeds_list(seeds),
+                              budgets=list(budgets), seeds=seeds_list(1 if seeds is None else seeds),
                               variants=[normalize_variant(v) for v in variants] or [None],
-                              concurrency=concurrency, fallback=fallback, out=out.resolve() if out else None)
+                              concurrency=1 if concurrency is None else concurrency, fallback=fallback,
+                              out=out.resolve() if out else None)
     except SweepError as e:
         raise RunError(str(e)) from None
     try:

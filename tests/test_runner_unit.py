@@ -73,7 +73,19 @@ def test_command_line_options_override_the_sweep_file(tmp_path: Path) -> None:
     r = resolve_config(task=None, models=[], harnesses=["react"], budgets=["30s"], seeds=1, out=None, concurrency=1,
                        fallback=DEMO_MODEL, variants=["contoso"], sweep=f)
     assert [(s.budget, s.variant, s.fallback) for s in r.specs] == [("30s", "contoso", DEMO_MODEL)]
-    assert r.out == (tmp_path / "res").resolve()
+    assert r.out == (tmp_path / "res").resolve() and r.sweep.concurrency == 1
+
+
+def test_seeds_and_concurrency_come_from_the_sweep_file_unless_given(tmp_path: Path) -> None:
+    from benchctl.run_setup import resolve_config
+    f = tmp_path / "sweep.toml"
+    f.write_text(f'task = "{REPO}/configs/demo"\nmodels = ["{DEMO_MODEL}"]\nbudgets = ["2m"]\nseeds = 3\n'
+                 f'concurrency = 4\nout = "res"\n')
+    common = dict(task=None, models=[], harnesses=[], budgets=[], out=None, fallback=None, variants=[], sweep=f)
+    r = resolve_config(seeds=None, concurrency=None, **common)
+    assert sorted(s.seed for s in r.specs) == [0, 1, 2] and r.sweep.concurrency == 4
+    r = resolve_config(seeds=1, concurrency=2, **common)
+    assert [s.seed for s in r.specs] == [0] and r.sweep.concurrency == 2
 
 
 def test_resume_decisions(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_sweep_file_tools_and_cli_errors(tmp_path):
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(f'task = "{DEMO}"\nmodels = ["{SPY}"]\nbudgets = ["1m"]\nseeds = 2\n'
                      f'tools = ["prefill", "scaffolded_user"]\nout = "out"\n')
-    r = resolve_config(task=None, models=[], harnesses=[], budgets=[], seeds=1, out=None, concurrency=1,
+    r = resolve_config(task=None, models=[], harnesses=[], budgets=[], seeds=None, out=None, concurrency=None,
                        fallback=None, variants=[], sweep=sweep)
     assert sorted(s.run_id.rsplit("__", 2)[-2] + "/" + s.run_id[-2:] for s in r.specs) == \
         ["prefill/s0", "prefill/s1", "scaffolded_user/s0", "scaffolded_user/s1"]
