@@ -50,6 +50,20 @@ def sandbox_socket(ctx: HarnessContext) -> str:
     return f"{GATEWAY_DIR}/{Path(path).name}"
 
 
+def sandbox_token() -> str:
+    """The dummy key the CLIs present to the gateway (the real keys never enter the sandbox)."""
+    from benchctl.gateway.server import SANDBOX_TOKEN
+    return SANDBOX_TOKEN
+
+
+def extra_args(opts: dict[str, Any]) -> list[str]:
+    """The harness option `extra_args`: more CLI arguments, checked to be a list of strings."""
+    extra = opts.get("extra_args") or []
+    if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
+        raise ValueError("harness option extra_args must be a list of strings")
+    return extra
+
+
 def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
     # -I -S: no user site, no PYTHON* variables, no site import: safer and ~10 ms faster per call.
     args = ["python3", "-I", "-S", HOOK_IN_SANDBOX, event, "--cli", cli, "--socket", sandbox_socket(ctx)]

@@ -20,32 +20,15 @@ does for its model traffic. Verified with Claude Code 2.1.332 and Codex 0.147.0:
 from __future__ import annotations
 
 import json
-import shlex
-from pathlib import Path
 
 from benchctl.targets import mcp
 
 CLAUDE_FORWARDER_PORT = 18556
-FORWARDER_IN_SANDBOX = "/opt/benchctl/gateway/forwarder.py"     # read-only mount, same path as Codex's
 TOOL_TIMEOUT_MS = 900_000
-
-_WRAPPER = ('mkdir -p "$HOME/.benchctl"\n'
-            '{fwd} >"$HOME/.benchctl/mcp-forwarder.log" 2>&1 </dev/null &\n'
-            'fwd=$!\n'
-            'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.05; done\n'
-            '{cli}\n'
-            'rc=$?\n'
-            'kill $fwd 2>/dev/null\n'
-            'exit $rc\n')
 
 
 def mcp_url(port: int) -> str:
     return f"http://127.0.0.1:{port}{mcp.ROUTE_PREFIX}"
-
-
-def forwarder_path() -> Path:
-    from benchctl.gateway.forwarder import FORWARDER_SOURCE
-    return Path(FORWARDER_SOURCE)
 
 
 def claude_with_mcp(argv: list[str], env: dict[str, str], socket: str,
@@ -54,9 +37,9 @@ def claude_with_mcp(argv: list[str], env: dict[str, str], socket: str,
     (the last argument), and the command runs behind a wrapper that starts the forwarder."""
     flag = "--mcp-config=" + json.dumps(mcp.claude_mcp_config(mcp_url(port)))
     cli = [*argv[:-1], flag, argv[-1]] if argv[-2:-1] != ["--"] else [*argv[:-2], flag, "--", argv[-1]]
-    fwd = ["python3", FORWARDER_IN_SANDBOX, "--port", str(port), "--socket", socket]
-    script = _WRAPPER.format(fwd=shlex.join(fwd), port=port, cli=shlex.join(cli))
-    return ["bash", "-c", script], {**env, "ENABLE_TOOL_SEARCH": "false", "MCP_TOOL_TIMEOUT": str(TOOL_TIMEOUT_MS)}
+    from harnesses.forwarder import behind_forwarder
+    return (behind_forwarder(cli, port, socket, "mcp-forwarder.log"),
+            {**env, "ENABLE_TOOL_SEARCH": "false", "MCP_TOOL_TIMEOUT": str(TOOL_TIMEOUT_MS)})
 
 
 def codex_mcp_config(port: int) -> str:

@@ -26,12 +26,8 @@ from harnesses.agent_cli import CallTracker, CliExit
 from harnesses.base import HarnessContext
 from harnesses.claude_code import settings as cc
 from harnesses.claude_code.stream import ClaudeStreamParser
-from harnesses.cli_harness import CliHarness, sandbox_socket, stderr_tail
-
-
-def _sandbox_token() -> str:
-    from benchctl.gateway.server import SANDBOX_TOKEN
-    return SANDBOX_TOKEN
+from harnesses.cli_harness import CliHarness, extra_args, sandbox_socket, sandbox_token, stderr_tail
+from harnesses.forwarder import forwarder_mount
 
 
 class ClaudeCodeHarness(CliHarness):
@@ -43,8 +39,7 @@ class ClaudeCodeHarness(CliHarness):
 
     def extra_mounts(self) -> list[Mount]:
         # the gateway forwarder, used only when the run has target tools (MCP needs a URL)
-        from benchctl.targets.cli import FORWARDER_IN_SANDBOX, forwarder_path
-        return [Mount(forwarder_path(), FORWARDER_IN_SANDBOX, True)]
+        return [forwarder_mount()]
 
     def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
                 resume: str | None) -> tuple[list[str], dict[str, str]]:
@@ -61,12 +56,10 @@ class ClaudeCodeHarness(CliHarness):
             argv.append("--disallowedTools=" + ",".join(tools))
         if resume:
             argv += ["--resume", resume]
-        extra = opts.get("extra_args") or []
-        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
-            raise ValueError("harness option extra_args must be a list of strings")
+        extra = extra_args(opts)
         argv += [*extra, "--", prompt] if prompt.startswith("-") else [*extra, prompt]
         user = getattr(getattr(ctx.sandbox, "spec", None), "user", "agent")
-        env = cc.environment(ctx, model, user, _sandbox_token())
+        env = cc.environment(ctx, model, user, sandbox_token())
         if ctx.target_tools is not None:    # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
             from benchctl.targets.cli import claude_with_mcp
             return claude_with_mcp(argv, env, sandbox_socket(ctx))

@@ -20,49 +20,20 @@ binary is mounted read-only at /opt/benchctl/bin/codex. Options:
 """
 from __future__ import annotations
 
-import shlex
-from pathlib import Path
 from typing import Any
 
 from benchctl.binaries import CODEX_ENV, BinaryInfo, find_codex, require
 from benchctl.gateway.upstream import ModelId
-from benchctl.sandbox.base import TOOLS_DIR, Mount
+from benchctl.sandbox.base import Mount
 from harnesses.agent_cli import CallTracker, CliExit
 from harnesses.base import HarnessContext
-from harnesses.cli_harness import AGENT_HOME, CliHarness, install_protected, sandbox_socket, stderr_tail
+from harnesses.cli_harness import (AGENT_HOME, CliHarness, extra_args, install_protected, sandbox_socket,
+                                   sandbox_token, stderr_tail)
 from harnesses.codex import config as cx
 from harnesses.codex.stream import CodexStreamParser
+from harnesses.forwarder import behind_forwarder, forwarder_mount
 
 DEFAULT_CLI_MODEL = "gpt-5.5"
-FORWARDER_IN_SANDBOX = f"{TOOLS_DIR}/gateway/forwarder.py"
-
-
-def forwarder_script() -> Path:
-    from benchctl.gateway.forwarder import FORWARDER_SOURCE
-    return Path(FORWARDER_SOURCE)
-
-
-def forwarder_argv(port: int, socket: str) -> list[str]:
-    from benchctl.gateway.forwarder import forwarder_command
-    return forwarder_command(port, socket, script=FORWARDER_IN_SANDBOX)
-
-
-# Start the forwarder in the background, wait (up to ~5 s) until its port accepts connections,
-# run codex, stop the forwarder, exit with codex's code. Codex runs as a child of this shell,
-# not via `exec`: as the exec's own process it lingers ~1.5 s after its last event (measured).
-_WRAPPER = ('mkdir -p "$HOME/.benchctl"\n'
-            '{fwd} >"$HOME/.benchctl/forwarder.log" 2>&1 </dev/null &\n'
-            'fwd=$!\n'
-            'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.05; done\n'
-            '{codex}\n'
-            'rc=$?\n'
-            'kill $fwd 2>/dev/null\n'
-            'exit $rc\n')
-
-
-def _sandbox_token() -> str:
-    from benchctl.gateway.server import SANDBOX_TOKEN
-    return SANDBOX_TOKEN
 
 
 class CodexHarness(CliHarness):
@@ -73,7 +44,7 @@ class CodexHarness(CliHarness):
         return require(find_codex(self.options.get("binary")), "Codex", "codex", CODEX_ENV)
 
     def extra_mounts(self) -> list[Mount]:
-        return [Mount(forwarder_script(), FORWARDER_IN_SANDBOX, True)]
+        return [forwarder_mount()]
 
     def _port(self, opts: dict[str, Any]) -> int:
         port = int(opts.get("forwarder_port", cx.DEFAULT_PORT))
@@ -99,15 +70,10 @@ class CodexHarness(CliHarness):
         port = self._port(opts)
         flags = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
                  "--dangerously-bypass-hook-trust", *cx.overrides(port, opts), "-m", self.cli_model(ctx, opts)]
-        extra = opts.get("extra_args") or []
-        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
-            raise ValueError("harness option extra_args must be a list of strings")
-        codex = [self.binary_in_sandbox(), "exec", *(["resume"] if resume else []), *flags, *extra,
+        codex = [self.binary_in_sandbox(), "exec", *(["resume"] if resume else []), *flags, *extra_args(opts),
                  *([resume] if resume else []), *(["--"] if prompt.startswith("-") else []), prompt]
-        script = _WRAPPER.format(fwd=shlex.join(forwarder_argv(port, sandbox_socket(ctx))), port=port,
-                                 codex=shlex.join(codex))
-        env = {"HOME": AGENT_HOME, "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: _sandbox_token()}
-        return ["bash", "-c", script], env
+        env = {"HOME": AGENT_HOME, "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: sandbox_token()}
+        return behind_forwarder(codex, port, sandbox_socket(ctx), "forwarder.log"), env
 
     def new_parser(self, ctx: HarnessContext) -> CodexStreamParser:
         return CodexStreamParser(ctx.transcript, self.name)
