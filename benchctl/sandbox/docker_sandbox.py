@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import posixpath
-import shlex
 import tarfile
 import threading
 import time
@@ -422,8 +421,3 @@ def _abs(path: str) -> str:
 def _slug(run_id: str) -> str:
     keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in run_id)
     return keep[:60] or "run"
-
-
-def command_line(cmd: list[str] | str) -> str:
-    """Shell-quoted form of a command, for logs."""
-    return cmd if isinstance(cmd, str) else shlex.join(cmd)
