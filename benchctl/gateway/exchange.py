@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import socket
 import time
 import zlib
@@ -27,36 +26,16 @@ import orjson
 from benchctl.gateway import http11
 from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
 from benchctl.gateway.retry import UpstreamUnavailable
-from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
+from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify
 from benchctl.gateway.wire_parse import ResponseSummary, empty_usage, summarize
 
 if TYPE_CHECKING:
     from benchctl.gateway.server import Gateway
 
 SANDBOX_TOKEN = "benchctl-sandbox-token"   # the only credential agents ever see
-GEMINI_PATH = re.compile(r"^/(v1beta|v1|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 PASS_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 JSON = {"content-type": "application/json"}
 DRAIN_ABOVE = 1 << 16
-
-
-def classify(method: str, path: str) -> tuple[str | None, str | None, str]:
-    """(wire api, model named in the path, gemini action) for a request; wire api None = unknown."""
-    if method == "POST":
-        if path == "/v1/messages":
-            return "anthropic_messages", None, ""
-        if path == "/v1/messages/count_tokens":
-            return "anthropic_count_tokens", None, ""
-        if path == "/v1/responses":
-            return "openai_responses", None, ""
-        if path == "/v1/chat/completions":
-            return "openai_chat", None, ""
-        m = GEMINI_PATH.match(path)
-        if m:
-            return "gemini", m.group(2), m.group(3)
-    if method == "GET" and (path == "/v1/models" or path.startswith("/v1/models/")):
-        return "models_list", None, ""
-    return None, None, ""
 
 
 def error_body(wire: str | None, status: int, message: str, kind: str) -> bytes:

@@ -24,7 +24,6 @@ Sockets use TCP_NODELAY and whole-buffer writes so keep-alive clients see no del
 """
 from __future__ import annotations
 
-import re
 import socket
 import struct
 import threading
@@ -37,9 +36,8 @@ import orjson
 
 from benchctl.gateway import wire_format as wf
 from benchctl.gateway.scripted import RenderedReply, ScriptedUpstream
-from benchctl.gateway.upstream import ModelId, UpstreamCall
+from benchctl.gateway.upstream import ModelId, UpstreamCall, classify
 
-_GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^:/]+):(?P<method>generateContent|streamGenerateContent)$")
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
             413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error",
             502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout", 529: "Overloaded"}
@@ -70,22 +68,12 @@ class Fault:
 
 
 def route(method: str, path: str) -> tuple[str, str | None]:
-    """(wire_api, model from the path) for a request line."""
-    if method == "GET" and (path == "/v1/models" or path.startswith("/v1/models/")):
-        return "models_list", None
-    if method == "POST":
-        if path == "/v1/messages":
-            return "anthropic_messages", None
-        if path == "/v1/messages/count_tokens":
-            return "anthropic_count_tokens", None
-        if path == "/v1/responses":
-            return "openai_responses", None
-        if path == "/v1/chat/completions":
-            return "openai_chat", None
-        m = _GEMINI_PATH.match(path)
-        if m:
-            return "gemini", m.group("model")
-    return "other", None
+    """(wire_api, model from the path) for a request line: the gateway's `classify`, except that
+    an unknown path, and Gemini countTokens (not served here), are "other"."""
+    wire_api, model, action = classify(method, path)
+    if wire_api is None or action == "countTokens":
+        return "other", None
+    return wire_api, model
 
 
 class _Server(ThreadingHTTPServer):
