@@ -35,10 +35,6 @@ def to_elo(strength: np.ndarray) -> np.ndarray:
     return ELO_MEAN + ELO_PER_NAT * (s - s.mean(axis=-1, keepdims=True))
 
 
-def expected_share(elo_a: float, elo_b: float) -> float:
-    return 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
-
-
 def strongly_connected(wins: np.ndarray) -> np.ndarray:
     """For W of shape (..., A, A): is the graph i -> j (W[i, j] > 0) strongly connected?
 
