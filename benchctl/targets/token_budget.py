@@ -72,15 +72,16 @@ def token_decision(budget: TokenBudget, used: int, state: TokenState) -> TokenDe
     return TokenDecision("notice", token_notice(budget, used))
 
 
-# ---------------------------------------------------------------- wiring for the CLI hooks
+# ---------------------------------------------------------------- wiring for the harnesses
 
 class TokenBudgetHook:
-    """Applies the token budget from the CLIs' PostToolUse hook (harnesses/hooks/host.py).
+    """Applies the token budget of a run (HarnessContext): ReAct calls `check` after each turn's
+    tool calls, the CLIs' PostToolUse hook (harnesses/hooks/host.py) calls `after_tool`.
 
-    `after_tool(tool_id)` returns the text to add next to the tool result. At "stop" the CLI
-    cannot be told to exit from a PostToolUse hook, so the run's budget ends now: the gateway
-    refuses further model calls (its deadline) and the harness records a timeout, exactly as
-    when the time budget runs out."""
+    `check(tool_id)` decides and records the `notice` event. `after_tool(tool_id)` returns the text
+    to add next to the tool result. At "stop" the CLI cannot be told to exit from a PostToolUse
+    hook, so the run's budget ends now: the gateway refuses further model calls (its deadline) and
+    the harness records a timeout, exactly as when the time budget runs out."""
 
     def __init__(self, ctx: "object") -> None:
         self.ctx = ctx
@@ -90,14 +91,19 @@ class TokenBudgetHook:
         summary = self.ctx.gateway.summary()  # type: ignore[attr-defined]
         return int((summary.get("usage") or {}).get("output_tokens") or 0)
 
-    def after_tool(self, tool_id: str | None, now: float) -> str | None:
-        from benchctl.policies import Budget
+    def check(self, tool_id: str | None) -> TokenDecision:
         ctx = self.ctx
         used = self.used()
         d = token_decision(ctx.token_budget, used, self.state)  # type: ignore[attr-defined]
         kind = {"notice": "tokens", "final": "token_final", "stop": "token_deadline"}[d.kind]
         ctx.transcript.emit("notice", "policy", kind=kind, text=d.message, tokens_used=used,  # type: ignore[attr-defined]
                             tool_id=tool_id)
+        return d
+
+    def after_tool(self, tool_id: str | None, now: float) -> str | None:
+        from benchctl.policies import Budget
+        ctx = self.ctx
+        d = self.check(tool_id)
         if d.kind != "stop":
             return d.message
         budget = ctx.budget  # type: ignore[attr-defined]

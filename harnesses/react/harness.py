@@ -34,7 +34,7 @@ class ReactHarness:
         self.clock = clock
         self._conv: Conversation | None = None
         self._turns = 0
-        self._token_state: Any = None
+        self._tokens: Any = None                 # benchctl.targets TokenBudgetHook, when the run has a token budget
         self._policy_seen: str | None = None     # the length-policy file's text as last read
 
     def mounts(self) -> list[Mount]:
@@ -107,14 +107,11 @@ class ReactHarness:
         result; True when the budget and its grace are spent and the agent must stop."""
         if ctx.token_budget is None or not results:
             return False
-        from benchctl.targets.token_budget import TokenState, token_decision
-        if self._token_state is None:
-            self._token_state = TokenState()
-        used = int((ctx.gateway.summary().get("usage") or {}).get("output_tokens") or 0)
-        d = token_decision(ctx.token_budget, used, self._token_state)
-        kind = {"notice": "tokens", "final": "token_final", "stop": "token_deadline"}[d.kind]
-        ctx.transcript.emit("notice", "policy", kind=kind, text=d.message, tokens_used=used,
-                            tool_id=results[-1].call.id)
+        if self._tokens is None:
+            from benchctl.targets.token_budget import TokenBudgetHook
+            self._tokens = TokenBudgetHook(ctx)
+        self._tokens.ctx = ctx
+        d = self._tokens.check(results[-1].call.id)
         if d.kind == "stop":
             return True
         results[-1].output += "\n\n" + d.message
