@@ -86,7 +86,6 @@ def make_console() -> "Console":
 
 
 def print_summary(session: Session) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     console = make_console()
