@@ -22,7 +22,6 @@ class Tally:
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = 0.0
     calls: int = 0
-    failed_calls: int = 0
 
     def add(self, completion: Any) -> None:
         self.calls += 1
@@ -59,7 +58,6 @@ class Judge:
                 completion = await acomplete(self.model, messages, system=system, max_tokens=self.max_tokens,
                                              temperature=self.temperature)
             except ModelCallError as e:
-                tally.failed_calls += 1
                 raise JudgeFailed(f"judge call failed after retries: {e}") from None
         tally.add(completion)
         if completion.refusal:
