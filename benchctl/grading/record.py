@@ -37,7 +37,7 @@ class GradeJob:
         return text, len(data) > MAX_ARTIFACT_CHARS * 4
 
 
-def status_of(n_items: int, n_unscored: int, score: float | None) -> str:
+def status_of(n_unscored: int, score: float | None) -> str:
     if score is None:
         return "unscored"
     return "partial" if n_unscored else "scored"
@@ -50,7 +50,7 @@ def make_record(grader: str, job: GradeJob, judge: str, rubric_hash: str, *, ite
     rec: dict[str, Any] = {
         "schema": GRADE_SCHEMA, "grader": grader, "run_id": job.run_id, "artifact": job.artifact,
         "artifact_tag": job.artifact_tag, "judge": judge, "rubric_hash": rubric_hash,
-        "status": status_of(len(items), n_unscored, score), "score": score, "raw_score": raw_score,
+        "status": status_of(n_unscored, score), "score": score, "raw_score": raw_score,
         "items": items, "n_items": len(items), "n_unscored": n_unscored,
         "usage": dict(tally.usage) if tally else {}, "cost_usd": tally.cost_usd if tally else 0.0,
         "judge_calls": tally.calls if tally else 0, "created_at": time.time(),
