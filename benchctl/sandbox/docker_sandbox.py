@@ -197,15 +197,9 @@ class DockerSandbox:
             argv = ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
         marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
         environment = {**(env or {}), EXEC_MARKER: marker.split("=", 1)[1]}
-        api = self.client.api
         started = time.monotonic()
-        import docker.errors
-        try:
-            exec_id = api.exec_create(cid, argv, stdout=True, stderr=True, environment=environment,
-                                      workdir=workdir, user=user or self.spec.user)["Id"]
-            reader = FrameReader(api.exec_start(exec_id, socket=True))
-        except docker.errors.APIError as e:  # container gone (stopped, removed by cleanup) or not running
-            raise SandboxError(f"cannot exec in sandbox {self.name}: {e.explanation or e}") from e
+        exec_id, reader = self._start_exec(cid, argv, user or self.spec.user, stdout=True, stderr=True,
+                                           environment=environment, workdir=workdir)
         capture = StreamCapture(cap=output_cap)
         killed_by_host = False
         try:
@@ -237,6 +231,16 @@ class DockerSandbox:
         return ExecResult(exit_code=exit_code, stdout=capture.text(0), stderr=stderr, timed_out=timed_out,
                           truncated=capture.truncated, duration_s=duration), capture
 
+    def _start_exec(self, cid: str, argv: list[str], user: str, **kwargs: Any) -> tuple[str, FrameReader]:
+        """Create and start an exec; its output is read from the returned FrameReader."""
+        import docker.errors
+        api = self.client.api
+        try:
+            exec_id = api.exec_create(cid, argv, user=user, **kwargs)["Id"]
+            return exec_id, FrameReader(api.exec_start(exec_id, socket=True))
+        except docker.errors.APIError as e:  # container gone (stopped, removed by cleanup) or not running
+            raise SandboxError(f"cannot exec in sandbox {self.name}: {e.explanation or e}") from e
+
     def _exit_code(self, exec_id: str) -> int | None:
         import docker.errors
         for _ in range(50):  # the exit code appears a moment after the stream closes
@@ -267,13 +271,7 @@ class DockerSandbox:
 
     def _quick(self, argv: list[str], user: str | None = None, timeout: float = 15.0) -> str:
         """A short helper command with a host-side deadline (never hangs the caller)."""
-        import docker.errors
-        api = self.client.api
-        try:
-            exec_id = api.exec_create(self._require_running(), argv, user=user or self.spec.user)["Id"]
-            reader = FrameReader(api.exec_start(exec_id, socket=True))
-        except docker.errors.APIError as e:  # e.g. removed by `benchctl cleanup --all` mid-run
-            raise SandboxError(f"cannot exec in sandbox {self.name}: {e.explanation or e}") from e
+        _, reader = self._start_exec(self._require_running(), argv, user or self.spec.user)
         capture = StreamCapture(cap=1_000_000)
         try:
             reader.pump(capture, time.monotonic() + timeout)
