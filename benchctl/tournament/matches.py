@@ -86,10 +86,10 @@ def env_matches(canon: CanonicalList, auditor_of: Mapping[str, str], *,
     return rows
 
 
-def wins_matrix(rows: Sequence[MatchRow], index: Mapping[str, int], out: np.ndarray | None = None) -> np.ndarray:
+def wins_matrix(rows: Sequence[MatchRow], index: Mapping[str, int]) -> np.ndarray:
     """Accumulate W[i, j] += weight * share_i (and W[j, i] += weight * share_j) over non-skipped rows."""
     a = len(index)
-    w = np.zeros((a, a)) if out is None else out
+    w = np.zeros((a, a))
     for m in rows:
         if m["share_a"] is None:
             continue
