@@ -22,6 +22,13 @@ def rec(results: Path, grader: str, run_id: str, tag: str | None = None) -> dict
     return read_json(grade_path(results, grader, run_id, tag))
 
 
+def one_good_run(tmp_path: Path, **task_kw: str) -> Path:
+    """A results dir holding one finished run, r1, whose report.md is GOOD_REPORT."""
+    results = tmp_path / "results"
+    make_run(results, "r1", make_task(tmp_path, **task_kw), {"report.md": GOOD_REPORT})
+    return results
+
+
 def test_coverage_tldr_combined_with_fake_judge(tmp_path: Path) -> None:
     task = make_task(tmp_path, extra="batch_size = 3\n")
     results = tmp_path / "results"
@@ -50,9 +57,7 @@ def test_coverage_tldr_combined_with_fake_judge(tmp_path: Path) -> None:
 
 
 def test_judge_that_always_errors_gives_unscored_not_zero(tmp_path: Path) -> None:
-    task = make_task(tmp_path)
-    results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    results = one_good_run(tmp_path)
     session = grade(results, f"{MOD}:failing")
     cov = rec(results, "coverage", "r1")
     assert cov["status"] == "unscored" and cov["score"] is None and cov["raw_score"] is None
@@ -65,9 +70,7 @@ def test_judge_that_always_errors_gives_unscored_not_zero(tmp_path: Path) -> Non
 
 
 def test_refusing_judge_is_unscored(tmp_path: Path) -> None:
-    task = make_task(tmp_path, graders='["tldr"]')
-    results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    results = one_good_run(tmp_path, graders='["tldr"]')
     grade(results, f"{MOD}:refusing")
     t = rec(results, "tldr", "r1")
     assert t["score"] is None and "refused" in t["items"][0]["error"]
@@ -88,9 +91,7 @@ def test_missing_ids_are_reasked_once(tmp_path: Path) -> None:
 
 
 def test_id_still_missing_after_reask_is_unscored_and_counted(tmp_path: Path) -> None:
-    task = make_task(tmp_path)
-    results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    results = one_good_run(tmp_path)
     grade(results, f"{MOD}:never_f7", graders=["coverage"])
     cov = rec(results, "coverage", "r1")
     f7 = next(it for it in cov["items"] if it["id"] == "F7")
@@ -101,9 +102,7 @@ def test_id_still_missing_after_reask_is_unscored_and_counted(tmp_path: Path) ->
 
 
 def test_failed_batch_leaves_only_its_items_unscored(tmp_path: Path) -> None:
-    task = make_task(tmp_path)
-    results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    results = one_good_run(tmp_path)
     grade(results, f"{MOD}:down_for_f6", graders=["coverage"])
     cov = rec(results, "coverage", "r1")
     assert [b["status"] for b in cov["batches"]] == ["ok", "failed"]
@@ -139,9 +138,7 @@ def test_prompt_wraps_report_in_nonce_markers(tmp_path: Path) -> None:
 
 
 def test_resume_skips_existing_grades_and_force_regrades(tmp_path: Path) -> None:
-    task = make_task(tmp_path)
-    results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    results = one_good_run(tmp_path)
     first = grade(results, FAKE)
     assert first.judge_calls == 3   # 2 coverage batches + 1 tldr
     created = rec(results, "coverage", "r1")["created_at"]
@@ -155,9 +152,7 @@ def test_resume_skips_existing_grades_and_force_regrades(tmp_path: Path) -> None
 
 
 def test_unscored_grades_are_retried_on_resume(tmp_path: Path) -> None:
-    task = make_task(tmp_path, graders='["coverage"]')
-    results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    results = one_good_run(tmp_path, graders='["coverage"]')
     grade(results, f"{MOD}:never_f7")
     assert rec(results, "coverage", "r1")["status"] == "partial"
     # the same judge id and rubric: the partial grade is redone, not kept
@@ -246,9 +241,7 @@ def test_tournament_only_task_plans_no_per_run_grades(tmp_path: Path) -> None:
 def test_combined_refuses_a_part_graded_under_an_older_rubric(tmp_path: Path) -> None:
     """The rubric changes (batch size, part of the coverage hash) and only `combined` is asked for:
     the coverage grade on disk is stale, so combined is unscored and says why, not a stale sum."""
-    task = make_task(tmp_path)
-    results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT})
+    results = one_good_run(tmp_path)
     grade(results, FAKE)
     assert rec(results, "combined", "r1")["status"] == "scored"
     make_task(tmp_path, extra="batch_size = 3\n")
