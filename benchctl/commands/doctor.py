@@ -159,12 +159,12 @@ def register(app: typer.Typer) -> None:
         if client is None:
             typer.echo(f"error: Docker Engine {docker_check.detail}; {docker_check.fix}", err=True)
             raise typer.Exit(2)
-        from benchctl.sandbox.cleanup import find_managed, remove_strays
+        from benchctl.sandbox.cleanup import find_managed, remove
         found = find_managed(client, run_id=run_id)
         victims = [s for s in found if all_ or not s.owner_alive]
         kept = len(found) - len(victims)
         if not dry_run:
-            victims = remove_strays(client, include_live_owners=all_, run_id=run_id)
+            remove(client, victims)
         verb = "would remove" if dry_run else "removed"
         for s in victims:
             typer.echo(f"{verb} {s.name} ({s.id}, run {s.run_id}, {s.status})")

@@ -172,6 +172,11 @@ def find_managed(client: Any, run_id: str | None = None) -> list[Stray]:
 def remove_strays(client: Any, include_live_owners: bool = False, run_id: str | None = None) -> list[Stray]:
     """Remove labelled containers whose owning process is gone (or all, if asked). Returns them."""
     victims = [s for s in find_managed(client, run_id) if include_live_owners or not s.owner_alive]
+    remove(client, victims)
+    return victims
+
+
+def remove(client: Any, victims: list[Stray]) -> None:
+    """Force-remove the given containers (as listed by find_managed)."""
     for s in victims:
         _remove_one(client, s.id)
-    return victims
