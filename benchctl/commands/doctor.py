@@ -131,8 +131,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
     ) -> None:
         """Check that this machine can run benchmarks, and say how to fix what is missing."""
-        tag = image or os.environ.get("BENCHCTL_IMAGE", "benchctl-sandbox:latest")
-        checks = run_checks(tag)
+        from benchctl.images import DEFAULT_TAG
+        checks = run_checks(image or DEFAULT_TAG)
         failed = [c for c in checks if c.required and c.status == "fail"]
         if as_json:
             typer.echo(json.dumps({"ok": not failed, "checks": [asdict(c) for c in checks]}, indent=2))
