@@ -14,6 +14,7 @@ import pytest
 from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
 from benchctl.gateway.clients import anthropic_client
 from benchctl.gateway.forwarder import FORWARDER_SOURCE, forwarder_command
+from tests._run_helpers import BENCHCTL
 
 pytestmark = pytest.mark.timeout(120)
 SCRIPT = {"turns": [{"text": "hello from the script", "chunks": 3}]}
@@ -36,7 +37,7 @@ def test_benchctl_gateway_command_serves_and_prints_summary(tmp_path: Path) -> N
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     sock, transcript = tmp_path / "gw.sock", tmp_path / "t.jsonl"
-    proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
+    proc = subprocess.Popen([*BENCHCTL, "gateway",
                              "--socket", str(sock), "--model", f"scripted/{script}", "--transcript", str(transcript)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -54,7 +55,7 @@ def test_benchctl_gateway_command_serves_and_prints_summary(tmp_path: Path) -> N
 
 
 def test_benchctl_gateway_command_rejects_bad_model(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
+    proc = subprocess.run([*BENCHCTL, "gateway",
                            "--socket", str(tmp_path / "s"), "--model", "nonsense"], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and "must look like provider/name" in proc.stderr

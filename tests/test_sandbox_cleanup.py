@@ -8,8 +8,11 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from typing import Any
 
 import pytest
+
+from tests._run_helpers import containers_with_label
 
 pytestmark = pytest.mark.docker
 
@@ -29,9 +32,8 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-def _containers(run_id: str) -> list[dict]:
-    import docker
-    return docker.from_env().api.containers(all=True, filters={"label": f"benchctl.run_id={run_id}"})
+def _containers(run_id: str) -> list[Any]:
+    return containers_with_label("benchctl.run_id", run_id)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -74,7 +76,7 @@ def test_stray_containers_found_and_removed(sandbox_image: str) -> None:
         assert found[ids[0][:12]].owner_alive is False and found[ids[1][:12]].owner_alive is True
         removed = cleanup.remove_strays(client, run_id=run_id)
         assert [s.id for s in removed] == [ids[0][:12]]
-        assert [c["Id"] for c in _containers(run_id)] == [ids[1]]
+        assert [c.id for c in _containers(run_id)] == [ids[1]]
         removed = cleanup.remove_strays(client, include_live_owners=True, run_id=run_id)
         assert _containers(run_id) == []
     finally:

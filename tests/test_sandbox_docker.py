@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchctl.sandbox.base import Limits, SandboxSpec
+from tests._run_helpers import containers_with_label
 
 pytestmark = pytest.mark.docker
 
@@ -268,11 +269,6 @@ def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str) -> N
             box.get_file("/etc/passwd")
 
 
-def _run_containers(run_id: str) -> list[dict]:
-    import docker
-    return docker.from_env().api.containers(all=True, filters={"label": f"benchctl.run_id={run_id}"})
-
-
 def test_start_after_stop_refuses_and_creates_nothing(sandbox_image: str) -> None:
     """A cancel may stop() a sandbox just before the runner's start(): nothing may be created then."""
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
@@ -280,7 +276,7 @@ def test_start_after_stop_refuses_and_creates_nothing(sandbox_image: str) -> Non
     box.stop()
     with pytest.raises(SandboxError, match="stopped before it started"):
         box.start()
-    assert _run_containers("test-stop-first") == []
+    assert containers_with_label("benchctl.run_id", "test-stop-first") == []
 
 
 def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str) -> None:
@@ -307,7 +303,7 @@ def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str) 
     box = DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-stop-midcreate"), client=client)
     with pytest.raises(SandboxError, match="stopped while it was starting"):
         box.start()
-    assert _run_containers("test-stop-midcreate") == []
+    assert containers_with_label("benchctl.run_id", "test-stop-midcreate") == []
     assert box.name not in cleanup.live_containers()
 
 
