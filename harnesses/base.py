@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from benchctl.policies import Budget, RunPolicies, StopState
+from benchctl.policies import Budget, RunPolicies, StopState, length_notice, time_notice
 from benchctl.sandbox.base import Mount, Sandbox
 from benchctl.transcript import TranscriptWriter
 
@@ -36,6 +36,24 @@ class HarnessContext:
     # (TokenBudget); None for other tasks. ReAct uses them natively; CLIs get the tools over MCP.
     target_tools: Any = None
     token_budget: Any = None
+
+
+def tool_notices(ctx: HarnessContext, tool_id: str | None, file_text: str | None, now: float,
+                 **ids: Any) -> list[str]:
+    """The policy notices after one tool call, each also written to the transcript as a `notice`:
+    the length-policy file's word count when the call changed it (`file_text`, else None), then the
+    time remaining. ReAct appends them to the tool result; the CLI hook host (harnesses/hooks/host.py)
+    returns them as the hook's additionalContext, so transcripts look alike across harnesses."""
+    pol, notices = ctx.policies, []
+    if pol.length is not None and file_text is not None:
+        words = length_notice(pol.length, file_text)
+        ctx.transcript.emit("notice", "policy", kind="words", text=words, tool_id=tool_id, **ids)
+        notices.append(words)
+    if pol.notify_time:
+        tn = time_notice(ctx.budget, now)
+        ctx.transcript.emit("notice", "policy", kind="time", text=tn, tool_id=tool_id, **ids)
+        notices.append(tn)
+    return notices
 
 
 @dataclass

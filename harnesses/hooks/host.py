@@ -25,9 +25,9 @@ from typing import Any, Callable
 
 import orjson
 
-from benchctl.policies import length_notice, stop_decision, time_notice
+from benchctl.policies import stop_decision
 from benchctl.sandbox.base import WORK_DIR
-from harnesses.base import HarnessContext
+from harnesses.base import HarnessContext, tool_notices
 
 ROUTE_PREFIX = "/benchctl/hooks/"
 FALLBACK_CONTINUE = ("Your previous response was not delivered. Continue the task from where you left off; "
@@ -100,23 +100,14 @@ class HookHost:
 
     def post_tool_use(self, payload: dict[str, Any]) -> dict[str, Any]:
         inp = payload.get("input") or {}
-        tr, pol, now = self.ctx.transcript, self.ctx.policies, self.clock()
+        tr, now = self.ctx.transcript, self.clock()
         tool_id = inp.get("tool_use_id")
         ids: dict[str, Any] = {}
         if self.tool_items is not None:
             ids["item_id"] = self.tool_items.claim(inp.get("tool_name"), inp.get("tool_input"))
         tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=inp.get("tool_name"),
                 tool_id=tool_id, file_changed=payload.get("file") is not None, **ids)
-        parts: list[str] = []
-        text = self._file_text(payload)
-        if pol.length is not None and text is not None:
-            words = length_notice(pol.length, text)
-            tr.emit("notice", "policy", kind="words", text=words, tool_id=tool_id, **ids)
-            parts.append(words)
-        if pol.notify_time:
-            tn = time_notice(self.ctx.budget, now)
-            tr.emit("notice", "policy", kind="time", text=tn, tool_id=tool_id, **ids)
-            parts.append(tn)
+        parts = tool_notices(self.ctx, tool_id, self._file_text(payload), now, **ids)
         if self._tokens is not None:
             self._tokens.ctx = self.ctx
             tokens = self._tokens.after_tool(tool_id, now)

@@ -12,9 +12,9 @@ import time
 from typing import Any, Callable
 
 from benchctl.gateway.upstream import ModelId
-from benchctl.policies import length_notice, stop_decision, time_notice
+from benchctl.policies import stop_decision
 from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
-from harnesses.base import HarnessContext, HarnessResult
+from harnesses.base import HarnessContext, HarnessResult, tool_notices
 from harnesses.react.tools import ToolBox, ToolOutcome, resolve
 from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
 
@@ -169,16 +169,8 @@ class ReactHarness:
                     tr.emit("tool_result", "harness", id=call.id, name=call.name, output=out.output,
                             exit_code=out.exit_code, is_error=out.is_error, truncated=out.truncated,
                             timed_out=out.timed_out)
-                    text = out.output
                     report = self._changed_policy_file(ctx, call.name, out, length_path)
-                    if pol.length and report is not None:
-                        words = length_notice(pol.length, report)
-                        tr.emit("notice", "policy", kind="words", text=words, tool_id=call.id)
-                        text += "\n\n" + words
-                    if pol.notify_time:
-                        tn = time_notice(budget, self.clock())
-                        tr.emit("notice", "policy", kind="time", text=tn, tool_id=call.id)
-                        text += "\n\n" + tn
+                    text = "\n\n".join([out.output, *tool_notices(ctx, call.id, report, self.clock())])
                     results.append(ToolResult(call, text, out.is_error))
                 token_stop = self._token_policy(ctx, results)
                 conv.add_tool_results(results)
