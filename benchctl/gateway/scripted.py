@@ -392,7 +392,7 @@ def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedR
     reply = wf.Reply(turn.text, [wf.ToolCall(tc.name, tc.input, tc.id) for tc in turn.tool_calls], turn.refusal,
                      turn.stop_reason, usage, served, thinking=turn.thinking)
     longest = max([len(turn.text), len(turn.thinking)] + [len(tc.arguments_json()) for tc in turn.tool_calls])
-    reply.chunk_chars = wf.pieces_for("x" * longest, turn.chunks)
+    reply.chunk_chars = wf.pieces_for(longest, turn.chunks)
     body = call.body or {}
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     alt_sse = "alt=sse" in call.query

@@ -104,10 +104,10 @@ def split_text(text: str, size: int) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
-def pieces_for(text: str, chunks: int | None, default_size: int = 64) -> int:
-    """Piece size that splits `text` into about `chunks` pieces (or the default size)."""
-    if chunks and chunks > 0 and text:
-        return max(1, -(-len(text) // chunks))
+def pieces_for(length: int, chunks: int | None, default_size: int = 64) -> int:
+    """Piece size that splits a text of `length` characters into about `chunks` pieces (or the default size)."""
+    if chunks and chunks > 0 and length:
+        return max(1, -(-length // chunks))
     return default_size
 
 
