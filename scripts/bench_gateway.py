@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _stats import percentile
+
 FAKE = """
 import sys, time
 from benchctl.testing.fake_upstream import FakeUpstreamServer
@@ -103,8 +105,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] * 1000
+    return percentile(values, p) * 1000
 
 
 def main() -> int:

@@ -22,13 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _stats import percentile  # noqa: E402
 from benchctl.sandbox.base import SandboxSpec  # noqa: E402
 from benchctl.sandbox.docker_sandbox import DockerSandbox  # noqa: E402
-
-
-def p90(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(0.9 * (len(s) - 1)))]
 
 
 def main() -> None:
@@ -70,7 +66,7 @@ def main() -> None:
     print(f"DockerSandbox lifecycle, {args.runs} runs, image {args.image}")
     print(f"{'phase':<15}{'median ms':>11}{'p90 ms':>9}{'min ms':>9}{'max ms':>9}")
     for k, xs in phases.items():
-        print(f"{k:<15}{statistics.median(xs):>11.0f}{p90(xs):>9.0f}{min(xs):>9.0f}{max(xs):>9.0f}")
+        print(f"{k:<15}{statistics.median(xs):>11.0f}{percentile(xs, 90):>9.0f}{min(xs):>9.0f}{max(xs):>9.0f}")
 
 
 if __name__ == "__main__":

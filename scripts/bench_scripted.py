@@ -28,16 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx2  # noqa: E402
+from _stats import percentile  # noqa: E402
 
 from benchctl.testing import FakeUpstreamServer  # noqa: E402
 
 BODY = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hello " * 50}]}
 SCRIPT = {"turns": [{"text": "The answer is 42. " * 10}]}
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 async def http_latencies(url: str, n: int, conc: int, stream: bool) -> tuple[list[float], float]:
@@ -94,7 +90,7 @@ def complete_latencies(model: str, n: int, conc: int) -> tuple[list[float], floa
 def row(name: str, conc: int, lat: list[float], wall: float | None = None) -> str:
     ms = [x * 1000 for x in lat]
     extra = f"{len(lat) / wall:9.0f}" if wall else " " * 9
-    return f"{name:<30} {conc:>5} {len(ms):>6} {statistics.median(ms):>9.2f} {pct(ms, 99):>9.2f} {extra}"
+    return f"{name:<30} {conc:>5} {len(ms):>6} {statistics.median(ms):>9.2f} {percentile(ms, 99):>9.2f} {extra}"
 
 
 def main() -> None:
