@@ -116,18 +116,14 @@ def ensure_mmdebstrap(log: Log) -> str:
     return found
 
 
-def _stream_build(client: Any, log: Log, **kwargs: Any) -> str:
-    """Run a Dockerfile build through the API, logging steps; returns the image id."""
-    image_id = ""
+def _stream_build(client: Any, log: Log, **kwargs: Any) -> None:
+    """Run a Dockerfile build through the API, logging steps (build_image then inspects the tag)."""
     for chunk in client.api.build(decode=True, rm=True, forcerm=True, **kwargs):
         if "error" in chunk:
             raise ImageBuildError(f"docker build failed: {chunk['error'].strip()}")
         line = (chunk.get("stream") or "").strip()
         if line.startswith("Step "):
             log(line)
-        aux = chunk.get("aux") or {}
-        image_id = aux.get("ID", image_id)
-    return image_id
 
 
 def build_dockerfile(client: Any, tag: str, log: Log, base: str = BASE_IMAGE) -> None:
