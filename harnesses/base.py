@@ -38,6 +38,14 @@ class HarnessContext:
     token_budget: Any = None
 
 
+def fallback_count(ctx: HarnessContext) -> int:
+    """How often the run's gateway has switched to its fallback model so far (0 when it cannot say)."""
+    try:
+        return len(ctx.gateway.summary().get("fallbacks") or [])
+    except Exception:
+        return 0
+
+
 def tool_notices(ctx: HarnessContext, tool_id: str | None, file_text: str | None, now: float,
                  **ids: Any) -> list[str]:
     """The policy notices after one tool call, each also written to the transcript as a `notice`:

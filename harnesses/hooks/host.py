@@ -27,7 +27,7 @@ import orjson
 
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import WORK_DIR
-from harnesses.base import HarnessContext, tool_notices
+from harnesses.base import HarnessContext, fallback_count, tool_notices
 
 ROUTE_PREFIX = "/benchctl/hooks/"
 FALLBACK_CONTINUE = ("Your previous response was not delivered. Continue the task from where you left off; "
@@ -117,22 +117,17 @@ class HookHost:
             return {}
         return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "\n".join(parts)}}
 
-    def _new_fallbacks(self) -> int:
-        try:
-            n = len(self.ctx.gateway.summary().get("fallbacks") or [])
-        except Exception:
-            return 0
-        return n - self._fallbacks_nudged
-
     def stop(self, payload: dict[str, Any]) -> dict[str, Any]:
         inp = payload.get("input") or {}
         ctx, tr, pol, now = self.ctx, self.ctx.transcript, self.ctx.policies, self.clock()
         decision = stop_decision(ctx.budget, now, ctx.stop_state, pol.early_exit, pol.length, self._file_text(payload))
         last = inp.get("last_assistant_message")
         kind, message = decision.kind, decision.message
-        if kind == "stop" and not last and not ctx.budget.expired(now) and self._new_fallbacks() > 0:
-            self._fallbacks_nudged += self._new_fallbacks()
-            kind, message = "fallback_continue", FALLBACK_CONTINUE
+        if kind == "stop" and not last and not ctx.budget.expired(now):
+            fallbacks = fallback_count(ctx)
+            if fallbacks > self._fallbacks_nudged:
+                self._fallbacks_nudged = fallbacks
+                kind, message = "fallback_continue", FALLBACK_CONTINUE
         tr.emit("hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"),
                 decision=kind)
         elapsed = round(now - ctx.budget.start, 3)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from benchctl.gateway.upstream import ModelId
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
-from harnesses.base import HarnessContext, HarnessResult, tool_notices
+from harnesses.base import HarnessContext, HarnessResult, fallback_count, tool_notices
 from harnesses.react.tools import ToolBox, ToolOutcome, resolve
 from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
 
@@ -64,12 +64,6 @@ class ReactHarness:
         return self._loop(ctx, {**self.options, **ctx.options})
 
     # ---------------------------------------------------------------------------------------
-
-    def _fallbacks(self, ctx: HarnessContext) -> int:
-        try:
-            return len(ctx.gateway.summary().get("fallbacks") or [])
-        except Exception:
-            return 0
 
     def _read_policy_file(self, ctx: HarnessContext) -> str | None:
         lp = ctx.policies.length
@@ -135,7 +129,7 @@ class ReactHarness:
             if budget.expired(now):
                 tr.emit("notice", "policy", kind="deadline", text="Time is up; the agent was stopped.")
                 return result("timeout")
-            fallbacks_before = self._fallbacks(ctx)
+            fallbacks_before = fallback_count(ctx)
             try:
                 turn: Turn = conv.call(timeout=budget.remaining(now) + 2.0)
             except Exception as e:
@@ -152,7 +146,7 @@ class ReactHarness:
             if turn.refusal:
                 tr.emit("assistant", "harness", turn=self._turns, text=turn.text, stop_reason=turn.stop_reason,
                         refusal=True, usage=turn.usage)
-                if self._fallbacks(ctx) > fallbacks_before and refusal_retries < MAX_REFUSAL_RETRIES:
+                if fallback_count(ctx) > fallbacks_before and refusal_retries < MAX_REFUSAL_RETRIES:
                     refusal_retries += 1     # the gateway switched models: same turn again
                     continue
                 return result("refused", "the model refused and no fallback applied")
