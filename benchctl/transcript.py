@@ -48,8 +48,9 @@ SECRET_ENV_VARS = (
     "OPENAI_COMPATIBLE_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_AUTH_TOKEN",
 )
 # Any variable named like a credential counts too (e.g. OPENAI_COMPATIBLE_PRISM_API_KEY,
-# HF_TOKEN behind a router): a false positive only redacts a harmless string.
-SECRET_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN", "_ACCESS_TOKEN", "_SECRET_KEY", "_TOKEN")
+# HF_TOKEN behind a router, *_AUTH_TOKEN, *_ACCESS_TOKEN): a false positive only redacts a
+# harmless string.
+SECRET_SUFFIXES = ("_API_KEY", "_SECRET_KEY", "_TOKEN")
 
 
 def secret_values(extra: Iterable[str] = ()) -> list[str]:
