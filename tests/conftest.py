@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-SANDBOX_IMAGE = os.environ.get("BENCHCTL_IMAGE", "benchctl-sandbox:latest")
+from benchctl.images import DEFAULT_TAG as SANDBOX_IMAGE  # $BENCHCTL_IMAGE or benchctl-sandbox:latest
 
 
 def _docker_problem() -> str | None:
