@@ -203,7 +203,6 @@ class CallTracker:
     GENERATION_APIS = ("anthropic_messages", "openai_responses", "openai_chat", "gemini")
 
     def __init__(self) -> None:
-        self.started = time.time()
         self.first_call_t: float | None = None
         self.calls = 0
         self.last_refused = False

@@ -57,16 +57,11 @@ class ClaudeStreamParser:
         self.session_id: str | None = None
         self.version: str | None = None
         self.result: dict[str, Any] | None = None
-        self.assistant_messages = 0
-        self.tool_calls = 0
-        self.refusal_retries = 0
-        self.unparsed = 0
 
     def feed(self, line: str) -> None:
         try:
             ev = orjson.loads(line)
         except orjson.JSONDecodeError:
-            self.unparsed += 1
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="unparsed_line", text=line[:MAX_RAW])
             return
         if not isinstance(ev, dict):
@@ -89,12 +84,10 @@ class ClaudeStreamParser:
         for block in msg.get("content") or []:
             btype = block.get("type")
             if btype == "text":
-                self.assistant_messages += 1
                 self.tr.emit("assistant", "harness", cli=self.cli, text=block.get("text", ""), model=msg.get("model"),
                              message_id=msg.get("id"), stop_reason=msg.get("stop_reason"),
                              subagent=ev.get("parent_tool_use_id"))
             elif btype == "tool_use":
-                self.tool_calls += 1
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=block.get("id"), name=block.get("name"),
                              input=block.get("input"), subagent=ev.get("parent_tool_use_id"))
             elif btype in ("thinking", "redacted_thinking"):
@@ -119,8 +112,6 @@ class ClaudeStreamParser:
                 self.tr.emit("tool_result", "harness", cli=self.cli, id=block.get("tool_use_id"), output=out,
                              is_error=bool(block.get("is_error")), truncated=cut, **fields)
             elif block.get("type") == "text":
-                if ev.get("refusal_retry"):
-                    self.refusal_retries += 1
                 text, cut = _clip(str(block.get("text", "")))
                 self.tr.emit("harness_event", "harness", cli=self.cli, kind="cli_message", text=text,
                              synthetic=bool(ev.get("isSynthetic")), refusal_retry=bool(ev.get("refusal_retry")))

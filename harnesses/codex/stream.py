@@ -119,7 +119,6 @@ class CodexStreamParser:
         self.last_error: str | None = None     # the last top-level error event, for the message
         self.last_agent_message: str | None = None
         self.usage: dict[str, Any] | None = None
-        self.tool_calls = 0
 
     def feed(self, line: str) -> None:
         try:
@@ -160,7 +159,6 @@ class CodexStreamParser:
                 self.tr.emit("assistant", "harness", cli=self.cli, text=self.last_agent_message, item_id=iid)
         elif itype == "command_execution":
             if phase == "started":
-                self.tool_calls += 1
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name="exec_command",
                              input={"command": item.get("command")})
             elif phase == "completed":
@@ -172,7 +170,6 @@ class CodexStreamParser:
                 self.tool_items.completed(str(iid), itype, str(item.get("command") or ""))
         elif itype == "file_change":
             if phase == "started":
-                self.tool_calls += 1
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name="apply_patch",
                              input={"changes": item.get("changes")})
             elif phase == "completed":
@@ -189,7 +186,6 @@ class CodexStreamParser:
         elif itype in ("mcp_tool_call", "web_search", "todo_list", "collab_tool_call"):
             name = item.get("tool") or item.get("query") and "web_search" or itype
             if phase == "started":
-                self.tool_calls += 1
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name=str(name), input=_small(item))
             elif phase == "completed":
                 self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name=str(name), output=_small(item),
