@@ -61,6 +61,15 @@ def _clients() -> Any:
     return clients
 
 
+def _arguments(raw: str | None) -> Any:
+    """A function call's JSON arguments (OpenAI wires send them as a string); kept as
+    {"_unparsed": raw} when they are not JSON."""
+    try:
+        return json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_unparsed": raw}
+
+
 def _dump(obj: Any) -> dict[str, Any]:
     return obj.model_dump(exclude_none=True, mode="json") if hasattr(obj, "model_dump") else dict(obj)
 
@@ -174,11 +183,7 @@ class ResponsesConversation:
                     elif c.type == "output_text":
                         texts.append(c.text)
             elif item.type == "function_call":
-                try:
-                    args = json.loads(item.arguments or "{}")
-                except json.JSONDecodeError:
-                    args = {"_unparsed": item.arguments}
-                turn.tool_calls.append(ToolCall(item.call_id, item.name, args))
+                turn.tool_calls.append(ToolCall(item.call_id, item.name, _arguments(item.arguments)))
             new_items.append(d)
         if turn.refusal:
             return turn
@@ -223,11 +228,7 @@ class ChatConversation:
         if msg.tool_calls:
             stored["tool_calls"] = []
             for tc in msg.tool_calls:
-                try:
-                    args = json.loads(tc.function.arguments or "{}")
-                except json.JSONDecodeError:
-                    args = {"_unparsed": tc.function.arguments}
-                turn.tool_calls.append(ToolCall(tc.id, tc.function.name, args))
+                turn.tool_calls.append(ToolCall(tc.id, tc.function.name, _arguments(tc.function.arguments)))
                 stored["tool_calls"].append({"id": tc.id, "type": "function",
                                              "function": {"name": tc.function.name, "arguments": tc.function.arguments}})
         self.messages.append(stored)
