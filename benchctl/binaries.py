@@ -122,8 +122,8 @@ def _find(override: str | None, env_var: str, label: str, from_wheel: Callable[[
     if found is not None:
         return found
     on_path = shutil.which(exe)
-    if on_path and _is_elf(Path(on_path).resolve()):
-        p = Path(on_path).resolve()
+    p = Path(on_path).resolve() if on_path else None
+    if p is not None and _is_elf(p):
         return BinaryInfo(p, binary_version(p), "PATH")
     return None
 
