@@ -101,15 +101,20 @@ def cli_rig(harness: CliHarness, monkeypatch: pytest.MonkeyPatch, image: str, *,
         shutil.rmtree(base, ignore_errors=True)
 
 
+def assert_absent_from_sandbox(sandbox: DockerSandbox, needle: str,
+                               skip_dirs: tuple[str, ...] = ("proc", "sys", "dev", "usr")) -> None:
+    """`needle` is in no process environment and no file of the sandbox (outside `skip_dirs`)."""
+    procs = sandbox.exec("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'", timeout=30)
+    assert needle not in procs.stdout
+    skip = " ".join(f"--exclude-dir={d}" for d in skip_dirs)
+    found = sandbox.exec(["sh", "-c", f"grep -rlsI {skip} -e '{needle}' / ; true"], timeout=60)
+    assert found.stdout.strip() == "", f"{needle!r} found in sandbox files: {found.stdout}"
+
+
 def assert_key_never_reached_the_sandbox(rig: Rig) -> None:
     """The real key: absent from every process environment and file in the sandbox, the
     transcript and the harness's files; present only on the upstream side."""
-    procs = rig.sandbox.exec("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'", timeout=30)
-    assert REAL_KEY not in procs.stdout
-    found = rig.sandbox.exec(
-        ["sh", "-c", f"grep -rlsI --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr "
-                     f"--exclude-dir=bin -e '{REAL_KEY}' / ; true"], timeout=60)
-    assert found.stdout.strip() == "", f"key found in sandbox files: {found.stdout}"
+    assert_absent_from_sandbox(rig.sandbox, REAL_KEY, ("proc", "sys", "dev", "usr", "bin"))
     for path in rig.run_dir.rglob("*"):
         if path.is_file():
             assert REAL_KEY.encode() not in path.read_bytes(), f"key in {path}"
