@@ -123,6 +123,26 @@ def assert_key_never_reached_the_sandbox(rig: Rig) -> None:
     assert REAL_KEY in (headers.get("x-api-key", ""), headers.get("authorization", "").removeprefix("Bearer "))
 
 
+FALLBACK_TEXT = "Fallback model here; continuing."
+
+
+def refusing(primary: str, fallback: str | None = None) -> dict[str, Any]:
+    """`by_model` for a primary model that refuses at once and, if given, a fallback that answers."""
+    by_model: dict[str, Any] = {primary: {"turns": [{"refusal": True, "text": "I can't help with that."}]}}
+    if fallback:
+        by_model[fallback] = {"turns": [{"text": FALLBACK_TEXT}]}
+    return by_model
+
+
+def assert_fallback_served(rig: Rig, provider: str, primary: str, fallback: str) -> None:
+    """The refused turn went to the primary model and the next one to the fallback, which the gateway
+    recorded as a switch and whose answer is the last assistant text."""
+    assert [b["model"] for b in rig.bodies()] == [primary, fallback]
+    assert [c["served_model"] for c in rig.events("model_call")] == [f"{provider}/{primary}", f"{provider}/{fallback}"]
+    assert rig.events("fallback")[0]["to"] == f"{provider}/{fallback}"
+    assert rig.events("assistant")[-1]["text"] == FALLBACK_TEXT
+
+
 def texts_of(obj: Any) -> list[str]:
     """Every string inside a JSON value (request bodies mix strings, blocks and lists)."""
     if isinstance(obj, str):

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from harnesses.claude_code import ClaudeCodeHarness
-from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, TIME_TEXT,
-                                   assert_key_never_reached_the_sandbox, cli_rig, contains)
+from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, TIME_TEXT, assert_fallback_served,
+                             assert_key_never_reached_the_sandbox, cli_rig, contains, refusing)
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
@@ -109,27 +109,20 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
 
 
 def test_refusal_retry_is_served_by_the_fallback_model(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    by_model = {PRIMARY: {"turns": [{"refusal": True, "text": "I can't help with that."}]},
-                FALLBACK: {"turns": [{"text": "Fallback model here; continuing."}]}}
     h = ClaudeCodeHarness()
     with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", fallback=f"anthropic/{FALLBACK}",
-                 by_model=by_model, policies=NO_POLICIES) as rig:
+                 by_model=refusing(PRIMARY, FALLBACK), policies=NO_POLICIES) as rig:
         result = h.run(rig.ctx)
         assert result.status == "completed", result.error
         # Claude Code retried the refused turn once itself; that retry went to the fallback model.
-        assert [b["model"] for b in rig.bodies()] == [PRIMARY, FALLBACK]
-        served = [c["served_model"] for c in rig.events("model_call")]
-        assert served == [f"anthropic/{PRIMARY}", f"anthropic/{FALLBACK}"]
-        assert rig.events("fallback")[0]["to"] == f"anthropic/{FALLBACK}"
+        assert_fallback_served(rig, "anthropic", PRIMARY, FALLBACK)
         assert result.details["served_models"] == {f"anthropic/{PRIMARY}": 1, f"anthropic/{FALLBACK}": 1}
         assert any(e.get("refusal_retry") for e in rig.events("harness_event"))
-        assert rig.events("assistant")[-1]["text"] == "Fallback model here; continuing."
 
 
 def test_refusal_without_fallback_is_refused_not_completed(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    by_model = {PRIMARY: {"turns": [{"refusal": True, "text": "I can't help with that."}]}}
     h = ClaudeCodeHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model=by_model,
+    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model=refusing(PRIMARY),
                  policies=NO_POLICIES) as rig:
         result = h.run(rig.ctx)
         assert result.status == "refused"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, TIME_TEXT,
-                             assert_key_never_reached_the_sandbox, cli_rig, contains)
+from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, TIME_TEXT, assert_fallback_served,
+                             assert_key_never_reached_the_sandbox, cli_rig, contains, refusing)
 from harnesses.codex import CodexHarness
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
@@ -103,25 +103,19 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
 
 
 def test_refusal_is_followed_by_the_fallback_model(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    by_model = {PRIMARY: {"turns": [{"refusal": True, "text": "I can't help with that."}]},
-                FALLBACK: {"turns": [{"text": "Fallback model here; continuing."}]}}
     h = CodexHarness()
     with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", fallback=f"openai/{FALLBACK}",
-                 by_model=by_model, policies=NO_POLICIES) as rig:
+                 by_model=refusing(PRIMARY, FALLBACK), policies=NO_POLICIES) as rig:
         result = h.run(rig.ctx)
         assert result.status == "completed", result.error
         # Codex drops the refused turn silently; the Stop hook hands the turn to the fallback model.
-        assert [b["model"] for b in rig.bodies()] == [PRIMARY, FALLBACK]
-        assert [c["served_model"] for c in rig.events("model_call")] == [f"openai/{PRIMARY}", f"openai/{FALLBACK}"]
-        assert rig.events("fallback")[0]["to"] == f"openai/{FALLBACK}"
+        assert_fallback_served(rig, "openai", PRIMARY, FALLBACK)
         assert [r["reason"] for r in rig.events("reprompt")] == ["fallback_continue"]
-        assert rig.events("assistant")[-1]["text"] == "Fallback model here; continuing."
 
 
 def test_refusal_without_fallback_is_refused_not_completed(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    by_model = {PRIMARY: {"turns": [{"refusal": True, "text": "I can't help with that."}]}}
     h = CodexHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model=by_model,
+    with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model=refusing(PRIMARY),
                  policies=NO_POLICIES) as rig:
         result = h.run(rig.ctx)
         assert result.exit_code == 0          # Codex itself thinks all went well...
