@@ -52,12 +52,7 @@ def check_model(model: str, what: str = "--model") -> None:
     if mid.provider == "scripted":
         if mid.name.startswith("py:"):
             return
-        try:
-            from benchctl.gateway.scripted import load_script
-        except ImportError:
-            if not Path(mid.name).is_file():
-                raise RunError(f"{what} {model}: script file {mid.name} not found (relative to {os.getcwd()})") from None
-            return
+        from benchctl.gateway.scripted import load_script
         try:
             load_script(mid.name)
         except Exception as e:
@@ -313,10 +308,7 @@ def _install_signals(runner: Any) -> Any:
     A second one: stop waiting and exit at once (containers are still removed)."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    try:
-        from benchctl.sandbox.cleanup import remove_all_live
-    except ImportError:
-        remove_all_live = lambda: []  # noqa: E731
+    from benchctl.sandbox.cleanup import remove_all_live
     hits = {"n": 0}
 
     def handler(sig: int, frame: Any) -> None:

@@ -89,10 +89,7 @@ def docker_sandbox(spec: SandboxSpec) -> Sandbox:
 
 
 def real_gateway(spec: RunSpec, socket_path: Path, transcript: TranscriptWriter) -> Any:
-    try:
-        from benchctl.gateway import Gateway, GatewayConfig  # type: ignore[attr-defined]
-    except ImportError:
-        from benchctl.gateway.server import Gateway, GatewayConfig
+    from benchctl.gateway.server import Gateway, GatewayConfig
     cfg = GatewayConfig(model=spec.model, fallback=spec.fallback, socket_path=socket_path)
     gw = Gateway(cfg, transcript)
     gw.start()
