@@ -73,6 +73,15 @@ def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
     return shlex.join(args)
 
 
+def hooks_config(ctx: HarnessContext, cli: str, **command: Any) -> dict[str, Any]:
+    """The `hooks` settings both CLIs read (same schema): benchctl's hook script after every tool
+    call and on stop. `command` adds fields to each hook command (e.g. a timeout)."""
+    def hook(event: str) -> list[dict[str, Any]]:
+        return [{"type": "command", "command": hook_command(event, cli, ctx), **command}]
+    return {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": hook("post_tool_use")}],
+                      "Stop": [{"hooks": hook("stop")}]}}
+
+
 STAGE_DIR = "/tmp/benchctl-stage"
 
 

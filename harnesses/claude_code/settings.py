@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from harnesses.base import HarnessContext
-from harnesses.cli_harness import AGENT_HOME, hook_command, sandbox_socket
+from harnesses.cli_harness import AGENT_HOME, hooks_config, sandbox_socket
 
 
 # Tools an auditing run should not have by default: the web (there is no network anyway, and a
@@ -66,10 +66,7 @@ def disallowed_tools(opts: dict[str, Any]) -> list[str]:
 
 
 def settings(ctx: HarnessContext, cli: str) -> bytes:
-    hook = lambda event: [{"type": "command", "command": hook_command(event, cli, ctx), "timeout": 120}]
-    doc = {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": hook("post_tool_use")}],
-                     "Stop": [{"hooks": hook("stop")}]}}
-    return orjson.dumps(doc)
+    return orjson.dumps(hooks_config(ctx, cli, timeout=120))
 
 
 def environment(ctx: HarnessContext, cli_model: str, user: str, token: str) -> dict[str, str]:

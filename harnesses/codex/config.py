@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from harnesses.base import HarnessContext
-from harnesses.cli_harness import hook_command
+from harnesses.cli_harness import hooks_config
 
 # Root-owned, sticky, world-writable: Codex creates its state files there, but cannot (nor can
 # the agent) replace config.toml / hooks.json, which are root-owned and read-only. Not under /tmp:
@@ -71,7 +71,4 @@ def overrides(port: int, opts: dict[str, Any]) -> list[str]:
 
 
 def hooks_json(ctx: HarnessContext, cli: str) -> bytes:
-    hook = lambda event: [{"type": "command", "command": hook_command(event, cli, ctx)}]
-    doc = {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": hook("post_tool_use")}],
-                     "Stop": [{"hooks": hook("stop")}]}}
-    return json.dumps(doc, indent=2).encode()
+    return json.dumps(hooks_config(ctx, cli), indent=2).encode()
