@@ -1,8 +1,6 @@
 """Sweep expansion, run ids, resume decisions and up-front validation (no Docker)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +10,9 @@ from benchctl.layout import run_dir
 from benchctl.runner import followup_name, move_attempt_aside, plan, resume_action
 from benchctl.sweep import SweepConfig, SweepError, expand, load_sweep_file, seeds_list
 from harnesses import registry
+from tests._run_helpers import REPO, cli
 
-REPO = Path(__file__).resolve().parents[1]
 DEMO_MODEL = "scripted/configs/demo/investigator.json"
-BENCHCTL = [sys.executable, "-c", "from benchctl.cli import app; app()"]
 
 
 def cfg(**kw: object) -> SweepConfig:
@@ -126,11 +123,6 @@ def test_registry() -> None:
         registry.create("autogpt")
 
 
-def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BENCHCTL, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
-
-
 @pytest.mark.parametrize("args, expect", [
     (["configs/demo", "--model", DEMO_MODEL, "--harness", "autogpt"], "unknown harness 'autogpt'"),
     (["configs/demo", "--model", "acme/m1"], "unknown provider 'acme'"),
@@ -142,7 +134,7 @@ def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 ])
 def test_cli_rejects_bad_input_before_writing_anything(tmp_path: Path, args: list[str], expect: str) -> None:
     out = tmp_path / "res"
-    r = run_cli("run", *args, "--out", str(out))
+    r = cli("run", *args, "--out", str(out), timeout=120)
     assert r.returncode != 0
     assert expect in r.stderr, r.stderr
     assert not out.exists()
@@ -151,15 +143,14 @@ def test_cli_rejects_bad_input_before_writing_anything(tmp_path: Path, args: lis
 def test_cli_missing_key_is_explained(tmp_path: Path) -> None:
     import os
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}
-    r = subprocess.run([*BENCHCTL, "run", "configs/demo", "--model", "anthropic/claude-x",
-                        "--out", str(tmp_path / "r")], cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+    r = cli("run", "configs/demo", "--model", "anthropic/claude-x", "--out", str(tmp_path / "r"), env=env, timeout=120)
     assert r.returncode != 0 and "export ANTHROPIC_API_KEY" in r.stderr
 
 
 def test_cli_malformed_task_file(tmp_path: Path) -> None:
     (tmp_path / "task").mkdir()
     (tmp_path / "task" / "task.toml").write_text('name = "x"\ninstructions = "go"\n[early_exit]\nfraction = 2\n')
-    r = run_cli("run", str(tmp_path / "task"), "--model", DEMO_MODEL, "--out", str(tmp_path / "r"))
+    r = cli("run", str(tmp_path / "task"), "--model", DEMO_MODEL, "--out", str(tmp_path / "r"), timeout=120)
     assert r.returncode != 0
     assert "task.toml" in r.stderr and "`early_exit.fraction`" in r.stderr and "Fix:" in r.stderr
     assert not (tmp_path / "r").exists()
