@@ -156,3 +156,27 @@ def texts_of(obj: Any) -> list[str]:
 
 def contains(body: dict[str, Any], needle: str) -> bool:
     return any(needle in s for s in texts_of(body))
+
+
+def claude_notice_next_to(body: dict[str, Any], tool_id: str) -> bool:
+    """In a Messages request: the tool_result for `tool_id` carries the hook's time notice, or the
+    message right after it does (Claude Code appends it as a <system-reminder> inside the result for
+    known models, as a separate role "system" message for unknown ones such as a scripted model's;
+    CLI_FACTS.md)."""
+    msgs = body.get("messages") or []
+    for i, m in enumerate(msgs):
+        for b in m["content"] if isinstance(m.get("content"), list) else []:
+            if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_id:
+                return contains(b, TIME_TEXT) or (i + 1 < len(msgs) and contains(msgs[i + 1], TIME_TEXT))
+    return False
+
+
+def codex_notice_next_to(body: dict[str, Any], call_id: str) -> bool:
+    """In a Responses request: the tool output for `call_id` with the hook's time notice as the
+    developer message next to it (Codex puts it just before the output; CLI_FACTS.md)."""
+    items = body.get("input") or []
+    for i, item in enumerate(items):
+        if item.get("type") in ("function_call_output", "custom_tool_call_output") and item.get("call_id") == call_id:
+            return any(n.get("type") == "message" and n.get("role") == "developer" and contains(n, TIME_TEXT)
+                       for n in items[max(0, i - 1):i + 2])
+    return False

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from harnesses.claude_code import ClaudeCodeHarness
-from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, TIME_TEXT, assert_fallback_served,
-                             assert_key_never_reached_the_sandbox, cli_rig, contains, refusing)
+from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, assert_fallback_served,
+                             assert_key_never_reached_the_sandbox, claude_notice_next_to, cli_rig, contains,
+                             refusing)
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
@@ -32,19 +33,6 @@ def write(content: str) -> dict[str, Any]:
 
 def bash(command: str) -> dict[str, Any]:
     return {"name": "Bash", "input": {"command": command, "description": "run a command"}}
-
-
-def tool_result_then_notice(body: dict[str, Any], tool_id: str) -> bool:
-    """In a Messages request: the tool_result for `tool_id` carries the hook's time notice, or the
-    message right after it does (Claude Code appends it as a <system-reminder> inside the result for
-    known models, as a separate role "system" message for unknown ones; CLI_FACTS.md)."""
-    msgs = body["messages"]
-    for i, m in enumerate(msgs):
-        blocks = m["content"] if isinstance(m["content"], list) else []
-        for b in blocks:
-            if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_id:
-                return contains(b, TIME_TEXT) or (i + 1 < len(msgs) and contains(msgs[i + 1], TIME_TEXT))
-    return False
 
 
 def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,7 +59,7 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         calls = rig.events("tool_call")
         assert [c["name"] for c in calls] == ["Bash", "Write", "Bash", "Write"]
         for call in calls:
-            assert any(tool_result_then_notice(b, call["id"]) for b in bodies), call
+            assert any(claude_notice_next_to(b, call["id"]) for b in bodies), call
         # The report edit also reported its word count.
         assert contains(bodies[2], "[benchctl] report.md: 9 words; 4 over the limit of 5.")
         # Stopping early produced a continuation, and the agent kept working after it.

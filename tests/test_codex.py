@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, TIME_TEXT, assert_fallback_served,
-                             assert_key_never_reached_the_sandbox, cli_rig, contains, refusing)
+from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, assert_fallback_served,
+                             assert_key_never_reached_the_sandbox, cli_rig, codex_notice_next_to, contains,
+                             refusing)
 from harnesses.codex import CodexHarness
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
@@ -29,18 +30,6 @@ TAMPER = ("mkdir -p /work/.codex; printf '[features]\\nhooks = false\\n' > /work
 
 def shell(cmd: str) -> dict[str, Any]:
     return {"name": "exec_command", "input": {"cmd": cmd}}
-
-
-def output_next_to_notice(body: dict[str, Any], call_id: str) -> bool:
-    """In a Responses request: the tool output for `call_id` with the hook's time notice as the
-    developer message next to it (Codex puts it just before the output; CLI_FACTS.md)."""
-    items = body["input"]
-    for i, item in enumerate(items):
-        if item.get("type") in ("function_call_output", "custom_tool_call_output") and item.get("call_id") == call_id:
-            near = items[max(0, i - 1):i + 2]
-            return any(n.get("type") == "message" and n.get("role") == "developer" and contains(n, TIME_TEXT)
-                       for n in near)
-    return False
 
 
 def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,7 +57,7 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         hooks = [e for e in rig.events("hook") if e["event"] == "PostToolUse"]
         assert [e["tool_name"] for e in hooks] == ["Bash", "apply_patch", "Bash", "Bash"]
         for hook in hooks:
-            assert any(output_next_to_notice(b, hook["tool_id"]) for b in bodies), hook
+            assert any(codex_notice_next_to(b, hook["tool_id"]) for b in bodies), hook
         assert contains(bodies[2], "[benchctl] report.md: 9 words; 4 over the limit of 5.")
         # Stopping early produced a continuation and the agent kept working; then one revision request.
         assert contains(bodies[3], "Do not stop yet") and len(rig.events("reprompt")) == 1

@@ -17,7 +17,7 @@ import pytest
 
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_json, read_jsonl
-from cli_harness_rig import TIME_TEXT, contains, need_binary
+from cli_harness_rig import claude_notice_next_to, codex_notice_next_to, contains, need_binary
 from tests._run_helpers import cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
@@ -26,27 +26,6 @@ FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
 EARLY_EXIT_TEXT = "Do not stop yet"
 FIRST_DRAFT_WORDS = "[benchctl] report.md: 55 words; 95 more to reach the minimum of 150"
 FACTS = ("## TLDR", "## Timeline", "203.0.113.77", "svc-backup", "02:13:05", "42 wiki pages", "v2.3.1")
-
-
-def _claude_notice_next_to(body: dict[str, Any], tool_id: str) -> bool:
-    """Messages API: the tool_result carries the time notice (known model names) or the message right
-    after it does (unknown names such as a scripted model's; CLI_FACTS.md)."""
-    msgs = body.get("messages") or []
-    for i, m in enumerate(msgs):
-        for b in m["content"] if isinstance(m.get("content"), list) else []:
-            if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_id:
-                return contains(b, TIME_TEXT) or (i + 1 < len(msgs) and contains(msgs[i + 1], TIME_TEXT))
-    return False
-
-
-def _codex_notice_next_to(body: dict[str, Any], call_id: str) -> bool:
-    """Responses API: Codex puts the hook's context as a developer message just before the output."""
-    items = body.get("input") or []
-    for i, item in enumerate(items):
-        if item.get("type") in ("function_call_output", "custom_tool_call_output") and item.get("call_id") == call_id:
-            return any(n.get("type") == "message" and n.get("role") == "developer" and contains(n, TIME_TEXT)
-                       for n in items[max(0, i - 1):i + 2])
-    return False
 
 
 @dataclass(frozen=True)
@@ -63,11 +42,11 @@ class Case:
 CASES = {
     "claude-code": Case(
         "claude-code", "configs/demo/investigator-claude-code.json",
-        ["Bash"] * 3 + ["Write", "Bash"] + ["Edit"] * 3, _claude_notice_next_to,
+        ["Bash"] * 3 + ["Write", "Bash"] + ["Edit"] * 3, claude_notice_next_to,
         lambda ev: [e["id"] for e in ev if e["type"] == "tool_call"]),
     "codex": Case(
         "codex", "configs/demo/investigator-codex.json",
-        ["exec_command"] * 3 + ["apply_patch", "exec_command"] + ["apply_patch"] * 3, _codex_notice_next_to,
+        ["exec_command"] * 3 + ["apply_patch", "exec_command"] + ["apply_patch"] * 3, codex_notice_next_to,
         lambda ev: [e["tool_id"] for e in ev if e["type"] == "hook" and e["event"] == "PostToolUse"]),
 }
 
