@@ -31,14 +31,17 @@ def mcp_url(port: int) -> str:
     return f"http://127.0.0.1:{port}{mcp.ROUTE_PREFIX}"
 
 
+def claude_mcp_flag(port: int = CLAUDE_FORWARDER_PORT) -> str:
+    """Claude Code's option naming the target MCP server (to go before the prompt)."""
+    return "--mcp-config=" + json.dumps(mcp.claude_mcp_config(mcp_url(port)))
+
+
 def claude_with_mcp(argv: list[str], env: dict[str, str], socket: str,
                     port: int = CLAUDE_FORWARDER_PORT) -> tuple[list[str], dict[str, str]]:
-    """Claude Code's argv/env with the target MCP server: the config flag goes before the prompt
-    (the last argument), and the command runs behind a wrapper that starts the forwarder."""
-    flag = "--mcp-config=" + json.dumps(mcp.claude_mcp_config(mcp_url(port)))
-    cli = [*argv[:-1], flag, argv[-1]] if argv[-2:-1] != ["--"] else [*argv[:-2], flag, "--", argv[-1]]
+    """Claude Code's argv (holding `claude_mcp_flag(port)`) and env for the target MCP server: the
+    command runs behind a wrapper that starts the forwarder."""
     from harnesses.forwarder import behind_forwarder
-    return (behind_forwarder(cli, port, socket, "mcp-forwarder.log"),
+    return (behind_forwarder(argv, port, socket, "mcp-forwarder.log"),
             {**env, "ENABLE_TOOL_SEARCH": "false", "MCP_TOOL_TIMEOUT": str(TOOL_TIMEOUT_MS)})
 
 

@@ -57,10 +57,13 @@ class ClaudeCodeHarness(CliHarness):
         if resume:
             argv += ["--resume", resume]
         extra = extra_args(opts)
+        if ctx.target_tools is not None:    # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
+            from benchctl.targets.cli import claude_mcp_flag
+            extra = [*extra, claude_mcp_flag()]
         argv += [*extra, "--", prompt] if prompt.startswith("-") else [*extra, prompt]
         user = getattr(getattr(ctx.sandbox, "spec", None), "user", "agent")
         env = cc.environment(ctx, model, user, sandbox_token())
-        if ctx.target_tools is not None:    # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
+        if ctx.target_tools is not None:
             from benchctl.targets.cli import claude_with_mcp
             return claude_with_mcp(argv, env, sandbox_socket(ctx))
         return argv, env
