@@ -12,7 +12,7 @@ counted. Harnesses read `gateway.summary()["usage"]["output_tokens"]` and ask:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 DEFAULT_FINAL = ("You have used your token budget ({used:,} of {limit:,} tokens). Stop investigating now and "
                  "write your final predictions to {path}: up to 10 numbered items, most likely first, each one "
@@ -75,39 +75,35 @@ def token_decision(budget: TokenBudget, used: int, state: TokenState) -> TokenDe
 # ---------------------------------------------------------------- wiring for the harnesses
 
 class TokenBudgetHook:
-    """Applies the token budget of a run (HarnessContext): ReAct calls `check` after each turn's
-    tool calls, the CLIs' PostToolUse hook (harnesses/hooks/host.py) calls `after_tool`.
+    """Applies the token budget of a run (its HarnessContext `ctx`): ReAct calls `check` after each
+    turn's tool calls, the CLIs' PostToolUse hook (harnesses/hooks/host.py) calls `after_tool`.
 
-    `check(tool_id)` decides and records the `notice` event. `after_tool(tool_id)` returns the text
-    to add next to the tool result. At "stop" the CLI cannot be told to exit from a PostToolUse
-    hook, so the run's budget ends now: the gateway refuses further model calls (its deadline) and
-    the harness records a timeout, exactly as when the time budget runs out."""
+    `check` decides and records the `notice` event. `after_tool` returns the text to add next to
+    the tool result. At "stop" the CLI cannot be told to exit from a PostToolUse hook, so the run's
+    budget ends now: the gateway refuses further model calls (its deadline) and the harness records
+    a timeout, exactly as when the time budget runs out."""
 
-    def __init__(self, ctx: "object") -> None:
-        self.ctx = ctx
+    def __init__(self) -> None:
         self.state = TokenState()
 
-    def used(self) -> int:
-        summary = self.ctx.gateway.summary()  # type: ignore[attr-defined]
+    @staticmethod
+    def used(ctx: Any) -> int:
+        summary = ctx.gateway.summary()
         return int((summary.get("usage") or {}).get("output_tokens") or 0)
 
-    def check(self, tool_id: str | None) -> TokenDecision:
-        ctx = self.ctx
-        used = self.used()
-        d = token_decision(ctx.token_budget, used, self.state)  # type: ignore[attr-defined]
+    def check(self, ctx: Any, tool_id: str | None) -> TokenDecision:
+        used = self.used(ctx)
+        d = token_decision(ctx.token_budget, used, self.state)
         kind = {"notice": "tokens", "final": "token_final", "stop": "token_deadline"}[d.kind]
-        ctx.transcript.emit("notice", "policy", kind=kind, text=d.message, tokens_used=used,  # type: ignore[attr-defined]
-                            tool_id=tool_id)
+        ctx.transcript.emit("notice", "policy", kind=kind, text=d.message, tokens_used=used, tool_id=tool_id)
         return d
 
-    def after_tool(self, tool_id: str | None, now: float) -> str | None:
+    def after_tool(self, ctx: Any, tool_id: str | None, now: float) -> str | None:
         from benchctl.policies import Budget
-        ctx = self.ctx
-        d = self.check(tool_id)
+        d = self.check(ctx, tool_id)
         if d.kind != "stop":
             return d.message
-        budget = ctx.budget  # type: ignore[attr-defined]
-        ctx.budget = Budget(budget.start, max(0.0, now - budget.start))  # type: ignore[attr-defined]
-        if hasattr(ctx.gateway, "set_deadline"):  # type: ignore[attr-defined]
-            ctx.gateway.set_deadline(now)  # type: ignore[attr-defined]
+        ctx.budget = Budget(ctx.budget.start, max(0.0, now - ctx.budget.start))
+        if hasattr(ctx.gateway, "set_deadline"):
+            ctx.gateway.set_deadline(now)
         return d.message

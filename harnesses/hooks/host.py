@@ -60,7 +60,7 @@ class HookHost:
         self._tokens: Any = None          # benchctl.targets token budget, when the run has one
         if ctx.token_budget is not None:
             from benchctl.targets.token_budget import TokenBudgetHook
-            self._tokens = TokenBudgetHook(ctx)
+            self._tokens = TokenBudgetHook()
 
     # -- the gateway route ------------------------------------------------------------------
 
@@ -109,8 +109,7 @@ class HookHost:
                 tool_id=tool_id, file_changed=payload.get("file") is not None, **ids)
         parts = tool_notices(self.ctx, tool_id, self._file_text(payload), now, **ids)
         if self._tokens is not None:
-            self._tokens.ctx = self.ctx
-            tokens = self._tokens.after_tool(tool_id, now)
+            tokens = self._tokens.after_tool(self.ctx, tool_id, now)
             if tokens:
                 parts.append(tokens)
         if not parts:

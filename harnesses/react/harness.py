@@ -103,9 +103,8 @@ class ReactHarness:
             return False
         if self._tokens is None:
             from benchctl.targets.token_budget import TokenBudgetHook
-            self._tokens = TokenBudgetHook(ctx)
-        self._tokens.ctx = ctx
-        d = self._tokens.check(results[-1].call.id)
+            self._tokens = TokenBudgetHook()
+        d = self._tokens.check(ctx, results[-1].call.id)
         if d.kind == "stop":
             return True
         results[-1].output += "\n\n" + d.message
