@@ -196,9 +196,7 @@ def reset_upstreams() -> None:
 
 
 def _cost(model: ModelId, served: str | None, usage: dict[str, int]) -> float | None:
-    table = _price_table()
-    cost = table.cost(f"{model.provider}/{served}", usage) if served else None
-    return cost if cost is not None else table.cost(str(model), usage)
+    return _price_table().cost_served(str(model), served, usage)
 
 
 _PRICES: list[Any] = []

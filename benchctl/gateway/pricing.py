@@ -72,3 +72,11 @@ class PriceTable:
                     return None
                 total += n * prices[price_key] / 1e6
         return round(total, 8)
+
+    def cost_served(self, model: str, served: str | None, usage: Mapping[str, Any]) -> float | None:
+        """Cost of a call to `model` (provider/name) that the upstream says `served` answered:
+        priced by the served name under the same provider when the table knows it (e.g. a dated
+        snapshot), else by the model that was asked for."""
+        provider = model.partition("/")[0]
+        cost = self.cost(f"{provider}/{served}", usage) if served else None
+        return cost if cost is not None else self.cost(model, usage)

@@ -99,8 +99,7 @@ class ModelCaller:
         return response.status, body, response.served_model
 
     def cost(self, model: ModelId, served: str | None, usage: dict[str, int]) -> float | None:
-        c = self.prices.cost(f"{model.provider}/{served}", usage) if served else None
-        return c if c is not None else self.prices.cost(str(model), usage)
+        return self.prices.cost_served(str(model), served, usage)
 
     # ------------------------------------------------------------------ operations
 
