@@ -3,6 +3,8 @@
 Docker tests are marked `@pytest.mark.docker`. Without a Docker Engine (or without the
 sandbox image) they are skipped on a developer machine, but FAIL when
 BENCHCTL_REQUIRE_DOCKER=1 (set by .ci/run), so CI can never go green by skipping them.
+Browser tests (`@pytest.mark.browser`, fixtures in tests/browser_rig.py) follow the same rule
+with BENCHCTL_REQUIRE_BROWSER=1 and Debian's `chromium`.
 """
 from __future__ import annotations
 
@@ -30,7 +32,24 @@ def _docker_problem() -> str | None:
 _PROBLEM: list[str | None] = []
 
 
+def _browser_problem() -> str | None:
+    import shutil
+    if shutil.which("chromium") is None:
+        return "chromium not on PATH (apt-get install chromium; scripts/test.sh does it)"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "playwright not installed (pip install -e '.[dev]')"
+    return None
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("browser") is not None:
+        problem = _browser_problem()
+        if problem:
+            if os.environ.get("BENCHCTL_REQUIRE_BROWSER") == "1":
+                pytest.fail(f"BENCHCTL_REQUIRE_BROWSER=1 but {problem}", pytrace=False)
+            pytest.skip(problem)
     if item.get_closest_marker("docker") is None:
         return
     if not _PROBLEM:
