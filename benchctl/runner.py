@@ -25,7 +25,7 @@ from benchctl import __version__
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import ARTIFACTS, FINAL_STATUSES, META, META_SCHEMA, TRANSCRIPT, RunMeta, read_meta, run_dir
 from benchctl.policies import Budget, StopState, parse_duration
-from benchctl.sandbox.base import Limits, Sandbox, SandboxSpec, WORK_DIR
+from benchctl.sandbox.base import Sandbox, SandboxSpec, WORK_DIR
 from benchctl.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
@@ -175,10 +175,9 @@ class Runner:
             self._register(spec.run_id, None, gateway)
             from benchctl.targets.runs import RunTargets     # hidden-behaviour audits; None for other tasks
             targets = RunTargets.start(self.task.task_dir, spec, gateway, transcript)
-            lim = Limits(**self.task.limits) if self.task.limits else Limits()
             sandbox = self.sandbox_factory(SandboxSpec(
                 image=self.task.image, run_id=spec.run_id, data_dir=prepared.path, gateway_dir=sockdir,
-                extra_mounts=list(harness.mounts()), limits=lim))
+                extra_mounts=list(harness.mounts()), limits=self.task.limits))
             self._register(spec.run_id, sandbox, gateway)
             if self.cancel.is_set():
                 raise _Cancelled()
