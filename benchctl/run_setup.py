@@ -265,8 +265,10 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    redo = [s.run_id for s, a in decisions if a == "redo"]
     if sandbox_factory is None:
-        _remove_dead_owners_containers([s.run_id for s, a in decisions if a == "redo"])
+        _remove_dead_owners_containers(redo)
+    _remove_dead_owners_gateway_dirs(redo)
 
     kw: dict[str, Any] = {}
     if sandbox_factory is not None:
@@ -348,6 +350,16 @@ def _remove_dead_owners_containers(run_ids: list[str]) -> None:
             client.close()
     except Exception:
         pass     # best effort: `benchctl doctor` finds what is left
+
+
+def _remove_dead_owners_gateway_dirs(run_ids: list[str]) -> None:
+    """A SIGKILLed earlier attempt left its gateway directory in /tmp; remove it if its owner is gone."""
+    from benchctl.sandbox import gateway_dir
+    for rid in run_ids:
+        try:
+            gateway_dir.remove_stale(run_id=rid)
+        except OSError:
+            pass     # best effort: `benchctl cleanup` finds what is left
 
 
 def _install_signals(runner: Any) -> Any:
