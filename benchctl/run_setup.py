@@ -200,12 +200,29 @@ def _check_harness(registry: Any, name: str, task: Task, cfg: SweepConfig, origi
         registry.check(name)
     except registry.UnknownHarness as e:
         raise RunError(f"{origin}: {e}") from None
+    _check_tool_timeout_option(name, task, cfg, sweep_file)
     try:
         registry.create(name, {**task.options_for(name), **cfg.harness_options}).mounts()   # finds agent binaries
     except Exception as e:
         sources = ([f"{task.task_file} [harness_options]"] if task.options_for(name) else []) + \
                   ([f"{sweep_file} [harness_options]"] if cfg.harness_options and sweep_file else [])
         raise RunError(f"{origin} {name}: {e}" + (f" (with the options from {' and '.join(sources)})" if sources else "")) from None
+
+
+def _check_tool_timeout_option(name: str, task: Task, cfg: SweepConfig, sweep_file: Path | None) -> None:
+    """`tool_timeout` in [harness_options] overrides the task's own `tool_timeout` (seconds per
+    tool call); a bad one would only fail once the run has started."""
+    sub = task.harness_options.get(name)
+    sources = [(sweep_file, "harness_options", cfg.harness_options),
+               (task.task_file, f"harness_options.{name}", sub if isinstance(sub, dict) else {}),
+               (task.task_file, "harness_options", task.harness_options)]
+    for file, table, opts in sources:
+        if "tool_timeout" not in opts:
+            continue
+        v = opts["tool_timeout"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 1:
+            raise RunError(f"{file}: key `{table}.tool_timeout`: {v!r} is not a number of seconds >= 1. "
+                           f"Fix: e.g. tool_timeout = 120")
 
 
 def _check_budget(budget: str, origin: str) -> None:

@@ -46,6 +46,8 @@ TASK_CASES = [
     ("[limits]\npids = -5\n", "limits.pids", "32"),
     ("[limits]\ncpus = 0\n", "limits.cpus", "positive"),
     ("[limits]\ncpus = 100000\n", "limits.cpus", "at most"),
+    ("[harness_options]\ntool_timeout = 0\n", "harness_options.tool_timeout", "tool_timeout = 120"),
+    ('[harness_options.react]\ntool_timeout = "2m"\n', "harness_options.react.tool_timeout", "tool_timeout = 120"),
 ]
 
 
@@ -70,6 +72,7 @@ SWEEP_CASES = [
     ('tools = ["prefill"]\n', "tools", "declares no [target]"),
     ("concurrency = true\n", "concurrency", ">= 1"),
     ("seeds = 0\n", "seeds", ">= 1"),
+    ("[harness_options]\ntool_timeout = -1\n", "harness_options.tool_timeout", ">= 1"),
 ]
 
 
@@ -82,7 +85,8 @@ def test_sweep_file_values_are_blamed_on_the_sweep_file(tmp_path: Path, body: st
     err = _refused(tmp_path, ["--sweep", str(sweep)])
     assert f"{sweep}: key `{key}`" in err and says in err, err
     flag = {"budgets": "--budget", "models": "--model", "harnesses": "--harness", "variants": "--variant",
-            "fallback": "--fallback", "tools": "--tools", "concurrency": "--concurrency", "seeds": "--seeds"}[key]
+            "fallback": "--fallback", "tools": "--tools", "concurrency": "--concurrency", "seeds": "--seeds",
+            "harness_options.tool_timeout": "--harness"}[key]
     assert flag not in err, err
 
 

@@ -128,6 +128,8 @@ def find(run_id: str | None = None, root: Path = ROOT) -> list[FoundDir]:
     found = []
     for d in _candidates(root):
         legacy = not (d / OWNER_FILE).exists()
+        if legacy and run_id is not None:
+            continue                    # it names no run: never one of the run's
         if legacy:
             rid, alive = None, not _legacy_dead(d)
         else:
