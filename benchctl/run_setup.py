@@ -20,7 +20,7 @@ from benchctl import __version__
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.policies import parse_duration
 from benchctl.sweep import RunSpec, SweepConfig, SweepError, expand, load_sweep_file, normalize_variant, seeds_list
-from benchctl.tasks import Task, TaskError, load_task, prepare_data
+from benchctl.tasks import DEFAULT_IMAGE, TASK_FILE, Task, TaskError, check_limits_fit_host, load_task, prepare_data
 
 SWEEP_FILE = "sweep.json"
 VARIANT_CACHE = ".variants"
@@ -44,7 +44,9 @@ class ResolvedRun:
 
 
 def check_model(model: str, what: str = "--model") -> None:
+    """`what` says where the id came from: a flag (`--model`) or a file and key."""
     from benchctl.gateway.upstream import ModelId, ModelIdError
+    label = f"{what} {model}" if what.startswith("-") else f"{what}: {model}"
     try:
         mid = ModelId.parse(model)
     except ModelIdError as e:
@@ -56,23 +58,24 @@ def check_model(model: str, what: str = "--model") -> None:
         try:
             load_script(mid.name)
         except Exception as e:
-            raise RunError(f"{what} {model}: {e}") from None
+            raise RunError(f"{label}: {e}") from None
         return
     if mid.provider in _KEYS:
         keys, bases = _KEYS[mid.provider]
         if not any(os.environ.get(k) for k in keys) and not any(os.environ.get(b) for b in bases):
-            raise RunError(f"{what} {model}: no API key; export {keys[0]}=... on the host "
+            raise RunError(f"{label}: no API key; export {keys[0]}=... on the host "
                            f"(it stays in the gateway and never reaches the sandbox)")
     if mid.provider == "openai-compatible":
         try:
             from benchctl.gateway.http_upstreams import http_upstream
             http_upstream(mid)
         except Exception as e:
-            raise RunError(f"{what} {model}: {e}") from None
+            raise RunError(f"{label}: {e}") from None
 
 
-def check_image(image: str) -> str | None:
-    """None when Docker is reachable and has the image, else the problem and its fix."""
+def check_image(image: str, origin: str | None = None) -> str | None:
+    """None when Docker is reachable and has the image, else the problem and its fix. `origin`
+    names the task file key that chose a non-default image."""
     try:
         import docker
         client = docker.from_env(timeout=20)
@@ -82,16 +85,26 @@ def check_image(image: str) -> str | None:
     try:
         client.images.get(image)
     except Exception:
+        if origin:
+            return (f"{origin}: sandbox image {image} not found; build it (`benchctl images build --tag {image}` "
+                    f"builds the standard sandbox under that name), or remove the key to use {DEFAULT_IMAGE}")
         return f"sandbox image {image} not found; build it with `benchctl images build`"
     finally:
         client.close()
     return None
 
 
+def _origin(flag: str, given: bool, sweep_file: Path | None, key: str) -> str:
+    """Where a value came from, for error messages: the command-line flag that gave it, or else
+    the sweep file's key (never a flag the user did not pass)."""
+    return flag if given or sweep_file is None else f"{sweep_file}: key `{key}`"
+
+
 def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str],
                    seeds: int | None, out: Path | None, concurrency: int | None, fallback: str | None, variants: list[str],
                    sweep: Path | None, tools: list[str] | None = None) -> ResolvedRun:
     from harnesses import registry
+    sweep_file = sweep.expanduser().resolve() if sweep is not None else None
     try:
         if sweep is not None:
             cfg = load_sweep_file(sweep)
@@ -100,8 +113,6 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
             if out is not None:
                 cfg.out = out.resolve()
             # Options given on the command line (None / empty = not given) win over the file.
-            if seeds is not None:
-                cfg.seeds = seeds_list(seeds)
             if concurrency is not None:
                 cfg.concurrency = concurrency
             if models:
@@ -118,57 +129,109 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
             if task is None:
                 raise RunError("give a task directory (benchctl run TASK --model M ...) or --sweep FILE")
             cfg = SweepConfig(task_dir=task.resolve(), models=list(models), harnesses=list(harnesses) or ["react"],
-                              budgets=list(budgets), seeds=seeds_list(1 if seeds is None else seeds),
-                              variants=[normalize_variant(v) for v in variants] or [None],
+                              budgets=list(budgets), variants=[normalize_variant(v) for v in variants] or [None],
                               concurrency=1 if concurrency is None else concurrency, fallback=fallback,
                               out=out.resolve() if out else None)
     except SweepError as e:
         raise RunError(str(e)) from None
-    try:
-        t = load_task(cfg.task_dir)
-    except TaskError as e:
-        raise RunError(str(e)) from None
+    if seeds is not None:
+        try:
+            cfg.seeds = seeds_list(seeds)
+        except SweepError as e:
+            raise RunError(f"--seeds: {e}") from None
+    if tools:
+        cfg.tools = list(tools)
+    where = {k: _origin(flag, given, sweep_file, k) for k, flag, given in (
+        ("task", "TASK", task is not None), ("models", "--model", bool(models)),
+        ("harnesses", "--harness", bool(harnesses)), ("budgets", "--budget", bool(budgets)),
+        ("variants", "--variant", bool(variants)), ("fallback", "--fallback", bool(fallback)),
+        ("tools", "--tools", bool(tools)))}
+    t = _load_task(cfg.task_dir, where["task"] if task is None and sweep_file is not None else None)
     if not cfg.models:
         raise RunError("no model: pass --model provider/name (e.g. --model scripted/configs/demo/investigator.json)")
     for m in cfg.models:
-        check_model(m)
+        check_model(m, where["models"])
     if cfg.fallback:
-        check_model(cfg.fallback, "--fallback")
+        check_model(cfg.fallback, where["fallback"])
     for h in cfg.harnesses:
-        try:
-            registry.check(h)
-            registry.create(h, {**t.options_for(h), **cfg.harness_options}).mounts()   # finds agent binaries
-        except registry.UnknownHarness as e:
-            raise RunError(f"--harness: {e}") from None
-        except Exception as e:
-            raise RunError(f"--harness {h}: {e}") from None
-    use_budgets = cfg.budgets or t.budgets
-    if not use_budgets:
+        _check_harness(registry, h, t, cfg, where["harnesses"], sweep_file)
+    if cfg.budgets:
+        for b in cfg.budgets:
+            _check_budget(b, where["budgets"])
+    elif t.budgets:      # already checked by load_task, which names the task file
+        cfg.budgets = list(t.budgets)
+    else:
         raise RunError(f"no budget: pass --budget 10m (the task {t.task_file} lists no `budgets`)")
-    for b in use_budgets:
-        try:
-            if parse_duration(b) <= 0:
-                raise ValueError(f"budget must be positive, got {b!r}")
-        except ValueError as e:
-            raise RunError(f"--budget: {e}") from None
-    cfg.budgets = use_budgets
     for v in cfg.variants:
         if v is not None and v not in t.variants:
             known = ", ".join(sorted(t.variants)) or "none defined"
-            raise RunError(f"--variant {v!r}: not in {t.task_file} [variants] ({known})")
+            raise RunError(f"{where['variants']} {v!r}: not in {t.task_file} [variants] ({known}). "
+                           f"Fix: use one of those, or base for the unmodified data")
     if cfg.out is None:
         raise RunError("no results directory: pass --out DIR (rerun the same command to resume)")
     if cfg.concurrency < 1:
         raise RunError("--concurrency must be >= 1")
     specs = expand(cfg, t.name, cfg.budgets, t.options_for)
-    if tools:
-        cfg.tools = list(tools)
     try:    # hidden-behaviour tasks: one run per tool configuration (benchctl.targets)
         from benchctl.targets.runs import expand_tool_configs
-        specs = expand_tool_configs(t.task_dir, specs, cfg.tools)
+        specs = expand_tool_configs(t.task_dir, specs, cfg.tools, origin=where["tools"])
     except ValueError as e:
         raise RunError(str(e)) from None
     return ResolvedRun(task=t, sweep=cfg, specs=specs, out=cfg.out)
+
+
+def _load_task(task_dir: Path, sweep_origin: str | None) -> Task:
+    """The task, with its [limits] checked against this machine. A task path from a sweep file
+    that holds no task file is that sweep file's error."""
+    if sweep_origin is not None and not (task_dir.is_file() or (task_dir / TASK_FILE).is_file()):
+        raise RunError(f"{sweep_origin}: {task_dir} has no {TASK_FILE}. "
+                       f"Fix: give the task directory, relative to the sweep file")
+    try:
+        t = load_task(task_dir)
+        check_limits_fit_host(t)
+    except TaskError as e:
+        raise RunError(str(e)) from None
+    return t
+
+
+def _check_harness(registry: Any, name: str, task: Task, cfg: SweepConfig, origin: str, sweep_file: Path | None) -> None:
+    """A known harness whose agent binary is found with the options it will get."""
+    try:
+        registry.check(name)
+    except registry.UnknownHarness as e:
+        raise RunError(f"{origin}: {e}") from None
+    _check_tool_timeout_option(name, task, cfg, sweep_file)
+    try:
+        registry.create(name, {**task.options_for(name), **cfg.harness_options}).mounts()   # finds agent binaries
+    except Exception as e:
+        sources = ([f"{task.task_file} [harness_options]"] if task.options_for(name) else []) + \
+                  ([f"{sweep_file} [harness_options]"] if cfg.harness_options and sweep_file else [])
+        raise RunError(f"{origin} {name}: {e}" + (f" (with the options from {' and '.join(sources)})" if sources else "")) from None
+
+
+def _check_tool_timeout_option(name: str, task: Task, cfg: SweepConfig, sweep_file: Path | None) -> None:
+    """`tool_timeout` in [harness_options] overrides the task's own `tool_timeout` (seconds per
+    tool call); a bad one would only fail once the run has started."""
+    sub = task.harness_options.get(name)
+    sources = [(sweep_file, "harness_options", cfg.harness_options),
+               (task.task_file, f"harness_options.{name}", sub if isinstance(sub, dict) else {}),
+               (task.task_file, "harness_options", task.harness_options)]
+    for file, table, opts in sources:
+        if "tool_timeout" not in opts:
+            continue
+        v = opts["tool_timeout"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 1:
+            raise RunError(f"{file}: key `{table}.tool_timeout`: {v!r} is not a number of seconds >= 1. "
+                           f"Fix: e.g. tool_timeout = 120")
+
+
+def _check_budget(budget: str, origin: str) -> None:
+    try:
+        seconds = parse_duration(budget)
+    except ValueError as e:
+        raise RunError(f"{origin}: {e}") from None
+    if seconds <= 0:
+        raise RunError(f"{origin}: budget must be positive, got {budget!r}. Fix: use e.g. 90s, 10m or 2h")
 
 
 def write_sweep_json(r: ResolvedRun) -> None:
@@ -198,7 +261,8 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     decisions = plan(r.out, r.specs)
     pending = [s for s, a in decisions if a != "skip"]
     if pending and sandbox_factory is None:
-        problem = check_image(r.task.image)
+        chosen = r.task.image != DEFAULT_IMAGE      # named by the task file, not the default
+        problem = check_image(r.task.image, f"{r.task.task_file}: key `image`" if chosen else None)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
@@ -218,8 +282,10 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    redo = [s.run_id for s, a in decisions if a == "redo"]
     if sandbox_factory is None:
-        _remove_dead_owners_containers([s.run_id for s, a in decisions if a == "redo"])
+        _remove_dead_owners_containers(redo)
+    _remove_dead_owners_gateway_dirs(redo)
 
     kw: dict[str, Any] = {}
     if sandbox_factory is not None:
@@ -301,6 +367,16 @@ def _remove_dead_owners_containers(run_ids: list[str]) -> None:
             client.close()
     except Exception:
         pass     # best effort: `benchctl doctor` finds what is left
+
+
+def _remove_dead_owners_gateway_dirs(run_ids: list[str]) -> None:
+    """A SIGKILLed earlier attempt left its gateway directory in /tmp; remove it if its owner is gone."""
+    from benchctl.sandbox import gateway_dir
+    for rid in run_ids:
+        try:
+            gateway_dir.remove_stale(run_id=rid)
+        except OSError:
+            pass     # best effort: `benchctl cleanup` finds what is left
 
 
 def _install_signals(runner: Any) -> Any:

@@ -1,9 +1,10 @@
 """Runs: one run's lifecycle, a sweep's worth of them concurrently, resume and cancellation.
 
-One run = a fresh gateway (unix socket in a short /tmp dir, mounted at /gateway) + a fresh
-network-less sandbox + a harness driving the agent until it stops or the budget ends, then
-follow-ups, artifact collection and `meta.json` (atomic, written last). Resume skips runs whose
-meta.json has a final status and moves any other attempt's files to `attempts/<n>/`.
+One run = a fresh gateway (unix socket in a short, owner-locked /tmp dir mounted at /gateway:
+sandbox/gateway_dir.py) + a fresh network-less sandbox + a harness driving the agent until it
+stops or the budget ends, then follow-ups, artifact collection and `meta.json` (atomic, written
+last). Resume skips runs whose meta.json has a final status and moves any other attempt's files
+to `attempts/<n>/`.
 
 The sandbox and the gateway plug in through factories, so the lifecycle is the same code with
 Docker and with fakes.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -25,7 +25,8 @@ from benchctl import __version__
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import ARTIFACTS, FINAL_STATUSES, META, META_SCHEMA, TRANSCRIPT, RunMeta, read_meta, run_dir
 from benchctl.policies import Budget, StopState, parse_duration
-from benchctl.sandbox.base import Limits, Sandbox, SandboxSpec, WORK_DIR
+from benchctl.sandbox.base import Sandbox, SandboxSpec, WORK_DIR
+from benchctl.sandbox.gateway_dir import GatewayDir
 from benchctl.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
@@ -164,8 +165,8 @@ class Runner:
             transcript.listeners.append(lambda ev, s=spec: self.progress.event(s, ev))
         prepared = self.data[spec.variant]
         meta: RunMeta = self._base_meta(spec, prepared)
-        sockdir = Path(tempfile.mkdtemp(prefix="bc-gw-", dir="/tmp"))   # AF_UNIX paths must stay < 108 bytes
-        sockdir.chmod(0o755)        # the sandbox's non-root user must reach the socket
+        gwdir = GatewayDir(spec.run_id, self.out)   # locked while this run lives; resume/cleanup remove it after a SIGKILL
+        sockdir = gwdir.mounted
         sandbox = gateway = targets = None
         result = HarnessResult("error", error="run did not start")
         try:
@@ -175,10 +176,9 @@ class Runner:
             self._register(spec.run_id, None, gateway)
             from benchctl.targets.runs import RunTargets     # hidden-behaviour audits; None for other tasks
             targets = RunTargets.start(self.task.task_dir, spec, gateway, transcript)
-            lim = Limits(**self.task.limits) if self.task.limits else Limits()
             sandbox = self.sandbox_factory(SandboxSpec(
                 image=self.task.image, run_id=spec.run_id, data_dir=prepared.path, gateway_dir=sockdir,
-                extra_mounts=list(harness.mounts()), limits=lim))
+                extra_mounts=list(harness.mounts()), limits=self.task.limits))
             self._register(spec.run_id, sandbox, gateway)
             if self.cancel.is_set():
                 raise _Cancelled()
@@ -220,7 +220,7 @@ class Runner:
                     transcript.emit("error", "runner", message=f"cleanup: {type(e).__name__}: {e}")
             with self._lock:
                 self._live.pop(spec.run_id, None)
-            shutil.rmtree(sockdir, ignore_errors=True)
+            gwdir.remove()
         if self.cancel.is_set() and result.status != "error":
             result = HarnessResult("error", error="cancelled", turns=result.turns)   # cut short: redo on resume
         self._finish(meta, result, path, transcript)

@@ -149,7 +149,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
     except SweepError as e:
         raise SweepError(f"{file}: key `seeds`: {e}") from None
     conc = raw.get("concurrency", 1)
-    if not isinstance(conc, int) or conc < 1:
+    if not isinstance(conc, int) or isinstance(conc, bool) or conc < 1:
         raise SweepError(f"{file}: key `concurrency`: must be a whole number >= 1")
     for key in ("fallback", "out"):
         if key in raw and not isinstance(raw[key], str):

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.policies import EarlyExitPolicy, LengthPolicy, RunPolicies, parse_duration
+from benchctl.sandbox.base import Limits
+from benchctl.sandbox.limits import LimitError, check_fits_host, parse_limits
 from benchctl.sweep import BASE_VARIANTS
 
 TASK_FILE = "task.toml"
@@ -72,7 +74,7 @@ class Task:
     followups: list[Followup] = field(default_factory=list)
     variants: dict[str, Variant] = field(default_factory=dict)
     harness_options: dict[str, Any] = field(default_factory=dict)
-    limits: dict[str, Any] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
     grading: dict[str, Any] = field(default_factory=dict)
     tool_timeout: float = 120.0
     description: str = ""
@@ -160,10 +162,7 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     if "budgets" in raw:
         budgets = [str(b) for b in _typed(file, raw, "budgets", list, 'e.g. budgets = ["10m", "30m", "2h"]')]
         for b in budgets:
-            try:
-                parse_duration(b)
-            except ValueError as e:
-                raise _err(file, "budgets", str(e), 'use durations like "90s", "10m", "2h"') from None
+            _positive_duration(file, "budgets", b, 'use durations like "90s", "10m", "2h"')
 
     policies = RunPolicies(early_exit=_early_exit(file, raw.get("early_exit")),
                            length=_length(file, raw.get("length"), artifacts),
@@ -175,8 +174,10 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     for key in ("harness_options", "limits", "grading"):
         if key in raw and not isinstance(raw[key], dict):
             raise _err(file, key, "must be a table", f"write it as [{key}]")
-    limits = dict(raw.get("limits", {}))
-    _unknown(file, limits, {"cpus", "memory", "pids"}, "limits.")
+    try:
+        limits = parse_limits(raw.get("limits", {}))
+    except LimitError as e:
+        raise _err(file, f"limits.{e.key}", e.problem, e.fix) from None
     return Task(name=name, task_dir=task_dir, task_file=file, instructions=instructions, data_dir=data_dir,
                 image=image, artifacts=list(artifacts), budgets=budgets, policies=policies, followups=followups,
                 variants=variants, harness_options=dict(raw.get("harness_options", {})), limits=limits,
@@ -207,6 +208,25 @@ def _keep_secrets_out_of_data(file: Path, raw: dict[str, Any], task_dir: Path, d
         if p.exists() and (p == data_dir or data_dir in p.parents):
             raise _err(file, key, f"{p} is inside the data directory {data_dir}, which the agent's sandbox mounts",
                        "keep the evidence in its own subdirectory (e.g. data = \"data\") and grading or target files outside it")
+
+
+def check_limits_fit_host(task: Task) -> None:
+    """The task's [limits] against this machine's CPUs and memory (checked before runs start,
+    not at load: a task written for a bigger machine still loads and grades here)."""
+    try:
+        check_fits_host(task.limits)
+    except LimitError as e:
+        raise _err(task.task_file, f"limits.{e.key}", e.problem, e.fix) from None
+
+
+def _positive_duration(file: Path, key: str, value: str, fix: str) -> float:
+    try:
+        seconds = parse_duration(value)
+    except ValueError as e:
+        raise _err(file, key, str(e), fix) from None
+    if seconds <= 0:
+        raise _err(file, key, f"{value!r} is not a positive duration", fix)
+    return seconds
 
 
 def _at_least(file: Path, key: str, value: Any, low: float) -> Any:
@@ -282,10 +302,7 @@ def _followups(file: Path, t: Any) -> list[Followup]:
         _unknown(file, f, {"prompt", "budget"}, key + ".")
         budget = f.get("budget")
         if budget is not None:
-            try:
-                parse_duration(str(budget))
-            except ValueError as e:
-                raise _err(file, key + ".budget", str(e), 'use e.g. "10m"') from None
+            _positive_duration(file, key + ".budget", str(budget), 'use e.g. "10m", or leave it out for the run\'s budget')
         out.append(Followup(prompt=f["prompt"], budget=None if budget is None else str(budget)))
     return out
 

@@ -41,7 +41,8 @@ def test_unreachable_engine_fails_with_fix_and_keys_never_printed(monkeypatch: p
 
 def test_cleanup_without_engine_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
-    res = runner.invoke(app, ["cleanup"])
+    # --run-id keeps this test away from what other processes on this machine left behind
+    res = runner.invoke(app, ["cleanup", "--run-id", f"test-no-engine-{uuid.uuid4().hex[:8]}"])
     assert res.exit_code == 2 and "not reachable" in res.output
 
 

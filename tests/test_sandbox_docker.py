@@ -188,6 +188,18 @@ def test_put_and_get_file(sb) -> None:
 
 # --- limits (own containers) ----------------------------------------------------------------
 
+def test_limits_reach_docker_in_its_units(sandbox_image: str) -> None:
+    """[limits] values are converted by benchctl (docker-py alone does not read "96MiB")."""
+    import docker
+    from benchctl.sandbox.docker_sandbox import DockerSandbox
+    with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-limits",
+                                   limits=Limits(cpus=0.5, memory="96MiB", pids=48))) as box:
+        host = docker.from_env().api.inspect_container(box.container_id)["HostConfig"]
+        assert (host["NanoCpus"], host["Memory"], host["MemorySwap"], host["PidsLimit"]) == \
+            (500_000_000, 96 * 2 ** 20, 96 * 2 ** 20, 48)
+        assert box.exec("echo alive").stdout == "alive\n"
+
+
 def test_memory_hog_killed_and_reported(sandbox_image: str) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-mem", limits=Limits(memory="128m"))) as box:

@@ -75,3 +75,10 @@ def test_stop_before_start_does_not_touch_docker() -> None:
     box.stop()
     with pytest.raises(SandboxError, match="stopped before it started"):
         box.start()
+
+
+@pytest.mark.parametrize("limits, key", [(dict(pids=-5), "pids"), (dict(cpus=0), "cpus"), (dict(memory="lots"), "memory")])
+def test_limits_that_docker_would_misread_are_refused(limits: dict, key: str) -> None:
+    from benchctl.sandbox.base import Limits
+    with pytest.raises(SandboxError, match=f"limits.{key}"):
+        _start(SandboxSpec(image="x", run_id="r", limits=Limits(**limits)))

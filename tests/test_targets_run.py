@@ -118,6 +118,7 @@ def test_target_model_is_checked_before_anything_runs(tmp_path, monkeypatch):
                                     'system_prompt = "You are X."\n')
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    with pytest.raises(RunError, match=r"\[target\] model anthropic/claude-target: no API key"):
+    # the error names the task file and its key, not a flag
+    with pytest.raises(RunError, match=r"hb/task.toml: key `target.model`: anthropic/claude-target: no API key"):
         resolve_config(task=task, models=[SPY], harnesses=[], budgets=[], seeds=1, out=tmp_path / "o",
                        concurrency=1, fallback=None, variants=[], sweep=None)

@@ -195,3 +195,57 @@ def test_grading_files_beside_the_data_are_fine(tmp_path: Path) -> None:
     (task / "grading").mkdir()
     (task / "grading" / "reference.md").write_text("ref\n")
     assert load_task(task).grading["reference"] == "grading/reference.md"
+
+
+@pytest.mark.parametrize("limits, key, fix_word", [
+    ('memory = "lots"', "limits.memory", '"4g"'),
+    ('memory = "999"', "limits.memory", "unit"),             # 999 bytes? 999 GB? a unit is required
+    ("memory = 4", "limits.memory", "unit"),
+    ('memory = "4x"', "limits.memory", "unit"),
+    ('memory = "16m"', "limits.memory", "64m"),              # too small for even bash to start
+    ("pids = -5", "limits.pids", "32"),                      # Docker would read it as unlimited
+    ("pids = 0", "limits.pids", "32"),
+    ("pids = 4", "limits.pids", "32"),
+    ("pids = 10000000", "limits.pids", "32768"),
+    ('pids = "many"', "limits.pids", "pids = 256"),
+    ("pids = 64.5", "limits.pids", "pids = 256"),
+    ("cpus = 0", "limits.cpus", "positive"),                 # Docker would not cap the CPU at all
+    ("cpus = -1", "limits.cpus", "positive"),
+    ('cpus = "2"', "limits.cpus", "cpus = 1.5"),
+    ("cpus = true", "limits.cpus", "cpus = 1.5"),
+    ('swap = "1g"', "limits.swap", "cpus, memory, pids"),
+])
+def test_bad_limits_name_file_key_and_fix(tmp_path: Path, limits: str, key: str, fix_word: str) -> None:
+    write_task(tmp_path, MINIMAL + f"[limits]\n{limits}\n", {"a.log": "x"})
+    with pytest.raises(TaskError) as e:
+        load_task(tmp_path)
+    msg = str(e.value)
+    assert str(tmp_path / "task.toml") in msg and f"`{key}`" in msg
+    assert "Fix:" in msg and fix_word in msg.split("Fix:", 1)[1]
+
+
+def test_limits_units_and_defaults(tmp_path: Path) -> None:
+    from benchctl.sandbox.base import Limits
+    from benchctl.sandbox.limits import memory_bytes
+    assert load_task(write_task(tmp_path / "a", MINIMAL, {"a.log": "x"})).limits == Limits(cpus=1.0, memory="2g", pids=256)
+    t = load_task(write_task(tmp_path / "b", MINIMAL + '[limits]\ncpus = 2\nmemory = "1.5GiB"\npids = 64\n', {"a.log": "x"}))
+    assert t.limits == Limits(cpus=2.0, memory="1.5GiB", pids=64) and isinstance(t.limits.cpus, float)
+    assert memory_bytes("1.5GiB") == memory_bytes("1.5g") == memory_bytes("1.5gb") == 3 * 2 ** 29
+    assert memory_bytes("512m") == 512 * 2 ** 20 and memory_bytes("64M") == 64 * 2 ** 20
+    assert memory_bytes("1t") == 2 ** 40 and memory_bytes(f"{2 ** 30}b") == 2 ** 30
+
+
+def test_limits_beyond_this_machine_are_refused_before_runs_start(tmp_path: Path) -> None:
+    """Loading is machine-independent (a task for a big machine still loads and grades); the
+    check against this machine's CPUs and memory runs before runs start."""
+    from benchctl.sandbox.base import Limits
+    from benchctl.sandbox.limits import LimitError, check_fits_host
+    from benchctl.tasks import check_limits_fit_host
+    check_fits_host(Limits(cpus=2, memory="4g"), cpus=2, memory=4 * 2 ** 30)      # exactly what there is
+    with pytest.raises(LimitError, match=r"3 is more than the 2 CPUs.*at most cpus = 2"):
+        check_fits_host(Limits(cpus=3), cpus=2, memory=8 * 2 ** 30)
+    with pytest.raises(LimitError, match=r"'999t' is more than this machine's 8.0 GiB.*\"8192m\""):
+        check_fits_host(Limits(memory="999t"), cpus=2, memory=8 * 2 ** 30)
+    t = load_task(write_task(tmp_path, MINIMAL + '[limits]\nmemory = "999t"\n', {"a.log": "x"}))
+    with pytest.raises(TaskError, match=r"task.toml: key `limits.memory`: '999t' is more than this machine's"):
+        check_limits_fit_host(t)

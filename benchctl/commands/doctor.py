@@ -1,11 +1,12 @@
 """`benchctl doctor` (is this machine ready to run benchmarks?) and `benchctl cleanup`
-(remove containers benchctl left behind).
+(remove the containers and gateway directories that dead benchctl processes left behind).
 
 Doctor checks, in order: Docker Engine reachable [required], sandbox image present (with its
 content digest) [required], a sandbox starts with no network [required], agent CLI binaries
 [optional], provider API keys set [optional; values are never printed], stray benchctl
-containers [optional]. Each failing check says what to do; the exit code is 1 if a required
-check failed. Heavy imports happen inside the checks so `benchctl --help` stays fast.
+containers and gateway directories [optional]. Each failing check says what to do; the exit
+code is 1 if a required check failed. Heavy imports happen inside the checks so `benchctl
+--help` stays fast.
 """
 from __future__ import annotations
 
@@ -111,11 +112,20 @@ def check_strays(client: Any) -> Check:
     return Check("stray containers", "ok", "none" + live_note)
 
 
+def check_gateway_dirs() -> Check:
+    from benchctl.sandbox import gateway_dir
+    stale = [d for d in gateway_dir.find() if not d.owner_alive]
+    if stale:
+        return Check("stale gateway dirs", "warn", f"{len(stale)} left behind ({', '.join(str(d.path) for d in stale[:5])})",
+                     "remove them with `benchctl cleanup`")
+    return Check("stale gateway dirs", "ok", "none")
+
+
 def run_checks(tag: str) -> list[Check]:
     docker_check, client = check_docker()
     image_check = check_image(client, tag)
     checks = [docker_check, image_check, check_sandbox_starts(client, tag, image_check.status == "ok")]
-    checks += check_binaries() + check_keys() + [check_strays(client)]
+    checks += check_binaries() + check_keys() + [check_strays(client), check_gateway_dirs()]
     if client is not None:
         client.close()
     return checks
@@ -151,10 +161,18 @@ def register(app: typer.Typer) -> None:
     @app.command("cleanup")
     def cleanup_cmd(
         all_: bool = typer.Option(False, "--all", help="Also remove containers whose benchctl process is still running."),
-        run_id: str = typer.Option(None, "--run-id", help="Only containers of this run id."),
+        run_id: str = typer.Option(None, "--run-id", help="Only the containers and gateway directories of this run id."),
         dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed, remove nothing."),
     ) -> None:
-        """Remove benchctl containers (label benchctl.managed=1) left behind by dead processes."""
+        """Remove what dead benchctl processes left behind: containers (label benchctl.managed=1)
+        and gateway directories (/tmp/bc-gw-*)."""
+        from benchctl.sandbox import gateway_dir
+        verb = "would remove" if dry_run else "removed"
+        # A live run's gateway directory is never removed, even with --all: its process removes it.
+        dirs = gateway_dir.remove_stale(run_id=run_id, dry_run=dry_run)
+        for d in dirs:
+            typer.echo(f"{verb} gateway directory {d.path} (run {d.run_id or 'unknown: made by an older benchctl'})")
+        typer.echo(f"cleanup: {verb} {len(dirs)} gateway director{'y' if len(dirs) == 1 else 'ies'}")
         docker_check, client = check_docker()
         if client is None:
             typer.echo(f"error: Docker Engine {docker_check.detail}; {docker_check.fix}", err=True)
@@ -165,7 +183,6 @@ def register(app: typer.Typer) -> None:
         kept = len(found) - len(victims)
         if not dry_run:
             remove(client, victims)
-        verb = "would remove" if dry_run else "removed"
         for s in victims:
             typer.echo(f"{verb} {s.name} ({s.id}, run {s.run_id}, {s.status})")
         typer.echo(f"cleanup: {verb} {len(victims)} container(s)"

@@ -26,6 +26,7 @@ from typing import Any
 from benchctl.sandbox import artifacts, cleanup
 from benchctl.sandbox.base import (DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec)
 from benchctl.sandbox.docker_exec import FrameReader, StreamCapture
+from benchctl.sandbox.limits import LimitError, check_limits, memory_bytes
 
 TINI = "/usr/bin/tini"
 EXEC_MARKER = "BENCHCTL_EXEC_ID"
@@ -89,6 +90,10 @@ class DockerSandbox:
         from benchctl.transcript import SECRET_ENV_VARS
         leaked = sorted(k for k in s.env if k in SECRET_ENV_VARS)
         _refuse_secret_values(s.env, already=leaked)
+        try:
+            check_limits(s.limits or Limits())
+        except LimitError as e:    # e.g. pids <= 0, which Docker would read as "no limit"
+            raise SandboxError(f"SandboxSpec.{e}") from None
 
     def _mounts(self) -> list[Any]:
         from docker.types import Mount as DockerMount
@@ -126,7 +131,7 @@ class DockerSandbox:
         lim = self.spec.limits or Limits()
         host_config = self.client.api.create_host_config(
             network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            nano_cpus=int(lim.cpus * 1e9), mem_limit=lim.memory, memswap_limit=lim.memory,
+            nano_cpus=int(lim.cpus * 1e9), mem_limit=memory_bytes(lim.memory), memswap_limit=memory_bytes(lim.memory),
             pids_limit=lim.pids, mounts=self._mounts(), ipc_mode="private",
             ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
         )

@@ -21,23 +21,29 @@ OPTION = "tools"
 DEFAULT_CONFIG = "default"
 
 
-def expand_tool_configs(task_dir: str | Path, specs: list[Any], configs: list[str] | None) -> list[Any]:
+def expand_tool_configs(task_dir: str | Path, specs: list[Any], configs: list[str] | None,
+                        origin: str = "--tools") -> list[Any]:
     """Each run once per tool configuration (validated against the task's target); unchanged for
-    a task without [target] (then asking for configurations is an error)."""
+    a task without [target] (then asking for configurations is an error). `origin` names where
+    the configurations came from (the flag, or a sweep file's key) in error messages."""
     hb = load_hidden_behaviour(task_dir)
     if hb is None:
         if configs:
-            raise TargetSpecError(f"--tools {', '.join(configs)}: the task {task_dir} declares no [target]. "
-                                  f"Fix: drop --tools, or add a [target] table (see configs/hidden-behaviour-demo)")
+            raise TargetSpecError(f"{origin} {', '.join(configs)}: the task {task_dir} declares no [target]. "
+                                  f"Fix: drop the tool configurations, or add a [target] table (see configs/hidden-behaviour-demo)")
         return specs
     names = list(dict.fromkeys(configs or [DEFAULT_CONFIG]))
+    file = Path(task_dir) / "task.toml"
     from benchctl.run_setup import check_model      # keys / base URLs / scripts, before anything runs
-    check_model(hb.target.model, "[target] model")
+    check_model(hb.target.model, f"{file}: key `target.model`")
     for name in names:
-        config = hb.config(name)
-        check_config(hb.target, config, Path(task_dir) / "task.toml")
+        try:
+            config = hb.config(name)
+        except TargetSpecError as e:
+            raise TargetSpecError(f"{origin}: {e}") from None
+        check_config(hb.target, config, file)
         if config.scaffolded and config.auxiliary_model:
-            check_model(config.auxiliary_model, f"[tools] auxiliary_model (configuration {name})")
+            check_model(config.auxiliary_model, f"{file}: key `tools.auxiliary_model` (configuration {name})")
     out = []
     for s in specs:
         for name in names:
