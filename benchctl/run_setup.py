@@ -90,7 +90,7 @@ def check_image(image: str) -> str | None:
 
 def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str],
                    seeds: int | None, out: Path | None, concurrency: int | None, fallback: str | None, variants: list[str],
-                   sweep: Path | None, tools: list[str] | None = None) -> ResolvedRun:
+                   sweep: Path | None, tools: list[str] | None = None, allow_changed: bool = False) -> ResolvedRun:
     from harnesses import registry
     try:
         if sweep is not None:
@@ -127,6 +127,11 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
     try:
         t = load_task(cfg.task_dir)
     except TaskError as e:
+        raise RunError(str(e)) from None
+    try:    # an imported task's files must still match their pin (benchctl.task_import)
+        from benchctl.task_import.run_checks import check_before_run
+        check_before_run(t, allow_changed)
+    except ValueError as e:
         raise RunError(str(e)) from None
     if not cfg.models:
         raise RunError("no model: pass --model provider/name (e.g. --model scripted/configs/demo/investigator.json)")
