@@ -84,7 +84,8 @@ def _literal_env(env: Any, notes: list[str], where: str) -> dict[str, str]:
         if isinstance(v, (str, int, float, bool)) and "${" not in str(v):
             out[str(k)] = str(v)
         else:
-            notes.append(f"{where}: verifier env {k} is taken from the host in Harbor; not passed to run_task_tests")
+            notes.append(f"{where}: verifier env {k} = {v!r} is filled from the host by Harbor; benchctl does not "
+                         f"pass it to run_task_tests")
     return out
 
 

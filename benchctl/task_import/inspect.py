@@ -182,18 +182,20 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def _map(record: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    """A record -> sample fields, as Inspect's FieldSpec maps them (defaults: input, target, id,
-    choices; listed metadata fields, else every other field)."""
+    """A record -> sample fields, as Inspect's FieldSpec maps them (default names input, target, id,
+    choices; metadata = the listed fields, else the record's own `metadata` field)."""
     out: dict[str, Any] = {}
-    used = set()
     for f in ("input", "target", "id", "choices"):
         key = spec.get(f, f)
-        if isinstance(key, str) and key in record:
+        if isinstance(key, str) and record.get(key) is not None:
             out[f] = record[key]
-            used.add(key)
-    meta_keys = spec.get("metadata")
-    meta = {k: record[k] for k in (meta_keys if isinstance(meta_keys, list) else
-                                   [k for k in record if k not in used]) if k in record}
+    keys = spec.get("metadata")
+    meta = {k: record.get(k) for k in keys} if isinstance(keys, list) else record.get("metadata")
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            pass
     if meta:
         out["metadata"] = meta
     return out
@@ -266,7 +268,10 @@ def _loaded_samples(t: InspectTask) -> tuple[Samples | None, str]:
 # ---- rendering -----------------------------------------------------------------------------
 
 def _text(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, indent=1)
+    if isinstance(v, str):
+        return v
+    one_line = json.dumps(v, ensure_ascii=False)
+    return one_line if len(one_line) <= 100 else json.dumps(v, ensure_ascii=False, indent=1)
 
 
 def render_samples(t: InspectTask, s: Samples) -> str:
@@ -280,8 +285,11 @@ def render_samples(t: InspectTask, s: Samples) -> str:
         for f in ("input", "record", "target", "choices", "metadata"):
             if f in sample:
                 val = _text(sample[f])
-                lines += [f"**{f}**:", "", "```", val, "```", ""] if "\n" in val or len(val) > 80 else \
-                         [f"**{f}**: `{val}`", ""]
+                if "\n" in val or "`" in val or len(val) > 100:
+                    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", val)), default=0))
+                    lines += [f"**{f}**:", "", fence, val, fence, ""]     # a fence no sample text can close
+                else:
+                    lines += [f"**{f}**: `{val}`", ""]
     if len(s.samples) > MD_SAMPLES:
         lines.append(f"... and {len(s.samples) - MD_SAMPLES} more in samples.jsonl")
     return "\n".join(lines) + "\n"

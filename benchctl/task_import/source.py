@@ -117,7 +117,7 @@ def open_source(source: str, ref: str | None = None) -> Source:
     subpath = "" if subpath == "." else subpath
     if ref:
         commit = _resolve_commit(top, ref)
-        return _archive(top, commit, subpath, origin=str(p), ref=ref)
+        return _archive(top, commit, subpath, origin=str(p), ref=ref, whole_dir=p.is_file())
     try:
         commit: str | None = _git(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=top).strip() or None
     except SourceError:
@@ -129,10 +129,13 @@ def open_source(source: str, ref: str | None = None) -> Source:
     return Source(path=p, origin=str(p), subpath=subpath, commit=commit, dirty=dirty or commit is None)
 
 
-def _archive(top: Path, commit: str, subpath: str, *, origin: str, ref: str) -> Source:
+def _archive(top: Path, commit: str, subpath: str, *, origin: str, ref: str, whole_dir: bool = False) -> Source:
+    """The files at `commit` under subpath (for a file, its whole directory: an Inspect task's datasets
+    and helpers sit next to it)."""
     tmp = tempfile.TemporaryDirectory(prefix="benchctl-import-")
     tar_path = Path(tmp.name) / "tree.tar"
-    _git(["archive", "--format=tar", "-o", str(tar_path), commit, "--", subpath or "."], cwd=top)
+    wanted = (Path(subpath).parent.as_posix() if whole_dir else subpath) or "."
+    _git(["archive", "--format=tar", "-o", str(tar_path), commit, "--", wanted], cwd=top)
     dest = Path(tmp.name) / "tree"
     dest.mkdir()
     with tarfile.open(tar_path) as tf:
