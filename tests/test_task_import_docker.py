@@ -161,6 +161,9 @@ def test_tournament_over_imported_environments(built, tmp_path) -> None:
     assert [i["title"] for i in high] == ["Answer key ships in the agent's image"]
     arith = read_json(results / "grades" / "tournament" / "canonical" / "arith.json")
     assert "Scorer accepts any answer containing the target" in [i["title"] for i in arith["issues"]]
+    rep = runner.invoke(app, ["report", str(results), "--format", "json", "--table", "tournament"])
+    assert rep.exit_code == 0, rep.output
+    assert OPEN_BOOK in rep.output and STATIC in rep.output
 
 
 @pytest.mark.cli_binaries

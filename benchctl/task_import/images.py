@@ -38,6 +38,14 @@ def _client() -> Any:
     return client
 
 
+def client_or_none() -> Any:
+    """One Docker client to probe many images with (None without a reachable engine)."""
+    try:
+        return _client()
+    except Exception:
+        return None
+
+
 def probe(name: str | None, client: Any = None) -> ImageProbe:
     """The image's digest and working directory, or the reason it cannot be used."""
     if not name:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchctl.task_import.images import client_or_none
 from benchctl.task_import.source import open_source
 from benchctl.task_import.write import DEFAULT_BUDGET, ImportError_, ImportResult, check_target, write_task
 
@@ -53,9 +54,14 @@ def import_tasks(fmt: str, source: str, out: Path, *, ref: str | None = None, na
         for t in targets:            # every target is checked before anything is written
             check_target(t)
         result = SuiteResult(out, suite)
-        for s, t in zip(staged, targets):
-            result.results.append(write_task(s, src, t, template=template_text, budget=budget,
-                                             build_images=build_images))
+        client = client_or_none()          # one connection to probe every task's image
+        try:
+            for s, t in zip(staged, targets):
+                result.results.append(write_task(s, src, t, template=template_text, budget=budget,
+                                                 build_images=build_images, docker_client=client))
+        finally:
+            if client is not None:
+                client.close()
     if suite and out.is_dir():
         mine = {r.task_dir.name for r in result.results}
         result.left_alone = sorted(p.name for p in out.iterdir()

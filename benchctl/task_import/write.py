@@ -77,14 +77,14 @@ def _listing(data: Path, digests: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def _resolve_image(staged: StagedTask, data: Path, build_images: bool, notes: list[str]) -> ImageProbe:
+def _resolve_image(staged: StagedTask, data: Path, build_images: bool, notes: list[str], client: Any) -> ImageProbe:
     if staged.build_context is None:
-        return probe(staged.image)
+        return probe(staged.image, client)
     context = data / staged.build_context
     tag = local_tag(staged.name, context)
     staged.image = tag
     if not build_images:
-        return probe(tag)
+        return probe(tag, client)
     try:
         return build(context, tag, timeout=staged.build_timeout,
                      labels={"benchctl.imported_task": staged.name})
@@ -132,7 +132,7 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def write_task(staged: StagedTask, source: Source, task_dir: Path, *, template: str | None = None,
-               budget: str = DEFAULT_BUDGET, build_images: bool = False) -> ImportResult:
+               budget: str = DEFAULT_BUDGET, build_images: bool = False, docker_client: Any = None) -> ImportResult:
     """Stage everything in a temporary sibling of task_dir, then replace the three owned entries."""
     from benchctl.grading.templates import TemplateError, render
     task_dir = task_dir.resolve()
@@ -144,7 +144,7 @@ def write_task(staged: StagedTask, source: Source, task_dir: Path, *, template: 
         data = tmp / DATA
         data.mkdir()
         staged.fill_data(data)
-        image = _resolve_image(staged, data, build_images, notes)
+        image = _resolve_image(staged, data, build_images, notes, docker_client)
         digests = file_digests(data)
         pin = Pin(format=staged.format, source=source.origin, content_hash=content_hash(digests),
                   path=staged.source_path, commit=source.commit, ref=source.ref, dirty=source.dirty,
