@@ -116,8 +116,8 @@ class Runner:
         self.cancel = threading.Event()
         self._live: dict[str, tuple[Any, Any]] = {}     # run_id -> (sandbox, gateway)
         self._lock = threading.Lock()
-        # an imported task: its pin and what was verified against it, for every run's meta.json
-        self._pin = None if task.pin is None else _pin_meta(task)
+        from benchctl.task_import.run_checks import pin_meta
+        self._pin = pin_meta(task)      # an imported task's pin and what was verified against it; else None
 
     # cancellation: called from a signal handler's thread
     def request_cancel(self) -> None:
@@ -325,8 +325,3 @@ class Runner:
 
 class _Cancelled(Exception):
     pass
-
-
-def _pin_meta(task: Task) -> dict[str, Any] | None:
-    from benchctl.task_import.run_checks import pin_meta
-    return pin_meta(task)

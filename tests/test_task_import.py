@@ -161,6 +161,7 @@ def test_existing_directory_that_is_not_an_import_is_refused(tmp_path: Path, ups
     (["--ref", "no-such-ref"], "--ref 'no-such-ref': no such commit"),
     (["--only", "nope"], "--only nope: no such task"),
     (["--budget", "soon"], "--budget"),
+    (["--with-inspect"], "applies to Inspect tasks only"),
 ])
 def test_bad_arguments_exit_2_with_the_fix(tmp_path: Path, upstream, args, message) -> None:
     repo, _ = upstream
@@ -219,6 +220,7 @@ def test_template_override_and_unknown_placeholder(tmp_path: Path, upstream) -> 
     tpl.write_text("{{nme}}\n")
     r = invoke("tasks", "import", "harbor", repo / "tasks" / "word-count", "-o", tmp_path / "o2", "--template", tpl)
     assert r.exit_code == 2 and "{{nme}}" in r.output and "files" in r.output     # names what is available
+    assert not (tmp_path / "o2").exists()
 
 
 def test_malformed_pin_is_a_task_error(tmp_path: Path, upstream) -> None:

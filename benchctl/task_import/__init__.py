@@ -13,7 +13,9 @@ container image the task declares.
   inspect_load.py the optional richer Inspect path: loads the task with inspect-ai in a subprocess
   images.py       the task image: digest when present locally, optional build from environment/
   write.py        staged task -> task directory (task.toml, instructions.md, data/), idempotently
-  pin.py          the [pin] table: parse, file digests, verify (what `benchctl run` checks)
+  suite.py        one source -> one task, or a suite of tasks (one per tournament environment)
+  pin.py          the [pin] table: parse, file digests, verify
+  run_checks.py   what `benchctl run` checks before it starts (the pin) and records in meta.json
   open_book.py    the run_task_tests tool: the task's own tests in a second network-less sandbox
   templates/      the shipped audit instruction templates (copy one and pass --template to edit)
 

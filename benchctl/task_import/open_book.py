@@ -200,7 +200,7 @@ class TaskTestsTool:
         try:
             sb.start()
             sb.exec(["mkdir", "-p", "/logs/verifier", "/logs/agent"], timeout=30, user="root")
-            steps: list[tuple[str, list[str], str, dict[str, str] | None]] = []
+            steps: list[tuple[str, list[str]]] = []      # run as the agent user, before the tests arrive
             if run_solution:
                 if not self.cfg.solution:
                     out.append("== solution: this task has no reference solution ==")
@@ -208,15 +208,15 @@ class TaskTestsTool:
                     skipped = self._put_dir(sb, self.cfg.solution, "/solution")
                     if skipped:
                         out.append(f"(symlinks not copied into /solution: {', '.join(skipped)})")
-                    steps.append(("solution/solve.sh", ["bash", "/solution/solve.sh"], self.cfg.agent_user, None))
+                    steps.append(("solution/solve.sh", ["bash", "/solution/solve.sh"]))
             if setup.strip():
-                steps.append(("your setup", ["bash", "-c", setup], self.cfg.agent_user, None))
-            for title, argv, user, env in steps:
+                steps.append(("your setup", ["bash", "-c", setup]))
+            for title, argv in steps:
                 if left() < 1:
                     out.append(f"== {title}: not run, the run's time is up ==")
                     break
                 out.append(_section(title, sb.exec(argv, timeout=left(self.cfg.timeout), workdir=self.workdir,
-                                                   user=user, env=env)))
+                                                   user=self.cfg.agent_user)))
             if left() < 1:
                 out.append("== tests/test.sh: not run, the run's time is up ==")
             else:
@@ -242,14 +242,16 @@ class TaskTestsTool:
         return self._done(record, out, started)
 
     def _reward(self, sb: Sandbox, out: list[str]) -> str | None:
+        """Every reward file the tests wrote is shown; the first (reward.txt, else reward.json) is recorded."""
+        found = []
         for path in REWARD_FILES:
             r = sb.exec(["cat", path], timeout=30, user="root")
             if r.exit_code == 0:
-                value = r.stdout.strip()[:2000]
-                out.append(f"== reward ({path}) ==\n{value}")
-                return value
-        out.append(f"== reward: none written ({' or '.join(REWARD_FILES)} missing) ==")
-        return None
+                found.append(r.stdout.strip()[:2000])
+                out.append(f"== reward ({path}) ==\n{found[-1]}")
+        if not found:
+            out.append(f"== reward: none written ({' or '.join(REWARD_FILES)} missing) ==")
+        return found[0] if found else None
 
     def _done(self, record: dict[str, Any], out: list[str], started: float, is_error: bool = False) -> ToolOutput:
         record["seconds"] = round(time.monotonic() - started, 3)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from benchctl.task_import.images import client_or_none
 from benchctl.task_import.source import open_source
-from benchctl.task_import.write import DEFAULT_BUDGET, ImportError_, ImportResult, check_target, write_task
+from benchctl.task_import.write import (DEFAULT_BUDGET, ImportError_, ImportResult, check_target, check_template,
+                                       write_task)
 
 FORMATS = ("harbor", "inspect")
 
@@ -36,12 +37,15 @@ def import_tasks(fmt: str, source: str, out: Path, *, ref: str | None = None, na
         parse_duration(budget)
     except ValueError as e:
         raise ImportError_(f"--budget: {e}") from None
+    if with_inspect and fmt != "inspect":
+        raise ImportError_("--with-inspect applies to Inspect tasks only")
     template_text = None
     if template is not None:
         try:
             template_text = template.read_text(encoding="utf-8")
         except OSError as e:
             raise ImportError_(f"--template {template}: {e.strerror or e}") from None
+        check_template(template_text)
     out = out.expanduser().resolve()
     with open_source(source, ref) as src:
         if fmt == "harbor":
