@@ -67,7 +67,7 @@ def bench_import(tmp: Path, n: int) -> list[tuple[str, str]]:
     assert {r.status for r in again.results} == {"unchanged"}
     files = sum(len(r.pin.files) for r in res.results)
     return [(f"import {n} Harbor tasks at a ref ({files} files)", f"{first:.2f} s ({first / n * 1000:.0f} ms/task)"),
-            (f"re-import, nothing changed", f"{second:.2f} s")]
+            ("re-import, nothing changed", f"{second:.2f} s")]
 
 
 def bench_pin(tmp: Path, files: int, mb: int) -> list[tuple[str, str]]:

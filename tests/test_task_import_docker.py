@@ -4,7 +4,6 @@ image, --allow-changed, and a tournament over imported environments with scripte
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -113,8 +112,8 @@ def test_open_book_audit_with_react(built, tmp_path) -> None:
 
 
 def test_static_audit_without_the_image_and_allow_changed(built, tmp_path) -> None:
-    src = tmp_path / "src"
-    rig.write_files(src, {k: v.replace("wc -w", "wc -w ") for k, v in rig.WORD_COUNT.items()})
+    src = tmp_path / "src"      # word-count with one byte changed: its image tag differs, and it is never built
+    rig.write_files(src, {k: v + ("\n" if k == "environment/text.txt" else "") for k, v in rig.WORD_COUNT.items()})
     task_dir = tmp_path / "wc"
     r = runner.invoke(app, ["tasks", "import", "harbor", str(src), "-o", str(task_dir)])   # not built
     assert r.exit_code == 0 and "static audit" in r.output
