@@ -94,6 +94,8 @@ class RunMeta(TypedDict, total=False):
     harness_details: dict[str, Any]  # harness-specific outcome details (CLI exit codes, session ids)
     tools: str | None                # tool configuration (hidden-behaviour audits)
     target_tools: dict[str, Any]     # target / auxiliary model calls, usage and cost (kept apart from `usage`)
+    pin: dict[str, Any]              # imported tasks: source, commit, content hash, image (+ digest), verified/changed
+    task_tests: dict[str, Any]       # imported tasks: run_task_tests available (or why not), calls and rewards
 
 
 META_SCHEMA = 1

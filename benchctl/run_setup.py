@@ -102,7 +102,7 @@ def _origin(flag: str, given: bool, sweep_file: Path | None, key: str) -> str:
 
 def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str],
                    seeds: int | None, out: Path | None, concurrency: int | None, fallback: str | None, variants: list[str],
-                   sweep: Path | None, tools: list[str] | None = None) -> ResolvedRun:
+                   sweep: Path | None, tools: list[str] | None = None, allow_changed: bool = False) -> ResolvedRun:
     from harnesses import registry
     sweep_file = sweep.expanduser().resolve() if sweep is not None else None
     try:
@@ -147,6 +147,11 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
         ("variants", "--variant", bool(variants)), ("fallback", "--fallback", bool(fallback)),
         ("tools", "--tools", bool(tools)))}
     t = _load_task(cfg.task_dir, where["task"] if task is None and sweep_file is not None else None)
+    try:    # an imported task's files must still match their pin (benchctl.task_import)
+        from benchctl.task_import.run_checks import check_before_run
+        check_before_run(t, allow_changed)
+    except ValueError as e:
+        raise RunError(str(e)) from None
     if not cfg.models:
         raise RunError("no model: pass --model provider/name (e.g. --model scripted/configs/demo/investigator.json)")
     for m in cfg.models:

@@ -117,6 +117,8 @@ class Runner:
         self.cancel = threading.Event()
         self._live: dict[str, tuple[Any, Any]] = {}     # run_id -> (sandbox, gateway)
         self._lock = threading.Lock()
+        from benchctl.task_import.run_checks import pin_meta
+        self._pin = pin_meta(task)      # an imported task's pin and what was verified against it; else None
 
     # cancellation: called from a signal handler's thread
     def request_cancel(self) -> None:
@@ -175,7 +177,9 @@ class Runner:
             gateway = self.gateway_factory(spec, sockdir / SOCKET_NAME, transcript)
             self._register(spec.run_id, None, gateway)
             from benchctl.targets.runs import RunTargets     # hidden-behaviour audits; None for other tasks
-            targets = RunTargets.start(self.task.task_dir, spec, gateway, transcript)
+            from benchctl.task_import.open_book import RunTaskTests   # imported tasks' run_task_tests; else None
+            targets = RunTargets.start(self.task.task_dir, spec, gateway, transcript) or RunTaskTests.start(
+                self.task, spec, prepared.path, gateway, transcript, self.sandbox_factory)
             sandbox = self.sandbox_factory(SandboxSpec(
                 image=self.task.image, run_id=spec.run_id, data_dir=prepared.path, gateway_dir=sockdir,
                 extra_mounts=list(harness.mounts()), limits=self.task.limits))
@@ -240,12 +244,15 @@ class Runner:
         s = spec.to_dict()
         s.update(task_dir=str(self.task.task_dir), task_name=self.task.name, variant_counts=prepared.counts,
                  artifacts=list(self.task.artifacts))
-        return RunMeta(schema=META_SCHEMA, run_id=spec.run_id, status="running", spec=s, task=self.task.name,
+        meta = RunMeta(schema=META_SCHEMA, run_id=spec.run_id, status="running", spec=s, task=self.task.name,
                        harness=spec.harness, model=spec.model, budget=spec.budget, budget_s=spec.budget_s,
                        seed=spec.seed, variant=spec.variant, task_hash=prepared.task_hash, image=self.task.image,
                        image_digest=None, tool_versions={}, benchctl_version=__version__, started_at=time.time(),
                        usage={}, cost_usd=None, served_models={}, fallbacks=[], refusals=0, reprompts=0,
                        revision_requests=0, turns=0, artifacts=[], error=None, exit_code=None)
+        if self._pin is not None:
+            meta["pin"] = dict(self._pin)
+        return meta
 
     def _collect(self, sandbox: Sandbox, path: Path, meta: RunMeta, transcript: TranscriptWriter,
                  dest: Path | None = None) -> list[str]:
@@ -289,8 +296,9 @@ class Runner:
         return out
 
     def _targets_summary(self, targets: Any, meta: RunMeta) -> None:
-        """Target and auxiliary calls, usage and cost: kept apart from the investigator's own (meta usage/cost)."""
-        meta["target_tools"] = targets.summary()
+        """Target and auxiliary calls, usage and cost: kept apart from the investigator's own (meta usage/cost);
+        for an imported task, its run_task_tests calls (meta task_tests)."""
+        meta[targets.meta_key] = targets.summary()
         targets.close()
 
     def _gateway_summary(self, gateway: Any, meta: RunMeta) -> None:

@@ -32,7 +32,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = {"name", "description", "instructions", "instructions_file", "data", "image", "artifacts",
              "budgets", "early_exit", "length", "notices", "followups", "variants", "harness_options",
              "limits", "grading", "tool_timeout",
-             "target", "tools"}     # hidden-behaviour audits: parsed and validated by benchctl.targets.spec
+             "target", "tools",     # hidden-behaviour audits: parsed and validated by benchctl.targets.spec
+             "pin", "task_tests"}   # imported tasks: benchctl.task_import.pin / .open_book
 
 
 class TaskError(ValueError):
@@ -78,6 +79,7 @@ class Task:
     grading: dict[str, Any] = field(default_factory=dict)
     tool_timeout: float = 120.0
     description: str = ""
+    pin: Any = None                         # benchctl.task_import.pin.Pin of an imported task, else None
 
     def options_for(self, harness: str) -> dict[str, Any]:
         """Harness options: top-level keys, overridden by a sub-table named after the harness."""
@@ -178,11 +180,23 @@ def load_task(path: str | os.PathLike[str]) -> Task:
         limits = parse_limits(raw.get("limits", {}))
     except LimitError as e:
         raise _err(file, f"limits.{e.key}", e.problem, e.fix) from None
+    pin = _pin(file, raw, data_dir)
     return Task(name=name, task_dir=task_dir, task_file=file, instructions=instructions, data_dir=data_dir,
                 image=image, artifacts=list(artifacts), budgets=budgets, policies=policies, followups=followups,
                 variants=variants, harness_options=dict(raw.get("harness_options", {})), limits=limits,
                 grading=dict(raw.get("grading", {})), tool_timeout=tool_timeout,
-                description=str(raw.get("description", "")))
+                description=str(raw.get("description", "")), pin=pin)
+
+
+def _pin(file: Path, raw: dict[str, Any], data_dir: Path | None) -> Any:
+    """The [pin] of an imported task (what `benchctl run` verifies), or None."""
+    if "pin" not in raw:
+        return None
+    from benchctl.task_import.pin import PinError, parse_pin
+    try:
+        return parse_pin(file, raw["pin"], data_dir)
+    except PinError as e:
+        raise TaskError(str(e)) from None
 
 
 def _strings(v: Any) -> list[str]:

@@ -29,6 +29,8 @@ def run(
     progress: str = typer.Option("auto", "--progress", help="auto | rich | json | quiet."),
     tools: list[str] = typer.Option([], "--tools", help="Tool configuration for a task with a [target] "
                                     "(default, prefill, sample_user, complete, scaffolded_*); repeat for several."),
+    allow_changed: bool = typer.Option(False, "--allow-changed", help="Run an imported task even though its files "
+                                       "no longer match their pin (meta.json records what changed)."),
 ) -> None:
     """Run agents on a task in network-less sandboxes; rerun the same command to resume."""
     import sys
@@ -41,7 +43,7 @@ def run(
     try:
         cfg = resolve_config(task=task, models=model, harnesses=harness, budgets=budget, seeds=seeds, out=out,
                              concurrency=concurrency, fallback=fallback, variants=variant, sweep=sweep,
-                             tools=tools)
+                             tools=tools, allow_changed=allow_changed)
     except RunError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)

@@ -45,6 +45,9 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     user: str = "agent"
+    # PID 1: "tini" from the image (the sandbox image has it), or "docker" = the engine's own init,
+    # for images without tini (an imported task's image, see benchctl/task_import/open_book.py)
+    init: str = "tini"
 
 
 @dataclass

@@ -2,10 +2,11 @@
 
 The container: `network_mode=none`; user `agent` (uid 1000); all capabilities dropped;
 `no-new-privileges`; cpu / memory (no swap) / pids limits from `spec.limits`; tini as PID 1
-(from the image) reaping zombies; `sleep infinity` as its only long-lived process. Task data
-is bind-mounted read-only at /data, the gateway directory read-write at /gateway, agent
-binaries read-only under /opt/benchctl; /work lives in the container's own writable layer (no
-host bind mount), so artifacts only leave through `get_archive` + the checks in artifacts.py.
+(from the image, or Docker's own init with `spec.init = "docker"`) reaping zombies; `sleep
+infinity` as its only long-lived process. Task data is bind-mounted read-only at /data, the
+gateway directory read-write at /gateway, agent binaries read-only under /opt/benchctl; /work
+lives in the container's own writable layer (no host bind mount), so artifacts only leave
+through `get_archive` + the checks in artifacts.py.
 
 Commands run through `docker exec` under `timeout -s KILL` (which kills the command's whole
 process group inside the container); as a backstop the host also kills every process carrying
@@ -129,17 +130,21 @@ class DockerSandbox:
                                "`benchctl images build`") from None
         self.image_digest = image["Id"]
         lim = self.spec.limits or Limits()
+        docker_init = self.spec.init == "docker"
         host_config = self.client.api.create_host_config(
             network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
             nano_cpus=int(lim.cpus * 1e9), mem_limit=memory_bytes(lim.memory), memswap_limit=memory_bytes(lim.memory),
             pids_limit=lim.pids, mounts=self._mounts(), ipc_mode="private",
-            ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
+            ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)], init=docker_init or None,
         )
+        # With Docker's init as PID 1 the entrypoint is plain `sleep`, which every image has; the
+        # image's own ENTRYPOINT is replaced either way.
+        entrypoint, command = (["sleep"], ["infinity"]) if docker_init else ([TINI, "--"], ["sleep", "infinity"])
         # Register the name before asking Docker, so a signal mid-create still finds it.
         cleanup.register(self.name)
         try:
             created = self.client.api.create_container(
-                self.spec.image, name=self.name, command=["sleep", "infinity"], entrypoint=[TINI, "--"],
+                self.spec.image, name=self.name, command=command, entrypoint=entrypoint,
                 user=self.spec.user, environment=dict(self.spec.env), working_dir="/work",
                 hostname="sandbox", labels=cleanup.owner_labels(self.run_id), host_config=host_config,
                 network_disabled=True)

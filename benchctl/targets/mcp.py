@@ -35,9 +35,13 @@ Response = tuple[int, dict[str, str], bytes]
 
 
 class McpServer:
+    """Serves any tools object with TargetTools' shape (names, specs(), call()): the target tools, or
+    an imported task's run_task_tests (benchctl/task_import/open_book.py)."""
+
     def __init__(self, tools: TargetTools, call_timeout: float | None = None,
-                 deadline: Callable[[], float | None] | None = None) -> None:
+                 deadline: Callable[[], float | None] | None = None, instructions: str | None = None) -> None:
         self.tools = tools
+        self.instructions = instructions
         self.call_timeout = call_timeout
         self.deadline = deadline       # the run's deadline (unix seconds), read at each call
         self.session_id = uuid.uuid4().hex
@@ -79,7 +83,8 @@ class McpServer:
             from benchctl import __version__
             return _result(rid, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
                                  "serverInfo": {"name": SERVER_NAME, "version": __version__},
-                                 "instructions": f"Tools for probing {self.tools.target.display_name}."})
+                                 "instructions": self.instructions
+                                 or f"Tools for probing {self.tools.target.display_name}."})
         if method == "ping":
             return _result(rid, {})
         if method == "tools/list":
@@ -118,9 +123,11 @@ def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 
-def mount(gateway: Any, tools: TargetTools, call_timeout: float | None = None) -> McpServer:
+def mount(gateway: Any, tools: TargetTools, call_timeout: float | None = None,
+          instructions: str | None = None) -> McpServer:
     """Register the MCP route on a started (or not yet started) gateway; returns the server."""
-    server = McpServer(tools, call_timeout, deadline=lambda: getattr(gateway, "deadline", None))
+    server = McpServer(tools, call_timeout, deadline=lambda: getattr(gateway, "deadline", None),
+                       instructions=instructions)
     gateway.add_route(ROUTE_PREFIX, server.handle)
     return server
 

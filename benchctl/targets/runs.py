@@ -58,6 +58,7 @@ class RunTargets:
     tools: Any                      # TargetTools
     token_budget: Any = None        # TokenBudget | None
     mcp: Any = None
+    meta_key = "target_tools"       # where the runner puts summary() in meta.json
 
     @classmethod
     def start(cls, task_dir: str | Path, spec: Any, gateway: Any, transcript: Any) -> "RunTargets | None":
