@@ -246,3 +246,14 @@ def test_openai_sdk_sees_the_timeout_as_a_server_error(tmp_path: Path, monkeypat
         with pytest.raises(openai.InternalServerError, match="upstream timed out"):
             openai_client(rig.gw, max_retries=0).responses.create(model="gpt-5", input="hi")
         assert rig.events("model_call")[0]["outcome"] == "timeout"
+
+
+def test_a_bad_idle_timeout_stops_benchctl_run_before_anything_starts(tmp_path: Path) -> None:
+    import os
+
+    from tests._run_helpers import cli
+    out = tmp_path / "res"
+    r = cli("run", "configs/demo", "--model", "scripted/configs/demo/investigator.json", "--out", str(out),
+            env={**os.environ, IDLE_TIMEOUT_ENV: "soon"}, timeout=120)
+    assert r.returncode == 2 and f"{IDLE_TIMEOUT_ENV}='soon' must be a positive number of seconds" in r.stderr
+    assert not out.exists()
