@@ -75,6 +75,30 @@ def test_react_call_in_flight_at_the_deadline_is_recorded(tmp_path: Path, monkey
     assert events.index(cut[0]) < followup                  # recorded when it was cut, not at the end
 
 
+def test_run_rides_out_a_silent_upstream_with_the_idle_timeout_from_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHCTL_GATEWAY_IDLE_TIMEOUT", "1")
+    monkeypatch.setenv("BENCHCTL_GATEWAY_ANSWER_TIMEOUT", "1")     # ReAct's calls are non-streaming
+    up, _env = serve(monkeypatch, [HANG[0], {"text": "Done."}])
+    try:
+        up.stall_next()                                           # the run's first call gets silence
+        task, _script = make_task(tmp_path, [{"text": "unused"}], "[early_exit]\nenabled = false\n",
+                                  name=f"idle{uuid.uuid4().hex[:6]}")
+        out = tmp_path / "out"
+        run_inprocess(task, MODEL, out, budget="2m")
+        (run,) = runs(out)
+        meta, events = read_json(run / "meta.json"), read_jsonl(run / "transcript.jsonl")
+        requests = len(up.generation_requests())
+    finally:
+        up.close()
+    assert meta["status"] == "completed" and (run / "artifacts" / "report.md").read_text() == "r\n"
+    first = next(e for e in events if e["type"] == "model_call")
+    assert first["outcome"] == "ok" and [a["status"] for a in first["retries"]] == [None, 200]
+    assert "(idle timeout)" in first["retries"][0]["error"]
+    assert requests == 3 and meta["gateway"]["calls"] == 2         # two calls, one of them tried twice
+    assert meta["cost_usd"] is not None and meta["gateway"]["errors"] == 0
+
+
 def test_ctrl_c_with_a_call_in_flight_records_it_as_cancelled(tmp_path: Path) -> None:
     up, env = serve(None, HANG[:2])
     try:
