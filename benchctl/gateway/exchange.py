@@ -268,11 +268,10 @@ class Exchange:
                 async for data in resp.body:
                     self.parts.append(data)
             except Exception as e:  # nothing reached the client yet: answer with an error, and record it
-                self.record(call, requested, f"upstream stream failed: {type(e).__name__}: {e}", timed_out=is_timeout(e),
-                            answered=502)
+                message = f"upstream stream failed: {type(e).__name__}: {e}"
+                self.record(call, requested, message, timed_out=is_timeout(e), answered=502)
                 self.send_whole(502, {**JSON, "x-should-retry": "false"},
-                                error_body(call.wire_api, 502, f"benchctl gateway: upstream stream failed: "
-                                                               f"{type(e).__name__}: {e}", "api_error"))
+                                error_body(call.wire_api, 502, f"benchctl gateway: {message}", "api_error"))
                 return True
             data = b"".join(self.parts)
             s = summarize(call.wire_api, call.stream, data, resp.status)
@@ -343,8 +342,8 @@ class Exchange:
                 status = 502
             self.ttfb = time.perf_counter()
             self.record(call, requested, error, answered=502 if error else None)
-            data = b"".join(self.parts) if error is None else error_body(call.wire_api, 502, f"benchctl gateway: {error}",
-                                                                          "api_error")
+            data = b"".join(self.parts) if error is None else \
+                error_body(call.wire_api, 502, f"benchctl gateway: {error}", "api_error")
             self.send_whole(status, headers, data)
         if writer.transport.get_write_buffer_size() > 0:
             await writer.drain()
@@ -363,8 +362,9 @@ class Exchange:
         error: what went wrong on the way (stream failed, upstream unreachable); cut: why the call was
         stopped before its end (client gone, gateway closing), which makes its outcome `timeout` when the
         deadline in force at its start has passed, else `cancelled`; timed_out: the upstream went silent
-        past the idle timeout; answered: the status the gateway answered with itself (no upstream answer
-        is summarized); sent: False when the request never left the gateway."""
+        past the idle timeout; answered: the status the gateway answered the client with itself, when not
+        the upstream's (what arrived from the upstream, if anything, is still summarized); sent: False
+        when the request never left the gateway (not counted as a call)."""
         if self.recorded:
             return
         self.recorded = True
@@ -464,8 +464,9 @@ class Exchange:
         # ~4 bytes per token: good enough for a CLI deciding when to compact; recorded as an estimate.
         n = math.ceil(len(orjson.dumps(body)) / 4)
         self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
-                                method=self.req.method, path=self.req.path, status=200, outcome="ok", requested_model=requested,
-                                served_model=str(served), latency_ms=self.ms(time.perf_counter()),
+                                method=self.req.method, path=self.req.path, status=200, outcome="ok",
+                                requested_model=requested, served_model=str(served),
+                                latency_ms=self.ms(time.perf_counter()),
                                 answered_by="gateway", estimated_input_tokens=n)
         self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
         return True

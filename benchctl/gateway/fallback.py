@@ -63,7 +63,8 @@ class ModelRouter:
         with self._lock:
             if self.policy != "fallback" or self.fallback is None or self.current == self.fallback or served != self.current:
                 return None
-            event = {"t": time.time(), "from": str(self.current), "to": str(self.fallback), "reason": reason, **detail}
+            event = {"t": time.time(), "from": str(self.current), "to": str(self.fallback), "reason": reason,
+                     **detail}
             self.current = self.fallback
             self.fallbacks.append(event)
             return event

@@ -2,8 +2,9 @@
 
 Requests: request line + headers, body by Content-Length or chunked. Responses: whole
 (Content-Length, one write) or streamed (chunked, one write per upstream chunk, so each SSE
-event leaves as soon as it arrives). Keep-alive unless the client says close. `serve_tcp` / `serve_unix` start a server whose
-connections tell the request in flight when its client goes away (see ClientProtocol).
+event leaves as soon as it arrives). Keep-alive unless the client says close. `serve_tcp` /
+`serve_unix` start a server whose connections tell the request in flight when its client goes
+away (see ClientProtocol).
 """
 from __future__ import annotations
 

@@ -24,7 +24,10 @@ from typing import AsyncIterator
 from urllib.parse import urlsplit
 
 CONNECT_TIMEOUT = 15.0
-IDLE_TIMEOUT = 120.0      # default silence allowed mid-response (see retry.RetryPolicy for the setting)
+# Defaults of the silence allowed from an upstream (the settings: retry.RetryPolicy): within a body or
+# before a stream's head; before a non-streaming answer's head (it comes when the model has finished).
+IDLE_TIMEOUT = 120.0
+ANSWER_TIMEOUT = 600.0
 MAX_IDLE_PER_ORIGIN = 64
 READ_SIZE = 1 << 16
 

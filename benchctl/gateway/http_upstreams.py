@@ -25,7 +25,7 @@ from typing import AsyncIterator, Mapping
 import httpx2
 import orjson
 
-from benchctl.gateway.http_client import IDLE_TIMEOUT, ConnectionPool, RawResponse
+from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, ConnectionPool, RawResponse
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 # Headers from the upstream that are about the hop, not the content; we set our own.
@@ -33,7 +33,6 @@ HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length"
                "proxy-authenticate", "proxy-authorization", "te", "trailer", "upgrade", "date", "server",
                "set-cookie", "alt-svc", "via", "cf-ray", "cf-cache-status"}
 TIMEOUT = httpx2.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
-ANSWER_TIMEOUT = 600.0   # default wait for a non-streaming answer's head (see retry.RetryPolicy)
 
 
 class UpstreamConfigError(ValueError):
@@ -207,7 +206,8 @@ class GoogleUpstream(HttpUpstream):
         return {"x-goog-api-key": self._api_key} if self._api_key else {}
 
 
-def http_upstream(model: ModelId, idle_timeout: float = IDLE_TIMEOUT, answer_timeout: float = ANSWER_TIMEOUT) -> HttpUpstream:
+def http_upstream(model: ModelId, idle_timeout: float = IDLE_TIMEOUT,
+                  answer_timeout: float = ANSWER_TIMEOUT) -> HttpUpstream:
     classes = {"anthropic": AnthropicUpstream, "openai": OpenAIUpstream, "google": GoogleUpstream,
                "openai-compatible": OpenAICompatibleUpstream}
     if model.provider not in classes:

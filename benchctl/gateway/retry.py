@@ -31,7 +31,7 @@ import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.stop import stop_base
 
-from benchctl.gateway.http_client import IDLE_TIMEOUT, UpstreamIdleTimeout
+from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, UpstreamIdleTimeout
 from benchctl.gateway.upstream import Upstream, UpstreamCall, UpstreamResponse
 
 class stop_when(stop_base):
@@ -53,7 +53,6 @@ def is_retryable_status(status: int) -> bool:
 
 IDLE_TIMEOUT_ENV = "BENCHCTL_GATEWAY_IDLE_TIMEOUT"
 ANSWER_TIMEOUT_ENV = "BENCHCTL_GATEWAY_ANSWER_TIMEOUT"
-ANSWER_TIMEOUT = 600.0
 
 
 def env_seconds(name: str, default: float) -> float:
