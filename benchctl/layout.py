@@ -80,7 +80,7 @@ class RunMeta(TypedDict, total=False):
     usage: Usage
     cost_usd: float | None      # None = some call had an unknown price
     served_models: dict[str, int]  # model id -> number of calls it served
-    fallbacks: list[dict[str, Any]]  # {"at": t, "from": m, "to": m, "reason": ...}
+    fallbacks: list[dict[str, Any]]  # {"t", "from", "to", "reason": "refusal", "call_id", "upstream_stop_reason"?}
     refusals: int
     reprompts: int
     revision_requests: int

@@ -45,12 +45,17 @@ class ResolvedRun:
 
 def check_model(model: str, what: str = "--model") -> None:
     """`what` says where the id came from: a flag (`--model`) or a file and key."""
+    from benchctl.gateway.retry import RetryPolicy
     from benchctl.gateway.upstream import ModelId, ModelIdError
     label = f"{what} {model}" if what.startswith("-") else f"{what}: {model}"
     try:
         mid = ModelId.parse(model)
     except ModelIdError as e:
         raise RunError(f"{what}: {e}") from None
+    try:
+        RetryPolicy()   # its idle timeouts come from the environment: a bad value must stop us before any run
+    except ValueError as e:
+        raise RunError(str(e)) from None
     if mid.provider == "scripted":
         if mid.name.startswith("py:"):
             return

@@ -216,8 +216,10 @@ class Runner:
             # after a cancel the sandbox is already gone, so failures are its consequence
             result = HarnessResult("error", error="cancelled" if self.cancel.is_set() else f"{type(e).__name__}: {e}")
         finally:
-            for closer in (lambda: sandbox and sandbox.stop(), lambda: gateway and self._gateway_summary(gateway, meta),
-                           lambda: gateway and gateway.close(), lambda: targets and self._targets_summary(targets, meta)):
+            # The gateway closes before its summary is read: a call it cuts off as it closes is counted too.
+            for closer in (lambda: sandbox and sandbox.stop(), lambda: gateway and gateway.close(),
+                           lambda: gateway and self._gateway_summary(gateway, meta),
+                           lambda: targets and self._targets_summary(targets, meta)):
                 try:
                     closer()
                 except Exception as e:   # cleanup trouble is recorded, never fatal

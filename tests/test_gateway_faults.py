@@ -194,7 +194,7 @@ def test_close_during_a_stream_returns_promptly_and_records_it(rig: Rig) -> None
     assert time.monotonic() - t0 < 5
     release.set()
     call = rig.events("model_call")[0]
-    assert call["error"].startswith("gateway closed after")
+    assert call["outcome"] == "cancelled" and call["partial"] is True and "the gateway closed after" in call["error"]
 
 
 def test_non_streaming_body_cut_short_is_retried(rig: Rig) -> None:
@@ -276,3 +276,53 @@ def test_stream_cut_while_held_for_the_refusal_retry_policy_is_answered_and_reco
         call = rig.wait_for("model_call")[0]
         assert call["status"] == 502 and "upstream stream failed" in call["error"]
         assert rig.events("model_error") and rig.gw.summary()["errors"] == 1
+
+
+def _refuse_anthropic(gw) -> None:  # type: ignore[no-untyped-def]
+    assert anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG).stop_reason \
+        == "refusal"
+
+
+def _refuse_responses(gw) -> None:  # type: ignore[no-untyped-def]
+    from benchctl.gateway.clients import openai_client
+    out = openai_client(gw, max_retries=0).responses.create(model="m", input="hi").output
+    assert out[0].content[0].type == "refusal"
+
+
+def _refuse_chat(gw) -> None:  # type: ignore[no-untyped-def]
+    from benchctl.gateway.clients import openai_client
+    chat = openai_client(gw, max_retries=0).chat.completions.create(model="m", messages=MSG)
+    assert chat.choices[0].finish_reason == "content_filter"
+
+
+def _refuse_gemini(gw) -> None:  # type: ignore[no-untyped-def]
+    from benchctl.gateway.clients import genai_client
+    r = genai_client(gw).models.generate_content(model="m", contents="hi")
+    assert r.candidates[0].finish_reason.name == "SAFETY"
+
+
+@pytest.mark.parametrize("provider,primary,fallback,ask,vendor_reason", [
+    ("anthropic", "claude-opus-5-5", "claude-opus-4-1", _refuse_anthropic, None),
+    ("openai", "gpt-5", "gpt-4.1", _refuse_responses, "completed"),
+    ("openai", "gpt-5", "gpt-4.1", _refuse_chat, "content_filter"),
+    ("google", "gemini-2.5-pro", "gemini-2.5-flash", _refuse_gemini, "SAFETY"),
+])
+def test_refusal_is_recorded_as_refusal_in_every_wire_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          provider: str, primary: str, fallback: str, ask,  # type: ignore[no-untyped-def]
+                                                          vendor_reason: str | None) -> None:
+    """fallbacks[0] and the refusal event say "refusal" whatever the wire API calls it (Responses'
+    status "completed", chat's content_filter, Gemini's SAFETY); the vendor's word is kept beside it."""
+    by_model = {primary: {"turns": [{"refusal": True, "text": "I can't help with that."}]},
+                fallback: {"turns": [{"text": "ok"}]}}
+    for rig in make_rig(tmp_path, monkeypatch, by_model=by_model, model=f"{provider}/{primary}",
+                        fallback=f"{provider}/{fallback}"):
+        ask(rig.gw)
+        (call,) = rig.events("model_call")
+        (refusal,) = rig.events("refusal")
+        assert refusal["stop_reason"] == "refusal" and refusal.get("upstream_stop_reason") == vendor_reason
+        (entry,) = rig.gw.summary()["fallbacks"]
+        assert entry["reason"] == "refusal" and entry.get("upstream_stop_reason") == vendor_reason
+        assert (entry["from"], entry["to"], entry["call_id"]) == (f"{provider}/{primary}", f"{provider}/{fallback}",
+                                                                  call["call_id"])
+        assert isinstance(entry["t"], float)
+        assert rig.events("fallback")[0] == {**rig.events("fallback")[0], **entry}

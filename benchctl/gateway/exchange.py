@@ -1,16 +1,27 @@
 """One HTTP exchange through the gateway: authenticate, route, forward, stream back, record.
 
-The `model_call` event (source "gateway") has: call_id, wire_api, path (as the client sent
-it), requested_model, served_model (the run's model id that served it), stream, status,
-latency_ms, ttfb_ms, usage, cost_usd, stop_reason, refusal, request (the delta, see
-recording.py) and response {text, tool_calls}. Present only when there is something to say:
-upstream_model (what the upstream called itself, when not the served name), retries (every
-attempt: attempt, status, error, wait_s; absent = one clean attempt), error, and `headers` (the pass-through request headers
-such as anthropic-beta) appears when they differ from the previous call of that wire API. The
-recorded request is the one sent upstream: the client's own differs only in `model`
-(requested_model; for Gemini the model is in the path). A call that failed after retries also
-gets a `model_error` event; a refusal a `refusal` event; a switch to the fallback model a
-`fallback` event.
+Every generation request the gateway forwards gets exactly one `model_call` event (source
+"gateway"), however it ends, with: call_id, wire_api, path (as the client sent it),
+requested_model, served_model (the run's model id that served it), stream, status (the HTTP
+status the client got; null when the call was cut off before any answer), outcome (`ok`;
+`error`: the upstream failed or answered with an error; `timeout`: the upstream went silent past
+the idle timeout, or the call was cut off after the run's deadline; `cancelled`: cut off before
+it, because the client went away or the gateway closed), latency_ms, ttfb_ms, usage, cost_usd
+(null when the price or the usage is unknown: a call cut off before the upstream reported its
+usage), stop_reason, refusal, request (the delta, see recording.py) and response {text,
+tool_calls} (what had arrived, for a cut-off call; null when nothing did). Present only when
+there is something to say: partial (true: the answer was cut before its end), upstream_model
+(what the upstream called itself, when not the served name), retries (every attempt: attempt,
+status, error, wait_s; absent = one clean attempt), error, and `headers` (the pass-through
+request headers such as anthropic-beta) appears when they differ from the previous call of that
+wire API. The recorded request is the one sent upstream: the client's own differs only in `model`
+(requested_model; for Gemini the model is in the path). A call the upstream failed (outcome
+`error`, or `timeout` by the idle timeout) also gets a `model_error` event; a refusal a `refusal`
+event; a switch to the fallback model a `fallback` event.
+
+A client that closes (or resets) its connection while its call is in flight stops the upstream
+call at once; the call is recorded then. A call still in flight when the gateway closes is
+recorded as it is cancelled.
 """
 from __future__ import annotations
 
@@ -25,9 +36,9 @@ import orjson
 
 from benchctl.gateway import http11
 from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
-from benchctl.gateway.retry import UpstreamUnavailable
+from benchctl.gateway.retry import UpstreamUnavailable, is_timeout
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify
-from benchctl.gateway.wire_parse import ResponseSummary, empty_usage, summarize
+from benchctl.gateway.wire_parse import STREAM_UNFINISHED, ResponseSummary, empty_usage, summarize
 
 if TYPE_CHECKING:
     from benchctl.gateway.server import Gateway
@@ -127,7 +138,7 @@ class Exchange:
         """Answer with an error in the caller's wire format and record it."""
         self.gw.account("", {}, 0.0, False, True, counted=False)
         self.gw.transcript.emit(event_type, source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
-                                method=self.req.method, path=self.req.path, status=status,
+                                method=self.req.method, path=self.req.path, status=status, outcome="error",
                                 latency_ms=self.ms(time.perf_counter()), error=message, **fields)
         self.send_whole(status, {**JSON, "x-should-retry": "false"}, error_body(self.wire, status, message, kind))
         return True
@@ -194,59 +205,105 @@ class Exchange:
     # ------------------------------------------------------------------ forwarding
 
     async def forward(self, call: UpstreamCall, requested: str | None) -> bool:
+        """Forward one generation call and record it exactly once, however it ends: answered, failed,
+        or cut off because the client went away or the gateway closed (the run ended, Ctrl-C)."""
+        self.call_id = self.gw.next_call_id()
+        self.deadline = self.gw.deadline    # in force when the call started: a cut after it is a `timeout`
+        self.status: int | None = None      # the upstream's HTTP status, once its head arrived
+        self.parts: list[bytes] = []        # the response bytes received so far
+        self.attempts: list[dict[str, Any]] = []   # of earlier sends (refusal retries)
+        self.recorded = False
+        self.client_gone = False
+        task = asyncio.current_task()
+        protocol = self.writer.transport.get_protocol()
+        watch = isinstance(protocol, http11.ClientProtocol) and task is not None
+
+        def gone() -> None:   # the client closed or reset the connection: stop the upstream call now
+            self.client_gone = True
+            task.cancel()  # type: ignore[union-attr]
+
+        if watch:
+            protocol.on_client_gone = gone
+        try:
+            return await self._forward(call, requested)
+        except asyncio.CancelledError:
+            if self.client_gone:
+                self.record(call, requested, cut=f"the client went away after {self.elapsed():.1f} s")
+                task.uncancel()  # type: ignore[union-attr]  # our own cancel: this connection is done
+                return False
+            self.record(call, requested, cut=f"the gateway closed after {self.elapsed():.1f} s "
+                                             "(the run ended or was interrupted)")
+            raise
+        finally:
+            if watch:
+                protocol.on_client_gone = None
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    async def _forward(self, call: UpstreamCall, requested: str | None) -> bool:
         gw = self.gw
-        call_id = gw.next_call_id()
         policy_retry = gw.router.policy == "retry" and call.wire_api != "anthropic_count_tokens"
         refusal_tries = gw.router.retries if policy_retry else 0
-        attempts: list[dict[str, Any]] = []
         while True:
             try:
                 resp = await gw.upstream_for(call.model).send(call)
             except UpstreamUnavailable as e:
-                attempts += e.attempts
-                return self.upstream_failed(call, call_id, requested, f"upstream unreachable: {e}", attempts)
+                self.attempts += e.attempts
+                call.attempts = []   # (the same attempts: now in self.attempts)
+                what = "upstream timed out" if e.timed_out else "upstream unreachable"
+                return self.upstream_failed(call, requested, f"{what}: {e}", 504 if e.timed_out else 502,
+                                            timed_out=e.timed_out)
             except (UnsupportedWireApi, UpstreamConfigError) as e:
-                return self.upstream_failed(call, call_id, requested, str(e), attempts, status=400)
+                return self.upstream_failed(call, requested, str(e), 400, sent=False)
             except Exception as e:  # a bug in an upstream must not kill the connection silently
-                return self.upstream_failed(call, call_id, requested, f"{type(e).__name__}: {e}", attempts)
-            attempts += resp.attempts
+                return self.upstream_failed(call, requested, f"{type(e).__name__}: {e}", 502)
+            self.attempts += resp.attempts
+            call.attempts = []   # (the same attempts: now in self.attempts)
+            self.status = resp.status
             if not policy_retry:
                 break
             # Refusal retry: hold the whole response, and ask again while it refuses.
             try:
-                data = await resp.read()
+                async for data in resp.body:
+                    self.parts.append(data)
             except Exception as e:  # nothing reached the client yet: answer with an error, and record it
-                return self.upstream_failed(call, call_id, requested,
-                                            f"upstream stream failed: {type(e).__name__}: {e}", attempts)
+                message = f"upstream stream failed: {type(e).__name__}: {e}"
+                self.record(call, requested, message, timed_out=is_timeout(e), answered=502)
+                self.send_whole(502, {**JSON, "x-should-retry": "false"},
+                                error_body(call.wire_api, 502, f"benchctl gateway: {message}", "api_error"))
+                return True
+            data = b"".join(self.parts)
             s = summarize(call.wire_api, call.stream, data, resp.status)
             resp.body = _one(data)
             if not s.refusal or refusal_tries <= 0:
                 break
             refusal_tries -= 1
-            cost = gw.prices.cost(str(call.model), s.usage)
+            self.parts, self.status = [], None
+            cost = self.price(str(call.model), s)
             gw.account(str(call.model), s.usage, cost, True, False, counted=True, requested=requested)
             # The refused answer never reaches the client and gets no model_call event of its own: its
             # usage and cost are here, so the transcript adds up to the run's summary.
-            gw.transcript.emit("refusal", source="gateway", call_id=call_id, model=str(call.model),
-                               stop_reason=s.stop_reason, action="retry", text=s.text[:500], usage=s.usage,
-                               cost_usd=cost)
-        return await self.pass_through(call, call_id, requested, resp, attempts)
+            gw.transcript.emit("refusal", source="gateway", call_id=self.call_id, model=str(call.model),
+                               stop_reason="refusal", **_upstream_reason(s), action="retry", text=s.text[:500],
+                               usage=s.usage, cost_usd=cost)
+        return await self.pass_through(call, requested, resp)
 
-    async def pass_through(self, call: UpstreamCall, call_id: str, requested: str | None, resp: UpstreamResponse,
-                           attempts: list[dict[str, Any]]) -> bool:
+    async def pass_through(self, call: UpstreamCall, requested: str | None, resp: UpstreamResponse) -> bool:
         headers = {k: v for k, v in resp.headers.items() if k.lower() not in HOP_HEADERS}
         headers["x-benchctl-served-model"] = str(call.model)
-        parts: list[bytes] = []
         error: str | None = None
+        timed_out = False
         writer = self.writer
         gw_redact = self.gw.redact  # real keys never reach the client, even if an upstream echoed one
         if call.stream and resp.status < 400:
+            self.parts = []   # (a held refusal-retry answer is replayed from resp.body)
             # The head leaves with the first chunk (already fetched by the retry layer): one write, not two.
             head: bytes | None = http11.stream_head(resp.status, headers, self.req.keep_alive)
             sent = 0
             try:
                 async for data in resp.body:
-                    parts.append(data)
+                    self.parts.append(data)
                     if writer.transport.is_closing():
                         raise ConnectionResetError("client closed the connection")
                     if head is not None:
@@ -258,96 +315,130 @@ class Exchange:
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                         await writer.drain()
-            except asyncio.CancelledError:  # the gateway is closing: record what got through, then stop
+            except asyncio.CancelledError:  # client gone or gateway closing: forward() records what got through
                 await _aclose(resp.body)
-                self.record(call, call_id, requested, resp.status, b"".join(parts), attempts,
-                            f"gateway closed after {sent} bytes were sent to the client")
                 raise
-            except ConnectionError as e:
+            except Exception as e:
                 if writer.transport.is_closing():  # the client went away: stop reading upstream, record
                     await _aclose(resp.body)
-                    self.record(call, call_id, requested, resp.status, b"".join(parts), attempts,
-                                f"client disconnected after {sent} bytes")
+                    self.record(call, requested, cut=f"the client went away after {sent} bytes")
                     return False
                 error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
-            except Exception as e:
-                error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
+                timed_out = is_timeout(e)
             if head is not None:  # an empty stream
                 writer.write(head)
             # Record before the last byte goes out: once a client has its answer, the transcript has it too.
-            self.record(call, call_id, requested, resp.status, b"".join(parts), attempts, error)
+            self.record(call, requested, error, timed_out=timed_out)
             if error is not None:
                 # Cannot retry (the client has part of it): end the stream with an error event it understands.
                 writer.write(http11.chunk(gw_redact(stream_error_event(call.wire_api, f"benchctl gateway: {error}"))))
             writer.write(http11.LAST_CHUNK)
         else:
+            status = resp.status
             try:
-                data = await resp.read()
+                self.parts = [await resp.read()]   # already read whole by the retry layer
             except Exception as e:
                 error = f"upstream body failed: {type(e).__name__}: {e}"
-                data = error_body(call.wire_api, 502, f"benchctl gateway: {error}", "api_error")
-                resp.status = 502
+                status = 502
             self.ttfb = time.perf_counter()
-            self.record(call, call_id, requested, resp.status, data, attempts, error)
-            self.send_whole(resp.status, headers, data)
+            self.record(call, requested, error, answered=502 if error else None)
+            data = b"".join(self.parts) if error is None else \
+                error_body(call.wire_api, 502, f"benchctl gateway: {error}", "api_error")
+            self.send_whole(status, headers, data)
         if writer.transport.get_write_buffer_size() > 0:
             await writer.drain()
         return True
 
-    def record(self, call: UpstreamCall, call_id: str, requested: str | None, status: int, data: bytes,
-               attempts: list[dict[str, Any]], error: str | None) -> ResponseSummary:
+    def price(self, model: str, s: ResponseSummary) -> float | None:
+        """Cost from the usage the answer reported; an answer cut off before it did has unknown usage,
+        so an unknown cost (None) unless the model is free."""
+        return self.gw.prices.cost(model, s.usage) if s.usage_final else self.gw.prices.cost_of_unknown_usage(model)
+
+    def record(self, call: UpstreamCall, requested: str | None, error: str | None = None, *, cut: str | None = None,
+               timed_out: bool = False, answered: int | None = None, sent: bool = True) -> None:
+        """Write this call's one `model_call` event (plus refusal / fallback / model_error events) and
+        count it in the gateway's summary; later calls for the same exchange do nothing.
+
+        error: what went wrong on the way (stream failed, upstream unreachable); cut: why the call was
+        stopped before its end (client gone, gateway closing), which makes its outcome `timeout` when the
+        deadline in force at its start has passed, else `cancelled`; timed_out: the upstream went silent
+        past the idle timeout; answered: the status the gateway answered the client with itself, when not
+        the upstream's (what arrived from the upstream, if anything, is still summarized); sent: False
+        when the request never left the gateway (not counted as a call)."""
+        if self.recorded:
+            return
+        self.recorded = True
         gw = self.gw
         t_end = time.perf_counter()
-        s = summarize(call.wire_api, call.stream, data, status)
-        error = "; ".join(e for e in (s.error, error) if e) or None
         served = str(call.model)
-        counted = call.wire_api != "anthropic_count_tokens"
-        cost = gw.prices.cost(served, s.usage) if counted else 0.0
-        response = {"text": s.text, "tool_calls": s.tool_calls}
-        delta = gw.recorder.delta(call_id, call.wire_api, call.body)
-        if status < 400 and error is None:
-            gw.recorder.note_response(call_id, call.wire_api, response)
-        gw.account(served, s.usage, cost, s.refusal, error is not None, counted, requested)
+        data = b"".join(self.parts)
+        upstream_status = self.status
+        s = summarize(call.wire_api, call.stream, data, upstream_status) if upstream_status is not None \
+            else ResponseSummary(usage=empty_usage())
+        if upstream_status is None and not (cut or timed_out):
+            s.usage_final = True    # no upstream answer and none pending: nothing was generated
+        if cut is not None and s.error == STREAM_UNFINISHED:
+            s.error = None   # unfinished because it was cut: that is the cut, not an upstream fault
+        past_deadline = self.deadline is not None and time.time() >= self.deadline
+        if s.error is not None:    # what arrived says the upstream failed (error event, malformed data)
+            outcome = "error"
+        elif cut is not None:
+            outcome = "timeout" if past_deadline else "cancelled"
+        else:
+            outcome = "ok" if error is None else "timeout" if timed_out else "error"
+        # Partial: an answer had started and did not reach its end (cut off, or failed on the way).
+        partial = upstream_status is not None and upstream_status < 400 and (cut is not None or error is not None)
+        if cut is not None:
+            error = cut + (", past the run's deadline" if past_deadline else "")
+        error = "; ".join(e for e in (s.error, error) if e) or None
+        status = answered if answered is not None else upstream_status
+        failed = outcome == "error" or (outcome == "timeout" and cut is None)   # the upstream's fault, not the run's
+        counted = sent and call.wire_api != "anthropic_count_tokens"
+        cost = self.price(served, s) if counted else 0.0
+        response = {"text": s.text, "tool_calls": s.tool_calls} if upstream_status is not None else None
+        delta = gw.recorder.delta(self.call_id, call.wire_api, call.body)
+        if outcome == "ok" and response is not None:
+            gw.recorder.note_response(self.call_id, call.wire_api, response)
+        gw.account(served, s.usage, cost, s.refusal, failed, counted, requested)
+        attempts = self.attempts + call.attempts
+        if cut is not None and upstream_status is None:   # cut during the send: the attempt in flight
+            attempts = attempts + [{"attempt": len(call.attempts) + 1, "status": upstream_status, "error": error,
+                                    "wait_s": 0.0}]
         # Fields that are almost always empty or derivable are left out when so (a 200-turn run writes
         # 200 of these, next to deltas that are often only a few KB): absent retries / error mean none,
-        # absent upstream_model means the upstream named the served model itself.
+        # absent upstream_model means the upstream named the served model itself, absent partial: whole.
         extra: dict[str, Any] = {}
-        if len(attempts) > 1 or (attempts and attempts[0]["error"]):
+        if len(attempts) > 1 or (attempts and attempts[0]["error"]) or (not attempts and error is not None):
             extra["retries"] = attempts
         if error is not None:
             extra["error"] = error
+        if partial:
+            extra["partial"] = True
         if s.served_model and s.served_model != call.model.name:
             extra["upstream_model"] = s.served_model
         if call.headers != gw.last_headers.get(call.wire_api, {}):
             # Pass-through headers (anthropic-version, anthropic-beta, ...) change rarely: recorded when they do.
             extra["headers"] = gw.last_headers[call.wire_api] = call.headers
-        gw.transcript.emit("model_call", source="gateway", call_id=call_id, wire_api=call.wire_api, path=self.req.path,
-                           requested_model=requested, served_model=served, stream=call.stream, status=status,
-                           latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb), usage=s.usage, cost_usd=cost,
-                           stop_reason=s.stop_reason, refusal=s.refusal, **extra, request=delta, response=response)
+        gw.transcript.emit("model_call", source="gateway", call_id=self.call_id, wire_api=call.wire_api,
+                           path=self.req.path, requested_model=requested, served_model=served, stream=call.stream,
+                           status=status, outcome=outcome, latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb),
+                           usage=s.usage, cost_usd=cost, stop_reason=s.stop_reason, refusal=s.refusal, **extra,
+                           request=delta, response=response)
         if s.refusal:
-            switch = gw.router.on_refusal(call.model, s.stop_reason or "refusal")
-            gw.transcript.emit("refusal", source="gateway", call_id=call_id, model=served, stop_reason=s.stop_reason,
-                               action="fallback" if switch else "none", text=s.text[:500])
+            # Every wire API says "refused" its own way (Responses: status "completed" with a refusal part;
+            # chat: content_filter; Gemini: SAFETY ...): the reason recorded is "refusal", the vendor's beside it.
+            switch = gw.router.on_refusal(call.model, "refusal", call_id=self.call_id, **_upstream_reason(s))
+            gw.transcript.emit("refusal", source="gateway", call_id=self.call_id, model=served, stop_reason="refusal",
+                               **_upstream_reason(s), action="fallback" if switch else "none", text=s.text[:500])
             if switch:
-                gw.transcript.emit("fallback", source="gateway", call_id=call_id, **switch)
-        if error is not None:
-            gw.transcript.emit("model_error", source="gateway", call_id=call_id, model=served, status=status,
+                gw.transcript.emit("fallback", source="gateway", **switch)
+        if failed:
+            gw.transcript.emit("model_error", source="gateway", call_id=self.call_id, model=served, status=status,
                                error=error, retries=attempts)
-        return s
 
-    def upstream_failed(self, call: UpstreamCall, call_id: str, requested: str | None, message: str,
-                        attempts: list[dict[str, Any]], status: int = 502) -> bool:
-        self.gw.account(str(call.model), {}, 0.0, False, True, counted=False)
-        delta = self.gw.recorder.delta(call_id, call.wire_api, call.body)
-        self.gw.transcript.emit("model_call", source="gateway", call_id=call_id, requested_model=requested,
-                                served_model=str(call.model), wire_api=call.wire_api, method=call.method,
-                                path=self.req.path, stream=call.stream, status=status,
-                                latency_ms=self.ms(time.perf_counter()), ttfb_ms=None, usage=empty_usage(),
-                                cost_usd=0.0, refusal=False, retries=attempts, error=message, request=delta,
-                                response=None)
-        self.gw.transcript.emit("model_error", source="gateway", call_id=call_id, model=str(call.model),
-                                status=status, error=message, retries=attempts)
+    def upstream_failed(self, call: UpstreamCall, requested: str | None, message: str, status: int, *,
+                        timed_out: bool = False, sent: bool = True) -> bool:
+        self.record(call, requested, message, timed_out=timed_out, answered=status, sent=sent)
         self.send_whole(status, {**JSON, "x-should-retry": "false"},
                         error_body(call.wire_api, status, f"benchctl gateway: {message}", "api_error"))
         return True
@@ -363,8 +454,9 @@ class Exchange:
             body = orjson.dumps({"object": "list", "data": [item], "has_more": False,
                                  "first_id": served.name, "last_id": served.name})
         self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api="models_list",
-                                method=self.req.method, path=self.req.path, status=200, served_model=str(served),
-                                latency_ms=self.ms(time.perf_counter()), answered_by="gateway")
+                                method=self.req.method, path=self.req.path, status=200, outcome="ok",
+                                served_model=str(served), latency_ms=self.ms(time.perf_counter()),
+                                answered_by="gateway")
         self.send_whole(200, JSON, body)
         return True
 
@@ -372,8 +464,9 @@ class Exchange:
         # ~4 bytes per token: good enough for a CLI deciding when to compact; recorded as an estimate.
         n = math.ceil(len(orjson.dumps(body)) / 4)
         self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
-                                method=self.req.method, path=self.req.path, status=200, requested_model=requested,
-                                served_model=str(served), latency_ms=self.ms(time.perf_counter()),
+                                method=self.req.method, path=self.req.path, status=200, outcome="ok",
+                                requested_model=requested, served_model=str(served),
+                                latency_ms=self.ms(time.perf_counter()),
                                 answered_by="gateway", estimated_input_tokens=n)
         self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
         return True
@@ -407,6 +500,11 @@ def _inflate(data: bytes, encoding: str) -> bytes:
 
 async def _one(data: bytes):  # type: ignore[no-untyped-def]
     yield data
+
+
+def _upstream_reason(s: ResponseSummary) -> dict[str, str]:
+    """The vendor's own stop reason of a refusal, when it says more than "refusal"."""
+    return {"upstream_stop_reason": s.stop_reason} if s.stop_reason and s.stop_reason != "refusal" else {}
 
 
 async def _aclose(body: Any) -> None:

@@ -56,12 +56,15 @@ class ModelRouter:
     def switched(self) -> bool:
         return self.current != self.primary
 
-    def on_refusal(self, served: ModelId, reason: str) -> dict[str, Any] | None:
-        """Apply the policy after `served` refused; returns the fallback event when the run switches."""
+    def on_refusal(self, served: ModelId, reason: str = "refusal", **detail: Any) -> dict[str, Any] | None:
+        """Apply the policy after `served` refused; returns the fallback entry when the run switches:
+        {"t": unix seconds, "from": model, "to": model, "reason": "refusal", **detail} (the gateway's
+        detail: call_id, and upstream_stop_reason when the vendor said more than "refusal")."""
         with self._lock:
             if self.policy != "fallback" or self.fallback is None or self.current == self.fallback or served != self.current:
                 return None
-            event = {"t": time.time(), "from": str(self.current), "to": str(self.fallback), "reason": reason}
+            event = {"t": time.time(), "from": str(self.current), "to": str(self.fallback), "reason": reason,
+                     **detail}
             self.current = self.fallback
             self.fallbacks.append(event)
             return event

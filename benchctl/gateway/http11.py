@@ -2,12 +2,16 @@
 
 Requests: request line + headers, body by Content-Length or chunked. Responses: whole
 (Content-Length, one write) or streamed (chunked, one write per upstream chunk, so each SSE
-event leaves as soon as it arrives). Keep-alive unless the client says close.
+event leaves as soon as it arrives). Keep-alive unless the client says close. `serve_tcp` /
+`serve_unix` start a server whose connections tell the request in flight when its client goes
+away (see ClientProtocol).
 """
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable
 
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
            405: "Method Not Allowed", 413: "Payload Too Large", 429: "Too Many Requests",
@@ -106,3 +110,45 @@ def chunk(data: bytes) -> bytes:
 
 
 LAST_CHUNK = b"0\r\n\r\n"
+
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+class ClientProtocol(asyncio.StreamReaderProtocol):
+    """asyncio's stream protocol, plus `on_client_gone`: called once when the client closes or resets
+    the connection while it is set (by the request in flight, which then stops its upstream call).
+
+    HTTP/1.1 clients do not half-close while they wait for an answer (the SDKs, the agent CLIs and
+    the sandbox's forwarder, which passes a client's close on as EOF), so EOF means it left."""
+
+    on_client_gone: Callable[[], None] | None = None
+
+    def eof_received(self) -> bool | None:
+        keep_open = super().eof_received()
+        self._gone()
+        return keep_open
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._gone()
+
+    def _gone(self) -> None:
+        callback, self.on_client_gone = self.on_client_gone, None
+        if callback is not None:
+            callback()
+
+
+def _factory(handler: Handler, limit: int) -> Callable[[], ClientProtocol]:
+    loop = asyncio.get_running_loop()
+    return lambda: ClientProtocol(asyncio.StreamReader(limit=limit, loop=loop), handler, loop=loop)
+
+
+async def serve_tcp(handler: Handler, host: str, port: int, limit: int = MAX_HEADER_BYTES) -> asyncio.Server:
+    """Like asyncio.start_server, with ClientProtocol connections."""
+    return await asyncio.get_running_loop().create_server(_factory(handler, limit), host, port)
+
+
+async def serve_unix(handler: Handler, path: str | Path, limit: int = MAX_HEADER_BYTES, **kw: Any) -> asyncio.Server:
+    """Like asyncio.start_unix_server, with ClientProtocol connections."""
+    return await asyncio.get_running_loop().create_unix_server(_factory(handler, limit), str(path), **kw)

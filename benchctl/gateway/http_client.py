@@ -8,6 +8,11 @@ Content-Length or until-close response bodies yielded as they arrive, TLS via `s
 idle connections reused per origin. The vendor SDKs on the client side still use httpx2.
 Set BENCHCTL_GATEWAY_HTTP_CLIENT=httpx2 to use httpx2 for upstream calls instead (also the way
 to reach vendors through an HTTP proxy: httpx2 honours HTTPS_PROXY, this client does not).
+
+A connection in use that receives nothing for its limit is closed and the pending read raises
+`UpstreamIdleTimeout` (a connection error, so the retry layer retries it like one). The limit is
+the pool's idle timeout, except while waiting for the response head when the request gives a
+`head_timeout` (a non-streaming answer arrives all at once, when the model has finished).
 """
 from __future__ import annotations
 
@@ -19,7 +24,10 @@ from typing import AsyncIterator
 from urllib.parse import urlsplit
 
 CONNECT_TIMEOUT = 15.0
-READ_TIMEOUT = 600.0      # silence allowed mid-response: reasoning models can think for minutes
+# Defaults of the silence allowed from an upstream (the settings: retry.RetryPolicy): within a body or
+# before a stream's head; before a non-streaming answer's head (it comes when the model has finished).
+IDLE_TIMEOUT = 120.0
+ANSWER_TIMEOUT = 600.0
 MAX_IDLE_PER_ORIGIN = 64
 READ_SIZE = 1 << 16
 
@@ -28,15 +36,24 @@ class UpstreamConnectionError(ConnectionError):
     """The upstream connection failed or closed mid-response (retried like any connection error)."""
 
 
+class UpstreamIdleTimeout(UpstreamConnectionError):
+    """The upstream sent nothing for the connection's limit; the connection was closed."""
+
+
 Origin = tuple[str, str, int]
 
 
 class _Conn:
-    __slots__ = ("reader", "writer", "origin", "last_read")
+    __slots__ = ("reader", "writer", "origin", "last_read", "limit", "timed_out")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, origin: Origin) -> None:
         self.reader, self.writer, self.origin = reader, writer, origin
         self.last_read = 0.0   # loop time of the last bytes received while a request is in flight
+        self.limit = IDLE_TIMEOUT   # seconds of silence allowed now (set per request by the pool)
+        self.timed_out = False      # closed by the sweeper for silence
+
+    def idle_error(self) -> UpstreamIdleTimeout:
+        return UpstreamIdleTimeout(f"upstream sent nothing for {self.limit:g} s (idle timeout)")
 
     def usable(self) -> bool:
         return not self.writer.transport.is_closing() and not self.reader.at_eof()
@@ -140,9 +157,10 @@ class RawResponse:
 class ConnectionPool:
     """Per-origin idle connections. Read timeouts are enforced by one sweeper task (a timer per
     read cost more than the rest of the proxying): a connection in use that received nothing
-    for READ_TIMEOUT seconds is closed, which ends its pending read."""
+    for its limit is closed, which ends its pending read with UpstreamIdleTimeout."""
 
-    def __init__(self) -> None:
+    def __init__(self, idle_timeout: float = IDLE_TIMEOUT) -> None:
+        self.idle_timeout = idle_timeout
         self._idle: dict[Origin, list[_Conn]] = defaultdict(list)
         self._active: set[_Conn] = set()
         self._ssl: ssl.SSLContext | None = None
@@ -154,6 +172,8 @@ class ConnectionPool:
             data = await conn.reader.read(n)
         except OSError as e:
             raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
+        if not data and conn.timed_out:
+            raise conn.idle_error()
         conn.last_read = asyncio.get_running_loop().time()
         return data
 
@@ -168,12 +188,14 @@ class ConnectionPool:
     async def _sweep(self) -> None:
         loop = asyncio.get_running_loop()
         while not self._closed:
-            await asyncio.sleep(min(5.0, READ_TIMEOUT / 4))
+            # A quarter of the shortest limit in force: a stall is noticed within 125 % of its limit.
+            await asyncio.sleep(min([5.0, self.idle_timeout / 4] + [c.limit / 4 for c in self._active]))
             now = loop.time()
             for conn in list(self._active):
-                if now - conn.last_read > READ_TIMEOUT:
+                if now - conn.last_read > conn.limit:
+                    conn.timed_out = True
                     conn.close()
-                    conn.reader.feed_eof()  # a pending read returns b"": reported as a closed connection
+                    conn.reader.feed_eof()  # a pending read returns b"": reported as UpstreamIdleTimeout
 
     async def _connect(self, origin: Origin) -> _Conn:
         scheme, host, port = origin
@@ -190,7 +212,10 @@ class ConnectionPool:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # SSE events must not wait for ACKs
         return _Conn(reader, writer, origin)
 
-    async def request(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> RawResponse:
+    async def request(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
+                      head_timeout: float | None = None) -> RawResponse:
+        """Send a request; returns once the status and headers arrived. `head_timeout`: the silence
+        allowed before the head (default: the pool's idle timeout, which applies to the body)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             # Named without user:password@ and ?query: a base URL may carry a credential there, and
@@ -215,13 +240,17 @@ class ConnectionPool:
                 conn.close()
                 continue
             try:
-                return await self._exchange(conn, payload, method)
+                return await self._exchange(conn, payload, method, head_timeout)
+            except UpstreamIdleTimeout:
+                raise  # the server took the request and went silent: a new connection would not help now
             except UpstreamConnectionError:
                 pass
-        return await self._exchange(await self._connect(origin), payload, method)
+        return await self._exchange(await self._connect(origin), payload, method, head_timeout)
 
-    async def _exchange(self, conn: _Conn, payload: bytes, method: str) -> RawResponse:
+    async def _exchange(self, conn: _Conn, payload: bytes, method: str, head_timeout: float | None) -> RawResponse:
         conn.last_read = asyncio.get_running_loop().time()
+        conn.limit = head_timeout or self.idle_timeout
+        conn.timed_out = False
         self._active.add(conn)
         try:
             conn.writer.write(payload)
@@ -231,6 +260,8 @@ class ConnectionPool:
         except BaseException as e:
             self._active.discard(conn)
             conn.close()
+            if isinstance(e, asyncio.IncompleteReadError) and conn.timed_out:
+                raise conn.idle_error() from None
             if isinstance(e, asyncio.IncompleteReadError):
                 raise UpstreamConnectionError(f"upstream closed the connection before responding "
                                               f"({len(e.partial)} bytes)") from None
@@ -239,6 +270,7 @@ class ConnectionPool:
             if isinstance(e, (OSError, asyncio.LimitOverrunError)):
                 raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
             raise
+        conn.limit = self.idle_timeout   # the body: silence between bytes
         headers: dict[str, str] = {}
         for line in lines[1:]:
             name, _, value = line.partition(":")

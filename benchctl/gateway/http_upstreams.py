@@ -25,7 +25,7 @@ from typing import AsyncIterator, Mapping
 import httpx2
 import orjson
 
-from benchctl.gateway.http_client import ConnectionPool, RawResponse
+from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, ConnectionPool, RawResponse
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 # Headers from the upstream that are about the hop, not the content; we set our own.
@@ -73,6 +73,14 @@ class HttpUpstream:
         self._use_httpx = os.environ.get("BENCHCTL_GATEWAY_HTTP_CLIENT", "") == "httpx2"
         self._client = _make_client() if self._use_httpx else None
         self._pool = None if self._use_httpx else ConnectionPool()
+        self.idle_timeout, self.answer_timeout = IDLE_TIMEOUT, ANSWER_TIMEOUT
+
+    def set_timeouts(self, idle: float, answer: float) -> None:
+        """Silence allowed from the upstream: `idle` before a stream's head and within any body,
+        `answer` before a non-streaming answer's head (it arrives when the model has finished)."""
+        self.idle_timeout, self.answer_timeout = idle, answer
+        if self._pool is not None:
+            self._pool.idle_timeout = idle
 
     def url(self, call: UpstreamCall) -> str:
         raise NotImplementedError
@@ -96,11 +104,14 @@ class HttpUpstream:
         if call.body is not None:
             content = orjson.dumps(call.body)
             headers["content-type"] = "application/json"
+        head_timeout = self.idle_timeout if call.stream else max(self.idle_timeout, self.answer_timeout)
         if self._pool is not None:
-            raw = await self._pool.request(call.method, url, headers, content)
+            raw = await self._pool.request(call.method, url, headers, content, head_timeout)
             return UpstreamResponse(status=raw.status, headers=response_headers(raw.headers), body=_iter_raw(raw))
         assert self._client is not None
-        request = self._client.build_request(call.method, url, content=content, headers=headers)
+        # httpx2 has one read timeout per request: the head's limit, which then also bounds each body read.
+        timeout = httpx2.Timeout(connect=15.0, read=head_timeout, write=60.0, pool=60.0)
+        request = self._client.build_request(call.method, url, content=content, headers=headers, timeout=timeout)
         response = await self._client.send(request, stream=True)
         return UpstreamResponse(status=response.status_code, headers=response_headers(response.headers),
                                 body=_iter_body(response))
@@ -195,9 +206,12 @@ class GoogleUpstream(HttpUpstream):
         return {"x-goog-api-key": self._api_key} if self._api_key else {}
 
 
-def http_upstream(model: ModelId) -> HttpUpstream:
+def http_upstream(model: ModelId, idle_timeout: float = IDLE_TIMEOUT,
+                  answer_timeout: float = ANSWER_TIMEOUT) -> HttpUpstream:
     classes = {"anthropic": AnthropicUpstream, "openai": OpenAIUpstream, "google": GoogleUpstream,
                "openai-compatible": OpenAICompatibleUpstream}
     if model.provider not in classes:
         raise UpstreamConfigError(f"no HTTP upstream for provider {model.provider!r}")
-    return classes[model.provider](model)
+    upstream = classes[model.provider](model)
+    upstream.set_timeouts(idle_timeout, answer_timeout)
+    return upstream

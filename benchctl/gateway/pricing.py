@@ -73,6 +73,14 @@ class PriceTable:
                 total += n * prices[price_key] / 1e6
         return round(total, 8)
 
+    def cost_of_unknown_usage(self, model: str) -> float | None:
+        """The cost of a call whose usage is unknown (cut off before the upstream reported it): 0 for
+        a model whose every price is 0 (the scripted fake), else unknown (None), never a guess."""
+        prices = self.lookup(model)
+        if prices is not None and all(prices.get(k) == 0.0 for k in PRICE_KEYS.values()):
+            return 0.0
+        return None
+
     def cost_served(self, model: str, served: str | None, usage: Mapping[str, Any]) -> float | None:
         """Cost of a call to `model` (provider/name) that the upstream says `served` answered:
         priced by the served name under the same provider when the table knows it (e.g. a dated

@@ -1,10 +1,17 @@
 """Retries around any Upstream: exponential backoff with jitter, honouring retry-after.
 
-Retried: 429, 5xx (529 "overloaded" included), connection errors and resets, a
-non-streaming body cut short, and a stream that dies before its first byte. Not retried: other 4xx (the request is wrong; retrying
+Retried: 429, 5xx (529 "overloaded" included), connection errors and resets, an upstream that
+went silent past the idle timeout (see below), a non-streaming body cut short, and a stream that
+dies before its first byte. Not retried: other 4xx (the request is wrong; retrying
 cannot help). A stream already partly passed to the client cannot be retried: its error is
 surfaced (the gateway ends the stream with an error event and records it). No retry waits
 past the run's deadline: the last failure is surfaced instead.
+
+Idle timeout (HTTP upstreams): an attempt fails when the upstream sends no byte for
+`idle_timeout` seconds (default 120, env BENCHCTL_GATEWAY_IDLE_TIMEOUT) — before a streaming
+response's head, or between any two pieces of a body. A non-streaming answer comes all at once
+when the model has finished, so its head may take up to `answer_timeout` seconds (default 600,
+the vendors' own SDK default; env BENCHCTL_GATEWAY_ANSWER_TIMEOUT).
 
 Every attempt is recorded in `UpstreamResponse.attempts` as
 {"attempt": n, "status": int | None, "error": str | None, "wait_s": float}, where wait_s is
@@ -13,16 +20,18 @@ the pause before the next attempt (0 for the last).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import ssl
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
 import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.stop import stop_base
 
+from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, UpstreamIdleTimeout
 from benchctl.gateway.upstream import Upstream, UpstreamCall, UpstreamResponse
 
 class stop_when(stop_base):
@@ -42,21 +51,49 @@ def is_retryable_status(status: int) -> bool:
     return status in RETRY_STATUSES or status >= 500
 
 
+IDLE_TIMEOUT_ENV = "BENCHCTL_GATEWAY_IDLE_TIMEOUT"
+ANSWER_TIMEOUT_ENV = "BENCHCTL_GATEWAY_ANSWER_TIMEOUT"
+
+
+def env_seconds(name: str, default: float) -> float:
+    """A positive number of seconds from the environment, or `default` when unset."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name}={raw!r} must be a positive number of seconds, e.g. {name}={default:g}")
+    return value
+
+
 @dataclass
 class RetryPolicy:
     max_attempts: int = 5          # total attempts, first included
     initial_wait: float = 1.0      # seconds before the 2nd attempt (then doubling)
     max_wait: float = 60.0         # cap per wait, retry-after included
     jitter: float = 1.0            # uniform extra seconds added to each exponential wait
+    # Silence allowed from an upstream before the attempt fails (and is retried): see the module doc.
+    idle_timeout: float = field(default_factory=lambda: env_seconds(IDLE_TIMEOUT_ENV, IDLE_TIMEOUT))
+    answer_timeout: float = field(default_factory=lambda: env_seconds(ANSWER_TIMEOUT_ENV, ANSWER_TIMEOUT))
+
+
+def is_timeout(e: BaseException) -> bool:
+    """The upstream went silent (our idle timeout, or httpx2's read timeout)."""
+    return isinstance(e, (UpstreamIdleTimeout, httpx2.TimeoutException, asyncio.TimeoutError))
 
 
 class RetryableFailure(Exception):
     """One failed attempt that may be retried. Carries the response (if any) to surface at the end."""
 
-    def __init__(self, message: str, response: UpstreamResponse | None = None, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, response: UpstreamResponse | None = None, retry_after: float | None = None,
+                 timed_out: bool = False) -> None:
         super().__init__(message)
         self.response = response
         self.retry_after = retry_after
+        self.timed_out = timed_out
 
 
 def parse_retry_after(headers: dict[str, str]) -> float | None:
@@ -128,7 +165,7 @@ class RetryingUpstream:
         except ssl.SSLCertVerificationError:
             raise  # a certificate that fails verification will fail again: not retried
         except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-            raise RetryableFailure(f"{type(e).__name__}: {e}") from e
+            raise RetryableFailure(f"{type(e).__name__}: {e}", timed_out=is_timeout(e)) from e
         if response.status >= 400:
             if is_retryable_status(response.status):
                 body = await _drain(response)
@@ -140,7 +177,7 @@ class RetryingUpstream:
             try:
                 data = await response.read()
             except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-                raise RetryableFailure(f"body failed: {type(e).__name__}: {e}") from e
+                raise RetryableFailure(f"body failed: {type(e).__name__}: {e}", timed_out=is_timeout(e)) from e
             response.body = _bytes_iter(data)
             return response
         # Pull the first chunk now: a stream that dies before sending anything can still be retried.
@@ -151,13 +188,15 @@ class RetryingUpstream:
             response.body = _empty()
             return response
         except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-            raise RetryableFailure(f"stream failed before first byte: {type(e).__name__}: {e}") from e
+            raise RetryableFailure(f"stream failed before first byte: {type(e).__name__}: {e}",
+                                   timed_out=is_timeout(e)) from e
         response.body = _prepend(first, body)
         return response
 
     async def send(self, call: UpstreamCall) -> UpstreamResponse:
         # Fast path: the first attempt runs outside tenacity, which costs ~25 us per call even when
         # nothing fails (a fifth of the gateway's CPU per call); tenacity takes over after a failure.
+        call.attempts = []   # filled as attempts end, so a caller cut off mid-send still sees them
         try:
             response = await self._attempt(call)
         except RetryableFailure as first:
@@ -166,7 +205,7 @@ class RetryingUpstream:
         return response
 
     async def _retry(self, call: UpstreamCall, first: RetryableFailure) -> UpstreamResponse:
-        attempts: list[dict[str, Any]] = []
+        attempts: list[dict[str, Any]] = call.attempts
         last = first
 
         def before_sleep(state: RetryCallState) -> None:
@@ -197,7 +236,7 @@ class RetryingUpstream:
         if last.response is not None:   # surface the upstream's own error (status, body) to the client
             last.response.attempts = attempts
             return last.response
-        raise UpstreamUnavailable(str(last), attempts) from last
+        raise UpstreamUnavailable(str(last), attempts, last.timed_out) from last
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -206,6 +245,7 @@ class RetryingUpstream:
 class UpstreamUnavailable(Exception):
     """Every attempt failed without an HTTP response (connection refused, reset, timeout)."""
 
-    def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
+    def __init__(self, message: str, attempts: list[dict[str, Any]], timed_out: bool = False) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.timed_out = timed_out   # the last attempt failed by the idle timeout

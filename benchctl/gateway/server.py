@@ -9,7 +9,9 @@
 
 Requests are passed to the run's upstream with the model rewritten; responses stream back
 chunk by chunk as they arrive. After each response the accumulated bytes are summarized and a
-`model_call` event is written (see `exchange.py` for the per-call flow and the event fields).
+`model_call` event is written (see `exchange.py` for the per-call flow and the event fields);
+a call cut off because its client left or the gateway closed is written then, with what had
+arrived. Read `summary()` after `close()` to count the calls that close cut off.
 """
 from __future__ import annotations
 
@@ -149,7 +151,7 @@ class Gateway:
                 # The sandbox token is public: whoever reaches the gateway spends the host's API keys.
                 raise GatewayError(f"--listen {self.config.listen!r}: only loopback addresses (127.0.0.1, ::1) are "
                                    "allowed, since anyone who can reach the gateway spends your API keys")
-            server = await asyncio.start_server(handler, host or "127.0.0.1", int(port), limit=http11.MAX_HEADER_BYTES)
+            server = await http11.serve_tcp(handler, host or "127.0.0.1", int(port))
             bound = server.sockets[0].getsockname()
             self.url = f"http://[{bound[0]}]:{bound[1]}" if ":" in bound[0] else f"http://{bound[0]}:{bound[1]}"
         else:
@@ -168,7 +170,7 @@ class Gateway:
                     raise GatewayError(f"{path} is in use by another process (a running gateway?); stop it or "
                                        "choose another --socket path")
                 path.unlink()  # a stale socket left by a process that died
-            server = await asyncio.start_unix_server(handler, str(path), limit=http11.MAX_HEADER_BYTES)
+            server = await http11.serve_unix(handler, path)
             # World-connectable: the agent in the sandbox runs as another uid (e.g. 1000). The socket
             # is only reachable by those the run directory (and its bind mount) lets in.
             os.chmod(path, 0o666)
@@ -242,11 +244,13 @@ class Gateway:
         self.routes.sort(key=lambda r: len(r[0]), reverse=True)  # longest prefix wins
 
     def summary(self) -> dict[str, Any]:
-        """calls: generation calls an upstream answered (any status; side calls such as token counting
-        and model listing are not counted); usage and cost_usd summed over them (cost None when any
-        price is unknown); served_models / requested_models: counts by model; current_model: what
-        serves the next call; fallbacks: the switches; refusals; errors: calls that ended in an
-        error, including those the gateway answered itself (bad token, deadline, unknown path)."""
+        """calls: generation requests sent to an upstream, however they ended (answered, failed, cut
+        off), plus answers held back by the refusal-retry policy; side calls such as token counting
+        and model listing are not counted, nor requests the gateway refused itself; usage and
+        cost_usd summed over them (cost None when any call's price or usage is unknown);
+        served_models / requested_models: counts by model; current_model: what serves the next
+        call; fallbacks: the switches; refusals; errors: calls that ended in an upstream error or
+        idle timeout, and requests the gateway refused (bad token, deadline, unknown path)."""
         with self._stats_lock:
             return {"calls": self._calls, "usage": dict(self._usage),
                     "cost_usd": round(self._cost, 6) if self._cost is not None else None,

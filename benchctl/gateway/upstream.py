@@ -83,6 +83,9 @@ class UpstreamCall:
     stream: bool
     query: str = ""
     headers: dict[str, str] = field(default_factory=dict)  # safe pass-through headers (anthropic-version, anthropic-beta, ...); never auth
+    # Attempts of the send in progress that have ended, kept up to date by the retry layer: a caller
+    # cut off before `send` returns (deadline, Ctrl-C) still records them.
+    attempts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -11,6 +11,12 @@ Usage is normalized so costs are comparable across vendors:
   cache_write_tokens  input written to the cache (Anthropic `cache_creation_input_tokens`)
   output_tokens       all output, reasoning included (as every vendor bills it)
   reasoning_tokens    the reasoning part of output_tokens (informational, not billed twice)
+
+`usage_final` says whether the response carried its final usage (Anthropic message_delta or the
+whole message, the Responses terminal event, a chat usage chunk, Gemini's last chunk); an
+answer cut off before that has only part of its usage, so its cost is unknown. An error
+status counts as final: nothing was generated. A cut-off stream is summarized as far as it got:
+text so far, and tool calls with their arguments as received (a string when not yet valid JSON).
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from typing import Any, Iterator
 
 import orjson
 
+STREAM_UNFINISHED = "stream ended without response.completed"   # a Responses stream's end is explicit
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
 
 # Gemini finish reasons / block reasons that mean "the model (or its filter) refused".
@@ -34,6 +41,7 @@ class ResponseSummary:
     refusal: bool = False
     served_model: str | None = None
     error: str | None = None
+    usage_final: bool = False       # the usage is the response's final count (see the module doc)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,6 +114,7 @@ def _anthropic_message(msg: dict[str, Any], s: ResponseSummary) -> None:
             s.tool_calls.append({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
     s.text = "".join(texts)
     _anthropic_usage(msg.get("usage") or {}, s.usage)
+    s.usage_final = "usage" in msg
 
 
 def _anthropic_stream(body: bytes, s: ResponseSummary) -> None:
@@ -130,6 +139,7 @@ def _anthropic_stream(body: bytes, s: ResponseSummary) -> None:
         elif kind == "message_delta":
             s.stop_reason = (ev.get("delta") or {}).get("stop_reason") or s.stop_reason
             _anthropic_usage(ev.get("usage") or {}, s.usage)
+            s.usage_final = s.usage_final or "usage" in ev
         elif kind == "error":
             s.error = _error_message(ev)
     texts = []
@@ -178,11 +188,13 @@ def _responses_object(resp: dict[str, Any], s: ResponseSummary) -> None:
         s.error = _error_message(resp)
     if resp.get("usage"):
         _responses_usage(resp["usage"], s.usage)
+        s.usage_final = True
 
 
 def _responses_stream(body: bytes, s: ResponseSummary) -> None:
     final: dict[str, Any] | None = None
     deltas: list[str] = []
+    items: dict[int, dict[str, Any]] = {}    # output items as they arrived, for a stream cut before its end
     for _event, ev in _loads_json_events(body, s):
         kind = ev.get("type", _event)
         if kind in ("response.completed", "response.incomplete", "response.failed"):
@@ -191,6 +203,12 @@ def _responses_stream(body: bytes, s: ResponseSummary) -> None:
             s.served_model = (ev.get("response") or {}).get("model")
         elif kind == "response.output_text.delta":
             deltas.append(ev.get("delta", ""))
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            items[ev.get("output_index", len(items))] = dict(ev.get("item") or {})
+        elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
+            item = items.setdefault(ev.get("output_index", len(items)), {})
+            key = "arguments" if kind.startswith("response.function") else "input"
+            item[key] = item.get(key, "") + (ev.get("delta") or "")
         elif kind in ("response.refusal.delta", "response.refusal.done"):
             s.refusal = True
         elif kind == "error":
@@ -201,8 +219,14 @@ def _responses_stream(body: bytes, s: ResponseSummary) -> None:
         s.refusal = s.refusal or refusal
     else:
         s.text = "".join(deltas)
+        for _i, item in sorted(items.items()):
+            if item.get("type") == "function_call":
+                s.tool_calls.append({"id": item.get("call_id"), "name": item.get("name"),
+                                     "input": _parse_args(item.get("arguments", ""))})
+            elif item.get("type") == "custom_tool_call":
+                s.tool_calls.append({"id": item.get("call_id"), "name": item.get("name"), "input": item.get("input")})
         if s.error is None:
-            s.error = "stream ended without response.completed"
+            s.error = STREAM_UNFINISHED
 
 
 # ---------------------------------------------------------------- OpenAI chat completions
@@ -230,6 +254,7 @@ def _chat_object(obj: dict[str, Any], s: ResponseSummary) -> None:
         s.refusal = True
     if obj.get("usage"):
         _chat_usage(obj["usage"], s.usage)
+        s.usage_final = True
 
 
 def _chat_stream(body: bytes, s: ResponseSummary) -> None:
@@ -257,6 +282,7 @@ def _chat_stream(body: bytes, s: ResponseSummary) -> None:
                 s.stop_reason = choice["finish_reason"]
         if ev.get("usage"):
             _chat_usage(ev["usage"], s.usage)
+            s.usage_final = True
     s.text = "".join(texts)
     s.tool_calls = [{"id": c["id"], "name": c["name"], "input": _parse_args(c["args"])} for _i, c in sorted(calls.items())]
     if s.stop_reason == "content_filter":
@@ -289,6 +315,8 @@ def _gemini_chunk(obj: dict[str, Any], s: ResponseSummary, texts: list[str]) -> 
         thoughts = u.get("thoughtsTokenCount") or 0
         s.usage["output_tokens"] = (u.get("candidatesTokenCount") or 0) + thoughts
         s.usage["reasoning_tokens"] = thoughts
+        # Streamed chunks carry running counts: the one with the finish reason has the final count.
+        s.usage_final = any(c.get("finishReason") for c in obj.get("candidates") or []) or bool(block)
     if "error" in obj:
         s.error = _error_message(obj)
 
@@ -312,6 +340,7 @@ def summarize(wire_api: str, stream: bool, body: bytes, status: int = 200) -> Re
     s = ResponseSummary(usage=empty_usage())
     try:
         if status >= 400:
+            s.usage_final = True   # an error answer: nothing was generated
             try:
                 s.error = f"HTTP {status}: {_error_message(orjson.loads(body))}"
             except orjson.JSONDecodeError:

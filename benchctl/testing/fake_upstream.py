@@ -18,12 +18,16 @@ vendor's error body, no script turn consumed), `reset_next(after_pieces)` (TCP r
 `pause_next(event, after_pieces)` (stop mid-stream until the event is set),
 `malformed_next(after_pieces)` (a broken SSE event), `error_event_next(after_pieces)` (the
 vendor's in-stream error event, e.g. Anthropic `event: error` overloaded_error, then the end of a
-200 stream), and `latency` (seconds before every response). Every request is recorded in `requests` (path, query, lowercased headers, JSON body).
+200 stream), `stall_next(after_pieces)` (take the request and go silent — before the response
+head by default, else after that many pieces of the body — until the client gives up; each such
+give-up is counted in `abandoned`), and `latency` (seconds before every response). Every request
+is recorded in `requests` (path, query, lowercased headers, JSON body).
 
 Sockets use TCP_NODELAY and whole-buffer writes so keep-alive clients see no delayed-ACK stalls.
 """
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import threading
@@ -59,11 +63,11 @@ class RecordedRequest:
 
 @dataclass
 class Fault:
-    kind: str                         # status | reset | pause | malformed | error_event
+    kind: str                         # status | reset | pause | malformed | error_event | stall
     status: int = 500
     retry_after: float | None = None
     message: str = ""
-    after_pieces: int = 1
+    after_pieces: int | None = 1      # stall: None = before the response head
     event: threading.Event | None = None
 
 
@@ -144,6 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "status":
             return self._send_whole(fault.status, wf.error_headers(fault.retry_after),
                                     wf.error_body(wire_api, fault.status, fault.message or f"injected {fault.status}"))
+        if fault is not None and fault.kind == "stall" and fault.after_pieces is None:
+            return self._stall()   # request taken, nothing sent: no script turn is used
         body = body if isinstance(body, dict) else {}
         model = path_model or str(body.get("model") or "unknown")
         stream = bool(body.get("stream")) or (path_model is not None and "streamGenerateContent" in path)
@@ -206,6 +212,8 @@ class _Handler(BaseHTTPRequestHandler):
                             return
                 if fault.kind == "malformed":
                     self._chunk(MALFORMED_SSE)
+                if fault.kind == "stall":
+                    return self._stall()
                 if fault.kind == "error_event":
                     # A 200 stream that fails midway: the vendor's error event, then the end of the body.
                     self._chunk(wf.stream_error_event(wire_api, fault.message or "Overloaded", fault.status))
@@ -215,6 +223,24 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(rendered.chunk_delay)
             self._chunk(piece)
         self.wfile.write(b"0\r\n\r\n")
+
+    def _stall(self) -> None:
+        """Send nothing more until the client closes the connection (counted in `abandoned`) or the
+        server closes. The connection is not reused."""
+        owner = self.server.owner
+        self.close_connection = True
+        while not owner._closing.is_set():
+            readable, _, _ = select.select([self.connection], [], [], 0.05)
+            if not readable:
+                continue
+            try:
+                data = self.connection.recv(65536)   # anything the client sends now is ignored
+            except OSError:
+                data = b""
+            if not data:
+                with owner._lock:
+                    owner.abandoned += 1
+                return
 
     def _chunk(self, data: bytes) -> None:
         if data:
@@ -236,6 +262,7 @@ class FakeUpstreamServer:
         self.record = record          # False for long-running use (benchmarks): `requests` stays empty
         self.models = models
         self.requests: list[RecordedRequest] = []
+        self.abandoned = 0            # stalled responses whose client closed the connection
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -316,6 +343,12 @@ class FakeUpstreamServer:
     def error_event_next(self, after_pieces: int = 1, *, status: int = 529, message: str = "Overloaded") -> None:
         """The next stream sends the vendor's in-stream error event after `after_pieces` events and ends."""
         self._add(Fault("error_event", status, None, message, after_pieces), 1)
+
+    def stall_next(self, after_pieces: int | None = None, times: int = 1) -> None:
+        """The next `times` generation requests are taken and answered with silence: before the
+        response head (None, the default; no script turn is used) or after `after_pieces` pieces of
+        the body (a non-streaming body counts as two pieces)."""
+        self._add(Fault("stall", after_pieces=after_pieces), times)
 
     def _take_fault(self) -> Fault | None:
         with self._lock:
