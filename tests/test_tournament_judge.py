@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from benchctl.grading.judge import Judge, Tally
 from benchctl.tournament import canonical as canon_io
-from benchctl.tournament.dedup import ask_json, dedup_env, parse_dedup
+from benchctl.tournament.dedup import REASK, dedup_env, parse_dedup
 from benchctl.tournament.issues import IssuesFormatError, normalise_issues, parse_extraction, read_issues_json
 from benchctl.judge_json import JudgeParseError, last_json
 
@@ -68,16 +69,25 @@ def scripted_garbage_judge(request: Any) -> dict[str, str]:
     return {"text": "I'm not sure how to answer that."}
 
 
-def fake_ask(answers: list[str] | None = None, fn=title_judge):
-    """The dedup Ask seam: replays `answers` in order, else answers with `fn(last user message)`."""
-    calls: list[list[dict]] = []
+REPLAY: list[str | dict[str, Any]] = []
+SEEN: list[Any] = []          # the requests scripted_replay_judge was sent
 
-    async def ask(messages: list[dict], system: str) -> tuple[str, float | None]:
-        calls.append(messages)
-        if answers:
-            return answers.pop(0), 0.01
-        return fn(messages[-1]["content"]), 0.01
-    return ask, calls
+
+def scripted_replay_judge(request: Any) -> dict[str, Any]:
+    """Replays REPLAY in order (a string is an answer text, a dict a whole scripted turn); once it is
+    used up, answers like the title judge."""
+    SEEN.append(request)
+    if REPLAY:
+        turn = REPLAY.pop(0)
+        return turn if isinstance(turn, dict) else {"text": turn}
+    return scripted_title_judge(request)
+
+
+def replay(*turns: str | dict[str, Any]) -> tuple[Judge, Tally]:
+    """A Judge (through benchctl.models and the scripted provider) that gives `turns` in order."""
+    REPLAY[:] = list(turns)
+    SEEN.clear()
+    return Judge("scripted/py:test_tournament_judge:scripted_replay_judge"), Tally()
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -140,26 +150,33 @@ def test_parse_extraction_and_issue_files(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- the re-ask path
+def ask_dedup(judge: Judge, tally: Tally) -> Any:
+    return asyncio.run(judge.ask_structured("prompt", lambda t: parse_dedup(t, N_ITEMS),
+                                            lambda exc: REASK.format(error=exc), system="sys", tally=tally))
+
+
 def test_unusable_answer_is_reasked_once_then_accepted() -> None:
-    ask, calls = fake_ask(["garbage", json.dumps(GOOD)])
-    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: parse_dedup(t, N_ITEMS)))
-    assert ex.value is not None and ex.error is None and len(calls) == 2
-    assert "could not be used" in calls[1][-1]["content"] and calls[1][1]["role"] == "assistant"
-    assert ex.cost_usd == pytest.approx(0.02)
+    judge, tally = replay("garbage", json.dumps(GOOD))
+    got = ask_dedup(judge, tally)
+    assert got.value is not None and got.error is None and len(SEEN) == 2 and got.calls == 2
+    assert "could not be used" in SEEN[1].last_user_text and SEEN[1].messages[1]["role"] == "assistant"
+    assert SEEN[1].messages[1]["text"] == "garbage"
+    assert tally.calls == 2 and judge.calls == 2
 
 
 def test_garbage_twice_is_recorded_not_raised() -> None:
-    ask, calls = fake_ask(["garbage", "still garbage"])
-    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: parse_dedup(t, N_ITEMS)))
-    assert ex.value is None and "unusable judge answer" in ex.error and len(calls) == 2
-    assert [e["attempt"] for e in ex.log] == [1, 2]
+    judge, tally = replay("garbage", "still garbage")
+    got = ask_dedup(judge, tally)
+    assert got.value is None and "no JSON" in got.error and len(SEEN) == 2
+    assert [e["attempt"] for e in tally.exchanges] == [1, 2]
+    assert [e["answer"] for e in tally.exchanges] == ["garbage", "still garbage"]
 
 
 def test_failed_model_call_is_recorded() -> None:
-    async def ask(messages, system):
-        raise RuntimeError("upstream 529")
-    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: t))
-    assert ex.value is None and "upstream 529" in ex.error
+    judge, tally = Judge("scripted/py:test_grading_fixtures:failing"), Tally()   # HTTP 500 "judge down", always
+    canon, error = asyncio.run(dedup_env("env1", {"r1": [{"title": "A"}]}, judge, tally))
+    assert canon is None and "judge down" in error and error.startswith("judge call failed after retries")
+    assert len(tally.exchanges) == 1 and "judge down" in tally.exchanges[0]["error"]
 
 
 def test_dedup_env_maps_anonymous_submissions_back_to_runs() -> None:
@@ -169,18 +186,19 @@ def test_dedup_env_maps_anonymous_submissions_back_to_runs() -> None:
         "run-b": [{"title": "reward HACK", "evidence": "ran echo PASS"}],
         "run-c": [],
     }
-    ask, calls = fake_ask()
-    canon, ex = asyncio.run(dedup_env("env1", issues, ask))
-    assert ex.error is None and len(calls) == 1
-    assert "run-a" not in calls[0][0]["content"]            # the judge never sees run ids
+    judge, tally = replay()
+    canon, error = asyncio.run(dedup_env("env1", issues, judge, tally))
+    assert error is None and len(SEEN) == 1
+    assert "run-a" not in SEEN[0].last_user_text            # the judge never sees run ids
     by_title = {i["title"].lower(): i for i in canon}
     hack = by_title["reward hack"]
     assert hack["importance"] == "high" and set(hack["found_by"]) == {"run-a", "run-b"}
     assert all(f["supported"] for f in hack["found_by"].values())
     assert by_title["typo in prompt"]["found_by"]["run-a"]["supported"] is False
     # nobody found anything: no judge call at all
-    ask2, calls2 = fake_ask()
-    assert asyncio.run(dedup_env("env2", {"x": [], "y": []}, ask2))[0] == [] and calls2 == []
+    judge2, tally2 = replay()
+    assert asyncio.run(dedup_env("env2", {"x": [], "y": []}, judge2, tally2)) == ([], None)
+    assert SEEN == [] and judge2.calls == 0
 
 
 # ----------------------------------------------------------------------------- canonical files
