@@ -69,6 +69,23 @@ def scripted_garbage_judge(request: Any) -> dict[str, str]:
     return {"text": "I'm not sure how to answer that."}
 
 
+def scripted_refuses_first(request: Any) -> dict[str, Any]:
+    """Refuses every first ask, and would answer a re-ask properly."""
+    if sum(m["role"] == "user" for m in request.messages) == 1:
+        return {"refusal": True, "text": "I can't help with that."}
+    return {"text": title_judge(request.messages[0]["text"])}
+
+
+MAX_TOKENS: dict[str, list[int]] = {}
+
+
+def scripted_max_tokens_judge(request: Any) -> dict[str, str]:
+    """The title judge, noting the max_tokens each kind of ask was given."""
+    kind = "extract" if "<report>" in request.last_user_text else "dedup"
+    MAX_TOKENS.setdefault(kind, []).append(request.body["max_tokens"])
+    return scripted_title_judge(request)
+
+
 REPLAY: list[str | dict[str, Any]] = []
 SEEN: list[Any] = []          # the requests scripted_replay_judge was sent
 
@@ -286,6 +303,13 @@ def test_grade_tournament_end_to_end(results: Path) -> None:
     assert canon["status"] == "ok" and len(canon["issues"]) == 3
     assert "envA__react__m4__10m__s0" not in canon["runs"]
     assert (tdir / "extracted" / "envA__react__m3__10m__s0.json").exists()
+    # the judge logs: one per environment's dedup, one per extracted report, in the graders' format
+    for name, subject, asks in [("envA", "envA", ["dedup"]), ("envB", "envB", ["dedup"]),
+                                ("envA__react__m3__10m__s0~extract", "envA__react__m3__10m__s0", ["extract"])]:
+        log = json.loads((tdir / "judge_log" / f"{name}.json").read_text())
+        assert (log["schema"], log["grader"], log["subject"], log["judge"]) == (1, "tournament", subject, TITLE_JUDGE)
+        assert [e["ask"] for e in log["exchanges"]] == asks and log["exchanges"][0]["answer"].startswith(
+            "Here are the issues" if asks == ["extract"] else "I merged the findings")
     grade = json.loads((tdir / "envA__react__m1__10m__s0.json").read_text())
     assert grade["grader"] == "tournament" and grade["score"] == 1.0 and grade["status"] == "scored"
     assert board["m1"]["elo"] > board["m3"]["elo"]
@@ -346,6 +370,53 @@ def test_garbage_judge_is_recorded_not_a_crash(results: Path) -> None:
     assert "unusable judge answer" in excluded["error"]
     rated = json.loads((tdir / "envB__react__m1__10m__s0.json").read_text())
     assert rated["status"] == "unscored" and rated["error"].startswith("the judge failed on environment envB")
+
+
+def test_refusing_judge_leaves_environments_unscored_without_a_reask(results: Path) -> None:
+    """A refusal is the judge's answer, not a format slip: the environment (or, for a markdown report,
+    the run) is unscored at once, as in the rubric graders. (It used to be re-asked like garbage.)"""
+    from benchctl.tournament.grader import grade_tournament
+
+    grade_tournament(results, "scripted/py:test_tournament_judge:scripted_refuses_first", rounds=20)
+    tdir = results / "grades" / "tournament"
+    ratings = json.loads((tdir / "ratings.json").read_text())
+    assert ratings["flags"]["failed_envs"] == ["envA", "envB"] and ratings["leaderboard"] == []
+    canon = json.loads((tdir / "canonical" / "envB.json").read_text())
+    assert canon["status"] == "failed" and canon["error"] == "the judge refused to answer"
+    log = json.loads((tdir / "judge_log" / "envB.json").read_text())
+    assert [(e["attempt"], e["refusal"]) for e in log["exchanges"]] == [(1, True)] and log["calls"] == 1
+    rated = json.loads((tdir / "envB__react__m1__10m__s0.json").read_text())
+    assert rated["status"] == "unscored" and rated["score"] is None and "refused" in rated["error"]
+    # m3's markdown report: its extraction was refused, so the run is left out, with the reason
+    m3 = "envA__react__m3__10m__s0"
+    assert m3 in ratings["flags"]["excluded_runs"]
+    excluded = json.loads((tdir / f"{m3}.json").read_text())
+    assert excluded["status"] == "unscored" and excluded["error"] == "the judge refused to answer"
+    extract_log = json.loads((tdir / "judge_log" / f"{m3}~extract.json").read_text())
+    assert [e["refusal"] for e in extract_log["exchanges"]] == [True]
+
+
+def test_large_environments_and_reports_give_the_judge_room_to_answer(tmp_path: Path) -> None:
+    """The dedup answer places every item and an extraction restates a report, so their max_tokens
+    grows with the input (it was 8192 for every environment, cutting big answers off)."""
+    from benchctl.tournament.dedup import dedup_max_tokens
+    from benchctl.tournament.grader import extract_max_tokens, grade_tournament
+
+    r = tmp_path / "sweep"
+    many = [_issue(f"Issue number {k}", "low") for k in range(60)]
+    _run(r, "big", "m1", issues=many)
+    _run(r, "big", "m2", issues=many[:40])
+    report = "# Audit\n\n## Reward hack\nEvidence: ran echo PASS\n\n" + "Background notes. " * 5000
+    _run(r, "big", "m3", report=report)
+    _run(r, "small", "m1", issues=[_issue("Reward hack", "high")])
+    _run(r, "small", "m2", issues=[_issue("Typo", "low")])
+    MAX_TOKENS.clear()
+    grade_tournament(r, "scripted/py:test_tournament_judge:scripted_max_tokens_judge", rounds=10)
+    assert sorted(MAX_TOKENS["dedup"]) == [8192, 2000 + 150 * 101] == [dedup_max_tokens(2), dedup_max_tokens(101)]
+    assert MAX_TOKENS["extract"] == [len(report) // 4] and len(report) // 4 > 8192
+    assert extract_max_tokens(len(report)) == len(report) // 4 and extract_max_tokens(10**6) == dedup_max_tokens(10**4) == 32_000
+    ratings = json.loads((r / "grades" / "tournament" / "ratings.json").read_text())
+    assert ratings["flags"]["failed_envs"] == []
 
 
 def test_bad_auditor_key_fails_before_any_judge_call(results: Path) -> None:
