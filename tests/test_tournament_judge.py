@@ -175,7 +175,7 @@ def ask_dedup(judge: Judge, tally: Tally) -> Any:
 def test_unusable_answer_is_reasked_once_then_accepted() -> None:
     judge, tally = replay("garbage", json.dumps(GOOD))
     got = ask_dedup(judge, tally)
-    assert got.value is not None and got.error is None and len(SEEN) == 2 and got.calls == 2
+    assert got.value is not None and got.error is None and len(SEEN) == 2
     assert "could not be used" in SEEN[1].last_user_text and SEEN[1].messages[1]["role"] == "assistant"
     assert SEEN[1].messages[1]["text"] == "garbage"
     assert tally.calls == 2 and judge.calls == 2

@@ -88,7 +88,7 @@ async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report:
     try:
         got = await judge.ask_structured(user, parse, reask, system=system, tally=tally,
                                          max_tokens=batch_max_tokens(len(batch)), label=f"findings {', '.join(ids)}")
-        error = None if got.error is None else f"{got.error} (after one re-ask)"
+        error = None if got.error is None else f"{got.error} after one re-ask"
     except JudgeFailed as e:
         error = str(e)
     missing = [i for i in ids if i not in scores]

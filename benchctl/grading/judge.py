@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
+from benchctl.jsonio import write_json_atomic
 from benchctl.judge_json import JudgeParseError
 from benchctl.layout import GRADES
 
@@ -64,7 +65,6 @@ class Structured(Generic[T]):
     value: T | None
     answer: str                # the judge's last answer text
     error: str | None          # why the last answer was unusable (None when value is set)
-    calls: int                 # 1, or 2 when re-asked
 
 
 class Judge:
@@ -127,7 +127,7 @@ class Judge:
             completion = await self._complete(messages, system, tally, max_tokens, log)
             answer = completion.text or ""
             try:
-                return Structured(parse(answer), answer, None, attempt)
+                return Structured(parse(answer), answer, None)
             except JudgeParseError as exc:
                 error = str(exc)
                 if completion.stop_reason in _CUT_OFF:
@@ -137,7 +137,7 @@ class Judge:
                     again = reask_prompt if isinstance(reask_prompt, str) else reask_prompt(exc)
                     messages = messages + [{"role": "assistant", "content": answer or "(empty)"},
                                            {"role": "user", "content": again}]
-        return Structured(None, answer, error, 2)
+        return Structured(None, answer, error)
 
 
 def _sha256(text: str) -> str:
@@ -152,7 +152,6 @@ def judge_log_path(results: Path, grader: str, name: str) -> Path:
 
 def write_judge_log(path: Path, *, grader: str, subject: str, judge: str, tally: Tally, **extra: Any) -> None:
     """The one judge-log writer (every grader and the tournament): the exchanges behind one grade."""
-    from benchctl.jsonio import write_json_atomic
     write_json_atomic(path, {"schema": JUDGE_LOG_SCHEMA, "grader": grader, "subject": subject, "judge": judge,
                              "created_at": time.time(), "calls": tally.calls, "cost_usd": tally.cost_usd,
                              **extra, "exchanges": tally.exchanges})

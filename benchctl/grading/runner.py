@@ -1,11 +1,12 @@
 """Grading every finished run of a results directory, concurrently, resumably.
 
 All judge calls of a session, the tournament's included, share one `Judge` (one concurrency
-limit, one call count), and every (run, artifact, grader) is its own coroutine, so a slow report never holds a slot another report
-could use. Each grade is written atomically as soon as it is done, so an interrupted session
-loses at most the grades in flight (a grade's judge log is written just before it); re-running skips grades already on disk for the same judge
-and rubric hash whose status is "scored" (partial and unscored grades are retried — judge
-failures are usually transient). `force` regrades everything.
+limit, one call count), and every (run, artifact, grader) is its own coroutine, so a slow report
+never holds a slot another report could use. Each grade is written atomically as soon as it is
+done, just after its judge log, so an interrupted session loses at most the grades in flight;
+re-running skips grades already on disk for the same judge and rubric hash whose status is
+"scored" (partial and unscored grades are retried — judge failures are usually transient).
+`force` regrades everything.
 """
 from __future__ import annotations
 

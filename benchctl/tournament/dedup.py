@@ -154,9 +154,9 @@ def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- the judge call
 def dedup_max_tokens(n_items: int) -> int:
     """The answer places every item once: about 150 tokens per item (an issue's title, description
-    and found_by entries) plus room for prose. The judge default (8192) up to ~40 items, then more,
-    up to 32,000 (~200 items; the output limit of current large judges and about as much as one
-    non-streamed answer can hold within the upstream read timeout)."""
+    and found_by entries) plus room for prose: 8192 (what every dedup ask used to get) up to ~40 items,
+    then more, up to 32,000 (~200 items; the output limit of current large judges and about as much
+    as one non-streamed answer can hold within the upstream read timeout)."""
     return min(32_000, max(8192, 2000 + 150 * n_items))
 
 

@@ -41,8 +41,8 @@ MAX_REPORT_CHARS = 200_000    # a markdown report longer than this is cut before
 
 def extract_max_tokens(report_chars: int) -> int:
     """The extraction restates the report's issues, so it is at most about as long as the report
-    (~4 characters a token): the judge default (8192) for reports up to ~32k characters, then more,
-    up to 32,000 (see dedup_max_tokens)."""
+    (~4 characters a token): 8192 (as for dedup) for reports up to ~32k characters, then more, up
+    to 32,000 (see dedup_max_tokens)."""
     return min(32_000, max(8192, report_chars // 4))
 
 
