@@ -22,8 +22,8 @@ from typing import Any, Collection
 
 import orjson
 
-from benchctl import jsonio
 from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
+from benchctl import jsonio
 from benchctl.layout import GRADE_SCHEMA, GradeRecord, grade_path, read_meta, run_dir
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.bootstrap import DEFAULT_ROUNDS, DEFAULT_SEED
