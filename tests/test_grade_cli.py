@@ -189,4 +189,3 @@ def test_tournament_outcome_is_reported_and_a_failed_judge_exits_1(tmp_path: Pat
     assert r.exit_code == 1, r.output
     assert "judge failed on 2 environment(s) (envT, envU)" in " ".join(r.output.split())
     assert read_json(grade_path(results, "tournament", "envT__react__m1__10m__s0"))["status"] == "unscored"
-
