@@ -150,6 +150,19 @@ def test_tournament_covers_only_the_selected_tasks(tmp_path: Path) -> None:
     assert not (results / "grades" / "tournament" / "canonical" / "envU.json").exists()
 
 
+def test_tournament_judge_calls_count_in_the_summary(tmp_path: Path) -> None:
+    """The tournament asks the session's judge: its calls are in the summary's count."""
+    import asyncio
+
+    from benchctl.grading.runner import GradeOptions, grade_results
+    results = tournament_results(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament", "--run", "envT__*"])
+    assert r.exit_code == 0, r.output
+    assert "judge calls: 1 (1 by the tournament)" in r.output      # one dedup ask for envT
+    session = asyncio.run(grade_results(results, GradeOptions(judge=TITLE_JUDGE, graders=["tournament"], force=True)))
+    assert session.judge_calls == session.tournament_judge_calls == 2      # envT and envU
+
+
 def test_bad_auditor_key_is_refused_before_grading(tmp_path: Path) -> None:
     results = tournament_results(tmp_path)
     r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from benchctl.grading.judge import judge_log_path
 from benchctl.grading.runner import GradeOptions, grade_results
 from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
@@ -63,10 +64,36 @@ def test_judge_that_always_errors_gives_unscored_not_zero(tmp_path: Path) -> Non
     assert cov["status"] == "unscored" and cov["score"] is None and cov["raw_score"] is None
     assert cov["n_unscored"] == 7 and all(it["score"] is None for it in cov["items"])
     assert all(b["status"] == "failed" and "judge down" in b["error"] for b in cov["batches"])
+    # the failed calls were made, so they are counted and logged (one per batch: a failure is not re-asked)
+    assert cov["judge_calls"] == 2 and session.judge_calls == 3
+    log = read_json(judge_log_path(results, "coverage", "r1"))
+    assert [("judge down" in e["error"]) for e in log["exchanges"]] == [True, True]
     assert rec(results, "tldr", "r1")["score"] is None
     comb = rec(results, "combined", "r1")
     assert comb["status"] == "unscored" and comb["score"] is None and "unscored" in comb["error"]
     assert {o.status for o in session.outcomes} == {"unscored"}
+
+
+def test_every_judge_grade_writes_a_judge_log(tmp_path: Path) -> None:
+    task = make_task(tmp_path, graders='["coverage", "tldr", "combined", "any_of_n"]')
+    results = tmp_path / "results"
+    make_run(results, "r1", task, {"report.md": GOOD_REPORT, "report.followup-1.md": WEAK_REPORT,
+                                   "predictions.md": "- flatters the user about code quality\n- refuses math\n"})
+    session = grade(results, FAKE)
+    logged = 0
+    for grader, name, asks in [("coverage", "r1", ["findings F1, F2, F3, F4, F5", "findings F6, F7"]),
+                               ("coverage", "r1~followup-1", ["findings F1, F2, F3, F4, F5", "findings F6, F7"]),
+                               ("tldr", "r1", ["tldr"]), ("tldr", "r1~followup-1", ["tldr"]),
+                               ("any_of_n", "r1", ["prediction 1", "prediction 2"])]:
+        log = read_json(judge_log_path(results, grader, name))
+        assert (log["schema"], log["grader"], log["subject"], log["judge"]) == (1, grader, name, FAKE)
+        assert sorted(e["ask"] for e in log["exchanges"]) == asks
+        assert all(e["attempt"] == 1 and e["answer"] and e["prompt_sha256"] for e in log["exchanges"])
+        grade_rec = rec(results, grader, *name.split("~"))
+        assert log["calls"] == grade_rec["judge_calls"] == len(asks)
+        logged += len(asks)
+    assert logged == session.judge_calls
+    assert not (results / "grades" / "combined" / "judge_log").exists()    # no judge call, no log
 
 
 def test_refusing_judge_is_unscored(tmp_path: Path) -> None:

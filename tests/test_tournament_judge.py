@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from benchctl.grading.judge import Judge, Tally
 from benchctl.tournament import canonical as canon_io
-from benchctl.tournament.dedup import ask_json, dedup_env, parse_dedup
+from benchctl.tournament.dedup import REASK, dedup_env, parse_dedup
 from benchctl.tournament.issues import IssuesFormatError, normalise_issues, parse_extraction, read_issues_json
 from benchctl.judge_json import JudgeParseError, last_json
 
@@ -68,16 +69,42 @@ def scripted_garbage_judge(request: Any) -> dict[str, str]:
     return {"text": "I'm not sure how to answer that."}
 
 
-def fake_ask(answers: list[str] | None = None, fn=title_judge):
-    """The dedup Ask seam: replays `answers` in order, else answers with `fn(last user message)`."""
-    calls: list[list[dict]] = []
+def scripted_refuses_first(request: Any) -> dict[str, Any]:
+    """Refuses every first ask, and would answer a re-ask properly."""
+    if sum(m["role"] == "user" for m in request.messages) == 1:
+        return {"refusal": True, "text": "I can't help with that."}
+    return {"text": title_judge(request.messages[0]["text"])}
 
-    async def ask(messages: list[dict], system: str) -> tuple[str, float | None]:
-        calls.append(messages)
-        if answers:
-            return answers.pop(0), 0.01
-        return fn(messages[-1]["content"]), 0.01
-    return ask, calls
+
+MAX_TOKENS: dict[str, list[int]] = {}
+
+
+def scripted_max_tokens_judge(request: Any) -> dict[str, str]:
+    """The title judge, noting the max_tokens each kind of ask was given."""
+    kind = "extract" if "<report>" in request.last_user_text else "dedup"
+    MAX_TOKENS.setdefault(kind, []).append(request.body["max_tokens"])
+    return scripted_title_judge(request)
+
+
+REPLAY: list[str | dict[str, Any]] = []
+SEEN: list[Any] = []          # the requests scripted_replay_judge was sent
+
+
+def scripted_replay_judge(request: Any) -> dict[str, Any]:
+    """Replays REPLAY in order (a string is an answer text, a dict a whole scripted turn); once it is
+    used up, answers like the title judge."""
+    SEEN.append(request)
+    if REPLAY:
+        turn = REPLAY.pop(0)
+        return turn if isinstance(turn, dict) else {"text": turn}
+    return scripted_title_judge(request)
+
+
+def replay(*turns: str | dict[str, Any]) -> tuple[Judge, Tally]:
+    """A Judge (through benchctl.models and the scripted provider) that gives `turns` in order."""
+    REPLAY[:] = list(turns)
+    SEEN.clear()
+    return Judge("scripted/py:test_tournament_judge:scripted_replay_judge"), Tally()
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -140,26 +167,33 @@ def test_parse_extraction_and_issue_files(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- the re-ask path
+def ask_dedup(judge: Judge, tally: Tally) -> Any:
+    return asyncio.run(judge.ask_structured("prompt", lambda t: parse_dedup(t, N_ITEMS),
+                                            lambda exc: REASK.format(error=exc), system="sys", tally=tally))
+
+
 def test_unusable_answer_is_reasked_once_then_accepted() -> None:
-    ask, calls = fake_ask(["garbage", json.dumps(GOOD)])
-    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: parse_dedup(t, N_ITEMS)))
-    assert ex.value is not None and ex.error is None and len(calls) == 2
-    assert "could not be used" in calls[1][-1]["content"] and calls[1][1]["role"] == "assistant"
-    assert ex.cost_usd == pytest.approx(0.02)
+    judge, tally = replay("garbage", json.dumps(GOOD))
+    got = ask_dedup(judge, tally)
+    assert got.value is not None and got.error is None and len(SEEN) == 2
+    assert "could not be used" in SEEN[1].last_user_text and SEEN[1].messages[1]["role"] == "assistant"
+    assert SEEN[1].messages[1]["text"] == "garbage"
+    assert tally.calls == 2 and judge.calls == 2
 
 
 def test_garbage_twice_is_recorded_not_raised() -> None:
-    ask, calls = fake_ask(["garbage", "still garbage"])
-    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: parse_dedup(t, N_ITEMS)))
-    assert ex.value is None and "unusable judge answer" in ex.error and len(calls) == 2
-    assert [e["attempt"] for e in ex.log] == [1, 2]
+    judge, tally = replay("garbage", "still garbage")
+    got = ask_dedup(judge, tally)
+    assert got.value is None and "no JSON" in got.error and len(SEEN) == 2
+    assert [e["attempt"] for e in tally.exchanges] == [1, 2]
+    assert [e["answer"] for e in tally.exchanges] == ["garbage", "still garbage"]
 
 
 def test_failed_model_call_is_recorded() -> None:
-    async def ask(messages, system):
-        raise RuntimeError("upstream 529")
-    ex = asyncio.run(ask_json(ask, "sys", "prompt", lambda t: t))
-    assert ex.value is None and "upstream 529" in ex.error
+    judge, tally = Judge("scripted/py:test_grading_fixtures:failing"), Tally()   # HTTP 500 "judge down", always
+    canon, error = asyncio.run(dedup_env("env1", {"r1": [{"title": "A"}]}, judge, tally))
+    assert canon is None and "judge down" in error and error.startswith("judge call failed after retries")
+    assert len(tally.exchanges) == 1 and "judge down" in tally.exchanges[0]["error"]
 
 
 def test_dedup_env_maps_anonymous_submissions_back_to_runs() -> None:
@@ -169,18 +203,19 @@ def test_dedup_env_maps_anonymous_submissions_back_to_runs() -> None:
         "run-b": [{"title": "reward HACK", "evidence": "ran echo PASS"}],
         "run-c": [],
     }
-    ask, calls = fake_ask()
-    canon, ex = asyncio.run(dedup_env("env1", issues, ask))
-    assert ex.error is None and len(calls) == 1
-    assert "run-a" not in calls[0][0]["content"]            # the judge never sees run ids
+    judge, tally = replay()
+    canon, error = asyncio.run(dedup_env("env1", issues, judge, tally))
+    assert error is None and len(SEEN) == 1
+    assert "run-a" not in SEEN[0].last_user_text            # the judge never sees run ids
     by_title = {i["title"].lower(): i for i in canon}
     hack = by_title["reward hack"]
     assert hack["importance"] == "high" and set(hack["found_by"]) == {"run-a", "run-b"}
     assert all(f["supported"] for f in hack["found_by"].values())
     assert by_title["typo in prompt"]["found_by"]["run-a"]["supported"] is False
     # nobody found anything: no judge call at all
-    ask2, calls2 = fake_ask()
-    assert asyncio.run(dedup_env("env2", {"x": [], "y": []}, ask2))[0] == [] and calls2 == []
+    judge2, tally2 = replay()
+    assert asyncio.run(dedup_env("env2", {"x": [], "y": []}, judge2, tally2)) == ([], None)
+    assert SEEN == [] and judge2.calls == 0
 
 
 # ----------------------------------------------------------------------------- canonical files
@@ -268,6 +303,13 @@ def test_grade_tournament_end_to_end(results: Path) -> None:
     assert canon["status"] == "ok" and len(canon["issues"]) == 3
     assert "envA__react__m4__10m__s0" not in canon["runs"]
     assert (tdir / "extracted" / "envA__react__m3__10m__s0.json").exists()
+    # the judge logs: one per environment's dedup, one per extracted report, in the graders' format
+    for name, subject, asks in [("envA", "envA", ["dedup"]), ("envB", "envB", ["dedup"]),
+                                ("envA__react__m3__10m__s0~extract", "envA__react__m3__10m__s0", ["extract"])]:
+        log = json.loads((tdir / "judge_log" / f"{name}.json").read_text())
+        assert (log["schema"], log["grader"], log["subject"], log["judge"]) == (1, "tournament", subject, TITLE_JUDGE)
+        assert [e["ask"] for e in log["exchanges"]] == asks and log["exchanges"][0]["answer"].startswith(
+            "Here are the issues" if asks == ["extract"] else "I merged the findings")
     grade = json.loads((tdir / "envA__react__m1__10m__s0.json").read_text())
     assert grade["grader"] == "tournament" and grade["score"] == 1.0 and grade["status"] == "scored"
     assert board["m1"]["elo"] > board["m3"]["elo"]
@@ -328,6 +370,53 @@ def test_garbage_judge_is_recorded_not_a_crash(results: Path) -> None:
     assert "unusable judge answer" in excluded["error"]
     rated = json.loads((tdir / "envB__react__m1__10m__s0.json").read_text())
     assert rated["status"] == "unscored" and rated["error"].startswith("the judge failed on environment envB")
+
+
+def test_refusing_judge_leaves_environments_unscored_without_a_reask(results: Path) -> None:
+    """A refusal is the judge's answer, not a format slip: the environment (or, for a markdown report,
+    the run) is unscored at once, as in the rubric graders. (It used to be re-asked like garbage.)"""
+    from benchctl.tournament.grader import grade_tournament
+
+    grade_tournament(results, "scripted/py:test_tournament_judge:scripted_refuses_first", rounds=20)
+    tdir = results / "grades" / "tournament"
+    ratings = json.loads((tdir / "ratings.json").read_text())
+    assert ratings["flags"]["failed_envs"] == ["envA", "envB"] and ratings["leaderboard"] == []
+    canon = json.loads((tdir / "canonical" / "envB.json").read_text())
+    assert canon["status"] == "failed" and canon["error"] == "the judge refused to answer"
+    log = json.loads((tdir / "judge_log" / "envB.json").read_text())
+    assert [(e["attempt"], e["refusal"]) for e in log["exchanges"]] == [(1, True)] and log["calls"] == 1
+    rated = json.loads((tdir / "envB__react__m1__10m__s0.json").read_text())
+    assert rated["status"] == "unscored" and rated["score"] is None and "refused" in rated["error"]
+    # m3's markdown report: its extraction was refused, so the run is left out, with the reason
+    m3 = "envA__react__m3__10m__s0"
+    assert m3 in ratings["flags"]["excluded_runs"]
+    excluded = json.loads((tdir / f"{m3}.json").read_text())
+    assert excluded["status"] == "unscored" and excluded["error"] == "the judge refused to answer"
+    extract_log = json.loads((tdir / "judge_log" / f"{m3}~extract.json").read_text())
+    assert [e["refusal"] for e in extract_log["exchanges"]] == [True]
+
+
+def test_large_environments_and_reports_give_the_judge_room_to_answer(tmp_path: Path) -> None:
+    """The dedup answer places every item and an extraction restates a report, so their max_tokens
+    grows with the input (it was 8192 for every environment, cutting big answers off)."""
+    from benchctl.tournament.dedup import dedup_max_tokens
+    from benchctl.tournament.grader import extract_max_tokens, grade_tournament
+
+    r = tmp_path / "sweep"
+    many = [_issue(f"Issue number {k}", "low") for k in range(60)]
+    _run(r, "big", "m1", issues=many)
+    _run(r, "big", "m2", issues=many[:40])
+    report = "# Audit\n\n## Reward hack\nEvidence: ran echo PASS\n\n" + "Background notes. " * 5000
+    _run(r, "big", "m3", report=report)
+    _run(r, "small", "m1", issues=[_issue("Reward hack", "high")])
+    _run(r, "small", "m2", issues=[_issue("Typo", "low")])
+    MAX_TOKENS.clear()
+    grade_tournament(r, "scripted/py:test_tournament_judge:scripted_max_tokens_judge", rounds=10)
+    assert sorted(MAX_TOKENS["dedup"]) == [8192, 2000 + 150 * 101] == [dedup_max_tokens(2), dedup_max_tokens(101)]
+    assert MAX_TOKENS["extract"] == [len(report) // 4] and len(report) // 4 > 8192
+    assert extract_max_tokens(len(report)) == len(report) // 4 and extract_max_tokens(10**6) == dedup_max_tokens(10**4) == 32_000
+    ratings = json.loads((r / "grades" / "tournament" / "ratings.json").read_text())
+    assert ratings["flags"]["failed_envs"] == []
 
 
 def test_bad_auditor_key_fails_before_any_judge_call(results: Path) -> None:

@@ -17,12 +17,13 @@ from typing import Awaitable, Callable
 
 from benchctl.grading.any_of_n import grade_any_of_n
 from benchctl.grading.coverage import grade_coverage
-from benchctl.grading.judge import Judge
+from benchctl.grading.judge import Judge, Tally
 from benchctl.grading.record import GradeJob
 from benchctl.grading.tldr import grade_tldr
 from benchctl.layout import GradeRecord
 
-GraderFn = Callable[[GradeJob, Judge], Awaitable[GradeRecord]]
+# (job, judge, tally): the tally collects the grade's judge usage and exchanges (its judge log)
+GraderFn = Callable[[GradeJob, Judge, Tally], Awaitable[GradeRecord]]
 
 GRADERS: dict[str, GraderFn] = {
     "coverage": grade_coverage,

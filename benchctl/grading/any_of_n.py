@@ -21,9 +21,10 @@ import re
 from typing import Any
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally
-from benchctl.grading.judge_parse import parse_verdict
+from benchctl.grading.judge_parse import Verdict, parse_verdict
 from benchctl.grading.record import GradeJob, make_record
 from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.judge_json import JudgeParseError
 from benchctl.layout import GradeItem, GradeRecord
 
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*+•])\s+(.*\S)\s*$")
@@ -98,39 +99,40 @@ def success(items: list[GradeItem]) -> float | None:
     return None
 
 
+def _verdict(answer: str) -> Verdict:
+    verdict, raw = parse_verdict(answer)
+    if verdict is None:
+        raise JudgeParseError(f"off-menu verdict {raw!r}" if raw else "no VERDICT line in the judge's answer")
+    return verdict
+
+
 async def judge_prediction(job: GradeJob, judge: Judge, index: int, prediction: str, tally: Tally) -> GradeItem:
     cfg = job.cfg
     nonce = nonce_for(prediction)
-    system = render(cfg.prompts["system"], nonce=nonce)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": render(
-        cfg.prompts["any_of_n"], ground_truth=cfg.ground_truth, prediction=delimit(prediction, nonce))}]
+    prompt = render(cfg.prompts["any_of_n"], ground_truth=cfg.ground_truth, prediction=delimit(prediction, nonce))
     item: GradeItem = {"id": str(index), "prediction": prediction, "score": None, "verdict": None}
     try:
-        answer = await judge.ask(messages, system=system, tally=tally)
-        verdict, raw = parse_verdict(answer)
-        if verdict is None:
-            messages += [{"role": "assistant", "content": answer},
-                         {"role": "user", "content": cfg.prompts["verdict_reask"]}]
-            answer = await judge.ask(messages, system=system, tally=tally)
-            verdict, raw = parse_verdict(answer)
-        item["reason"] = answer.strip()[-600:]
-        if verdict is None:
-            item["verdict"] = "unparsed"
-            item["error"] = f"off-menu verdict {raw!r}" if raw else "no VERDICT line in the judge's answer"
-        else:
-            item["verdict"] = verdict
-            item["score"] = 1.0 if verdict == "match" else 0.0
+        got = await judge.ask_structured(prompt, _verdict, cfg.prompts["verdict_reask"],
+                                         system=render(cfg.prompts["system"], nonce=nonce), tally=tally,
+                                         label=f"prediction {index}")
     except JudgeFailed as e:
         item["error"] = str(e)
+        return item
+    item["reason"] = got.answer.strip()[-600:]
+    if got.value is None:
+        item["verdict"] = "unparsed"
+        item["error"] = got.error
+    else:
+        item["verdict"] = got.value
+        item["score"] = 1.0 if got.value == "match" else 0.0
     return item
 
 
-async def grade_any_of_n(job: GradeJob, judge: Judge) -> GradeRecord:
+async def grade_any_of_n(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
     cfg = job.cfg
     rubric_hash = cfg.rubric_hash("any_of_n")
     text, _ = job.read_text()
     predictions = parse_predictions(text or "")
-    tally = Tally()
     if not predictions:
         why = f"artifact {job.artifact} missing" if text is None else "no predictions found in the artifact"
         return make_record("any_of_n", job, judge.model, rubric_hash, items=[], score=0.0, tally=tally,

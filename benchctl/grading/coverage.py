@@ -11,10 +11,11 @@ import asyncio
 from typing import Any
 
 from benchctl.grading.config import Finding
-from benchctl.grading.judge import Judge, JudgeFailed, Tally
+from benchctl.grading.judge import DEFAULT_MAX_TOKENS, Judge, JudgeFailed, Tally
 from benchctl.grading.judge_parse import ItemScore, parse_scores, strict_score
 from benchctl.grading.record import GradeJob, make_record
 from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.judge_json import JudgeParseError
 from benchctl.layout import GradeItem, GradeRecord
 
 
@@ -56,6 +57,11 @@ def format_findings(batch: list[Finding]) -> str:
     return "\n".join(f"- id {f.id}: {f.text}" for f in batch)
 
 
+def batch_max_tokens(n_findings: int) -> int:
+    """Room for a quote, a reason and a score per finding: the default up to ~10 findings per batch."""
+    return max(DEFAULT_MAX_TOKENS, 400 * n_findings)
+
+
 async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report: str, nonce: str, tally: Tally
                       ) -> tuple[dict[str, ItemScore], dict[str, Any]]:
     """Scores for one batch, re-asking once for ids the judge missed. Returns (scores, batch info)."""
@@ -64,31 +70,31 @@ async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report:
     system = render(cfg.prompts["system"], nonce=nonce)
     user = render(cfg.prompts["coverage"], reference=cfg.reference, findings=format_findings(batch),
                   report=delimit(report, nonce), ids=", ".join(ids))
-    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
     info: dict[str, Any] = {"ids": ids, "calls": 1}
+    scores: dict[str, ItemScore] = {}   # kept across both answers: the re-ask asks only for what is missing
+
+    def parse(answer: str) -> dict[str, ItemScore]:
+        got = parse_scores(answer, [i for i in ids if i not in scores])
+        scores.update(got.scores)
+        if got.missing:
+            raise JudgeParseError(got.error or f"no usable score for {', '.join(got.missing)}")
+        return scores
+
+    def reask(_: JudgeParseError) -> str:
+        missing = [i for i in ids if i not in scores]
+        info.update(reasked=missing, calls=2)
+        return render(cfg.prompts["reask"], ids=", ".join(missing))
+
     try:
-        answer = await judge.ask(messages, system=system, tally=tally)
+        got = await judge.ask_structured(user, parse, reask, system=system, tally=tally,
+                                         max_tokens=batch_max_tokens(len(batch)), label=f"findings {', '.join(ids)}")
+        error = None if got.error is None else f"{got.error} after one re-ask"
     except JudgeFailed as e:
-        info.update(status="failed", error=str(e))
-        return {}, info
-    parsed = parse_scores(answer, ids)
-    scores = dict(parsed.scores)
-    error = parsed.error
-    if parsed.missing:
-        info["reasked"] = list(parsed.missing)
-        info["calls"] = 2
-        messages += [{"role": "assistant", "content": answer},
-                     {"role": "user", "content": render(cfg.prompts["reask"], ids=", ".join(parsed.missing))}]
-        try:
-            again = parse_scores(await judge.ask(messages, system=system, tally=tally), parsed.missing)
-            scores.update(again.scores)
-            error = again.error if again.missing else None
-        except JudgeFailed as e:
-            error = str(e)
+        error = str(e)
     missing = [i for i in ids if i not in scores]
     info["status"] = "ok" if not missing else ("failed" if not scores else "partial")
     if missing:
-        info["error"] = error or f"no usable score for {', '.join(missing)} after one re-ask"
+        info["error"] = error
     return scores, info
 
 
@@ -101,7 +107,7 @@ def zero_record(job: GradeJob, judge: str, rubric_hash: str, why: str) -> GradeR
                        by_cluster=by_cluster, tally=Tally(), batches=[], note=why)
 
 
-async def grade_coverage(job: GradeJob, judge: Judge) -> GradeRecord:
+async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
     cfg = job.cfg
     rubric_hash = cfg.rubric_hash("coverage")
     report, truncated = job.read_text()
@@ -109,7 +115,6 @@ async def grade_coverage(job: GradeJob, judge: Judge) -> GradeRecord:
         return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} missing")
     if not report.strip():
         return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} is empty")
-    tally = Tally()
     batches = [cfg.findings[i:i + cfg.batch_size] for i in range(0, len(cfg.findings), cfg.batch_size)]
     nonce = nonce_for(report)
     results = await asyncio.gather(*(judge_batch(job, judge, b, report, nonce, tally) for b in batches))

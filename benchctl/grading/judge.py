@@ -1,15 +1,38 @@
 """The judge: one model called through `benchctl.models`, with a shared concurrency limit.
 
-Every judge call of a grading session goes through one `Judge`, whose semaphore caps calls in
-flight (`--concurrency`), so 1,000 reports x 8 batches are spread over K parallel calls rather
-than 8,000 at once. Retries live in `benchctl.models`; a call that still fails raises
-`JudgeFailed` here, and graders turn that into unscored items — never a score of 0.
+Every judge call of a grading session — the rubric graders' and the tournament's — goes through
+one `Judge`, whose semaphore caps calls in flight (`--concurrency`), so 1,000 reports x 8
+batches are spread over K parallel calls rather than 8,000 at once, and whose `calls` counts
+them all for the grade summary. Retries live in `benchctl.models`; a call that still fails, or
+that the judge refuses, raises `JudgeFailed` here, and callers turn that into unscored items —
+never a score of 0, and never a re-ask (a refusal is the judge's answer, not a format slip).
+
+`Judge.ask_structured` is the one "ask, then re-ask once" loop: ask, parse; when `parse` raises
+`JudgeParseError`, send the answer back with a re-ask prompt and parse the second answer.
+
+Each exchange is recorded in the `Tally` of the grade it belongs to, and `write_judge_log`
+writes them to `grades/<grader>/judge_log/<name>.json` (format in the README, "Judge logs").
 """
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable, Generic, TypeVar
+
+from benchctl.jsonio import write_json_atomic
+from benchctl.judge_json import JudgeParseError
+from benchctl.layout import GRADES
+
+T = TypeVar("T")
+
+JUDGE_LOG_DIR = "judge_log"
+JUDGE_LOG_SCHEMA = 1
+DEFAULT_MAX_TOKENS = 4096
+# stop reasons meaning "cut off at max_tokens", per wire API (Anthropic, Responses, chat, Gemini)
+_CUT_OFF = {"max_tokens", "max_output_tokens", "length", "MAX_TOKENS"}
 
 
 class JudgeFailed(Exception):
@@ -18,10 +41,12 @@ class JudgeFailed(Exception):
 
 @dataclass
 class Tally:
-    """Usage and cost of the judge calls behind one grade record."""
+    """Usage, cost and exchanges of the judge calls behind one grade record (or one tournament
+    environment or extraction); `exchanges` become its judge log."""
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = 0.0
     calls: int = 0
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, completion: Any) -> None:
         self.calls += 1
@@ -34,32 +59,99 @@ class Tally:
             self.cost_usd += completion.cost_usd
 
 
+@dataclass
+class Structured(Generic[T]):
+    """What `ask_structured` got: the parsed value, or None with the reason after one re-ask."""
+    value: T | None
+    answer: str                # the judge's last answer text
+    error: str | None          # why the last answer was unusable (None when value is set)
+
+
 class Judge:
-    def __init__(self, model: str, *, concurrency: int = 16, max_tokens: int = 4096,
+    def __init__(self, model: str, *, concurrency: int = 16, max_tokens: int = DEFAULT_MAX_TOKENS,
                  temperature: float | None = 0.0) -> None:
         if concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
         self.model = model
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens    # default; call sites whose answers grow pass their own
         # 0 for repeatable grades; benchctl.models drops it for models that reject temperature
         self.temperature = temperature
         self.concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
         self.calls = 0
 
-    async def ask(self, messages: list[dict[str, Any]], *, system: str, tally: Tally) -> str:
-        """The judge's answer text. Raises JudgeFailed when the call fails or the judge refuses."""
+    async def _complete(self, messages: list[dict[str, Any]], system: str, tally: Tally, max_tokens: int,
+                        log: dict[str, Any]) -> Any:
+        """One call (retried in benchctl.models); the Completion, or JudgeFailed. Fills `log`."""
         from benchctl.models import ModelCallError, acomplete
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         async with self._sem:
             self.calls += 1
+            t0 = time.perf_counter()
             try:
-                completion = await acomplete(self.model, messages, system=system, max_tokens=self.max_tokens,
+                completion = await acomplete(self.model, messages, system=system, max_tokens=max_tokens,
                                              temperature=self.temperature)
             except ModelCallError as e:
-                raise JudgeFailed(f"judge call failed after retries: {e}") from None
+                tally.calls += 1
+                log.update(latency_s=round(time.perf_counter() - t0, 4),
+                           error=f"judge call failed after retries: {e}")
+                raise JudgeFailed(log["error"]) from None
         tally.add(completion)
+        log.update(answer=completion.text or "", stop_reason=completion.stop_reason, refusal=completion.refusal,
+                   served_model=completion.served_model, usage=dict(completion.usage or {}),
+                   cost_usd=completion.cost_usd, latency_s=round(completion.latency_s, 4))
         if completion.refusal:
-            raise JudgeFailed("the judge refused to answer")
-        return completion.text or ""
+            log["error"] = "the judge refused to answer"
+            raise JudgeFailed(log["error"])
+        return completion
+
+    async def ask_structured(self, prompt: str, parse: Callable[[str], T],
+                             reask_prompt: str | Callable[[JudgeParseError], str], *, system: str, tally: Tally,
+                             max_tokens: int | None = None, label: str = "") -> Structured[T]:
+        """Ask `prompt`; `parse` the answer. When parse raises JudgeParseError, send the answer back
+        followed by `reask_prompt` (a string, or built from that error) and parse once more.
+
+        Returns the value, or value None with the last parse error. Raises JudgeFailed when a call
+        fails after retries or the judge refuses. `label` names the ask in the judge log."""
+        max_tokens = max_tokens or self.max_tokens
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        answer, error = "", None
+        for attempt in (1, 2):
+            log: dict[str, Any] = {"ask": label, "attempt": attempt, "max_tokens": max_tokens}
+            if attempt == 1:    # the prompt holds the graded text: it is hashed, not stored again
+                log.update(prompt_sha256=_sha256(system + "\0" + prompt), prompt_chars=len(prompt))
+            else:
+                log["prompt"] = messages[-1]["content"]
+            tally.exchanges.append(log)
+            completion = await self._complete(messages, system, tally, max_tokens, log)
+            answer = completion.text or ""
+            try:
+                return Structured(parse(answer), answer, None)
+            except JudgeParseError as exc:
+                error = str(exc)
+                if completion.stop_reason in _CUT_OFF:
+                    error += f" (the answer was cut off at max_tokens={max_tokens})"
+                log["error"] = error
+                if attempt == 1:
+                    again = reask_prompt if isinstance(reask_prompt, str) else reask_prompt(exc)
+                    messages = messages + [{"role": "assistant", "content": answer or "(empty)"},
+                                           {"role": "user", "content": again}]
+        return Structured(None, answer, error)
+
+
+def _sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def judge_log_path(results: Path, grader: str, name: str) -> Path:
+    """grades/<grader>/judge_log/<name>.json; name as the grade file's (run_id or run_id~tag), or
+    a tournament environment."""
+    return Path(results) / GRADES / grader / JUDGE_LOG_DIR / f"{name}.json"
+
+
+def write_judge_log(path: Path, *, grader: str, subject: str, judge: str, tally: Tally, **extra: Any) -> None:
+    """The one judge-log writer (every grader and the tournament): the exchanges behind one grade."""
+    write_json_atomic(path, {"schema": JUDGE_LOG_SCHEMA, "grader": grader, "subject": subject, "judge": judge,
+                             "created_at": time.time(), "calls": tally.calls, "cost_usd": tally.cost_usd,
+                             **extra, "exchanges": tally.exchanges})

@@ -1,11 +1,12 @@
 """Grading every finished run of a results directory, concurrently, resumably.
 
-All judge calls of a session share one `Judge` (one concurrency limit), and every (run,
-artifact, grader) is its own coroutine, so a slow report never holds a slot another report
-could use. Each grade is written atomically as soon as it is done, so an interrupted session
-loses at most the grades in flight; re-running skips grades already on disk for the same judge
-and rubric hash whose status is "scored" (partial and unscored grades are retried — judge
-failures are usually transient). `force` regrades everything.
+All judge calls of a session, the tournament's included, share one `Judge` (one concurrency
+limit, one call count), and every (run, artifact, grader) is its own coroutine, so a slow report
+never holds a slot another report could use. Each grade is written atomically as soon as it is
+done, just after its judge log, so an interrupted session loses at most the grades in flight;
+re-running skips grades already on disk for the same judge and rubric hash whose status is
+"scored" (partial and unscored grades are retried — judge failures are usually transient).
+`force` regrades everything.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any, Callable
 from benchctl.grading import DERIVED, GRADERS, WHOLE_RESULTS
 from benchctl.grading.combined import grade_combined
 from benchctl.grading.config import GradingConfig, GradingConfigError, check_graders, load_grading
-from benchctl.grading.judge import Judge
+from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
 from benchctl.grading.record import GradeJob
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.layout import FINAL_STATUSES, grade_path, iter_runs
@@ -55,7 +56,8 @@ class Outcome:
 class Session:
     outcomes: list[Outcome] = field(default_factory=list)
     skipped_runs: list[tuple[str, str]] = field(default_factory=list)   # (run_id, why not graded)
-    judge_calls: int = 0
+    judge_calls: int = 0                   # every judge call of the session, the tournament's included
+    tournament_judge_calls: int = 0
     tournament: bool = False
     # tasks of the planned runs that asked for the tournament grader: the tournament covers every
     # finished run of these tasks (auditors of one environment are rated against each other)
@@ -151,11 +153,10 @@ async def grade_results(results: Path, opts: GradeOptions,
         on_plan(sum(len([g for g in gs if g in GRADERS or g in DERIVED]) for _, gs in jobs))
     judge = Judge(opts.judge, concurrency=opts.concurrency)
 
-    async def finish(rec: dict[str, Any], reused: bool) -> None:
+    async def finish(rec: dict[str, Any], reused: bool, tally: Tally | None = None) -> None:
         if not reused:
             # fsync takes milliseconds: off the event loop, or every write stalls all judge calls
-            await asyncio.to_thread(write_json_atomic,
-                                    grade_path(results, rec["grader"], rec["run_id"], rec.get("artifact_tag")), rec)
+            await asyncio.to_thread(write_grade, results, rec, tally)
         out = _outcome(rec, reused)
         session.outcomes.append(out)
         if on_done:
@@ -168,7 +169,8 @@ async def grade_results(results: Path, opts: GradeOptions,
         if old is not None:
             await finish(old, True)
             return
-        await finish(dict(await GRADERS[grader](job, judge)), False)
+        tally = Tally()
+        await finish(dict(await GRADERS[grader](job, judge, tally)), False, tally)
 
     async def unit(job: GradeJob, graders: list[str]) -> None:
         await asyncio.gather(*(one(job, g) for g in graders if g in GRADERS))
@@ -176,18 +178,28 @@ async def grade_results(results: Path, opts: GradeOptions,
             await finish(dict(grade_combined(job)), False)
 
     await asyncio.gather(*(unit(job, gs) for job, gs in jobs))
-    session.judge_calls = judge.calls
     if session.tournament:
         try:
-            from benchctl.tournament.grader import grade_tournament
+            from benchctl.tournament.grader import agrade_tournament
         except ImportError as e:
             raise GradingConfigError(f"the tournament grader is not available ({e})") from None
-        # grade_tournament runs its own event loop (asyncio.run), so it needs a thread of its own
+        before = judge.calls
         try:
-            session.tournament_ratings = await asyncio.to_thread(
-                grade_tournament, results, opts.judge, force=opts.force,
-                concurrency=opts.concurrency, auditor_key=opts.auditor_key,
+            session.tournament_ratings = await agrade_tournament(
+                results, judge, force=opts.force, auditor_key=opts.auditor_key,
                 tasks=sorted(session.tournament_tasks))
         except (ValueError, FileNotFoundError) as e:   # bad auditor key, run without a task, nothing to rate
             raise GradingConfigError(f"tournament: {e}") from None
+        session.tournament_judge_calls = judge.calls - before
+    session.judge_calls = judge.calls
     return session
+
+
+def write_grade(results: Path, rec: dict[str, Any], tally: Tally | None) -> None:
+    """A grade record and, for a grader that asks the judge (tally given), its judge log — written
+    first, so a grade on disk always has the exchanges it came from next to it."""
+    path = grade_path(results, rec["grader"], rec["run_id"], rec.get("artifact_tag"))
+    if tally is not None:
+        write_judge_log(judge_log_path(results, rec["grader"], path.stem), grader=rec["grader"], subject=path.stem,
+                        judge=rec["judge"], tally=tally)
+    write_json_atomic(path, rec)

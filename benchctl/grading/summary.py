@@ -104,8 +104,9 @@ def print_summary(session: Session) -> None:
         for row in succ:
             t2.add_row(*(str(row[c]) for c in ("configuration", "k", "n", "rate", "ci95", "unscored")))
         console.print(t2)
-    console.print(f"judge calls: {session.judge_calls}" + (" (tournament judge calls not included: see "
-                                                            "grades/tournament/judge_log/)" if session.tournament else ""))
+    console.print(f"judge calls: {session.judge_calls}" + (f" ({session.tournament_judge_calls} by the tournament)"
+                                                            if session.tournament else "")
+                  + "; exchanges in grades/<grader>/judge_log/")
     lines, warnings = tournament_lines(session.tournament_ratings)
     for line in lines:
         console.print(line)

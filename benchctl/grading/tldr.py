@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # runtime imports are lazy so extract_tldr stays importable on its own
-    from benchctl.grading.judge import Judge
+    from benchctl.grading.judge import Judge, Tally
     from benchctl.grading.record import GradeJob
     from benchctl.layout import GradeRecord
 
@@ -83,38 +83,39 @@ def extract_tldr(report: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- grading
 
-async def grade_tldr(job: "GradeJob", judge: "Judge") -> "GradeRecord":
-    from benchctl.grading.judge import JudgeFailed, Tally
-    from benchctl.grading.judge_parse import parse_holistic
+async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeRecord":
+    from benchctl.grading.judge import JudgeFailed
+    from benchctl.grading.judge_parse import ItemScore, parse_holistic
     from benchctl.grading.record import make_record
     from benchctl.grading.templates import delimit, nonce_for, render
+    from benchctl.judge_json import JudgeParseError
 
     cfg = job.cfg
     rubric_hash = cfg.rubric_hash("tldr")
     report, _ = job.read_text()
     tldr, rule = extract_tldr(report or "")
-    tally = Tally()
     if not tldr:
         why = f"artifact {job.artifact} missing" if report is None else "the report has no text, so no TLDR"
         return make_record("tldr", job, judge.model, rubric_hash, tally=tally, score=0.0, raw_score=0.0,
                            items=[{"id": "holistic", "score": 0.0, "reason": why}], tldr="", tldr_rule=rule, note=why)
     ref_summary, _ = extract_tldr(cfg.reference)
     nonce = nonce_for(tldr)
-    system = render(cfg.prompts["system"], nonce=nonce)
-    messages = [{"role": "user", "content": render(cfg.prompts["tldr"], reference_summary=ref_summary,
-                                                   tldr=delimit(tldr, nonce))}]
-    item: dict = {"id": "holistic", "score": None}
-    try:
-        answer = await judge.ask(messages, system=system, tally=tally)
+
+    def parse(answer: str) -> ItemScore:
         parsed = parse_holistic(answer)
         if parsed is None:
-            messages += [{"role": "assistant", "content": answer},
-                         {"role": "user", "content": cfg.prompts["tldr_reask"]}]
-            parsed = parse_holistic(await judge.ask(messages, system=system, tally=tally))
-        if parsed is None:
-            item["error"] = "no usable score in the judge's answer after one re-ask"
+            raise JudgeParseError("no usable score in the judge's answer")
+        return parsed
+
+    item: dict = {"id": "holistic", "score": None}
+    try:
+        got = await judge.ask_structured(
+            render(cfg.prompts["tldr"], reference_summary=ref_summary, tldr=delimit(tldr, nonce)), parse,
+            cfg.prompts["tldr_reask"], system=render(cfg.prompts["system"], nonce=nonce), tally=tally, label="tldr")
+        if got.value is None:
+            item["error"] = f"{got.error} after one re-ask"
         else:
-            item.update(score=parsed.score, reason=parsed.reason)
+            item.update(score=got.value.score, reason=got.value.reason)
     except JudgeFailed as e:
         item["error"] = str(e)
     return make_record("tldr", job, judge.model, rubric_hash, tally=tally, items=[item], score=item["score"],

@@ -7,16 +7,16 @@ whether it supported the issue with concrete evidence.
 
 Answers are parsed robustly (fences, prose, trailing commas) and validated -- every item must be
 placed, submissions and item numbers must exist, importance must be a known label. An unusable answer
-is sent back once with the problem spelled out; a second failure is recorded on the canonical list
-(status "failed"), never raised.
+is sent back once with the problem spelled out (`Judge.ask_structured`); a second failure, a failed
+call or a refusal is recorded on the canonical list (status "failed"), never raised.
 """
 from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Mapping
 
+from benchctl.grading.judge import Judge, JudgeFailed, Tally
 from benchctl.judge_json import JudgeParseError, last_json
 from benchctl.tournament.schema import AuditorIssue, CanonicalIssue
 
@@ -152,63 +152,40 @@ def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- the judge call
-Ask = Callable[[list[dict[str, Any]], str], Awaitable[tuple[str, float | None]]]
-"""ask(messages, system) -> (answer text, cost in USD or None); raises on a failed call."""
+def dedup_max_tokens(n_items: int) -> int:
+    """The answer places every item once: about 150 tokens per item (an issue's title, description
+    and found_by entries) plus room for prose: 8192 (what every dedup ask used to get) up to ~40 items,
+    then more, up to 32,000 (~200 items; the output limit of current large judges and about as much
+    as one non-streamed answer can hold within the upstream read timeout)."""
+    return min(32_000, max(8192, 2000 + 150 * n_items))
 
 
-@dataclass
-class JudgeExchange:
-    value: Any = None
-    error: str | None = None
-    cost_usd: float | None = 0.0
-    log: list[dict[str, Any]] = field(default_factory=list)
-
-
-async def ask_json(ask: Ask, system: str, prompt: str, parse: Callable[[str], Any]) -> JudgeExchange:
-    """Ask, parse; on an unusable answer re-ask once with the problem; record failure, never raise."""
-    ex = JudgeExchange()
-    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-    for attempt in (1, 2):
-        try:
-            text, cost = await ask(messages, system)
-        except Exception as exc:  # a failed model call is recorded; the other envs go on
-            ex.error = f"judge call failed: {type(exc).__name__}: {exc}"
-            ex.log.append({"attempt": attempt, "error": ex.error})
-            return ex
-        ex.cost_usd = None if cost is None or ex.cost_usd is None else ex.cost_usd + cost
-        try:
-            ex.value = parse(text)
-            ex.error = None
-            ex.log.append({"attempt": attempt, "answer": text})
-            return ex
-        except JudgeParseError as exc:
-            ex.error = f"unusable judge answer ({exc})"
-            ex.log.append({"attempt": attempt, "answer": text, "error": str(exc)})
-            messages = messages + [{"role": "assistant", "content": text or "(empty)"},
-                                   {"role": "user", "content": REASK.format(error=exc)}]
-    return ex
-
-
-async def dedup_env(env: str, issues_by_run: Mapping[str, list[AuditorIssue]], ask: Ask) -> tuple[
-        list[CanonicalIssue] | None, JudgeExchange]:
-    """Canonical issues for one env (found_by keyed by run id), or None with the failure recorded."""
+async def dedup_env(env: str, issues_by_run: Mapping[str, list[AuditorIssue]], judge: Judge, tally: Tally
+                    ) -> tuple[list[CanonicalIssue] | None, str | None]:
+    """(canonical issues with found_by keyed by run id, None), or (None, why) when the judge failed,
+    refused or gave no usable answer after one re-ask."""
     order = [r for r in submission_order(env, list(issues_by_run)) if issues_by_run[r]]
     if not order:       # nobody reported anything: nothing to merge, no judge call
-        return [], JudgeExchange(value=[])
+        return [], None
     label_of = {r: f"S{k}" for k, r in enumerate(order, 1)}
     run_of = {v: k for k, v in label_of.items()}
     labelled = [(label_of[r], list(issues_by_run[r])) for r in order]
     n_items = {label: len(items) for label, items in labelled}
-    ex = await ask_json(ask, DEDUP_SYSTEM, build_prompt(env, labelled), lambda t: parse_dedup(t, n_items))
-    if ex.value is None:
-        return None, ex
+    try:
+        got = await judge.ask_structured(build_prompt(env, labelled), lambda t: parse_dedup(t, n_items),
+                                         lambda exc: REASK.format(error=exc), system=DEDUP_SYSTEM, tally=tally,
+                                         max_tokens=dedup_max_tokens(sum(n_items.values())), label="dedup")
+    except JudgeFailed as exc:
+        return None, str(exc)
+    if got.value is None:
+        return None, f"unusable judge answer ({got.error})"
     canonical: list[CanonicalIssue] = []
-    for k, issue in enumerate(ex.value, 1):
+    for k, issue in enumerate(got.value, 1):
         canonical.append(CanonicalIssue(
             id=f"I{k}", title=issue["title"], description=issue["description"], importance=issue["importance"],
             found_by={run_of[label]: f for label, f in sorted(issue["found_by"].items(),
                                                               key=lambda kv: run_of[kv[0]])}))
-    return canonical, ex
+    return canonical, None
 
 
 def _bool(v: Any) -> bool | None:

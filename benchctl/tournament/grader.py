@@ -6,8 +6,10 @@ grade_tournament(results, judge):
   2. per environment one dedup pass -> canonical/<env>.json (skipped when the inputs are unchanged;
      a hand-edited list is never overwritten without force);
   3. rate_from_canonical -> ratings.json and one GradeRecord per run.
-Judge calls run concurrently (at most `concurrency` at a time) and go through benchctl.models, so a
-`scripted/...` judge works exactly like a real one.
+Judge calls run concurrently through one `benchctl.grading.judge.Judge` (at most `concurrency` at a
+time; `benchctl grade` passes its session's judge), so a `scripted/...` judge works exactly like a
+real one, and a refusal or a failed call leaves the environment (or the run, for an extraction)
+unscored. Each ask's exchanges go to judge_log/<env>.json or judge_log/<run_id>~extract.json.
 """
 from __future__ import annotations
 
@@ -20,35 +22,28 @@ from typing import Any, Collection
 
 import orjson
 
+from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
 from benchctl import jsonio
 from benchctl.layout import GRADE_SCHEMA, GradeRecord, grade_path, read_meta, run_dir
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.bootstrap import DEFAULT_ROUNDS, DEFAULT_SEED
-from benchctl.tournament.dedup import PROMPT_VERSION, Ask, ask_json, dedup_env
+from benchctl.tournament.dedup import PROMPT_VERSION, REASK, dedup_env
 from benchctl.tournament.issues import (EXTRACT_PROMPT, EXTRACT_SYSTEM, JSON_ARTIFACT, MARKDOWN_ARTIFACTS,
                                         IssuesFormatError,
                                         file_hash, find_artifact, parse_extraction, read_issues_json)
 from benchctl.tournament.participants import Participant, auditor_label, collect, parse_auditor_key
 from benchctl.tournament.ratings import compute
-from benchctl.tournament.schema import (CANONICAL_SCHEMA, POINTS, EXTRACTED_DIR, JUDGE_LOG_DIR, RATINGS_FILE, TOURNAMENT,
+from benchctl.tournament.schema import (CANONICAL_SCHEMA, POINTS, EXTRACTED_DIR, RATINGS_FILE, TOURNAMENT,
                                         AuditorIssue, CanonicalList, ExtractedIssues, Ratings, Weighting)
 
-JUDGE_MAX_TOKENS = 8192
 MAX_REPORT_CHARS = 200_000    # a markdown report longer than this is cut before extraction
 
 
-def model_ask(model: str, semaphore: asyncio.Semaphore) -> Ask:
-    """The Ask seam backed by benchctl.models (real providers or scripted/...)."""
-    from benchctl.models import acomplete
-
-    async def ask(messages: list[dict[str, Any]], system: str) -> tuple[str, float | None]:
-        async with semaphore:
-            # temperature 0 as for the rubric graders' judge: repeatable canonical lists
-            # (benchctl.models drops it for models that reject temperature)
-            c = await acomplete(model, messages, system=system, max_tokens=JUDGE_MAX_TOKENS, temperature=0.0)
-        # a refusal comes back as text; parsing fails and the re-ask path handles it
-        return c.text or "", c.cost_usd
-    return ask
+def extract_max_tokens(report_chars: int) -> int:
+    """The extraction restates the report's issues, so it is at most about as long as the report
+    (~4 characters a token): 8192 (as for dedup) for reports up to ~32k characters, then more, up
+    to 32,000 (see dedup_max_tokens)."""
+    return min(32_000, max(8192, report_chars // 4))
 
 
 def grade_tournament(results: Path, judge: str, *, force: bool = False, concurrency: int = 8,
@@ -62,24 +57,35 @@ def grade_tournament(results: Path, judge: str, *, force: bool = False, concurre
     parse_auditor_key(auditor_key)            # fail before any judge call on a bad key
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
-    asyncio.run(judge_environments(Path(results), judge, force=force, concurrency=concurrency, tasks=tasks))
-    return rate_from_canonical(results, auditor_key=auditor_key, weighting=weighting, rounds=rounds, seed=seed)
+    return asyncio.run(agrade_tournament(results, Judge(judge, concurrency=concurrency), force=force,
+                                         auditor_key=auditor_key, tasks=tasks, weighting=weighting, rounds=rounds,
+                                         seed=seed))
 
 
-async def judge_environments(results: Path, judge: str, *, force: bool = False, concurrency: int = 8,
+async def agrade_tournament(results: Path, judge: Judge, *, force: bool = False, auditor_key: str = "model",
+                            tasks: Collection[str] | None = None, weighting: Weighting = "points",
+                            rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED) -> Ratings:
+    """`grade_tournament` with a judge shared with the caller (`benchctl grade` passes the session's,
+    so the tournament's calls share its concurrency limit and count in its summary)."""
+    parse_auditor_key(auditor_key)
+    await judge_environments(Path(results), judge, force=force, tasks=tasks)
+    # the bootstrap is CPU work: off the event loop
+    return await asyncio.to_thread(rate_from_canonical, results, auditor_key=auditor_key, weighting=weighting,
+                                   rounds=rounds, seed=seed)
+
+
+async def judge_environments(results: Path, judge: Judge, *, force: bool = False,
                              tasks: Collection[str] | None = None) -> list[CanonicalList]:
     parts = collect(results, tasks)
-    ask = model_ask(judge, asyncio.Semaphore(concurrency))
     by_env: dict[str, list[Participant]] = {}
     for p in parts:
         by_env.setdefault(p.env, []).append(p)
-    jobs = [_judge_env(results, env, runs, judge, ask, force) for env, runs in sorted(by_env.items())]
+    jobs = [_judge_env(results, env, runs, judge, force) for env, runs in sorted(by_env.items())]
     return list(await asyncio.gather(*jobs))
 
 
-async def _judge_env(results: Path, env: str, runs: list[Participant], judge: str, ask: Ask,
-                     force: bool) -> CanonicalList:
-    read = await asyncio.gather(*(_read_issues(results, p, judge, ask, force) for p in runs))
+async def _judge_env(results: Path, env: str, runs: list[Participant], judge: Judge, force: bool) -> CanonicalList:
+    read = await asyncio.gather(*(_read_issues(results, p, judge, force) for p in runs))
     issues_by_run: dict[str, list[AuditorIssue]] = {}
     infos: dict[str, dict[str, Any]] = {}
     excluded: dict[str, str] = {}
@@ -91,7 +97,7 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: st
             continue
         issues_by_run[p.run_id] = ext["issues"]
         infos[p.run_id] = {**p.info, "source": ext.get("source"), "n_issues": len(ext["issues"])}
-    input_hash = _hash([PROMPT_VERSION, judge, sorted((r, i) for r, i in issues_by_run.items())])
+    input_hash = _hash([PROMPT_VERSION, judge.model, sorted((r, i) for r, i in issues_by_run.items())])
 
     path = canon_io.canonical_path(results, env)
     if path.exists() and not force:
@@ -109,19 +115,20 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: st
                       f"the new runs to the file by hand.", file=sys.stderr)
                 return old
 
-    issues, ex = await dedup_env(env, issues_by_run, ask)
-    jsonio.write_json_atomic(canon_io.tournament_dir(results) / JUDGE_LOG_DIR / path.name,
-                             {"env": env, "judge": judge, "prompt_version": PROMPT_VERSION, "exchanges": ex.log})
+    tally = Tally()
+    issues, error = await dedup_env(env, issues_by_run, judge, tally)
+    write_judge_log(judge_log_path(results, TOURNAMENT, path.stem), grader=TOURNAMENT, subject=env,
+                    judge=judge.model, tally=tally, prompt_version=PROMPT_VERSION)
     canon: CanonicalList = CanonicalList(
-        schema=CANONICAL_SCHEMA, env=env, status="ok" if issues is not None else "failed", error=ex.error,
-        judge=judge, runs=infos, excluded_runs=excluded, issues=issues or [], input_hash=input_hash,
+        schema=CANONICAL_SCHEMA, env=env, status="ok" if issues is not None else "failed", error=error,
+        judge=judge.model, runs=infos, excluded_runs=excluded, issues=issues or [], input_hash=input_hash,
         content_hash=canon_io.content_hash(issues or []), created_at=time.time(),
-        cost_usd=_add(extract_cost, ex.cost_usd))
+        cost_usd=_add(extract_cost, tally.cost_usd))
     canon_io.save_canonical(results, canon)
     return canon
 
 
-async def _read_issues(results: Path, p: Participant, judge: str, ask: Ask, force: bool) -> ExtractedIssues:
+async def _read_issues(results: Path, p: Participant, judge: Judge, force: bool) -> ExtractedIssues:
     """issues.json directly; markdown through the judge (cached by content hash); none -> empty."""
     names = tuple(dict.fromkeys([JSON_ARTIFACT] + ([p.artifact] if p.artifact else []) + list(MARKDOWN_ARTIFACTS)))
     art = find_artifact(p.path, names) if p.path else None
@@ -135,16 +142,25 @@ async def _read_issues(results: Path, p: Participant, judge: str, ask: Ask, forc
             return ExtractedIssues(**base, method="json", status="ok", issues=read_issues_json(art))
         except IssuesFormatError as exc:
             return ExtractedIssues(**{**base, "error": str(exc)}, method="json", status="failed", issues=[])
-    key = _hash([PROMPT_VERSION, judge, file_hash(art)])
+    key = _hash([PROMPT_VERSION, judge.model, file_hash(art)])
     if cache.exists() and not force:
         old = jsonio.read_json(cache)
         if old.get("key") == key and old.get("status") == "ok":
             return {**old, "cost_usd": 0.0}     # paid for in an earlier grading pass
     text = art.read_text(encoding="utf-8", errors="replace")[:MAX_REPORT_CHARS]
-    ex = await ask_json(ask, EXTRACT_SYSTEM, EXTRACT_PROMPT.format(report=text), parse_extraction)
-    out = ExtractedIssues(**{**base, "judge": judge, "cost_usd": ex.cost_usd, "error": ex.error}, method="judge",
-                          status="ok" if ex.value is not None else "failed", issues=ex.value or [])
-    jsonio.write_json_atomic(cache, {**out, "key": key, "exchanges": ex.log})
+    tally = Tally()
+    try:
+        got = await judge.ask_structured(EXTRACT_PROMPT.format(report=text), parse_extraction,
+                                         lambda exc: REASK.format(error=exc), system=EXTRACT_SYSTEM, tally=tally,
+                                         max_tokens=extract_max_tokens(len(text)), label="extract")
+        issues, error = got.value, None if got.value is not None else f"unusable judge answer ({got.error})"
+    except JudgeFailed as exc:
+        issues, error = None, str(exc)
+    write_judge_log(judge_log_path(results, TOURNAMENT, f"{p.run_id}~extract"), grader=TOURNAMENT,
+                    subject=p.run_id, judge=judge.model, tally=tally, prompt_version=PROMPT_VERSION, source=art.name)
+    out = ExtractedIssues(**{**base, "judge": judge.model, "cost_usd": tally.cost_usd, "error": error},
+                          method="judge", status="ok" if issues is not None else "failed", issues=issues or [])
+    jsonio.write_json_atomic(cache, {**out, "key": key})
     return out
 
 

@@ -6,7 +6,9 @@ Everything lives under ``results/<sweep>/grades/tournament/``::
       ratings.json                 Ratings            (this module; what `report` reads)
       canonical/<env>.json         CanonicalList      one per environment; hand-editable
       extracted/<run_id>.json      ExtractedIssues    issues the judge pulled out of a markdown report
-      judge_log/<env>.json         raw judge prompts/answers of the dedup pass, for auditing
+      judge_log/<env>.json         the judge exchanges of the dedup pass (format: benchctl.grading.judge,
+                                   write_judge_log), for auditing
+      judge_log/<run_id>~extract.json   ... of extracting a markdown report's issues
       <run_id>.json                layout.GradeRecord per run (grader "tournament"; score = the run's
                                    mean match share; items = canonical issues it found)
 
@@ -49,7 +51,6 @@ TOURNAMENT = "tournament"          # grader name: grades/tournament/
 RATINGS_FILE = "ratings.json"
 CANONICAL_DIR = "canonical"
 EXTRACTED_DIR = "extracted"
-JUDGE_LOG_DIR = "judge_log"
 
 Importance = Literal["low", "medium", "high"]
 POINTS: dict[str, int] = {"low": 1, "medium": 3, "high": 6}
