@@ -39,6 +39,7 @@ EVENT_TYPES = {
     "target_call",      # target tools: a call to the audited target model
     "harness_event",    # harness: a raw CLI event with no better mapping
     "stderr",           # harness: lines the agent CLI wrote to stderr
+    "warning",          # anything: the run went on but something is off (kind, message); listed in meta.json
     "error",            # anything: an error with a message
 }
 
