@@ -28,7 +28,7 @@ from benchctl.policies import Budget, StopState, parse_duration
 from benchctl.sandbox.base import Limits, Sandbox, SandboxSpec, WORK_DIR
 from benchctl.sweep import RunSpec
 from benchctl.tasks import Task
-from benchctl.transcript import TranscriptWriter
+from benchctl.transcript import TranscriptWriter, WarningCounter
 from harnesses import registry
 from harnesses.base import HarnessContext, HarnessResult
 
@@ -159,6 +159,8 @@ class Runner:
             move_attempt_aside(path)
         (path / ARTIFACTS).mkdir(parents=True, exist_ok=True)
         transcript = TranscriptWriter(path / TRANSCRIPT)
+        warnings = WarningCounter()            # every `warning` event, listed in meta.json
+        transcript.listeners.append(warnings)
         if self.progress:
             self.progress.started(spec)
             transcript.listeners.append(lambda ev, s=spec: self.progress.event(s, ev))
@@ -223,6 +225,7 @@ class Runner:
             shutil.rmtree(sockdir, ignore_errors=True)
         if self.cancel.is_set() and result.status != "error":
             result = HarnessResult("error", error="cancelled", turns=result.turns)   # cut short: redo on resume
+        meta["warnings"] = warnings.summary()
         self._finish(meta, result, path, transcript)
         if self.progress:
             self.progress.finished(spec, meta)

@@ -290,10 +290,14 @@ class ToolOutputJoin:
         if reason is not None:
             with self._lock:
                 self.rejected[reason] = self.rejected.get(reason, 0) + 1
-            what = "has no such tool" if reason == "unknown_tool" else "could not use the call's input"
-            self.tr.emit("warning", "harness", kind="tool_rejected", cli=self.cli, tool=name, reason=reason,
-                         call_id=got.call_id if got else ident,
-                         message=f"{self.cli} rejected a call to {name}: the CLI {what}")
+            warn_rejected(self.tr, self.cli, name, reason, got.call_id if got else ident)
+
+
+def warn_rejected(transcript: TranscriptWriter, harness: str, tool: str, reason: str, call_id: str) -> None:
+    """The `warning` event for a tool call the harness refused to run (reason unknown_tool | invalid_input)."""
+    what = "has no such tool" if reason == "unknown_tool" else "could not use the call's input"
+    transcript.emit("warning", "harness", kind="tool_rejected", harness=harness, tool=tool, reason=reason,
+                    call_id=call_id, message=f"{harness} rejected a call to {tool}: it {what}")
 
 
 def _call_name(call: dict[str, Any]) -> str:

@@ -37,12 +37,14 @@ def test_policies_in_the_transcript(tmp_path: Path) -> None:
     assert meta["turns"] == len(turns)
     types = [e["type"] for e in ev]
 
-    # a time notice right after every tool result (after the word-count notice, if any)
+    # a time notice with every tool result (after the word-count notice, if any): recorded as a
+    # notice event, and at the end of the tool_result's output, which is what the model got
     results = [i for i, t in enumerate(types) if t == "tool_result"]
     assert len(results) == 7
     for i in results:
-        after = [e for e in ev[i + 1: i + 3] if e["type"] == "notice"]
-        assert any(e["kind"] == "time" and "Time remaining" in e["text"] for e in after), ev[i]
+        before = [e for e in ev[i - 2: i] if e["type"] == "notice" and e["tool_id"] == ev[i]["id"]]
+        assert before and before[-1]["kind"] == "time" and "Time remaining" in before[-1]["text"], ev[i]
+        assert ev[i]["output"].endswith("\n\n" + before[-1]["text"])
 
     # a word-count notice after each of the three report edits
     words = [e for e in ev if e["type"] == "notice" and e["kind"] == "words"]
