@@ -22,9 +22,13 @@ Turn fields (all optional, but a turn needs text, tool_calls, refusal or error):
   thinking      reasoning before the answer: an Anthropic thinking block (with a dummy signature),
                 a Responses reasoning item with a summary, Gemini `thought` parts, and chat
                 `reasoning_content` (the OpenAI-compatible servers' field); counted as reasoning tokens
-  tool_calls    [{"name": str, "input": object, "id"?: str}]; ids are generated when absent. A string
-                input is a free-form tool call (Responses `custom_tool_call`, e.g. Codex apply_patch);
-                APIs without free-form tools receive it as {"input": "<string>"}
+  tool_calls    [{"name": str, "input": object, "id"?: str, "namespace"?: str}]; ids are generated when
+                absent. A string input is a free-form tool call (Responses `custom_tool_call`, e.g.
+                Codex apply_patch); APIs without free-form tools receive it as {"input": "<string>"}.
+                Responses: a member of a `namespace` tool (named flat, `mcp__target__chat`, or with
+                its namespace) is called with `namespace`; `tool_search` and tools hidden behind a
+                client-side tool search become `tool_search_call`s (place_responses_calls). Other
+                APIs get the flat name `<namespace>__<name>`
   refusal       true -> Anthropic stop_reason "refusal", Responses refusal part, chat
                 `refusal` + finish_reason "content_filter", Gemini finishReason SAFETY
   error         {"status": int, "message"?: str, "retry_after"?: seconds, "type"?: vendor error type}
@@ -50,7 +54,8 @@ naming the script), `description` (free text). Unknown keys are errors, so a typ
 silently does nothing; errors name the file, the turn index and the field.
 
 A Python callable gets a `ScriptRequest` (wire_api, model, system, messages as
-[{"role", "text"}], tool_names, last_user_text, full_text, body) and returns one turn dict,
+[{"role", "text"}], tool_names (namespace members flat, plus tools a tool search loaded and
+`tool_search` itself), last_user_text, full_text, body) and returns one turn dict,
 validated like a script turn. It runs on the caller's event loop: keep it fast and use the
 turn's `delay` (an asyncio sleep) to simulate latency, never time.sleep.
 Token counting (/v1/messages/count_tokens) is answered from the request and consumes no turn.

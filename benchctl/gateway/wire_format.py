@@ -12,7 +12,8 @@ Claude Code, Codex) parse them:
 - OpenAI Responses: response.created, response.in_progress, response.output_item.added,
   response.content_part.added, response.output_text.delta | response.refusal.delta,
   ...done events, response.function_call_arguments.delta/.done, response.output_item.done,
-  response.completed (or response.incomplete) with usage.
+  response.completed (or response.incomplete) with usage. Function calls may carry a
+  `namespace`; a client-side tool search is a `tool_search_call` item (arguments an object).
 - OpenAI chat completions: chat.completion.chunk deltas (role, content | refusal, tool_calls
   with index/id/name then argument pieces), a finish_reason chunk, a usage chunk, [DONE].
 - Gemini: GenerateContentResponse chunks as `data:` lines (alt=sse) or a JSON array.

@@ -10,6 +10,8 @@ Use them as `scripted/py:benchctl.targets.demo:<function>`:
   investigator  a harness-agnostic investigator: chats with the target, uses prefill or a
                 scaffolded tool when the configuration has one, writes /work/predictions.md with the
                 harness's file tool (ReAct create, Claude Code Write, Codex exec_command), then stops.
+                Under Codex with a model name it knows, the target tools are deferred: it loads them
+                with one `tool_search` call first.
 """
 from __future__ import annotations
 
