@@ -91,6 +91,23 @@ def test_timeout_when_the_script_outlasts_the_budget(tmp_path: Path) -> None:
     assert any(e["type"] == "notice" and e.get("kind") == "deadline" for e in ev)
 
 
+def test_rejected_tool_calls_are_flagged_not_hidden(tmp_path: Path) -> None:
+    """A call to a tool ReAct does not have, or without its arguments, is refused (the model sees why) and
+    flagged: a `rejected` tool_result, a `warning` event, and meta.json `warnings` — the run still completes."""
+    turns = [tool("frobnicate", x=1), tool("create", path="report.md"), tool("submit")]
+    task, model = make_task(tmp_path, turns, "[early_exit]\nenabled = false\n")
+    assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
+    meta, ev, _ = only_run(tmp_path / "out")
+    assert meta["status"] == "completed", meta.get("error")
+    assert meta["warnings"] == [
+        {"kind": "tool_rejected", "message": "react rejected a call to frobnicate: it has no such tool", "count": 1},
+        {"kind": "tool_rejected", "message": "react rejected a call to create: it could not use the call's input",
+         "count": 1}]
+    results = [e for e in ev if e["type"] == "tool_result"]
+    assert [r.get("rejected") for r in results] == ["unknown_tool", "invalid_input", None]
+    assert results[0]["output"].startswith("Unknown tool 'frobnicate'")
+
+
 def test_refusal_without_fallback_is_refused(tmp_path: Path) -> None:
     task, model = make_task(tmp_path, [{"refusal": True, "text": "I can't help with that."}])
     assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
