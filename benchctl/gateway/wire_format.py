@@ -54,9 +54,9 @@ class ToolCall:
     name: str
     input: dict[str, Any] | str   # a string is a free-form ("custom") tool input, e.g. Codex's apply_patch
     id: str = ""                  # generated per wire API when empty
-    # Responses only (other APIs get the flat name `<namespace>__<name>`): the `namespace` tool that
-    # holds `name` (Codex offers each MCP server as one, e.g. mcp__target), or "tool_search" for a
-    # client-executed tool search (a `tool_search_call` item whose `arguments` are the input).
+    # Responses only: the `namespace` tool that holds `name` (Codex offers each MCP server as one,
+    # e.g. mcp__target; other APIs get the flat name `<namespace>__<name>`), and the kind of call:
+    # "tool_search" is a client-executed tool search (a `tool_search_call` item, `arguments` = input).
     namespace: str = ""
     kind: str = "function"        # "function" | "tool_search"
 
