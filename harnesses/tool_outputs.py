@@ -8,7 +8,7 @@ context to a tool result for the model names it knows; and Codex answers a call 
 which the gateway records in its `model_call` event (`request`, see
 benchctl/gateway/recording.py). So for the CLI harnesses a `tool_result` is written from there:
 
-- the stream parser hands each finished tool to `ToolOutputJoin.finished` instead of writing a
+- the stream parser reports each tool to the join (`started`, `finished`) instead of writing a
   `tool_result`;
 - the join, a transcript listener, reads the tool outputs out of every recorded request, pairs
   each with its stream tool (Claude Code: by the model's call id; Codex: by the kind of item
@@ -16,7 +16,8 @@ benchctl/gateway/recording.py). So for the CLI harnesses a `tool_result` is writ
   with `output` = exactly what the model received (`received: true`), right after the
   `model_call` that carried it;
 - a tool whose output never reached a request before the phase ended (the CLI was stopped)
-  gets its `tool_result` from the CLI's own report (`received: false`) when the phase ends;
+  gets its `tool_result` from the CLI's own report (`received: false`) when the phase ends; a
+  tool the model got output from while it still ran (Codex yields long commands) gets that output;
 - an output no stream event accounts for (Codex: rejected calls, tool searches) gets a
   `tool_call` and a `tool_result` of its own, built from the model's call as the gateway
   recorded it (`cli_reported: false`).
