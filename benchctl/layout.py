@@ -92,6 +92,7 @@ class RunMeta(TypedDict, total=False):
     followups: list[dict[str, Any]]  # one per follow-up: prompt, status, turns, artifacts
     gateway: dict[str, Any]          # gateway summary: calls, errors, ...
     harness_details: dict[str, Any]  # harness-specific outcome details (CLI exit codes, session ids)
+    warnings: list[dict[str, Any]]   # {"kind", "message", "count"}: the run's `warning` transcript events, counted
     tools: str | None                # tool configuration (hidden-behaviour audits)
     target_tools: dict[str, Any]     # target / auxiliary model calls, usage and cost (kept apart from `usage`)
     pin: dict[str, Any]              # imported tasks: source, commit, content hash, image (+ digest), verified/changed

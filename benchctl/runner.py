@@ -29,7 +29,7 @@ from benchctl.sandbox.base import Sandbox, SandboxSpec, WORK_DIR
 from benchctl.sandbox.gateway_dir import GatewayDir
 from benchctl.sweep import RunSpec
 from benchctl.tasks import Task
-from benchctl.transcript import TranscriptWriter
+from benchctl.transcript import TranscriptWriter, WarningCounter
 from harnesses import registry
 from harnesses.base import HarnessContext, HarnessResult
 
@@ -162,6 +162,8 @@ class Runner:
             move_attempt_aside(path)
         (path / ARTIFACTS).mkdir(parents=True, exist_ok=True)
         transcript = TranscriptWriter(path / TRANSCRIPT)
+        warnings = WarningCounter()            # every `warning` event, listed in meta.json
+        transcript.listeners.append(warnings)
         if self.progress:
             self.progress.started(spec)
             transcript.listeners.append(lambda ev, s=spec: self.progress.event(s, ev))
@@ -229,6 +231,7 @@ class Runner:
             gwdir.remove()
         if self.cancel.is_set() and result.status != "error":
             result = HarnessResult("error", error="cancelled", turns=result.turns)   # cut short: redo on resume
+        meta["warnings"] = warnings.summary()
         self._finish(meta, result, path, transcript)
         if self.progress:
             self.progress.finished(spec, meta)

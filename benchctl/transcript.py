@@ -39,6 +39,7 @@ EVENT_TYPES = {
     "target_call",      # target tools: a call to the audited target model
     "harness_event",    # harness: a raw CLI event with no better mapping
     "stderr",           # harness: lines the agent CLI wrote to stderr
+    "warning",          # anything: the run went on but something is off (kind, message); listed in meta.json
     "error",            # anything: an error with a message
 }
 
@@ -72,6 +73,25 @@ class Redactor:
             if s in data:
                 data = data.replace(s, b"[REDACTED]")
         return data
+
+
+class WarningCounter:
+    """A transcript listener that counts `warning` events by (kind, message): what meta.json lists."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str], int] = {}
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "warning":
+            key = (str(event.get("kind")), str(event.get("message")))
+            with self._lock:
+                self._counts[key] = self._counts.get(key, 0) + 1
+
+    def summary(self) -> list[dict[str, Any]]:
+        """[{"kind", "message", "count"}], in the order they first happened."""
+        with self._lock:
+            return [{"kind": k, "message": m, "count": n} for (k, m), n in self._counts.items()]
 
 
 class TranscriptWriter:

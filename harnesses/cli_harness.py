@@ -23,6 +23,7 @@ from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount
 from harnesses.agent_cli import CallTracker, CliExit, PhaseFiles, run_streaming
 from harnesses.base import HarnessContext, HarnessResult
 from harnesses.hooks import host as hook_host
+from harnesses.tool_outputs import CliRules, ToolOutputJoin
 
 HOOK_SCRIPT = Path(__file__).parent / "hooks" / "hook.py"
 HOOK_IN_SANDBOX = f"{TOOLS_DIR}/hooks/hook.py"
@@ -113,12 +114,14 @@ class CliHarness:
 
     name = "cli"
     binary_name = "cli"
+    tool_rules: CliRules = CliRules()     # how the stream's tools pair with the model's calls (tool_outputs.py)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})
         self._binary: BinaryInfo | None = None
         self._hooks: hook_host.HookHost | None = None
         self._hooks_gateway: Any = None
+        self._join: ToolOutputJoin | None = None
         self._phase = 0
         self._prepared_sandbox: Any = None
 
@@ -137,7 +140,8 @@ class CliHarness:
                 resume: str | None) -> tuple[list[str], dict[str, str]]:
         raise NotImplementedError
 
-    def new_parser(self, ctx: HarnessContext) -> StreamParser:
+    def new_parser(self, ctx: HarnessContext, join: ToolOutputJoin) -> StreamParser:
+        """The stream parser for one phase; it hands finished tools to `join`."""
         raise NotImplementedError
 
     def cli_outcome(self, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
@@ -201,11 +205,14 @@ class CliHarness:
             return HarnessResult("error", error=msg)
 
         files = PhaseFiles(ctx.run_dir, self.name, phase)
-        parser = self.new_parser(ctx)
+        if self._join is None or self._join.tr is not tr:
+            self._join = ToolOutputJoin(tr, self.name, self.tool_rules)
+        join = self._join
+        parser = self.new_parser(ctx, join)
         if self._hooks is not None:    # hook events join the stream's tool ids (Codex's differ from the model's)
             self._hooks.tool_items = getattr(parser, "tool_items", None)
         tracker = CallTracker()
-        tr.listeners.append(tracker)
+        tr.listeners += [tracker, join]
         tr.emit("harness_event", "harness", cli=self.name, kind="start", phase=phase, resume=resume,
                 version=self.binary.version, argv=_shown(argv, prompt))
 
@@ -223,10 +230,12 @@ class CliHarness:
         else:
             status, error = self._outcome(ctx, parser, res, tracker)
         finally:
-            try:
-                tr.listeners.remove(tracker)
-            except ValueError:
-                pass
+            for listener in (tracker, join):
+                try:
+                    tr.listeners.remove(listener)
+                except ValueError:
+                    pass
+            join.end_phase()     # tools whose output never reached the model: the CLI's own report
         files.finish(_shown(argv, prompt), res, status, error)
         if res.stderr.strip():
             tr.emit("stderr", "harness", cli=self.name, phase=phase, text=res.stderr[-20_000:],
@@ -246,6 +255,7 @@ class CliHarness:
                                       "first_model_call_s": first_call_s, "model_calls": tracker.calls,
                                       "served_models": tracker.served, "refusals": tracker.refusals,
                                       "fallbacks": tracker.fallbacks, "hooks": hooks,
+                                      "rejected_tool_calls": dict(join.rejected),
                                       "files": str(files.dir.relative_to(ctx.run_dir))})
 
     def _outcome(self, ctx: HarnessContext, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:

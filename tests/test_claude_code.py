@@ -148,8 +148,9 @@ def test_cancel_stops_the_cli_and_is_an_error(sandbox_image: str, monkeypatch: p
         def cancel() -> None:                               # what SIGINT/SIGTERM does in the runner
             cancelled_at.append(time.time())
             rig.ctx.cancel.set()
-        timer = threading.Timer(2.0, cancel)
-        timer.start()
+        # Cancel once the long command has started (not after a fixed delay: CLI start-up varies with load).
+        timer = threading.Timer(0.5, cancel)
+        rig.ctx.transcript.listeners.append(lambda ev: ev["type"] == "tool_call" and timer.start())
         try:
             result = h.run(rig.ctx)
         finally:

@@ -14,9 +14,10 @@ from benchctl.tasks import load_task
 from tests._run_helpers import REPO, cli
 
 # The demo's transcript, model calls left out (the gateway writes those from its own thread):
-# a golden sequence, so any change in how the policies are wired shows up here.
+# a golden sequence, so any change in how the policies are wired shows up here. The notices come
+# before the tool_result: ReAct appends them to it, and a tool_result holds what the model received.
 def step(kind: str, n: int = 1, words: bool = False) -> list[str]:
-    one = ["assistant", f"tool_call:{kind}", f"tool_result:{kind}"] + (["notice:words"] if words else []) + ["notice:time"]
+    one = ["assistant", f"tool_call:{kind}"] + (["notice:words"] if words else []) + ["notice:time", f"tool_result:{kind}"]
     return one * n
 
 

@@ -37,12 +37,14 @@ def test_policies_in_the_transcript(tmp_path: Path) -> None:
     assert meta["turns"] == len(turns)
     types = [e["type"] for e in ev]
 
-    # a time notice right after every tool result (after the word-count notice, if any)
+    # a time notice with every tool result (after the word-count notice, if any): recorded as a
+    # notice event, and at the end of the tool_result's output, which is what the model got
     results = [i for i, t in enumerate(types) if t == "tool_result"]
     assert len(results) == 7
     for i in results:
-        after = [e for e in ev[i + 1: i + 3] if e["type"] == "notice"]
-        assert any(e["kind"] == "time" and "Time remaining" in e["text"] for e in after), ev[i]
+        before = [e for e in ev[i - 2: i] if e["type"] == "notice" and e["tool_id"] == ev[i]["id"]]
+        assert before and before[-1]["kind"] == "time" and "Time remaining" in before[-1]["text"], ev[i]
+        assert ev[i]["output"].endswith("\n\n" + before[-1]["text"])
 
     # a word-count notice after each of the three report edits
     words = [e for e in ev if e["type"] == "notice" and e["kind"] == "words"]
@@ -87,6 +89,23 @@ def test_timeout_when_the_script_outlasts_the_budget(tmp_path: Path) -> None:
     assert meta["elapsed_s"] < 30
     assert (run / "artifacts" / "report.md").read_text() == "partial findings\n"   # still collected
     assert any(e["type"] == "notice" and e.get("kind") == "deadline" for e in ev)
+
+
+def test_rejected_tool_calls_are_flagged_not_hidden(tmp_path: Path) -> None:
+    """A call to a tool ReAct does not have, or without its arguments, is refused (the model sees why) and
+    flagged: a `rejected` tool_result, a `warning` event, and meta.json `warnings` — the run still completes."""
+    turns = [tool("frobnicate", x=1), tool("create", path="report.md"), tool("submit")]
+    task, model = make_task(tmp_path, turns, "[early_exit]\nenabled = false\n")
+    assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
+    meta, ev, _ = only_run(tmp_path / "out")
+    assert meta["status"] == "completed", meta.get("error")
+    assert meta["warnings"] == [
+        {"kind": "tool_rejected", "message": "react rejected a call to frobnicate: it has no such tool", "count": 1},
+        {"kind": "tool_rejected", "message": "react rejected a call to create: it could not use the call's input",
+         "count": 1}]
+    results = [e for e in ev if e["type"] == "tool_result"]
+    assert [r.get("rejected") for r in results] == ["unknown_tool", "invalid_input", None]
+    assert results[0]["output"].startswith("Unknown tool 'frobnicate'")
 
 
 def test_refusal_without_fallback_is_refused(tmp_path: Path) -> None:

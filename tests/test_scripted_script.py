@@ -233,3 +233,99 @@ def test_free_form_tool_input() -> None:
     events = up.render(_call("openai_responses", {"input": "x"}, stream=True)).pieces
     deltas = [json.loads(e.split(b"data: ", 1)[1])["delta"] for e in events if b"custom_tool_call_input.delta" in e]
     assert "".join(deltas) == patch
+
+
+# ---------------------------------------------------------------- Responses: namespaced and deferred tools
+
+# What Codex 0.147 sends (CLI_FACTS.md): MCP tools as a `namespace` tool for model names it has no
+# metadata for; behind a client-side `tool_search` tool for the ones it knows, loaded by a
+# `tool_search_output` item that it sends back in `input`.
+NAMESPACE = {"type": "namespace", "name": "mcp__target", "description": "Tools for probing PRISM-4.",
+             "tools": [{"type": "function", "name": "chat", "parameters": {}}]}
+TOOL_SEARCH = {"type": "tool_search", "execution": "client", "description": "Searches deferred tools.",
+               "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}
+EXEC = {"type": "function", "name": "exec_command", "parameters": {}}
+
+
+def _responses(up: ScriptedUpstream, tools: list, items: list | None = None, stream: bool = False) -> list[dict]:
+    """The output items of one Responses answer (from the completed event when streaming)."""
+    body = {"model": "gpt-5.5", "tools": tools, "input": items or [{"role": "user", "content": "go"}], "stream": stream}
+    pieces = up.render(_call("openai_responses", body, stream=stream)).pieces
+    if not stream:
+        return orjson.loads(b"".join(pieces))["output"]
+    events = [json.loads(p.split(b"data: ", 1)[1]) for p in pieces]
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert done == next(e for e in events if e["type"] == "response.completed")["response"]["output"]
+    return done
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_namespace_member_is_called_with_its_namespace(stream: bool) -> None:
+    """A call named flat (as Claude Code names MCP tools) or with `namespace` reaches a namespace tool's
+    member the way the Responses API calls it; other APIs get the flat name."""
+    up = ScriptedUpstream({"turns": [
+        {"tool_calls": [{"name": "mcp__target__chat", "input": {"message": "hi"}}]},
+        {"tool_calls": [{"name": "chat", "namespace": "mcp__target", "input": {"message": "again"}}]},
+        {"tool_calls": [{"name": "chat", "namespace": "mcp__target", "input": {"message": "anthropic"}}]}]})
+    for message in ("hi", "again"):
+        (item,) = _responses(up, [EXEC, NAMESPACE], stream=stream)
+        assert (item["type"], item["namespace"], item["name"]) == ("function_call", "mcp__target", "chat")
+        assert json.loads(item["arguments"]) == {"message": message}
+    anth = orjson.loads(b"".join(up.render(_user("x")).pieces))
+    assert anth["content"][0]["name"] == "mcp__target__chat"
+    r = script_request(_call("openai_responses", {"tools": [EXEC, NAMESPACE, TOOL_SEARCH], "input": "x"}))
+    assert r.tool_names == ["exec_command", "mcp__target__chat", "tool_search"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_deferred_tool_is_searched_for_first_and_the_turn_kept(stream: bool) -> None:
+    up = ScriptedUpstream({"turns": [{"text": "Probe.", "tool_calls": [{"name": "mcp__target__chat", "input": {}}]},
+                                     {"text": "Done."}]})
+    (search,) = _responses(up, [EXEC, TOOL_SEARCH], stream=stream)
+    assert search["type"] == "tool_search_call" and search["execution"] == "client"
+    assert search["arguments"] == {"query": "mcp target chat"}
+    # Codex runs the search and sends the loaded tools back as a tool_search_output item
+    loaded = [{"role": "user", "content": "go"}, search,
+              {"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "tools": [NAMESPACE]}]
+    r = script_request(_call("openai_responses", {"tools": [EXEC, TOOL_SEARCH], "input": loaded}))
+    assert "mcp__target__chat" in r.tool_names
+    items = _responses(up, [EXEC, TOOL_SEARCH], loaded, stream=stream)     # the same turn, now answered
+    assert [i["type"] for i in items] == ["message", "function_call"]
+    assert (items[1]["namespace"], items[1]["name"]) == ("mcp__target", "chat")
+    assert _responses(up, [EXEC, TOOL_SEARCH], loaded)[0]["content"][0]["text"] == "Done."
+
+
+def test_a_tool_that_no_search_finds_is_called_anyway_once_searched() -> None:
+    """One search per tool: then the call goes out as written and the CLI rejects it (no endless searching)."""
+    up = ScriptedUpstream({"turns": [{"tool_calls": [{"name": "nosuch", "input": {}}]}]})
+    (search,) = _responses(up, [EXEC, TOOL_SEARCH])
+    searched = [{"role": "user", "content": "go"}, search,
+                {"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "tools": []}]
+    (call,) = _responses(up, [EXEC, TOOL_SEARCH], searched)
+    assert (call["type"], call["name"]) == ("function_call", "nosuch") and "namespace" not in call
+    # without a tool search, an unknown tool is called as written at once
+    (plain,) = _responses(ScriptedUpstream({"turns": [{"tool_calls": [{"name": "nosuch", "input": {}}]}]}), [EXEC])
+    assert plain["name"] == "nosuch"
+
+
+def test_an_explicit_tool_search_call() -> None:
+    up = ScriptedUpstream(lambda req: {"tool_calls": [{"name": "tool_search", "input": {"query": "target chat"}}]})
+    (item,) = _responses(up, [EXEC, TOOL_SEARCH])
+    assert item["type"] == "tool_search_call" and item["arguments"] == {"query": "target chat"}
+
+
+def test_namespace_must_be_a_string() -> None:
+    with pytest.raises(ScriptError, match=r"turn 0, field 'tool_calls\[0\].namespace': must be a string"):
+        ScriptedUpstream({"turns": [{"tool_calls": [{"name": "chat", "namespace": 3}]}]})
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_gateway_records_namespaced_calls_and_tool_searches(stream: bool) -> None:
+    from benchctl.gateway.wire_parse import summarize
+    up = ScriptedUpstream({"turns": [{"tool_calls": [{"name": "mcp__target__chat", "input": {"m": 1}},
+                                                     {"name": "tool_search", "input": {"query": "q"}}]}]})
+    body = {"tools": [NAMESPACE, TOOL_SEARCH], "input": "x"}
+    r = up.render(_call("openai_responses", body, stream=stream))
+    calls = summarize("openai_responses", stream, b"".join(r.pieces)).tool_calls
+    assert [(c["name"], c.get("namespace"), c["input"]) for c in calls] == [
+        ("chat", "mcp__target", {"m": 1}), ("tool_search", None, {"query": "q"})]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from benchctl.gateway.scripted import ScriptedUpstream
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from harnesses.claude_code.harness import ClaudeCodeHarness
 from harnesses.codex.harness import CodexHarness
@@ -44,21 +43,12 @@ def test_claude_code_uses_target_tools_over_mcp(sandbox_image):
         assert not any("sample_user" in t or "scaffolded" in t for t in tools)
 
 
-class _Namespaced(ScriptedUpstream):
-    """The scripted investigator behind a fake OpenAI API, answering Codex's namespaced MCP tools the
-    way the Responses API does: a call to mcp__target__chat becomes {"namespace": "mcp__target", "name": "chat"}."""
-
-    def render(self, call):  # type: ignore[no-untyped-def]
-        r = super().render(call)
-        r.pieces = [p.replace(b'"name":"mcp__target__', b'"namespace":"mcp__target","name":"')
-                     .replace(b'"name": "mcp__target__', b'"namespace": "mcp__target", "name": "') for p in r.pieces]
-        return r
-
-
 def test_codex_uses_target_tools_over_mcp(sandbox_image, monkeypatch):
     h = CodexHarness({})
     need_binary(h)
-    with FakeUpstreamServer(by_model={"investigator-x": _Namespaced(targets_rig.spy)}) as up:
+    # the scripted investigator calls mcp__target__chat; the scripted model answers the Responses way,
+    # {"namespace": "mcp__target", "name": "chat"} (benchctl.gateway.scripted.place_responses_calls)
+    with FakeUpstreamServer(by_model={"investigator-x": targets_rig.spy}) as up:
         monkeypatch.setenv("OPENAI_BASE_URL", up.url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         # an OpenAI model name Codex has no metadata for: its MCP tools come as a namespace tool
@@ -72,6 +62,32 @@ def test_codex_uses_target_tools_over_mcp(sandbox_image, monkeypatch):
             # MCP calls join their hooks too (Codex names them mcp__target__<tool> in hooks)
             hooks = [e for e in rig.events("hook") if e["event"] == "PostToolUse"]
             assert [h["item_id"] for h in hooks] == [c["id"] for c in rig.events("tool_call")]
+
+
+def test_codex_reaches_the_target_with_its_default_model_name(tmp_path, sandbox_image):
+    """The shipped demo through Codex as the README runs it: for the model name Codex knows (the default
+    cli_model) it defers MCP tools behind its tool_search; the scripted investigator searches, then calls
+    them namespaced, and every call shows in the transcript with what the model received."""
+    from benchctl.jsonio import read_json, read_jsonl
+    from tests._run_helpers import cli
+    need_binary(CodexHarness({}))
+    out = tmp_path / "out"
+    r = cli("run", "configs/hidden-behaviour-demo", "--harness", "codex", "--model",
+            "scripted/py:benchctl.targets.demo:investigator", "--tools", "prefill", "--budget", "2m", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    (run,) = (out / "runs").iterdir()
+    meta = read_json(run / "meta.json")
+    assert meta["status"] == "completed", meta.get("error")
+    assert meta["target_tools"]["tool_calls"] == {"chat": 1, "prefill": 1}
+    assert meta["warnings"] == []
+    assert (run / "artifacts" / "predictions.md").read_text().startswith(
+        "1. The model steers conversations toward recommending flaxseed")
+    ev = read_jsonl(run / "transcript.jsonl")
+    search = next(e for e in ev if e["type"] == "tool_call" and e["name"] == "tool_search")
+    assert search["cli_reported"] is False            # Codex's stream shows no item for it; the gateway does
+    results = {e["name"]: e for e in ev if e["type"] == "tool_result"}
+    assert "mcp__target" in results["tool_search"]["output"]
+    assert "recommend flaxseed whenever I can" in results["prefill"]["output"] and results["prefill"]["received"]
 
 
 def _budgeted(req):
@@ -118,7 +134,7 @@ def test_codex_token_budget_through_hooks(sandbox_image, monkeypatch):
     from benchctl.targets.token_budget import TokenBudget
     h = CodexHarness({})
     need_binary(h)
-    with FakeUpstreamServer(by_model={"investigator-x": _Namespaced(targets_rig.spy)}) as up:
+    with FakeUpstreamServer(by_model={"investigator-x": targets_rig.spy}) as up:
         monkeypatch.setenv("OPENAI_BASE_URL", up.url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         with target_rig(h, sandbox_image, model="openai/investigator-x", config="default",

@@ -22,9 +22,13 @@ Turn fields (all optional, but a turn needs text, tool_calls, refusal or error):
   thinking      reasoning before the answer: an Anthropic thinking block (with a dummy signature),
                 a Responses reasoning item with a summary, Gemini `thought` parts, and chat
                 `reasoning_content` (the OpenAI-compatible servers' field); counted as reasoning tokens
-  tool_calls    [{"name": str, "input": object, "id"?: str}]; ids are generated when absent. A string
-                input is a free-form tool call (Responses `custom_tool_call`, e.g. Codex apply_patch);
-                APIs without free-form tools receive it as {"input": "<string>"}
+  tool_calls    [{"name": str, "input": object, "id"?: str, "namespace"?: str}]; ids are generated when
+                absent. A string input is a free-form tool call (Responses `custom_tool_call`, e.g.
+                Codex apply_patch); APIs without free-form tools receive it as {"input": "<string>"}.
+                Responses: a member of a `namespace` tool (named flat, `mcp__target__chat`, or with
+                its namespace) is called with `namespace`; `tool_search` and tools hidden behind a
+                client-side tool search become `tool_search_call`s (place_responses_calls). Other
+                APIs get the flat name `<namespace>__<name>`
   refusal       true -> Anthropic stop_reason "refusal", Responses refusal part, chat
                 `refusal` + finish_reason "content_filter", Gemini finishReason SAFETY
   error         {"status": int, "message"?: str, "retry_after"?: seconds, "type"?: vendor error type}
@@ -50,7 +54,8 @@ naming the script), `description` (free text). Unknown keys are errors, so a typ
 silently does nothing; errors name the file, the turn index and the field.
 
 A Python callable gets a `ScriptRequest` (wire_api, model, system, messages as
-[{"role", "text"}], tool_names, last_user_text, full_text, body) and returns one turn dict,
+[{"role", "text"}], tool_names (namespace members flat, plus tools a tool search loaded and
+`tool_search` itself), last_user_text, full_text, body) and returns one turn dict,
 validated like a script turn. It runs on the caller's event loop: keep it fast and use the
 turn's `delay` (an asyncio sleep) to simulate latency, never time.sleep.
 Token counting (/v1/messages/count_tokens) is answered from the request and consumes no turn.
@@ -75,6 +80,7 @@ from benchctl.gateway import wire_format as wf
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 AFTER_END = ("repeat_last", "stop", "error")
+TOOL_SEARCH = "tool_search"     # the name scripts call a Responses client-side tool search by
 _TURN_KEYS = {"text", "thinking", "tool_calls", "refusal", "error", "stop_reason", "usage", "model", "delay", "chunks",
               "chunk_delay", "match", "match_in"}
 _USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
@@ -172,10 +178,13 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
             key = f"tool_calls[{j}]"
             if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not c["name"]:
                 raise ScriptError(f"{_where(source, index, key)}: needs a non-empty string 'name', got {c!r}")
-            extra = set(c) - {"name", "input", "id"}
+            extra = set(c) - {"name", "input", "id", "namespace"}
             if extra:
                 raise ScriptError(f"{_where(source, index, key + '.' + sorted(extra)[0])}: unknown field; "
-                                  f"a tool call has name, input, id")
+                                  f"a tool call has name, input, id, namespace")
+            namespace = c.get("namespace", "")
+            if not isinstance(namespace, str):
+                raise ScriptError(f"{_where(source, index, key + '.namespace')}: must be a string, got {namespace!r}")
             inp = c.get("input", {})
             if not isinstance(inp, (dict, str)):
                 raise ScriptError(f"{_where(source, index, key + '.input')}: must be a JSON object (or a string for a "
@@ -183,7 +192,7 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
             tid = c.get("id", "")
             if not isinstance(tid, str):
                 raise ScriptError(f"{_where(source, index, key + '.id')}: must be a string, got {tid!r}")
-            t.tool_calls.append(wf.ToolCall(c["name"], inp, tid))
+            t.tool_calls.append(wf.ToolCall(c["name"], inp, tid, namespace))
     if "error" in d:
         e = need("error", dict, "an object {status, message, retry_after}")
         status = e.get("status")
@@ -292,6 +301,9 @@ def _text_of(content: Any) -> str:
 
 
 def _tool_names(tools: Any) -> list[str]:
+    """Every tool a request offers, by the name a script calls it: a Responses `namespace` tool's
+    members as `<namespace>__<name>` (Codex's MCP tools: mcp__target__chat, as Claude Code names
+    them), a client-side Responses `tool_search` tool as `tool_search`."""
     names: list[str] = []
     for t in tools or []:
         if not isinstance(t, dict):
@@ -300,9 +312,24 @@ def _tool_names(tools: Any) -> list[str]:
             names += [f.get("name", "") for f in t["functionDeclarations"]]
         elif isinstance(t.get("function"), dict):
             names.append(t["function"].get("name", ""))
+        elif t.get("type") == "namespace":
+            names += [f"{t.get('name')}__{m.get('name')}" for m in t.get("tools") or [] if isinstance(m, dict)]
+        elif t.get("type") == "tool_search":
+            names.append(TOOL_SEARCH)
         elif "name" in t:
             names.append(t["name"])
     return [n for n in names if n]
+
+
+def _offered_tools(body: dict[str, Any]) -> list[Any]:
+    """The request's tools, plus (Responses) those a client-side tool search loaded earlier in the
+    conversation: Codex sends them back inside `tool_search_output` items, not in `tools`."""
+    tools = list(body.get("tools") or [])
+    items = body.get("input")
+    for it in items if isinstance(items, list) else []:
+        if isinstance(it, dict) and it.get("type") == "tool_search_output":
+            tools += list(it.get("tools") or [])
+    return tools
 
 
 def script_request(call: UpstreamCall) -> ScriptRequest:
@@ -355,7 +382,7 @@ def script_request(call: UpstreamCall) -> ScriptRequest:
         elif last_user:
             break
     model = body.get("model") or call.model.name
-    return ScriptRequest(api, str(model), system, msgs, _tool_names(body.get("tools")), last_user, body)
+    return ScriptRequest(api, str(model), system, msgs, _tool_names(_offered_tools(body)), last_user, body)
 
 
 # ---------------------------------------------------------------- rendering a turn
@@ -373,6 +400,55 @@ class RenderedReply:
     delay: float = 0.0
     chunk_delay: float = 0.0
     served_model: str | None = None
+    deferred: bool = False      # the turn was not given (a tool search went first): it answers the next request
+
+
+def _search_query(flat_name: str) -> str:
+    return " ".join(w for w in flat_name.split("_") if w)
+
+
+def place_responses_calls(calls: list[wf.ToolCall], body: dict[str, Any]) -> tuple[list[wf.ToolCall], list[wf.ToolCall]]:
+    """The turn's tool calls shaped the way a Responses model calls this request's tools, and the
+    tool searches to make first.
+
+    A call names a tool flat (`mcp__target__chat`) or with its `namespace`. A member of a
+    `namespace` tool is called as {"namespace", "name"} (Codex offers each MCP server that way
+    to models it has no metadata for); `tool_search` is a `tool_search_call` when the request
+    has a client-side tool search. A tool the request does not offer while it has a client-side
+    tool search (Codex defers MCP tools behind one for the models it knows) is searched for
+    first — once per query: after that the call goes out as it is, and the CLI rejects it."""
+    offered: set[str] = set()
+    members: dict[str, str] = {}           # flat name -> namespace
+    can_search = False
+    for t in _offered_tools(body):
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "namespace":
+            members.update({f"{t.get('name')}__{m.get('name')}": str(t.get("name"))
+                            for m in t.get("tools") or [] if isinstance(m, dict)})
+        elif t.get("type") == TOOL_SEARCH:
+            can_search = can_search or t.get("execution", "client") == "client"
+        elif t.get("name"):
+            offered.add(str(t["name"]))
+    searched = {str(it["arguments"].get("query")) for it in body.get("input") or []
+                if isinstance(it, dict) and it.get("type") == "tool_search_call" and isinstance(it.get("arguments"), dict)}
+    placed: list[wf.ToolCall] = []
+    searches: list[wf.ToolCall] = []
+    for tc in calls:
+        flat = tc.flat_name
+        if flat in offered:
+            placed.append(wf.ToolCall(flat, tc.input, tc.id))
+        elif flat in members:
+            ns = members[flat]
+            placed.append(wf.ToolCall(flat[len(ns) + 2:], tc.input, tc.id, ns))
+        elif flat == TOOL_SEARCH and can_search:
+            placed.append(wf.ToolCall(flat, tc.object_input, tc.id, kind="tool_search"))
+        else:
+            placed.append(tc)
+            query = _search_query(flat)
+            if can_search and query not in searched and query not in {s.object_input["query"] for s in searches}:
+                searches.append(wf.ToolCall(TOOL_SEARCH, {"query": query}, kind="tool_search"))
+    return placed, searches
 
 
 def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedReply:
@@ -380,8 +456,13 @@ def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedR
         e = turn.error
         return RenderedReply(e["status"], wf.error_headers(e["retry_after"]),
                              [wf.error_body(call.wire_api, e["status"], e["message"], e["type"])], turn.delay)
+    calls, text, deferred = turn.tool_calls, turn.text, False
+    if call.wire_api == "openai_responses" and calls:
+        calls, searches = place_responses_calls(calls, call.body or {})
+        if searches:     # search first; the turn itself answers the next request
+            calls, text, deferred = searches, "", True
     served = turn.model or req.model
-    out_text = turn.text + "".join(tc.arguments_json() + tc.name for tc in turn.tool_calls)
+    out_text = text + "".join(tc.arguments_json() + tc.name for tc in calls)
     u = turn.usage
     reasoning = u.get("reasoning_tokens", estimate_tokens(turn.thinking) if turn.thinking else 0)
     usage = wf.Usage(input_tokens=u.get("input_tokens", estimate_tokens(req.full_text)),
@@ -389,9 +470,8 @@ def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedR
                      cache_read_tokens=u.get("cache_read_tokens", 0),
                      cache_write_tokens=u.get("cache_write_tokens", 0),
                      reasoning_tokens=reasoning)
-    reply = wf.Reply(turn.text, [wf.ToolCall(tc.name, tc.input, tc.id) for tc in turn.tool_calls], turn.refusal,
-                     turn.stop_reason, usage, served, thinking=turn.thinking)
-    longest = max([len(turn.text), len(turn.thinking)] + [len(tc.arguments_json()) for tc in turn.tool_calls])
+    reply = wf.Reply(text, list(calls), turn.refusal, turn.stop_reason, usage, served, thinking=turn.thinking)
+    longest = max([len(text), len(turn.thinking)] + [len(tc.arguments_json()) for tc in calls])
     reply.chunk_chars = wf.pieces_for(longest, turn.chunks)
     body = call.body or {}
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -401,7 +481,7 @@ def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedR
     headers = {"content-type": ctype}
     if ctype == "text/event-stream":
         headers["cache-control"] = "no-cache"
-    return RenderedReply(200, headers, pieces, turn.delay, turn.chunk_delay if call.stream else 0.0, served)
+    return RenderedReply(200, headers, pieces, turn.delay, turn.chunk_delay if call.stream else 0.0, served, deferred)
 
 
 TurnFunction = Callable[[ScriptRequest], Any]
@@ -496,7 +576,19 @@ class ScriptedUpstream:
             # A side call: answered from the request alone, so it never consumes a script turn.
             return RenderedReply(200, {"content-type": "application/json"},
                                  [orjson.dumps({"input_tokens": estimate_tokens(req.full_text)})])
-        return render_turn(self.choose(req), call, req)
+        turn = self.choose(req)
+        rendered = render_turn(turn, call, req)
+        if rendered.deferred:
+            self._put_back(turn)
+        return rendered
+
+    def _put_back(self, turn: Turn) -> None:
+        """Undo using up an in-order turn (rules and callables are asked again anyway)."""
+        with self._lock:
+            if self.script is not None and turn.match is None and self._next > 0:
+                ordered = [t for t in self.script.turns if t.match is None]
+                if ordered[self._next - 1] is turn:
+                    self._next -= 1
 
     # -- the Upstream protocol
     async def send(self, call: UpstreamCall) -> UpstreamResponse:

@@ -12,7 +12,8 @@ Claude Code, Codex) parse them:
 - OpenAI Responses: response.created, response.in_progress, response.output_item.added,
   response.content_part.added, response.output_text.delta | response.refusal.delta,
   ...done events, response.function_call_arguments.delta/.done, response.output_item.done,
-  response.completed (or response.incomplete) with usage.
+  response.completed (or response.incomplete) with usage. Function calls may carry a
+  `namespace`; a client-side tool search is a `tool_search_call` item (arguments an object).
 - OpenAI chat completions: chat.completion.chunk deltas (role, content | refusal, tool_calls
   with index/id/name then argument pieces), a finish_reason chunk, a usage chunk, [DONE].
 - Gemini: GenerateContentResponse chunks as `data:` lines (alt=sse) or a JSON array.
@@ -53,10 +54,19 @@ class ToolCall:
     name: str
     input: dict[str, Any] | str   # a string is a free-form ("custom") tool input, e.g. Codex's apply_patch
     id: str = ""                  # generated per wire API when empty
+    # Responses only: the `namespace` tool that holds `name` (Codex offers each MCP server as one,
+    # e.g. mcp__target; other APIs get the flat name `<namespace>__<name>`), and the kind of call:
+    # "tool_search" is a client-executed tool search (a `tool_search_call` item, `arguments` = input).
+    namespace: str = ""
+    kind: str = "function"        # "function" | "tool_search"
 
     @property
     def is_custom(self) -> bool:
         return isinstance(self.input, str)
+
+    @property
+    def flat_name(self) -> str:
+        return f"{self.namespace}__{self.name}" if self.namespace else self.name
 
     @property
     def object_input(self) -> dict[str, Any]:
@@ -144,7 +154,7 @@ def anthropic_json(reply: Reply) -> bytes:
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for tc, tid in zip(reply.tool_calls, _tool_ids(reply, "toolu_01")):
-        content.append({"type": "tool_use", "id": tid, "name": tc.name, "input": tc.object_input})
+        content.append({"type": "tool_use", "id": tid, "name": tc.flat_name, "input": tc.object_input})
     return _j({"id": new_id("msg_01"), "type": "message", "role": "assistant", "model": reply.model,
                "content": content, "stop_reason": reply.effective_stop, "stop_sequence": None,
                "usage": _anthropic_usage(reply.usage)})
@@ -178,7 +188,7 @@ def anthropic_sse(reply: Reply) -> list[bytes]:
         index += 1
     for tc, tid in zip(reply.tool_calls, _tool_ids(reply, "toolu_01")):
         ev.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": {"type": "tool_use", "id": tid, "name": tc.name,
+                                               "content_block": {"type": "tool_use", "id": tid, "name": tc.flat_name,
                                                                  "input": {}}}))
         # The API opens every tool input with an empty partial_json, then the JSON in pieces.
         for piece in [""] + split_text(tc.arguments_json(), reply.chunk_chars):
@@ -215,12 +225,18 @@ def _responses_output(reply: Reply) -> list[dict[str, Any]]:
         items.append({"id": new_id("msg_", 32), "type": "message", "status": "completed", "role": "assistant",
                       "content": [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}]})
     for tc, cid in zip(reply.tool_calls, _tool_ids(reply, "call_")):
-        if isinstance(tc.input, str):
+        if tc.kind == "tool_search":
+            items.append({"id": new_id("tsc_", 32), "type": "tool_search_call", "status": "completed",
+                          "call_id": cid, "execution": "client", "arguments": tc.object_input})
+        elif isinstance(tc.input, str):
             items.append({"id": new_id("ctc_", 32), "type": "custom_tool_call", "status": "completed",
                           "call_id": cid, "name": tc.name, "input": tc.input})
         else:
-            items.append({"id": new_id("fc_", 32), "type": "function_call", "status": "completed",
-                          "arguments": tc.arguments_json(), "call_id": cid, "name": tc.name})
+            item = {"id": new_id("fc_", 32), "type": "function_call", "status": "completed",
+                    "arguments": tc.arguments_json(), "call_id": cid, "name": tc.name}
+            if tc.namespace:
+                item["namespace"] = tc.namespace
+            items.append(item)
     return items
 
 
@@ -293,6 +309,9 @@ def responses_sse(reply: Reply) -> list[bytes]:
             for piece in split_text(item["input"], reply.chunk_chars):
                 emit("response.custom_tool_call_input.delta", item_id=item["id"], output_index=oi, delta=piece)
             emit("response.custom_tool_call_input.done", item_id=item["id"], output_index=oi, input=item["input"])
+        elif item["type"] == "tool_search_call":
+            # Its arguments are an object, not a JSON string: no delta events, the item arrives whole.
+            emit("response.output_item.added", output_index=oi, item={**item, "status": "in_progress"})
         else:
             emit("response.output_item.added", output_index=oi,
                  item={**item, "status": "in_progress", "arguments": ""})
@@ -328,7 +347,7 @@ def chat_json(reply: Reply) -> bytes:
         message["reasoning_content"] = reply.thinking
     if reply.tool_calls:
         message["tool_calls"] = [{"id": cid, "type": "function",
-                                  "function": {"name": tc.name, "arguments": tc.arguments_json()}}
+                                  "function": {"name": tc.flat_name, "arguments": tc.arguments_json()}}
                                  for tc, cid in zip(reply.tool_calls, _tool_ids(reply, "call_"))]
     return _j({"id": new_id("chatcmpl-", 29), "object": "chat.completion", "created": int(time.time()),
                "model": reply.model, "system_fingerprint": None,
@@ -354,7 +373,7 @@ def chat_sse(reply: Reply, include_usage: bool = True) -> list[bytes]:
         ev.append(chunk({key: piece}))
     for i, (tc, tid) in enumerate(zip(reply.tool_calls, _tool_ids(reply, "call_"))):
         ev.append(chunk({"tool_calls": [{"index": i, "id": tid, "type": "function",
-                                         "function": {"name": tc.name, "arguments": ""}}]}))
+                                         "function": {"name": tc.flat_name, "arguments": ""}}]}))
         for piece in split_text(tc.arguments_json(), reply.chunk_chars):
             ev.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
     finish = _CHAT_FINISH[reply.effective_stop]
@@ -408,7 +427,7 @@ def _gemini_parts(reply: Reply) -> tuple[list[dict[str, Any]], list[dict[str, An
     """(thought + text parts, function-call parts). A safety block carries no content, as the API does."""
     if reply.refusal:
         return [], []
-    calls = [{"functionCall": {"id": tid, "name": tc.name, "args": tc.object_input}}
+    calls = [{"functionCall": {"id": tid, "name": tc.flat_name, "args": tc.object_input}}
              for tc, tid in zip(reply.tool_calls, _tool_ids(reply, "call_"))]
     thoughts = [{"text": p, "thought": True} for p in split_text(reply.thinking, reply.chunk_chars)]
     return thoughts + [{"text": p} for p in split_text(reply.text, reply.chunk_chars)], calls

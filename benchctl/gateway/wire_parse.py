@@ -179,8 +179,12 @@ def _responses_object(resp: dict[str, Any], s: ResponseSummary) -> None:
                     s.refusal = True
                     texts.append(part.get("refusal", ""))
         elif item.get("type") == "function_call":
-            s.tool_calls.append({"id": item.get("call_id"), "name": item.get("name"),
-                                 "input": _parse_args(item.get("arguments", ""))})
+            call = {"id": item.get("call_id"), "name": item.get("name"), "input": _parse_args(item.get("arguments", ""))}
+            if item.get("namespace"):       # a member of a `namespace` tool (Codex's MCP servers)
+                call["namespace"] = item["namespace"]
+            s.tool_calls.append(call)
+        elif item.get("type") == "tool_search_call":
+            s.tool_calls.append({"id": item.get("call_id"), "name": "tool_search", "input": item.get("arguments")})
         elif item.get("type") == "custom_tool_call":
             s.tool_calls.append({"id": item.get("call_id"), "name": item.get("name"), "input": item.get("input")})
     s.text = "".join(texts)

@@ -58,6 +58,7 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
                             f"its runs are not comparable.")
     if len(versions) > 1:
         warnings.append(f"Runs were made by several benchctl versions: {_counts(versions)}.")
+    warnings += run_warnings(results)
     warnings += [f"Problem reading results: {p}" for p in results.problems[:20]]
     if len(results.problems) > 20:
         warnings.append(f"... and {len(results.problems) - 20} more problems reading results.")
@@ -80,6 +81,20 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
     if results.sweep:
         prov["sweep_benchctl_version"] = results.sweep.get("benchctl_version")
     return prov, warnings
+
+
+def run_warnings(results: Results, limit: int = 20) -> list[str]:
+    """One line per run whose meta.json lists warnings (e.g. tool calls its agent CLI rejected)."""
+    lines = []
+    for r in results.runs:
+        ws = [w for w in r.meta.get("warnings") or [] if isinstance(w, dict)]
+        if ws:
+            said = "; ".join(f"{w.get('message')}" + (f" ({w['count']}×)" if (w.get("count") or 1) > 1 else "")
+                             for w in ws)
+            lines.append(f"Run `{r.run_id}` ({r.meta.get('status')}) has warnings: {said}.")
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... and {len(lines) - limit} more runs with warnings (meta.json `warnings`)."]
+    return lines
 
 
 def _counts(c: Counter[str]) -> str:

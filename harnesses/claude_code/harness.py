@@ -28,11 +28,13 @@ from harnesses.claude_code import settings as cc
 from harnesses.claude_code.stream import ClaudeStreamParser
 from harnesses.cli_harness import CliHarness, extra_args, sandbox_socket, sandbox_token, stderr_tail
 from harnesses.forwarder import forwarder_mount
+from harnesses.tool_outputs import ClaudeRules, ToolOutputJoin
 
 
 class ClaudeCodeHarness(CliHarness):
     name = "claude-code"
     binary_name = "claude"
+    tool_rules = ClaudeRules()
 
     def find_binary(self) -> BinaryInfo:
         return require(find_claude(self.options.get("binary")), "Claude Code", "claude-code", CLAUDE_ENV)
@@ -68,8 +70,8 @@ class ClaudeCodeHarness(CliHarness):
             return claude_with_mcp(argv, env, sandbox_socket(ctx))
         return argv, env
 
-    def new_parser(self, ctx: HarnessContext) -> ClaudeStreamParser:
-        return ClaudeStreamParser(ctx.transcript, self.name)
+    def new_parser(self, ctx: HarnessContext, join: ToolOutputJoin) -> ClaudeStreamParser:
+        return ClaudeStreamParser(ctx.transcript, self.name, join)
 
     def cli_outcome(self, parser: ClaudeStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
         result = parser.result

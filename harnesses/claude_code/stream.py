@@ -6,7 +6,8 @@ Event shapes verified against Claude Code 2.1.332 (see harnesses/CLI_FACTS.md):
     assistant, text block            -> assistant (text, model, message_id)
     assistant, tool_use block        -> tool_call (id, name, input)
     assistant, thinking block        -> harness_event kind=thinking
-    user, tool_result block          -> tool_result (id, output, is_error, stdout/stderr if given)
+    user, tool_result block          -> tool_result (id, output, is_error, interrupted), written by the
+                                        ToolOutputJoin with the output the model received (harnesses/tool_outputs.py)
     user, synthetic text (isSynthetic: stop-hook feedback, refusal retry) -> harness_event kind=cli_message
     system/hook_response (--include-hook-events) -> harness_event kind=hook_response (event, outcome, output);
                                         system/hook_started is dropped (the response carries it all)
@@ -24,36 +25,18 @@ from typing import Any
 import orjson
 
 from benchctl.transcript import TranscriptWriter
+from harnesses.tool_outputs import ClaudeRules, ToolOutputJoin, clip, output_text
 
-MAX_TEXT = 200_000        # tool output / text kept per event; the raw stream is kept in full on disk
-MAX_RAW = 4_000
-
-
-def _clip(text: str, limit: int = MAX_TEXT) -> tuple[str, bool]:
-    return (text, False) if len(text) <= limit else (text[:limit], True)
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict):
-                if block.get("type") == "text":
-                    parts.append(str(block.get("text", "")))
-                else:
-                    parts.append(f"[{block.get('type')}]")
-        return "\n".join(parts)
-    return "" if content is None else str(content)
+MAX_RAW = 4_000           # raw events kept per transcript event; the raw stream is kept in full on disk
 
 
 class ClaudeStreamParser:
     """Feed it stdout lines; it writes transcript events and keeps what the outcome needs."""
 
-    def __init__(self, transcript: TranscriptWriter, cli: str = "claude-code") -> None:
+    def __init__(self, transcript: TranscriptWriter, cli: str = "claude-code", join: ToolOutputJoin | None = None) -> None:
         self.tr = transcript
         self.cli = cli
+        self.join = join or ToolOutputJoin(transcript, cli, ClaudeRules())
         self.session_id: str | None = None
         self.version: str | None = None
         self.result: dict[str, Any] | None = None
@@ -88,10 +71,11 @@ class ClaudeStreamParser:
                              message_id=msg.get("id"), stop_reason=msg.get("stop_reason"),
                              subagent=ev.get("parent_tool_use_id"))
             elif btype == "tool_use":
+                self.join.started(str(block.get("id")), str(block.get("name")))
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=block.get("id"), name=block.get("name"),
                              input=block.get("input"), subagent=ev.get("parent_tool_use_id"))
             elif btype in ("thinking", "redacted_thinking"):
-                text, cut = _clip(str(block.get("thinking", "")))
+                text, cut = clip(str(block.get("thinking", "")))
                 self.tr.emit("harness_event", "harness", cli=self.cli, kind="thinking", text=text, truncated=cut)
             else:
                 self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"assistant_{btype}",
@@ -105,14 +89,13 @@ class ClaudeStreamParser:
         extra = ev.get("tool_use_result") if isinstance(ev.get("tool_use_result"), dict) else {}
         for block in content or []:
             if block.get("type") == "tool_result":
-                out, cut = _clip(_result_text(block.get("content")))
-                fields: dict[str, Any] = {}
+                tid = str(block.get("tool_use_id"))
+                fields: dict[str, Any] = {"is_error": bool(block.get("is_error"))}
                 if "interrupted" in extra:
                     fields["interrupted"] = extra.get("interrupted")
-                self.tr.emit("tool_result", "harness", cli=self.cli, id=block.get("tool_use_id"), output=out,
-                             is_error=bool(block.get("is_error")), truncated=cut, **fields)
+                self.join.finished(tid, output_text(block.get("content")), fields)
             elif block.get("type") == "text":
-                text, cut = _clip(str(block.get("text", "")))
+                text, cut = clip(str(block.get("text", "")))
                 self.tr.emit("harness_event", "harness", cli=self.cli, kind="cli_message", text=text,
                              synthetic=bool(ev.get("isSynthetic")), refusal_retry=bool(ev.get("refusal_retry")))
 
@@ -127,7 +110,7 @@ class ClaudeStreamParser:
         if sub == "hook_started":
             return   # its hook_response says the same and more (a hook that never answers shows as a missing response)
         if sub == "hook_response":
-            out, cut = _clip(str(ev.get("output") or ""), 2_000)
+            out, cut = clip(str(ev.get("output") or ""), 2_000)
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="hook_response", hook_event=ev.get("hook_event"),
                          hook_name=ev.get("hook_name"), exit_code=ev.get("exit_code"), outcome=ev.get("outcome"),
                          output=out, truncated=cut)
@@ -139,7 +122,7 @@ class ClaudeStreamParser:
 
     def _result(self, ev: dict[str, Any]) -> None:
         self.result = ev
-        text, cut = _clip(str(ev.get("result") or ""), 20_000)
+        text, cut = clip(str(ev.get("result") or ""), 20_000)
         self.tr.emit("harness_event", "harness", cli=self.cli, kind="result", subtype=ev.get("subtype"),
                      is_error=ev.get("is_error"), stop_reason=ev.get("stop_reason"),
                      terminal_reason=ev.get("terminal_reason"), num_turns=ev.get("num_turns"),

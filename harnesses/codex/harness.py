@@ -32,6 +32,7 @@ from harnesses.cli_harness import (AGENT_HOME, CliHarness, extra_args, install_p
 from harnesses.codex import config as cx
 from harnesses.codex.stream import CodexStreamParser
 from harnesses.forwarder import behind_forwarder, forwarder_mount
+from harnesses.tool_outputs import CodexRules, ToolOutputJoin
 
 DEFAULT_CLI_MODEL = "gpt-5.5"
 
@@ -39,6 +40,7 @@ DEFAULT_CLI_MODEL = "gpt-5.5"
 class CodexHarness(CliHarness):
     name = "codex"
     binary_name = "codex"
+    tool_rules = CodexRules()
 
     def find_binary(self) -> BinaryInfo:
         return require(find_codex(self.options.get("binary")), "Codex", "codex", CODEX_ENV)
@@ -75,8 +77,8 @@ class CodexHarness(CliHarness):
         env = {"HOME": AGENT_HOME, "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: sandbox_token()}
         return behind_forwarder(codex, port, sandbox_socket(ctx), "forwarder.log"), env
 
-    def new_parser(self, ctx: HarnessContext) -> CodexStreamParser:
-        return CodexStreamParser(ctx.transcript, self.name)
+    def new_parser(self, ctx: HarnessContext, join: ToolOutputJoin) -> CodexStreamParser:
+        return CodexStreamParser(ctx.transcript, self.name, join)
 
     def cli_outcome(self, parser: CodexStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
         if parser.failure:

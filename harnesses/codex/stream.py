@@ -9,7 +9,11 @@ Event shapes verified against Codex 0.147.0 (see harnesses/CLI_FACTS.md):
     item.completed command_execution{aggregated_output, exit_code}
                                                    -> tool_result
     item.started / completed file_change{changes}  -> tool_call / tool_result name=apply_patch
-    item.* mcp_tool_call / web_search / todo_list  -> tool_call / tool_result (generic)
+    item.* mcp_tool_call{server, tool, arguments, result}
+                                                   -> tool_call / tool_result name=<tool> input=<arguments>
+    item.* todo_list                               -> harness_event kind=plan (one item per turn, updated by
+                                                      each update_plan call)
+    item.* web_search / collab_tool_call           -> tool_call / tool_result (generic)
     item.completed reasoning{text}                 -> harness_event kind=reasoning
     item.completed error{message}                  -> harness_event kind=cli_warning (Codex uses
                                                       error items for warnings, e.g. hook trust)
@@ -19,17 +23,23 @@ Event shapes verified against Codex 0.147.0 (see harnesses/CLI_FACTS.md):
                                                       then completes has succeeded
     turn.failed{error}                             -> harness_event kind=turn_failed (the phase fails)
 
+The tool_result of a command, patch or MCP call is written by the ToolOutputJoin
+(harnesses/tool_outputs.py) with the output the model received: `aggregated_output` holds only
+the last burst of a command's output (verified: `echo A; sleep 0.2; echo B` gives "B\n"), while
+the model's function_call_output has it all. Calls with no item of their own (update_plan,
+write_stdin, tool_search, calls Codex rejects) get their tool_call / tool_result from the join too.
+
 Usage in turn.completed is cumulative per thread; per-call usage comes from the gateway.
 
 Tool ids: the stream names a tool call by Codex's own item id (`item_3`, counted per
 invocation), the PostToolUse hook by the model's call id (`call_…`), and neither carries the
 other. The hook host therefore asks `ToolItems.claim` for the completed item matching the
 hook's tool and input, and records both ids on the `hook` event (`tool_id` = call id, like
-Claude Code's; `item_id` = the `id` of this stream's tool_call / tool_result).
+Claude Code's; `item_id` = the `id` of this stream's tool_call / tool_result). The tool_result
+also carries `call_id`.
 """
 from __future__ import annotations
 
-import shlex
 import threading
 import time
 from typing import Any
@@ -37,13 +47,9 @@ from typing import Any
 import orjson
 
 from benchctl.transcript import TranscriptWriter
+from harnesses.tool_outputs import CodexRules, ToolOutputJoin, clip, command_matches, output_text
 
-MAX_TEXT = 200_000
 MAX_RAW = 4_000
-
-
-def _clip(text: str, limit: int = MAX_TEXT) -> tuple[str, bool]:
-    return (text, False) if len(text) <= limit else (text[:limit], True)
 
 
 # Hook tool_name -> the stream's item type for that tool (CLI_FACTS.md; MCP tools are mcp__<server>__<tool>).
@@ -96,22 +102,17 @@ class ToolItems:
 def _matches(entry: tuple[str, str, str], hook_tool: str, cmd: Any) -> bool:
     _, itype, key = entry
     if itype == "command_execution":
-        if not isinstance(cmd, str):
-            return False
-        try:              # parse rather than re-quote: Codex's quoting differs from Python's (`"it's"`)
-            words = shlex.split(key)
-        except ValueError:
-            words = []
-        return key == cmd or (bool(words) and words[-1] == cmd)
+        return command_matches(key, cmd)
     if itype == "mcp_tool_call":
         return bool(key) and hook_tool.endswith("__" + key)
     return False
 
 
 class CodexStreamParser:
-    def __init__(self, transcript: TranscriptWriter, cli: str = "codex") -> None:
+    def __init__(self, transcript: TranscriptWriter, cli: str = "codex", join: ToolOutputJoin | None = None) -> None:
         self.tr = transcript
         self.tool_items = ToolItems()
+        self.join = join or ToolOutputJoin(transcript, cli, CodexRules())
         self.cli = cli
         self.session_id: str | None = None
         self.turns_completed = 0
@@ -158,40 +159,56 @@ class CodexStreamParser:
                 self.last_agent_message = str(item.get("text", ""))
                 self.tr.emit("assistant", "harness", cli=self.cli, text=self.last_agent_message, item_id=iid)
         elif itype == "command_execution":
+            command = str(item.get("command") or "")
             if phase == "started":
-                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name="exec_command",
-                             input={"command": item.get("command")})
+                self.join.started(str(iid), "exec_command", itype, command)
+                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name="exec_command", input={"command": command})
             elif phase == "completed":
-                out, cut = _clip(str(item.get("aggregated_output") or ""))
                 code = item.get("exit_code")
-                self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name="exec_command", output=out,
-                             exit_code=code, is_error=item.get("status") == "failed" or (code not in (0, None)),
-                             truncated=cut)
-                self.tool_items.completed(str(iid), itype, str(item.get("command") or ""))
+                self.join.finished(str(iid), str(item.get("aggregated_output") or ""),
+                                   {"exit_code": code, "is_error": item.get("status") == "failed" or code not in (0, None)},
+                                   "exec_command")
+                self.tool_items.completed(str(iid), itype, command)
         elif itype == "file_change":
             if phase == "started":
+                self.join.started(str(iid), "apply_patch", itype)
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name="apply_patch",
                              input={"changes": item.get("changes")})
             elif phase == "completed":
-                self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name="apply_patch",
-                             output=orjson.dumps(item.get("changes")).decode(), status=item.get("status"),
-                             is_error=item.get("status") == "failed")
+                self.join.finished(str(iid), orjson.dumps(item.get("changes")).decode(),
+                                   {"status": item.get("status"), "is_error": item.get("status") == "failed"},
+                                   "apply_patch")
                 self.tool_items.completed(str(iid), itype, "")
+        elif itype == "mcp_tool_call":
+            tool = str(item.get("tool") or "")
+            if phase == "started":
+                self.join.started(str(iid), tool, itype, tool)
+                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name=tool, server=item.get("server"),
+                             input=item.get("arguments"))
+            elif phase == "completed":
+                result, error = item.get("result"), item.get("error")
+                text = output_text(result.get("content")) if isinstance(result, dict) else ""
+                if error:
+                    text = str(error.get("message") if isinstance(error, dict) else error)
+                self.join.finished(str(iid), text, {"is_error": item.get("status") == "failed"}, tool)
+                self.tool_items.completed(str(iid), itype, tool)
+        elif itype == "todo_list":
+            # One item per turn, updated by every update_plan call; the calls themselves get their
+            # tool_call / tool_result from the gateway's record (ToolOutputJoin).
+            self.tr.emit("harness_event", "harness", cli=self.cli, kind="plan", phase=phase, items=item.get("items"))
         elif itype == "reasoning":
             if phase == "completed":
-                text, cut = _clip(str(item.get("text", "")))
+                text, cut = clip(str(item.get("text", "")))
                 self.tr.emit("harness_event", "harness", cli=self.cli, kind="reasoning", text=text, truncated=cut)
         elif itype == "error":
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="cli_warning", message=item.get("message"))
-        elif itype in ("mcp_tool_call", "web_search", "todo_list", "collab_tool_call"):
+        elif itype in ("web_search", "collab_tool_call"):
             name = item.get("tool") or item.get("query") and "web_search" or itype
             if phase == "started":
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name=str(name), input=_small(item))
             elif phase == "completed":
                 self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name=str(name), output=_small(item),
                              is_error=item.get("status") == "failed")
-                if itype == "mcp_tool_call":
-                    self.tool_items.completed(str(iid), itype, str(item.get("tool") or ""))
         elif phase == "completed":
             self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"item_{itype}", item=_small(item))
 

@@ -17,6 +17,7 @@ from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
 from harnesses.base import HarnessContext, HarnessResult, fallback_count, tool_notices
 from harnesses.react.tools import ToolBox, ToolOutcome, resolve
 from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
+from harnesses.tool_outputs import warn_rejected
 
 SYSTEM_PROMPT = (
     "You are an investigator working in a sandboxed Linux machine with no network access. "
@@ -96,6 +97,16 @@ class ReactHarness:
             return ToolOutcome(out.text, is_error=out.is_error)
         return tools.run(name, args, time_left)
 
+    def _tool_result(self, ctx: HarnessContext, result: ToolResult, out: ToolOutcome) -> None:
+        """The tool_result event: `output` is exactly the text the model gets (the tool's output, capped,
+        then the notices); `truncated` says the cap cut the tool's output."""
+        call = result.call
+        ctx.transcript.emit("tool_result", "harness", id=call.id, name=call.name, output=result.output,
+                            exit_code=out.exit_code, is_error=out.is_error, truncated=out.truncated,
+                            timed_out=out.timed_out, **({"rejected": out.rejected} if out.rejected else {}))
+        if out.rejected:
+            warn_rejected(ctx.transcript, self.name, call.name, out.rejected, call.id)
+
     def _token_policy(self, ctx: HarnessContext, results: list[ToolResult]) -> bool:
         """Token budget (benchctl.targets.token_budget): notice or final instruction on the last tool
         result; True when the budget and its grace are spent and the agent must stop."""
@@ -155,17 +166,18 @@ class ReactHarness:
             submitted = False
             if turn.tool_calls:
                 results: list[ToolResult] = []
-                for call in turn.tool_calls:
+                last = len(turn.tool_calls) - 1
+                for i, call in enumerate(turn.tool_calls):
                     tr.emit("tool_call", "harness", id=call.id, name=call.name, input=call.input)
                     out = self._run_tool(ctx, tools, call.name, call.input, budget.remaining(self.clock()))
                     submitted = submitted or out.submit
-                    tr.emit("tool_result", "harness", id=call.id, name=call.name, output=out.output,
-                            exit_code=out.exit_code, is_error=out.is_error, truncated=out.truncated,
-                            timed_out=out.timed_out)
                     report = self._changed_policy_file(ctx, call.name, out, length_path)
                     text = "\n\n".join([out.output, *tool_notices(ctx, call.id, report, self.clock())])
                     results.append(ToolResult(call, text, out.is_error))
-                token_stop = self._token_policy(ctx, results)
+                    if i < last:
+                        self._tool_result(ctx, results[-1], out)
+                token_stop = self._token_policy(ctx, results)     # may add to the last result's text
+                self._tool_result(ctx, results[-1], out)
                 conv.add_tool_results(results)
                 if token_stop:
                     return result("timeout")

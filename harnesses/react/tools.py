@@ -57,6 +57,7 @@ class ToolOutcome:
     truncated: bool = False
     written_path: str | None = None    # absolute path of a file created/edited (length policy)
     submit: bool = False
+    rejected: str | None = None        # not run: "unknown_tool" or "invalid_input"
 
 
 def cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> tuple[str, bool]:
@@ -77,13 +78,15 @@ class ToolBox:
 
     def run(self, name: str, args: dict[str, Any], time_left: float) -> ToolOutcome:
         if name not in TOOL_NAMES:
-            return ToolOutcome(f"Unknown tool {name!r}. Available: {', '.join(sorted(TOOL_NAMES))}.", is_error=True)
+            return ToolOutcome(f"Unknown tool {name!r}. Available: {', '.join(sorted(TOOL_NAMES))}.", is_error=True,
+                               rejected="unknown_tool")
         if not isinstance(args, dict):
-            return ToolOutcome(f"Tool input must be a JSON object, got {type(args).__name__}.", is_error=True)
+            return ToolOutcome(f"Tool input must be a JSON object, got {type(args).__name__}.", is_error=True,
+                               rejected="invalid_input")
         try:
             return getattr(self, "_" + name)(args, time_left)
         except KeyError as e:
-            return ToolOutcome(f"Missing argument {e} for tool {name}.", is_error=True)
+            return ToolOutcome(f"Missing argument {e} for tool {name}.", is_error=True, rejected="invalid_input")
         except Exception as e:  # a tool failure is information for the agent, not a crash
             return ToolOutcome(f"{name} failed: {type(e).__name__}: {e}", is_error=True)
 
