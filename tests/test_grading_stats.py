@@ -22,6 +22,21 @@ def test_wilson_interval_known_values(k: int, n: int, lo: float, hi: float) -> N
     assert got[0] == pytest.approx(lo, abs=1e-4) and got[1] == pytest.approx(hi, abs=1e-4)
 
 
+def test_wilson_z_is_the_exact_normal_quantile() -> None:
+    """z = Φ⁻¹(0.975) to the last digit (not 1.96): erf(z/√2) = 0.95, scipy's norm.ppf agrees, and
+    the bounds solve Wilson's defining equation (p̂ − p)² = z²·p(1 − p)/n with that z."""
+    import math
+
+    from scipy import stats as sps
+
+    from benchctl.grading.stats import Z975
+    assert math.erf(Z975 / math.sqrt(2)) == pytest.approx(0.95, abs=2e-16)
+    assert Z975 == float(sps.norm.ppf(0.975))
+    for k, n in ((8, 10), (5, 16), (1, 3), (15, 16)):
+        for bound in wilson_interval(k, n):
+            assert (k / n - bound) ** 2 == pytest.approx(Z975 ** 2 * bound * (1 - bound) / n, abs=1e-15)
+
+
 def test_wilson_rejects_impossible_counts() -> None:
     with pytest.raises(ValueError):
         wilson_interval(3, 2)
