@@ -369,4 +369,4 @@ def test_grading_cost_unknown_is_said_not_hidden(tmp_path: Path) -> None:
     rid = add_run(tmp_path, model=A)
     add_grade(tmp_path, "tldr", rid, 0.5, cost_usd=None)
     lines = provenance_lines(build_report(tmp_path).provenance)
-    assert "grading cost: $0.00 (+1 grades of unknown cost)" in lines
+    assert "grading cost: $0.0000 (+1 grades of unknown cost)" in lines
