@@ -481,3 +481,48 @@ def test_report_shows_no_interval_for_an_unrated_auditor(tmp_path: Path) -> None
     md = to_markdown(rep)
     assert "| – | solo | 1000 (–) |" in md and "1000–1000" not in md
     assert "Played no match, so not rated" in md and "at least two auditors" in md
+
+
+def test_rate_leaves_unchanged_grade_files_alone(results: Path) -> None:
+    """Grade files whose content did not change are not rewritten (same inode), so a refit after a
+    hand edit of one environment rewrites that environment's files only."""
+    from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
+    grade_tournament(results, TITLE_JUDGE, rounds=50)
+    tdir = results / "grades" / "tournament"
+    ino = {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")}
+    assert len(ino) == 6
+
+    rate_from_canonical(results, rounds=50)                      # nothing changed: no grade file rewritten
+    assert {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")} == ino
+
+    path = tdir / "canonical" / "envB.json"                      # a hand edit of envB only
+    canon = json.loads(path.read_text())
+    canon["issues"][0]["importance"] = "low"
+    path.write_text(json.dumps(canon))
+    rate_from_canonical(results, rounds=50)
+    now = {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")}
+    assert {n for n in ino if now[n] != ino[n]} == {n for n in ino if n.startswith("envB")}
+
+
+def test_interrupted_rate_leaves_the_previous_ratings(results: Path) -> None:
+    """ratings.json is written last: when writing a grade file fails midway (a directory squats its
+    name), the previous ratings.json is still there -- never new ratings beside old grade files."""
+    import os
+
+    from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
+    grade_tournament(results, TITLE_JUDGE, rounds=50)
+    tdir = results / "grades" / "tournament"
+    ratings_before = (tdir / "ratings.json").read_bytes()
+    path = tdir / "canonical" / "envB.json"
+    canon = json.loads(path.read_text())
+    canon["issues"][0]["importance"] = "low"
+    path.write_text(json.dumps(canon))
+    squatted = tdir / "envB__react__m2__10m__s0.json"
+    squatted.unlink()
+    squatted.mkdir()
+    with pytest.raises(OSError):
+        rate_from_canonical(results, rounds=50)
+    assert (tdir / "ratings.json").read_bytes() == ratings_before
+    assert not [p for p in os.listdir(tdir) if p.endswith(".tmp")]     # no temp file left behind

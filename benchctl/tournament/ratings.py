@@ -78,9 +78,12 @@ def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
     ranks = interval_ranks(lo_b, hi_b) if n else np.zeros(0, dtype=int)
 
     cost_by_run = cost_by_run or {}
+    runs_of: dict[str, list[str]] = {a: [] for a in index}
+    for r in sorted(present):
+        runs_of[auditor_of[r]].append(r)
     board: list[LeaderboardRow] = []
     for a, k in index.items():
-        runs = sorted(r for r in present if auditor_of[r] == a)
+        runs = runs_of[a]
         costs = [cost_by_run.get(r) for r in runs]
         cost = None if not runs or any(c is None for c in costs) else round(float(sum(costs)), 6)
         played = int(counts[k].sum())
