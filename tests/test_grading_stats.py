@@ -136,3 +136,28 @@ def test_unreadable_grade_file_is_a_clear_error(tmp_path) -> None:
     human.write_text("run_id,grader,item,score\nr1,tldr,holistic,0.8\n")
     with pytest.raises(HumanScoresError, match=r"r2\.json: unreadable grade file"):
         validate_files(human, tmp_path)
+
+
+def test_validate_json_splits_pairs_into_same_tied_reversed(tmp_path) -> None:
+    """`grade validate --json` gives the pair split, so a published "343 / 46 / 14" can be checked
+    with the tool: here 3 same, 1 tied, 1 reversed (hand-computed), accuracy (3 + 1/2) / 5."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from benchctl.cli import app
+
+    human_scores = {"r1": 0.9, "r2": 0.5, "r3": 0.4, "r4": 0.1}
+    judge_scores = {"r1": 0.8, "r2": 0.8, "r3": 0.2, "r4": 0.3}
+    _write_grades(tmp_path, [{"grader": "tldr", "run_id": r, "artifact_tag": None, "score": s, "status": "scored",
+                              "items": []} for r, s in judge_scores.items()])
+    human = tmp_path / "human.csv"
+    human.write_text("run_id,grader,item,score\n" + "".join(f"{r},tldr,holistic,{s}\n" for r, s in human_scores.items()))
+    out = tmp_path / "v.json"
+    r = CliRunner().invoke(app, ["grade", "validate", "--human", str(human), "--grades", str(tmp_path), "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    (g,) = json.loads(out.read_text())["groups"]
+    # (r1,r2) judge tie; (r1,r3), (r1,r4), (r2,r4) same order; (r3,r4) reversed; (r2,r3) only 0.1 apart
+    assert (g["pairs_same"], g["pairs_tied"], g["pairs_reversed"], g["pairs"]) == (3, 1, 1, 5)
+    assert g["pairwise_accuracy"] == pytest.approx(3.5 / 5)
+    assert "3 / 1 / 1" in r.output
