@@ -76,14 +76,27 @@ def test_target_call_source_is_the_one_the_code_writes(tmp_path: Path) -> None:
     assert re.search(r'"source":\s*runner\|gateway\|harness\|policy\|' + source + r",", README)
 
 
-def test_documented_notice_kinds_include_the_token_budget_ones() -> None:
-    import inspect
+def test_documented_notice_kinds_include_the_token_budget_ones(tmp_path: Path) -> None:
+    """Drive the token budget through notice, final instruction and stop, and check that every
+    notice kind it writes is in the README's `notice` row."""
+    from types import SimpleNamespace
 
-    import benchctl.targets.token_budget as tb
-    kinds = set(re.findall(r'"(token_\w+|tokens)"', inspect.getsource(tb.TokenBudgetHook.check)))
+    from benchctl.jsonio import read_jsonl
+    from benchctl.targets.token_budget import TokenBudget, TokenBudgetHook
+    from benchctl.transcript import TranscriptWriter
+
+    used = {"output_tokens": 0}
+    gateway = SimpleNamespace(summary=lambda: {"usage": dict(used)})      # the one thing the hook reads
+    with TranscriptWriter(tmp_path / "t.jsonl") as tr:
+        ctx = SimpleNamespace(gateway=gateway, transcript=tr, token_budget=TokenBudget(limit=100, grace=10))
+        hook = TokenBudgetHook()
+        for tokens in (50, 100, 120):
+            used["output_tokens"] = tokens
+            hook.check(ctx, "call-1")
+    kinds = [e["kind"] for e in read_jsonl(tmp_path / "t.jsonl") if e["type"] == "notice"]
+    assert kinds == ["tokens", "token_final", "token_deadline"]
     row = next(line for line in README.splitlines() if line.startswith("| `notice` |"))
-    assert kinds == {"tokens", "token_final", "token_deadline"}
-    assert all(f"`{k}`" in row for k in kinds | {"time", "words", "deadline"})
+    assert all(f"`{k}`" in row for k in kinds + ["time", "words", "deadline"])
 
 
 def test_report_json_keys_are_the_documented_ones(tmp_path: Path) -> None:

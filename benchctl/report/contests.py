@@ -153,7 +153,7 @@ def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
         notes.append("Per-match rows were omitted from ratings.json (too many run-vs-run matches to list), so there "
                      "is no match table; the ratings use every match.")
     if flags.get("unrated_auditors"):
-        notes.append(f"Played no match, so not rated (Elo = the scale's anchor 1000, no interval, no rank): "
+        notes.append(f"Played no match, so not rated (its Elo is not a measurement: no interval, no rank): "
                      f"{', '.join(flags['unrated_auditors'])}"
                      + (" — a tournament needs at least two auditors on an environment." if len(rows) == 1 else "."))
     if flags.get("no_issue_runs"):

@@ -302,7 +302,8 @@ def unfinished_meta(run_path: str, run_id: str, twins: dict[str, Run]) -> dict[s
         if twin is not None:
             keys = ("task", "harness", "model", "budget", "budget_s", "variant", "tools", "task_hash")
             meta.update({k: twin.meta[k] for k in keys if k in twin.meta}, seed=parsed["seed"],
-                        spec={**(twin.meta.get("spec") or {}), "seed": parsed["seed"]}, derived_from="run id")
+                        spec={**(twin.meta.get("spec") or {}), "seed": parsed["seed"], "run_id": run_id},
+                        derived_from="run id")
         else:
             meta.update({k: parsed[k] for k in ("task", "harness", "model", "budget", "seed")}, derived_from="run id")
             if len(parsed["extra"]) == 2:

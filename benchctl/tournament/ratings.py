@@ -68,8 +68,8 @@ def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
     boot = bootstrap(env_w, full, prior_weight=prior_weight, rounds=rounds, seed=seed)
 
     # An auditor that played no (non-skipped) match -- the only auditor, or one whose every match had
-    # nothing left -- was never measured: its Elo is the scale's anchor, and a bootstrap "interval"
-    # around it would be zero-width or the prior's. It gets no interval and no rank.
+    # nothing left -- was never measured: its Elo comes from the centring and the prior alone, and a
+    # bootstrap "interval" around it would be zero-width or the prior's. No interval, no rank.
     played_by = counts.sum(axis=1)
     unrated = [a for a, k in index.items() if not played_by[k]]
     lo_b, hi_b = boot.lo.copy(), boot.hi.copy()
@@ -155,7 +155,7 @@ def unscored_notes(ratings: Mapping[str, Any]) -> list[str]:
                    + ("a tournament needs at least two auditors on an environment. " if alone else
                       "no run of another auditor shared their environments, or every match had nothing left after "
                       "shared issues cancelled. ")
-                   + "Their Elo is the scale's anchor (1000), not a measurement: no interval, no rank.")
+                   + "Their Elo is not a measurement (no match to fit it to): no interval, no rank.")
     if no_match := list(flags.get("no_match_runs") or []):
         out.append(f"{len(no_match)} run(s) played no match and are unscored ({_some(no_match)})")
     return out

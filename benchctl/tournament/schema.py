@@ -119,7 +119,7 @@ class CanonicalList(TypedDict, total=False):
 class LeaderboardRow(TypedDict):
     rank: int | None            # 1 + #auditors whose lo > this hi; None when unrated (no match played)
     auditor: str
-    elo: float                  # full-data fit, mean over auditors = 1000 (an unrated auditor's is the anchor's)
+    elo: float                  # full-data fit, mean over auditors = 1000 (an unrated auditor's is no measurement)
     lo: float | None            # 2.5 percentile of bootstrap; None when unrated or without bootstrap rounds
     hi: float | None            # 97.5 percentile of bootstrap; None likewise
     matches: int                # non-skipped run-vs-run matches played
