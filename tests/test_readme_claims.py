@@ -158,3 +158,36 @@ def test_hard_links_and_background_processes_behave_as_documented(tmp_path: Path
         assert r.timed_out
         procs = box.exec("pgrep -a sleep", timeout=30).stdout
         assert "sleep 301" not in procs and "sleep 300" in procs                # only the timed-out call's go
+
+
+SEEN: list[str] = []
+
+
+def flaky_then_fake(request):
+    """A scripted judge whose every first attempt at a question fails with a retryable 529 (retried
+    at once by benchctl.models); the retry gets the fake judge's answer."""
+    from benchctl.grading.fake_judge import judge
+    SEEN.append(request.last_user_text)
+    if SEEN.count(request.last_user_text) == 1:
+        return {"error": {"status": 529, "message": "overloaded", "retry_after": 0}}
+    return judge(request)
+
+
+def test_judge_calls_count_logical_calls_not_http_attempts(tmp_path: Path) -> None:
+    """`judge calls: N` (and each record's judge_calls) counts questions asked, not the HTTP retries."""
+    from typer.testing import CliRunner
+
+    from benchctl.cli import app
+    from benchctl.jsonio import read_json
+    from test_grading_fixtures import GOOD_REPORT, make_run, make_task
+
+    task = make_task(tmp_path, graders='["coverage"]')
+    results = tmp_path / "results"
+    run = make_run(results, "demo__react__m__2m__s0", task, {"report.md": GOOD_REPORT})
+    SEEN.clear()
+    r = CliRunner().invoke(app, ["grade", str(results), "--judge", "scripted/py:test_readme_claims:flaky_then_fake"])
+    assert r.exit_code == 0, r.output
+    rec = read_json(results / "grades" / "coverage" / f"{run.name}.json")
+    asked = len(set(SEEN))
+    assert rec["judge_calls"] == asked and len(SEEN) == 2 * asked        # every question took two HTTP attempts
+    assert f"judge calls: {asked}" in r.output
