@@ -9,7 +9,8 @@ under 5 s. Also timed: building the match matrices from canonical lists, the per
 as a user runs it, on a results directory written for that size (one meta.json per run, one
 canonical list per environment): process start and imports, reading every canonical list and
 meta.json, the fit, writing ratings.json and one grade file per run, and the final sync. Run
-twice: the first pass writes every grade file, the second finds them unchanged.
+twice: the first pass writes every grade file, the second finds them unchanged. cpu_s is the
+child's user + system CPU time: on a shared machine it moves less than the wall time.
 
     python scripts/bench_tournament.py                 # default sizes
     python scripts/bench_tournament.py --sizes 50x500 --rounds 1000
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -122,13 +124,14 @@ def bench_rate_command(size: str, rounds: int, keep: str | None) -> None:
         print(f"results dir for {size}: {len(auditor_of):,} runs, {len(canons)} canonical lists "
               f"(written in {time.perf_counter() - t0:.1f} s) at {root}")
         env = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")}
-        print(f"{'pass':>28} {'wall_s':>8} {'exit':>5}")
+        print(f"{'pass':>32} {'wall_s':>8} {'cpu_s':>7} {'exit':>5}")
         for label in ("first (every grade file new)", "second (grade files unchanged)"):
-            t0 = time.perf_counter()
+            t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
             p = subprocess.run([sys.executable, "-m", "benchctl.tournament", "rate", str(root), "--rounds", str(rounds)],
                                env=env, capture_output=True, text=True)
-            wall = time.perf_counter() - t0
-            print(f"{label:>28} {wall:>8.2f} {p.returncode:>5}", flush=True)
+            wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+            print(f"{label:>32} {wall:>8.2f} {cpu:>7.2f} {p.returncode:>5}", flush=True)
             if p.returncode not in (0, 1):
                 print(p.stderr, file=sys.stderr)
                 break
