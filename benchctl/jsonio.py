@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import orjson
 
@@ -65,3 +65,51 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
             except orjson.JSONDecodeError:
                 continue
     return out
+
+
+def write_bytes_batch(files: Mapping[str, bytes]) -> None:
+    """Write many files, each atomically (temp file + rename: a reader sees the old file or the new
+    one), and make them all durable with ONE filesystem sync at the end instead of an fsync per file
+    (25,000 fsyncs took over a minute). Callers that publish a summary of these files write it
+    after this returns (e.g. with `write_json_atomic`), so the summary is never on disk ahead of
+    the files it describes. Paths are strings: pathlib costs seconds at this count."""
+    if not files:
+        return
+    folders: set[str] = set()
+    suffix = f".{os.getpid()}.tmp"
+    for path, data in files.items():
+        folder, name = os.path.split(path)
+        if folder not in folders:
+            os.makedirs(folder or ".", exist_ok=True)
+            folders.add(folder)
+        tmp = os.path.join(folder, f".{name}{suffix}")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+    for folder in {os.stat(d or ".").st_dev: d or "." for d in folders}.values():   # one sync per filesystem
+        sync_filesystem(folder)
+
+
+def sync_filesystem(path: str | os.PathLike[str]) -> None:
+    """Flush everything written to the filesystem holding `path`: syncfs(2) on Linux (Python has
+    no wrapper), else os.sync()."""
+    import ctypes
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"syncfs({path}): {os.strerror(err)}")
+    finally:
+        os.close(fd)

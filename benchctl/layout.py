@@ -49,6 +49,23 @@ def make_run_id(task: str, harness: str, model: str, budget: str, seed: int, var
     return "__".join(slug(p) for p in parts)
 
 
+_SEED_PART = re.compile(r"s(\d+)")
+
+
+def parse_run_id(run_id: str) -> dict[str, Any] | None:
+    """The inverse of `make_run_id`, as far as it goes: task, harness, model, budget and seed, plus
+    `extra` (the optional variant / tools parts). Lossy: the parts are slugs (`anthropic/x` comes
+    back as `anthropic-x`), and a single extra part may be a variant or a tool configuration.
+    None when the id does not have the shape. For runs that left no meta.json (see report.load)."""
+    parts = run_id.split("__")
+    m = _SEED_PART.fullmatch(parts[-1]) if len(parts) >= 5 else None
+    if m is None or len(parts) > 7:
+        return None
+    task, harness, model, budget = parts[:4]
+    return {"task": task, "harness": harness, "model": model, "budget": budget, "seed": int(m.group(1)),
+            "extra": parts[4:-1]}
+
+
 class Usage(TypedDict, total=False):
     input_tokens: int
     cached_input_tokens: int

@@ -5,15 +5,28 @@ Goal (issue 7): Bradley-Terry fit + 1,000 bootstrap rounds for 50 auditors x 500
 under 5 s. Also timed: building the match matrices from canonical lists, the per-match table rows, and the whole
 `compute_ratings` (matches + fit + bootstrap + overlap + tables).
 
+`--rate-command SIZE` (issue 12) times the whole `python -m benchctl.tournament rate RESULTS` command,
+as a user runs it, on a results directory written for that size (one meta.json per run, one
+canonical list per environment): process start and imports, reading every canonical list and
+meta.json, the fit, writing ratings.json and one grade file per run, and the final sync. Run
+twice: the first pass writes every grade file, the second finds them unchanged. cpu_s is the
+child's user + system CPU time: on a shared machine it moves less than the wall time.
+
     python scripts/bench_tournament.py                 # default sizes
     python scripts/bench_tournament.py --sizes 50x500 --rounds 1000
+    python scripts/bench_tournament.py --rate-command 50x500 [--keep DIR]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -82,12 +95,63 @@ def bench(n_aud: int, n_env: int, rounds: int, full_pipeline: bool) -> dict[str,
     return row
 
 
+def write_results(root: Path, canons: list[dict], auditor_of: dict[str, str]) -> None:
+    """A results directory as `benchctl run` + the tournament judge leave it (plain writes: throwaway)."""
+    from benchctl.tournament.canonical import canonical_path
+    for c in canons:
+        for r in c["runs"]:
+            c["runs"][r] = {"task": c["env"], "harness": "react", "model": auditor_of[r], "budget": "10m",
+                            "variant": None, "seed": 0, "source": "issues.json", "n_issues": 1}
+            meta = {"schema": 1, "run_id": r, "status": "completed", "task": c["env"], "harness": "react",
+                    "model": auditor_of[r], "budget": "10m", "seed": 0, "cost_usd": 0.25}
+            d = root / "runs" / r
+            d.mkdir(parents=True)
+            (d / "meta.json").write_bytes(jsonio.dumps(meta))
+        for i in c["issues"]:
+            i["title"] = f"issue {i['id']}"
+        p = canonical_path(root, c["env"])
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(jsonio.dumps(c, pretty=True))
+
+
+def bench_rate_command(size: str, rounds: int, keep: str | None) -> None:
+    n_aud, n_env = (int(x) for x in size.lower().split("x"))
+    canons, auditor_of = synthetic(n_aud, n_env)
+    root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench-rate-"))
+    try:
+        t0 = time.perf_counter()
+        write_results(root, canons, auditor_of)
+        print(f"results dir for {size}: {len(auditor_of):,} runs, {len(canons)} canonical lists "
+              f"(written in {time.perf_counter() - t0:.1f} s) at {root}")
+        env = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")}
+        print(f"{'pass':>32} {'wall_s':>8} {'cpu_s':>7} {'exit':>5}")
+        for label in ("first (every grade file new)", "second (grade files unchanged)"):
+            t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            p = subprocess.run([sys.executable, "-m", "benchctl.tournament", "rate", str(root), "--rounds", str(rounds)],
+                               env=env, capture_output=True, text=True)
+            wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+            print(f"{label:>32} {wall:>8.2f} {cpu:>7.2f} {p.returncode:>5}", flush=True)
+            if p.returncode not in (0, 1):
+                print(p.stderr, file=sys.stderr)
+                break
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="5x20,10x50,20x200,50x500", help="comma-separated AUDITORSxENVS")
     ap.add_argument("--rounds", type=int, default=1000)
     ap.add_argument("--no-pipeline", action="store_true", help="skip the whole compute_ratings timing")
+    ap.add_argument("--rate-command", metavar="AxE", help="time the whole `python -m benchctl.tournament rate` "
+                    "command on a results directory of this size instead")
+    ap.add_argument("--keep", metavar="DIR", help="with --rate-command: build the results directory here and keep it")
     args = ap.parse_args()
+    if args.rate_command:
+        bench_rate_command(args.rate_command, args.rounds, args.keep)
+        return
     cols = ["size", "matches", "build_s", "rows_s", "fit_s", "fit_iter", "boot_s", "fit+boot_s", "ci_width", "pipeline_s", "json_mb"]
     print(f"bootstrap rounds: {args.rounds}; cores: {os.cpu_count()}; numpy {np.__version__}")
     print(" ".join(f"{c:>11}" for c in cols))

@@ -129,7 +129,9 @@ def test_auditor_key_groups_tournament_auditors(tmp_path: Path) -> None:
     results = tournament_results(tmp_path)
     r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament",
                             "--auditor-key", "model+harness"])
-    assert r.exit_code == 0, r.output
+    # envU's lone run plays no match, so its tournament grade is unscored: exit 1, like any unscored grade
+    assert r.exit_code == 1, r.output
+    assert "1 run(s) played no match and are unscored (envU__react__m1__10m__s0)" in " ".join(r.output.split())
     ratings = read_json(results / "grades" / "tournament" / "ratings.json")
     assert ratings["auditor_key"] == "model+harness"
     assert sorted(row["auditor"] for row in ratings["leaderboard"]) == ["m1 + codex", "m1 + react", "m2 + react"]
@@ -182,10 +184,30 @@ def test_tournament_outcome_is_reported_and_a_failed_judge_exits_1(tmp_path: Pat
     recorded (not a crash), named in a warning, and makes the command exit 1 like unscored grades."""
     results = tournament_results(tmp_path)
     r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament"])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output                       # envU's lone run played no match (unscored)
     assert "tournament: 2 auditor(s) (model) rated over 2 environment(s)" in r.output
+    assert "played no match" in r.output and "Re-run" not in r.output    # a rerun would not change that
     r = runner.invoke(app, ["grade", str(results), "--judge", "scripted/py:test_tournament_judge:scripted_garbage_judge",
                             "--grader", "tournament", "--force"])
     assert r.exit_code == 1, r.output
     assert "judge failed on 2 environment(s) (envT, envU)" in " ".join(r.output.split())
     assert read_json(grade_path(results, "tournament", "envT__react__m1__10m__s0"))["status"] == "unscored"
+
+
+def test_grade_with_one_tournament_auditor_notes_it_and_exits_1(tmp_path: Path) -> None:
+    import json
+    task = tmp_path / "plain_task"
+    task.mkdir()
+    (task / "task.toml").write_text("[grading]\ngraders = []\n")
+    results = tmp_path / "results"
+    hack = {"title": "Reward hack", "description": "d", "evidence": "ran it", "severity": "high"}
+    run = make_run(results, "envT__react__m1__10m__s0", task, {"issues.json": json.dumps([hack])})
+    meta = read_json(run / "meta.json")
+    meta.update(task="envT", harness="react", model="m1", budget="10m", seed=0, cost_usd=0.5)
+    (run / "meta.json").write_text(json.dumps(meta))
+    r = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, "--grader", "tournament"])
+    assert r.exit_code == 1, r.output
+    out = " ".join(r.output.split())
+    assert "1 auditor(s) played no match (m1): a tournament needs at least two auditors" in out
+    (row,) = read_json(results / "grades" / "tournament" / "ratings.json")["leaderboard"]
+    assert row["lo"] is None and row["rank"] is None

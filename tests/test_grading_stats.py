@@ -22,6 +22,21 @@ def test_wilson_interval_known_values(k: int, n: int, lo: float, hi: float) -> N
     assert got[0] == pytest.approx(lo, abs=1e-4) and got[1] == pytest.approx(hi, abs=1e-4)
 
 
+def test_wilson_z_is_the_exact_normal_quantile() -> None:
+    """z = Φ⁻¹(0.975) to the last digit (not 1.96): erf(z/√2) = 0.95, scipy's norm.ppf agrees, and
+    the bounds solve Wilson's defining equation (p̂ − p)² = z²·p(1 − p)/n with that z."""
+    import math
+
+    from scipy import stats as sps
+
+    from benchctl.grading.stats import Z975
+    assert math.erf(Z975 / math.sqrt(2)) == pytest.approx(0.95, abs=2e-16)
+    assert Z975 == float(sps.norm.ppf(0.975))
+    for k, n in ((8, 10), (5, 16), (1, 3), (15, 16)):
+        for bound in wilson_interval(k, n):
+            assert (k / n - bound) ** 2 == pytest.approx(Z975 ** 2 * bound * (1 - bound) / n, abs=1e-15)
+
+
 def test_wilson_rejects_impossible_counts() -> None:
     with pytest.raises(ValueError):
         wilson_interval(3, 2)
@@ -121,3 +136,28 @@ def test_unreadable_grade_file_is_a_clear_error(tmp_path) -> None:
     human.write_text("run_id,grader,item,score\nr1,tldr,holistic,0.8\n")
     with pytest.raises(HumanScoresError, match=r"r2\.json: unreadable grade file"):
         validate_files(human, tmp_path)
+
+
+def test_validate_json_splits_pairs_into_same_tied_reversed(tmp_path) -> None:
+    """`grade validate --json` gives the pair split, so a published "343 / 46 / 14" can be checked
+    with the tool: here 3 same, 1 tied, 1 reversed (hand-computed), accuracy (3 + 1/2) / 5."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from benchctl.cli import app
+
+    human_scores = {"r1": 0.9, "r2": 0.5, "r3": 0.4, "r4": 0.1}
+    judge_scores = {"r1": 0.8, "r2": 0.8, "r3": 0.2, "r4": 0.3}
+    _write_grades(tmp_path, [{"grader": "tldr", "run_id": r, "artifact_tag": None, "score": s, "status": "scored",
+                              "items": []} for r, s in judge_scores.items()])
+    human = tmp_path / "human.csv"
+    human.write_text("run_id,grader,item,score\n" + "".join(f"{r},tldr,holistic,{s}\n" for r, s in human_scores.items()))
+    out = tmp_path / "v.json"
+    r = CliRunner().invoke(app, ["grade", "validate", "--human", str(human), "--grades", str(tmp_path), "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    (g,) = json.loads(out.read_text())["groups"]
+    # (r1,r2) judge tie; (r1,r3), (r1,r4), (r2,r4) same order; (r3,r4) reversed; (r2,r3) only 0.1 apart
+    assert (g["pairs_same"], g["pairs_tied"], g["pairs_reversed"], g["pairs"]) == (3, 1, 1, 5)
+    assert g["pairwise_accuracy"] == pytest.approx(3.5 / 5)
+    assert "3 / 1 / 1" in r.output

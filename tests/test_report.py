@@ -53,7 +53,7 @@ def test_leaderboard_numbers(tmp_path: Path) -> None:
     rep = build_report(tmp_path)
     a = row(rep, model=A, budget="10m")
     assert a["n_runs"] == 3 and a["n_scored"] == 3
-    half = 4.303 * 0.1 / math.sqrt(3)                    # t(0.975, 2) * sd / sqrt(n)
+    half = _t975_closed_form(2) * 0.1 / math.sqrt(3)       # t(0.975, 2) * sd / sqrt(n)
     assert a["score_mean"] == pytest.approx(0.5)
     assert a["score_lo"] == pytest.approx(0.5 - half) and a["score_hi"] == pytest.approx(0.5 + half)
     assert a["score_best"] == pytest.approx(0.6)
@@ -67,7 +67,7 @@ def test_leaderboard_numbers(tmp_path: Path) -> None:
     b = row(rep, model=B, budget="10m")
     assert (b["n_runs"], b["n_scored"]) == (3, 2)       # the unscored grade is not a 0
     assert b["score_mean"] == pytest.approx(0.25)
-    half_b = 12.706 * (0.1 / math.sqrt(2)) / math.sqrt(2)    # n = 2: t(0.975, 1) = 12.706
+    half_b = _t975_closed_form(1) * (0.1 / math.sqrt(2)) / math.sqrt(2)    # n = 2: t(0.975, 1) = 12.7062...
     assert b["score_lo"] == 0.0 and b["score_hi"] == pytest.approx(min(1.0, 0.25 + half_b))  # clipped to 0..1
     assert b["fallback_runs"] == 2 and b["fallback_label"] == f"2/3 fell back to {OLD}"
     assert b["n_priced"] == 2 and b["cost_mean_usd"] == pytest.approx(0.5)
@@ -121,7 +121,7 @@ def test_breakdowns(tmp_path: Path) -> None:
     assert len(fu) == 1 and fu[0]["n_pairs"] == 2 and fu[0]["artifact"] == "followup-1"
     assert fu[0]["main_mean"] == pytest.approx(0.35) and fu[0]["followup_mean"] == pytest.approx(0.475)
     assert fu[0]["gain_mean"] == pytest.approx(0.125)
-    half = 12.706 * math.sqrt(((0.2 - 0.125) ** 2 + (0.05 - 0.125) ** 2) / 1) / math.sqrt(2)
+    half = _t975_closed_form(1) * math.sqrt(((0.2 - 0.125) ** 2 + (0.05 - 0.125) ** 2) / 1) / math.sqrt(2)
     assert fu[0]["gain_lo"] == pytest.approx(0.125 - half) and fu[0]["gain_hi"] == 1.0   # clipped to the gain's range
 
 
@@ -270,8 +270,39 @@ def test_not_a_results_dir(tmp_path: Path) -> None:
         build_report(tmp_path)
 
 
+def _t975_closed_form(df: int) -> float:
+    """The Student-t 0.975 quantile from its closed forms (Hill 1970), independent of scipy."""
+    p = 0.975
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    a = 4 * p * (1 - p)                                    # df == 4
+    return 2 * math.sqrt(math.cos(math.acos(math.sqrt(a)) / 3) / math.sqrt(a) - 1)
+
+
+@pytest.mark.parametrize("df", [1, 2, 4])
+def test_t_quantile_is_exact(df: int) -> None:
+    assert t975(df) == pytest.approx(_t975_closed_form(df), rel=1e-13)
+
+
+def test_t_interval_bounds_are_exact() -> None:
+    """Two seeds scoring 0.2 and 0.6: half-width = t(0.975, 1) * s / sqrt(2), to float precision
+    (a 3-decimal table put the bounds 1e-4 off while CSV and JSON present them as exact)."""
+    mean, lo, hi = mean_ci([0.2, 0.6])
+    half = _t975_closed_form(1) * math.sqrt(0.08) / math.sqrt(2)
+    assert mean == pytest.approx(0.4, abs=1e-15)
+    assert lo == pytest.approx(0.4 - half, abs=1e-12) and hi == pytest.approx(0.4 + half, abs=1e-12)
+    # three seeds, df = 2, closed form again
+    _, lo3, hi3 = mean_ci([0.1, 0.4, 0.4])
+    half3 = _t975_closed_form(2) * math.sqrt(0.03 / 3)
+    assert lo3 == pytest.approx(0.3 - half3, abs=1e-12) and hi3 == pytest.approx(0.3 + half3, abs=1e-12)
+
+
 def test_stats_helpers() -> None:
-    assert t975(2) == 4.303 and t975(1000) == pytest.approx(1.962, abs=0.002)
+    from scipy import stats as sps
+    for df in (3, 7, 29, 31, 45, 119, 1000):               # the library's own t.ppf, over the old table's range
+        assert t975(df) == pytest.approx(float(sps.t.ppf(0.975, df)), rel=1e-13)
     assert mean_ci([]) == (None, None, None) and mean_ci([0.3]) == (0.3, None, None)
     assert wilson_interval(0, 16)[0] == 0.0 and wilson_interval(0, 16)[1] > 0.1
 
@@ -338,4 +369,4 @@ def test_grading_cost_unknown_is_said_not_hidden(tmp_path: Path) -> None:
     rid = add_run(tmp_path, model=A)
     add_grade(tmp_path, "tldr", rid, 0.5, cost_usd=None)
     lines = provenance_lines(build_report(tmp_path).provenance)
-    assert "grading cost: $0.00 (+1 grades of unknown cost)" in lines
+    assert "grading cost: $0.0000 (+1 grades of unknown cost)" in lines

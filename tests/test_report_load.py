@@ -83,18 +83,19 @@ def test_problems_are_reported_not_fatal(tmp_path: Path) -> None:
     bad = tmp_path / "runs" / "broken__run" / "meta.json"
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"{not json")
-    (tmp_path / "runs" / "unfinished__run").mkdir()                    # no meta.json yet: not a run
+    (tmp_path / "runs" / "unfinished__run").mkdir()                    # no meta.json: an unfinished run
     add_grade(tmp_path, "combined", "ghost__run", 0.9)                 # grade without a run
     (tmp_path / "grades" / "combined" / f"{good}~followup-1.json").write_bytes(b"[]")
     res = load_results(tmp_path)
-    assert [r.run_id for r in res.runs] == [good] and res.stats["run_dirs"] == 3
+    assert [r.run_id for r in res.runs] == ["unfinished__run", good] and res.stats["run_dirs"] == 3
+    assert res.runs[0].meta["status"] == "unfinished" and res.stats["unfinished"] == 1
     joined = " | ".join(res.problems)
     assert "unreadable runs/broken__run/meta.json" in joined
     assert "grade for unknown run: grades/combined/ghost__run.json" in joined
     assert f"unreadable grades/combined/{good}~followup-1.json" in joined
     rep = build_report(tmp_path)
     assert sum("Problem reading results" in w for w in rep.warnings) == 3
-    assert rep.table("leaderboard").rows[0]["score_mean"] == 0.5
+    assert next(r for r in rep.table("leaderboard").rows if r["model"] == A)["score_mean"] == 0.5
 
 
 def test_follow_up_tag_from_layout_path(tmp_path: Path) -> None:
@@ -103,3 +104,88 @@ def test_follow_up_tag_from_layout_path(tmp_path: Path) -> None:
     add_grade(tmp_path, "coverage", rid, 0.6, tag="followup-1")
     run = load_results(tmp_path).runs[0]
     assert run.score("coverage") == 0.3 and run.score("coverage", "followup-1") == 0.6
+
+
+def _killed_run(root: Path, run_id: str, spec: dict | None) -> Path:
+    """The state a SIGKILL leaves: a transcript (written live by the real writer), maybe artifacts, no meta.json."""
+    from benchctl.transcript import TranscriptWriter
+    d = root / "runs" / run_id
+    (d / "artifacts").mkdir(parents=True)
+    (d / "artifacts" / "report.md").write_text("half a report\n")
+    with TranscriptWriter(d / "transcript.jsonl", redactor=None) as t:
+        if spec is not None:
+            t.emit("run_start", "runner", run_id=run_id, spec=spec, task_hash="sha256:task1", budget_s=spec["budget_s"])
+        t.emit("model_call", "gateway", call_id="call-1")
+    return d
+
+
+def test_unfinished_run_is_counted_and_listed_with_its_configuration(tmp_path: Path) -> None:
+    """Three ways to know a killed run's configuration: its transcript's run_start spec, else a finished
+    run of the same configuration, else the run id's parts; each lands in the right leaderboard row."""
+    from benchctl.layout import make_run_id
+    from benchctl.report.render_text import to_markdown
+
+    done = add_run(tmp_path, model=A, seed=0)
+    add_grade(tmp_path, "combined", done, 0.5)
+    # (1) transcript: the runner's spec (RunSpec.to_dict() + task fields)
+    rid1 = make_run_id("wiki", "react", A, "10m", 1)
+    _killed_run(tmp_path, rid1, {"run_id": rid1, "task": "wiki", "harness": "react", "model": A, "budget": "10m",
+                                 "budget_s": 600.0, "seed": 1, "variant": None, "fallback": None, "options": {}})
+    # (2) killed before run_start, a finished twin exists: the exact model id comes from the twin
+    rid2 = make_run_id("wiki", "react", A, "10m", 2)
+    _killed_run(tmp_path, rid2, None)
+    # (3) no transcript event and no twin: the run id's parts (the model slug is all that is left)
+    rid3 = make_run_id("wiki", "react", "prov/model-z", "2m", 0)
+    _killed_run(tmp_path, rid3, None)
+
+    res = load_results(tmp_path)
+    metas = {r.run_id: r.meta for r in res.runs}
+    assert metas[rid1]["status"] == "unfinished" and metas[rid1]["derived_from"] == "transcript"
+    assert metas[rid1]["cost_usd"] is None and metas[rid1]["artifacts"] == ["report.md"]
+    assert (metas[rid2]["model"], metas[rid2]["seed"], metas[rid2]["derived_from"]) == (A, 2, "run id")
+    assert (metas[rid3]["model"], metas[rid3]["budget"], metas[rid3]["budget_s"]) == ("prov-model-z", "2m", 120.0)
+
+    rep = build_report(tmp_path)
+    rows = {(r["model"], r["budget"]): r for r in rep.table("leaderboard").rows}
+    a = rows[(A, "10m")]
+    assert (a["n_runs"], a["n_scored"], a["unfinished"], a["score_mean"]) == (3, 1, 2, 0.5)   # counted, never averaged
+    assert a["n_priced"] == 1                                   # an unfinished run's cost is unknown, not 0
+    assert rows[("prov-model-z", "2m")]["unfinished"] == 1
+    listed = {r["run_id"]: r for r in rep.table("unscored").rows}
+    assert set(listed) == {rid1, rid2, rid3}
+    assert all(r["status"] == "unfinished" and "no meta.json" in r["reason"] for r in listed.values())
+    assert rep.provenance["unfinished_runs"] == 3 and rep.warnings == []   # no "several versions" from missing metas
+    md = to_markdown(rep)
+    assert "2 unfinished" in md and "runs: 4 (3 unfinished)" in md
+
+
+def test_report_before_any_grade_says_so(tmp_path: Path) -> None:
+    """No grades yet: no "`None` grade" / "no  score" wording, and the grading cost line is still there."""
+    from benchctl.report.render_text import to_markdown
+
+    add_run(tmp_path, model=A, seed=0)
+    add_run(tmp_path, model=A, seed=1)
+    md = to_markdown(build_report(tmp_path))
+    assert "None" not in md and "no  " not in md
+    assert "No grades yet" in md and "2 of 2 runs have no score (no grades yet)" in md
+    assert "grading cost: $0.0000 (no grades yet)" in md
+
+
+def test_free_grading_cost_is_shown_in_human_formats(tmp_path: Path) -> None:
+    """A judge that cost $0 (scripted, or a free model): provenance promises the grading cost, so
+    the terminal, markdown and HTML outputs show it rather than dropping the line."""
+    import io
+
+    from rich.console import Console
+
+    from benchctl.report.html import to_html
+    from benchctl.report.render_terminal import print_report
+    from benchctl.report.render_text import to_markdown
+
+    rid = add_run(tmp_path, model=A)
+    add_grade(tmp_path, "combined", rid, 0.5, cost_usd=0.0)
+    rep = build_report(tmp_path)
+    buf = io.StringIO()
+    print_report(rep, Console(file=buf, width=200, no_color=True))
+    for text in (buf.getvalue(), to_markdown(rep), to_html(rep)):
+        assert "grading cost: $0.0000" in text

@@ -506,7 +506,7 @@ def test_canonical_lists_written_by_hand_rate_without_runs_or_judge(tmp_path: Pa
 def test_module_cli_notes_excluded_runs_and_omitted_match_rows(results: Path, capsys) -> None:
     from benchctl.tournament.__main__ import _print_board, main
 
-    assert main(["grade", str(results), "--judge", GARBAGE_JUDGE, "--rounds", "20"]) == 0
+    assert main(["grade", str(results), "--judge", GARBAGE_JUDGE, "--rounds", "20"]) == 1    # unscored runs
     out = capsys.readouterr().out
     assert "excluded" in out and "envA__react__m3__10m__s0" in out
     ratings = json.loads((results / "grades" / "tournament" / "ratings.json").read_text())
@@ -531,3 +531,87 @@ def test_module_cli_without_bootstrap_rounds_prints_no_interval(results: Path, c
     assert "(no interval)" in capsys.readouterr().out
     assert main(["rate", str(results), "--rounds", "0"]) == 0
     assert "(no interval)" in capsys.readouterr().out
+
+
+def _solo_tournament(tmp_path: Path) -> Path:
+    d = tmp_path / "sweep" / "grades" / "tournament" / "canonical"
+    d.mkdir(parents=True)
+    (d / "env1.json").write_text(json.dumps({"env": "env1", "runs": {"r1": {"model": "solo"}}, "issues": [
+        {"id": "I1", "importance": "high", "found_by": {"r1": {"supported": True}}}]}))
+    return tmp_path / "sweep"
+
+
+def test_module_cli_rate_with_one_auditor_says_so_and_exits_1(tmp_path: Path, capsys) -> None:
+    """`rate` with a single auditor: no "(1000-1000)" interval, a note that says why, exit 1 (its run's
+    tournament grade is unscored: the same rule as `benchctl grade`)."""
+    from benchctl.tournament.__main__ import main
+
+    results = _solo_tournament(tmp_path)
+    assert main(["rate", str(results), "--rounds", "50"]) == 1
+    out = capsys.readouterr().out
+    assert "(1000-1000)" not in out and "–" in out.splitlines()[1]
+    assert "played no match (solo): a tournament needs at least two auditors" in out
+    ratings = json.loads((results / "grades" / "tournament" / "ratings.json").read_text())
+    assert ratings["leaderboard"][0]["lo"] is None and ratings["leaderboard"][0]["hi"] is None
+    assert json.loads((results / "grades" / "tournament" / "r1.json").read_text())["status"] == "unscored"
+
+
+def test_report_shows_no_interval_for_an_unrated_auditor(tmp_path: Path) -> None:
+    from benchctl.report.build import build_report
+    from benchctl.report.render_text import to_markdown
+    from benchctl.tournament.__main__ import main
+
+    results = _solo_tournament(tmp_path)
+    (results / "runs").mkdir()
+    main(["rate", str(results), "--rounds", "50"])
+    rep = build_report(results)
+    (row,) = rep.table("tournament").rows
+    assert (row["lo"], row["hi"], row["rank"]) == (None, None, None)
+    md = to_markdown(rep)
+    assert "| – | solo | 1000 (–) |" in md and "1000–1000" not in md
+    assert "Played no match, so not rated" in md and "at least two auditors" in md
+
+
+def test_rate_leaves_unchanged_grade_files_alone(results: Path) -> None:
+    """Grade files whose content did not change are not rewritten (same inode), so a refit after a
+    hand edit of one environment rewrites that environment's files only."""
+    from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
+    grade_tournament(results, TITLE_JUDGE, rounds=50)
+    tdir = results / "grades" / "tournament"
+    ino = {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")}
+    assert len(ino) == 6
+
+    rate_from_canonical(results, rounds=50)                      # nothing changed: no grade file rewritten
+    assert {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")} == ino
+
+    path = tdir / "canonical" / "envB.json"                      # a hand edit of envB only
+    canon = json.loads(path.read_text())
+    canon["issues"][0]["importance"] = "low"
+    path.write_text(json.dumps(canon))
+    rate_from_canonical(results, rounds=50)
+    now = {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")}
+    assert {n for n in ino if now[n] != ino[n]} == {n for n in ino if n.startswith("envB")}
+
+
+def test_interrupted_rate_leaves_the_previous_ratings(results: Path) -> None:
+    """ratings.json is written last: when writing a grade file fails midway (a directory squats its
+    name), the previous ratings.json is still there -- never new ratings beside old grade files."""
+    import os
+
+    from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
+    grade_tournament(results, TITLE_JUDGE, rounds=50)
+    tdir = results / "grades" / "tournament"
+    ratings_before = (tdir / "ratings.json").read_bytes()
+    path = tdir / "canonical" / "envB.json"
+    canon = json.loads(path.read_text())
+    canon["issues"][0]["importance"] = "low"
+    path.write_text(json.dumps(canon))
+    squatted = tdir / "envB__react__m2__10m__s0.json"
+    squatted.unlink()
+    squatted.mkdir()
+    with pytest.raises(OSError):
+        rate_from_canonical(results, rounds=50)
+    assert (tdir / "ratings.json").read_bytes() == ratings_before
+    assert not [p for p in os.listdir(tdir) if p.endswith(".tmp")]     # no temp file left behind

@@ -265,3 +265,25 @@ def test_match_rows_can_be_left_out() -> None:
     assert r["flags"]["match_rows_omitted"] and r["environments"][0]["matches"] == []
     assert r["environments"][0]["issues"][0]["supported_by"] == ["A", "B"]
     assert r["leaderboard"][0]["matches"] == 1 and r["leaderboard"][0]["mean_share"] == pytest.approx(13 / 19, abs=1e-6)
+
+
+def test_an_auditor_that_played_no_match_gets_no_interval_and_no_rank() -> None:
+    """One auditor alone (two seeds of it on one env: no match between them) is not measured: no
+    zero-width "(1000-1000)" interval, no rank, and flags say who and which runs."""
+    solo = canon("env1", ["s0", "s1"], [("I1", "high", {"s0": True})])
+    r = compute_ratings([solo], {"s0": "solo", "s1": "solo"}, rounds=100)
+    (row,) = r["leaderboard"]
+    assert (row["auditor"], row["matches"], row["lo"], row["hi"], row["rank"]) == ("solo", 0, None, None, None)
+    assert r["flags"]["unrated_auditors"] == ["solo"] and r["flags"]["no_match_runs"] == ["s0", "s1"]
+
+    # among rated auditors: X's only match (vs Y on env1) had nothing left, so X is unrated; Y and Z are not
+    same = canon("env1", ["x", "y"], [("I1", "high", {"x": True, "y": True})])
+    other = canon("env2", ["y2", "z"], [("I1", "high", {"y2": True}), ("I2", "low", {"z": True})])
+    other2 = canon("env3", ["y3", "z3"], [("I1", "medium", {"y3": True}), ("I2", "medium", {"z3": True})])
+    r = compute_ratings([same, other, other2], {"x": "X", "y": "Y", "y2": "Y", "z": "Z", "y3": "Y", "z3": "Z"},
+                        rounds=200)
+    board = {row["auditor"]: row for row in r["leaderboard"]}
+    assert board["X"]["lo"] is None and board["X"]["rank"] is None
+    assert all(isinstance(board[a]["lo"], float) and board[a]["lo"] < board[a]["hi"] for a in "YZ")
+    assert {board["Y"]["rank"], board["Z"]["rank"]} <= {1, 2}
+    assert r["flags"]["unrated_auditors"] == ["X"] and r["flags"]["no_match_runs"] == ["x", "y"]

@@ -49,8 +49,8 @@ def runs(
 
     The tournament grader rates auditors across every finished run of the tasks whose runs
     selected it (a --run filter picks those tasks; each environment's auditors are all matched).
-    Exit status 1 when a grade is unscored or the tournament judge failed on an environment
-    (re-running the same command retries just those).
+    Exit status 1 when any grade is unscored (a judge failure, a missing part, or a tournament run
+    that could not be rated; the output says which; re-running retries judge failures), 2 for bad input.
     """
     import asyncio
 
@@ -93,8 +93,10 @@ def runs(
     print_summary(session)
     if not session.outcomes and not session.tournament:
         typer.echo("no finished runs matched; nothing graded", err=True)
-    failed_envs = ((session.tournament_ratings or {}).get("flags") or {}).get("failed_envs")
-    if any(o.status == "unscored" for o in session.outcomes) or failed_envs:
+    from benchctl.grading.summary import tournament_lines
+    # one rule for every grader: exit 1 when any grade is unscored (for the tournament: a run whose
+    # tournament grade is unscored -- judge failure, unreadable issues, or no match played)
+    if any(o.status == "unscored" for o in session.outcomes) or tournament_lines(session.tournament_ratings)[1]:
         raise typer.Exit(1)
 
 

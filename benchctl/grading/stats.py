@@ -1,4 +1,4 @@
-"""Small statistics for grading and judge validation, in plain Python (no scipy).
+"""Small statistics for grading and judge validation, in plain Python.
 
 Every function returns None instead of a number when the statistic is undefined (too few
 values, zero variance), so callers show "n/a" rather than a misleading 0.
@@ -6,11 +6,17 @@ values, zero variance), so callers show "n/a" rather than a misleading 0.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
+# The two-sided 95 % normal quantile Φ⁻¹(0.975) = 1.95996398454005423552..., as the nearest
+# double (equal to scipy.stats.norm.ppf(0.975); tested). Not the rounded 1.96: a published
+# interval must be reproducible to the last digit.
+Z975 = 1.959963984540054
 
-def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for k successes out of n (95 % with the default z).
+
+def wilson_interval(k: int, n: int, z: float = Z975) -> tuple[float, float]:
+    """Wilson score interval for k successes out of n (95 % with the default z = Φ⁻¹(0.975)).
 
     n == 0 gives the uninformative (0.0, 1.0). Unlike the normal approximation it never leaves
     [0, 1] and stays sensible at k = 0 or k = n, which is what small per-configuration counts
@@ -70,28 +76,55 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     return pearson(ranks(xs), ranks(ys))
 
 
-def pairwise_accuracy(human: Sequence[float], judge: Sequence[float], *, min_gap: float = 0.2
-                      ) -> tuple[float | None, int]:
-    """Share of pairs the judge orders like the human, over pairs the human scored >= min_gap apart.
+@dataclass(frozen=True)
+class PairCounts:
+    """Judge vs human over pairs the human scored at least `min_gap` apart: how many the judge put
+    in the same order, scored equal (tied), or put in reverse order."""
+    same: int = 0
+    tied: int = 0
+    reversed: int = 0
 
-    Same order = 1, judge tie = 1/2, reversed = 0. Returns (accuracy, number of pairs); accuracy
-    is None when no pair qualifies. A tiny epsilon keeps 0.7 vs 0.5 (float 0.19999...) a pair.
-    """
+    @property
+    def pairs(self) -> int:
+        return self.same + self.tied + self.reversed
+
+    @property
+    def accuracy(self) -> float | None:
+        """Same order = 1, judge tie = 1/2, reversed = 0; None when no pair qualifies."""
+        return (self.same + self.tied / 2) / self.pairs if self.pairs else None
+
+    def __add__(self, other: "PairCounts") -> "PairCounts":
+        return PairCounts(self.same + other.same, self.tied + other.tied, self.reversed + other.reversed)
+
+
+def pair_counts(human: Sequence[float], judge: Sequence[float], *, min_gap: float = 0.2) -> PairCounts:
+    """Same / tied / reversed counts over pairs the human scored >= min_gap apart. A tiny epsilon
+    keeps 0.7 vs 0.5 (float 0.19999...) a pair."""
     if len(human) != len(judge):
-        raise ValueError("pairwise_accuracy needs two sequences of equal length")
-    total, pairs = 0.0, 0
+        raise ValueError("pair_counts needs two sequences of equal length")
+    same = tied = rev = 0
     for i in range(len(human)):
         for j in range(i + 1, len(human)):
             dh = human[i] - human[j]
             if abs(dh) + 1e-9 < min_gap:
                 continue
-            pairs += 1
             dj = judge[i] - judge[j]
             if abs(dj) < 1e-12:
-                total += 0.5
+                tied += 1
             elif (dj > 0) == (dh > 0):
-                total += 1.0
-    return (total / pairs if pairs else None, pairs)
+                same += 1
+            else:
+                rev += 1
+    return PairCounts(same, tied, rev)
+
+
+def pairwise_accuracy(human: Sequence[float], judge: Sequence[float], *, min_gap: float = 0.2
+                      ) -> tuple[float | None, int]:
+    """Share of pairs the judge orders like the human, over pairs the human scored >= min_gap apart
+    (same order = 1, judge tie = 1/2, reversed = 0), and the number of pairs; accuracy is None when
+    no pair qualifies."""
+    c = pair_counts(human, judge, min_gap=min_gap)
+    return c.accuracy, c.pairs
 
 
 def krippendorff_alpha_interval(units: Sequence[Sequence[float | None]]) -> float | None:

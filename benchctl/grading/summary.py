@@ -57,25 +57,17 @@ def success_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
 
 
 def tournament_lines(ratings: dict[str, Any] | None) -> tuple[list[str], list[str]]:
-    """(plain lines, warnings) about the tournament this session rated; warnings name what failed."""
+    """(plain lines, warnings) about the tournament this session rated; the warnings are the reasons
+    some run's tournament grade is unscored (the command then exits 1)."""
     if not ratings:
         return [], []
-    flags = ratings.get("flags") or {}
+    from benchctl.tournament.ratings import unscored_notes
+
     board = ratings.get("leaderboard") or []
     envs = ratings.get("environments") or []
     lines = [f"tournament: {len(board)} auditor(s) ({ratings.get('auditor_key')}) rated over {len(envs)} "
              f"environment(s); see grades/tournament/ratings.json or `benchctl report`"]
-    warnings = []
-    if flags.get("failed_envs"):
-        failed = list(flags["failed_envs"])
-        warnings.append(f"tournament: the judge failed on {len(failed)} environment(s) ({', '.join(failed)}); "
-                        f"their runs are unscored. Re-run the same command to retry them.")
-    if flags.get("excluded_runs"):
-        excluded = list(flags["excluded_runs"])
-        warnings.append(f"tournament: {len(excluded)} run(s) left out because their issues could not be read "
-                        f"({', '.join(excluded[:10])}{' ...' if len(excluded) > 10 else ''}); reasons in "
-                        f"grades/tournament/canonical/<env>.json")
-    return lines, warnings
+    return lines, [f"tournament: {w}" for w in unscored_notes(ratings)]
 
 
 def make_console() -> "Console":

@@ -13,7 +13,8 @@ Human score file: CSV with a header row, or JSON Lines, with these fields per sc
 Per (grader, level) — level "item" (per-finding / per-prediction) or "holistic" — this reports
 n, MAE, bias (mean judge - human), the share within 0.1, Pearson and Spearman; for holistic
 scores also pairwise accuracy over run pairs the human scored >= 0.2 apart (same order = 1,
-judge tie = 1/2, reversed = 0) with the pair count; and Krippendorff's alpha (interval) over
+judge tie = 1/2, reversed = 0) with the pair count and its split into same / tied / reversed
+(so a published split such as 343 / 46 / 14 can be checked); and Krippendorff's alpha (interval) over
 all raters with the judge as one more rater (and among humans alone when there are several).
 Human scores with no judge score are counted as `missing_judge`, not silently dropped.
 """
@@ -25,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchctl.grading.stats import krippendorff_alpha_interval, mean, pairwise_accuracy, pearson, spearman
+from benchctl.grading.stats import PairCounts, krippendorff_alpha_interval, mean, pair_counts, pearson, spearman
 from benchctl.jsonio import read_json
 
 Unit = tuple[str, str, str | None, str]   # (grader, run_id, artifact_tag, item)
@@ -109,17 +110,14 @@ def _metrics(units: list[Unit], human: dict[Unit, dict[str, float]], judge: dict
     }
     if holistic:
         # pairs are compared within one grader and artifact (a TLDR score vs another TLDR score)
-        acc_sum, pairs = 0.0, 0
+        counts = PairCounts()
         groups: dict[tuple, list[Unit]] = defaultdict(list)
         for u in both:
             groups[(u[0], u[2])].append(u)
         for us in groups.values():
-            acc, n = pairwise_accuracy([mean(list(human[u].values())) for u in us], [judge[u] for u in us])  # type: ignore[misc]
-            if acc is not None:
-                acc_sum += acc * n
-                pairs += n
-        m["pairwise_accuracy"] = acc_sum / pairs if pairs else None
-        m["pairs"] = pairs
+            counts += pair_counts([mean(list(human[u].values())) for u in us], [judge[u] for u in us])  # type: ignore[misc]
+        m.update(pairwise_accuracy=counts.accuracy, pairs=counts.pairs, pairs_same=counts.same,
+                 pairs_tied=counts.tied, pairs_reversed=counts.reversed)
     return m
 
 
@@ -153,6 +151,9 @@ def print_validation(report: dict[str, Any]) -> None:
     t = Table(title="judge vs human")
     for c in cols:
         t.add_column(c.replace("_", " "))
+    t.add_column("same / tied / reversed")
     for g in report["groups"]:
-        t.add_row(*(_fmt(g.get(c)) for c in cols))
+        split = (f"{g['pairs_same']} / {g['pairs_tied']} / {g['pairs_reversed']}"
+                 if g["level"] == "holistic" else "")
+        t.add_row(*(_fmt(g.get(c)) for c in cols), split)
     make_console().print(t)

@@ -18,12 +18,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from benchctl.report.load import Results, Run
+from benchctl.report.load import UNFINISHED, Results, Run
 from benchctl.report.model import NA, Column, Table, fmt, fmt_interval
 from benchctl.report.stats import mean_ci, mean_or_none
 
 HEADLINE_ORDER = ("combined", "coverage", "tldr")
-NOT_AVERAGED = frozenset({"error", "running"})
+# "running" is what meta.json says while a run is in progress (never on disk from benchctl itself);
+# UNFINISHED is a run directory without meta.json (killed, or still running).
+NOT_AVERAGED = frozenset({"error", "running", UNFINISHED})
 
 
 @dataclass(frozen=True, order=True)
@@ -198,7 +200,7 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
             "tldr_mean": mean_or_none(tldr), "n_tldr": len(tldr),
             "fallback_runs": sum(fell_back(r) for r in runs), "fallback_label": fallback_label(runs),
             "refused": statuses.get("refused", 0), "timeouts": statuses.get("timeout", 0),
-            "errors": statuses.get("error", 0), "unfinished": statuses.get("running", 0),
+            "errors": statuses.get("error", 0), "unfinished": statuses.get("running", 0) + statuses.get(UNFINISHED, 0),
             "cost_mean_usd": mean_or_none(costs), "n_priced": len(costs),
             "tokens_mean": mean_or_none(toks),
             "input_tokens_mean": mean_or_none([t for r in usable if (t := total_tokens(r, INPUT_KEYS)) is not None]),
@@ -245,11 +247,13 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
             + (f" ({fmt('pct', r['budget_used'])})" if r["budget_used"] is not None else "")),
         ("$/point", lambda r: fmt("usd", r["cost_per_point_usd"])),
     ]
-    notes = [f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
-             f"(clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; error and unfinished runs "
-             f"are not averaged. $/point = agent cost / (100 × score), over runs with a known cost."]
     if headline is None:
-        notes.append("No grades found: run `benchctl grade RESULTS_DIR` to score these runs.")
+        notes = ["No grades yet, so no scores: run `benchctl grade RESULTS_DIR --judge MODEL` to score these runs. "
+                 "Error and unfinished runs are counted, never averaged."]
+    else:
+        notes = [f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
+                 f"(exact t quantile; clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; "
+                 f"error and unfinished runs are not averaged. $/point = agent cost / (100 × score), over runs with a known cost."]
     return Table("leaderboard", "Leaderboard", cols, rows, notes, display)
 
 
@@ -270,8 +274,12 @@ def unscored_runs(runs: list[Run], headline: str | None) -> Table:
             reason = f"run error: {r.meta.get('error') or 'no message'}"
         elif status == "running":
             reason = "run unfinished (meta.json says running)"
+        elif status == UNFINISHED:
+            reason = unfinished_reason(r)
+        elif headline is None:
+            reason = "not graded yet"
         elif g is None:
-            reason = f"no {headline or ''} grade yet".replace("  ", " ")
+            reason = f"no {headline} grade yet"
         elif g.score is None:
             # not always the judge's fault: combined lacks a part, a tournament run had no match
             reason = f"grade {g.status}: no score (the grade file under grades/{headline}/ says why)"
@@ -280,5 +288,18 @@ def unscored_runs(runs: list[Run], headline: str | None) -> Table:
         rows.append({"run_id": r.run_id, "status": status, "reason": reason,
                      "fallback": fallback_label([r]) and "yes"})
     cols = [Column("run_id", "run"), Column("status", "status"), Column("reason", "reason"), Column("fallback", "fell back")]
+    what = f"`{headline}` score" if headline else "score (no grades yet)"
     return Table("unscored", "Runs without a score", cols, rows,
-                 [f"{len(rows)} of {len(runs)} runs have no {headline or ''} score and are not in any mean."])
+                 [f"{len(rows)} of {len(runs)} runs have no {what} and are not in any mean."])
+
+
+def unfinished_reason(r: Run) -> str:
+    """Why an unfinished run has no score, and what is known of it."""
+    m = r.meta
+    known = [f"{len(m.get('artifacts') or [])} artifact(s)"]
+    if not m.get("transcript"):
+        known.append("no transcript")
+    src = m.get("derived_from")
+    return (f"run unfinished: no meta.json (killed, or still running); {', '.join(known)}; "
+            f"configuration from the {src}" if src in ("transcript", "run id") else
+            f"run unfinished: no meta.json (killed, or still running); {', '.join(known)}; configuration unknown")

@@ -59,8 +59,8 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
     un = unscored_runs(runs, headline)
     if un.rows:
         tables.append(un)
-    else:
-        lb.notes.append(f"All {len(runs)} runs have a {headline} score.")
+    elif runs:
+        lb.notes.append(f"All {len(runs)} runs have a `{headline}` score.")
     plot_data: dict[str, Any] = {"headline": headline}
     return Report(tables=tables, provenance=prov | {"headline_grader": headline}, warnings=warnings,
                   plot_data=plot_data)

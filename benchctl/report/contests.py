@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchctl.report.aggregate import Grouping, averaged
-from benchctl.report.model import Column, Table, fmt
+from benchctl.report.model import NA, Column, Table, fmt
 from benchctl.report.stats import wilson_interval
 
 ANY_OF_N = "any_of_n"
@@ -108,6 +108,16 @@ def any_of_n(grouping: Grouping, grader: str = ANY_OF_N) -> Table | None:
                   "(meta.json target_tools); – = unknown, never 0."], display)
 
 
+def _elo_cell(r: dict[str, Any]) -> str:
+    """Elo with its interval; an auditor that played no match gets "–" for the interval, never a
+    zero-width one (older ratings.json files carry one: matches == 0 decides)."""
+    if r["elo"] is None:
+        return NA
+    if not r.get("matches"):
+        return f"{r['elo']:.0f} ({NA})"
+    return f"{r['elo']:.0f} ({r['lo']:.0f}–{r['hi']:.0f})" if r["lo"] is not None else f"{r['elo']:.0f}"
+
+
 def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
     out: list[Table] = []
     lb = ratings.get("leaderboard") or []
@@ -117,9 +127,8 @@ def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
             Column("lo", "95% lo", "float"), Column("hi", "95% hi", "float"), Column("matches", "matches", "int"),
             Column("environments", "envs", "int"), Column("runs", "runs", "int"),
             Column("mean_share", "mean share", "pct"), Column("cost_usd", "total cost", "usd")]
-    display = [("rank", lambda r: str(r["rank"])), ("auditor", lambda r: r["auditor"]),
-               ("Elo (95% CI)", lambda r: "–" if r["elo"] is None else
-                   f"{r['elo']:.0f} ({r['lo']:.0f}–{r['hi']:.0f})" if r["lo"] is not None else f"{r['elo']:.0f}"),
+    display = [("rank", lambda r: fmt("int", r["rank"])), ("auditor", lambda r: r["auditor"]),
+               ("Elo (95% CI)", _elo_cell),
                ("matches", lambda r: fmt("int", r["matches"])), ("envs", lambda r: fmt("int", r["environments"])),
                ("mean share", lambda r: fmt("pct", r["mean_share"])), ("total cost", lambda r: fmt("usd", r["cost_usd"]))]
     notes = [f"Bradley–Terry fit on the Elo scale (mean 1000; +100 ≈ 64% expected share), weighting "
@@ -143,6 +152,10 @@ def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
     if flags.get("match_rows_omitted"):
         notes.append("Per-match rows were omitted from ratings.json (too many run-vs-run matches to list), so there "
                      "is no match table; the ratings use every match.")
+    if flags.get("unrated_auditors"):
+        notes.append(f"Played no match, so not rated (its Elo is not a measurement: no interval, no rank): "
+                     f"{', '.join(flags['unrated_auditors'])}"
+                     + (" — a tournament needs at least two auditors on an environment." if len(rows) == 1 else "."))
     if flags.get("no_issue_runs"):
         notes.append(f"{len(flags['no_issue_runs'])} runs entered with no issues artifact (score 0).")
     out.append(Table("tournament", "Tournament (Elo)", cols, rows, notes, display))

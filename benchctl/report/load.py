@@ -6,6 +6,11 @@ pairs), raw `open().read()` + `orjson.loads`, and no pathlib objects in the hot 
 it reads are exactly the ones `benchctl.layout` defines (`runs/<run_id>/meta.json`,
 `grades/<grader>/<run_id>[~<tag>].json`); nothing else decides paths.
 
+A run directory without `meta.json` is an **unfinished** run (killed by SIGKILL or a crash, or
+still running): it is loaded with status "unfinished" and what can be derived without a meta —
+the spec from the transcript's `run_start` event, else the configuration of a finished run with
+the same id but another seed, else the parts of the run id — and never a score or a cost.
+
 Grade items are compacted on load to the fields a report uses (id, score, strict, cluster):
 judge quotes and reasons are long and would multiply memory by ten on a big sweep.
 
@@ -34,7 +39,8 @@ from typing import Any, Iterator
 import orjson
 
 from benchctl.jsonio import write_bytes_atomic
-from benchctl.layout import GRADES, META, RUNS
+from benchctl.layout import ARTIFACTS, GRADES, META, RUNS, TRANSCRIPT, parse_run_id
+from benchctl.policies import parse_duration
 from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT as TOURNAMENT_DIR
 
 
@@ -42,6 +48,10 @@ from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT as TOURNAMENT_DI
 # (id, score, strict, cluster): 400,000 of them in a 10,000-run sweep, and tuples are ~20x
 # cheaper to build than objects and can be cached with `marshal`.
 Item = tuple  # (id: str, score: float | None, strict: float | None, cluster: str | None)
+
+
+UNFINISHED = "unfinished"          # status of a run directory without meta.json (report-level only)
+RUN_START_SCAN_BYTES = 1 << 20     # how far into a transcript to look for its run_start event
 
 
 @dataclass(slots=True)
@@ -200,7 +210,8 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
     problems: list[str] = []
     by_id: dict[str, Run] = {}
     with os.scandir(runs_root) as it:
-        names = sorted(e.name for e in it if e.is_dir())
+        names = sorted(e.name for e in it if e.is_dir() and not e.name.startswith("."))
+    unfinished: list[str] = []
     for name in names:
         rel = f"{RUNS}/{name}/{META}"
         path = os.path.join(runs_root, name, META)
@@ -208,7 +219,8 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
             st = os.stat(path)
             meta = fc.get(rel, st, lambda: _read(path))
         except FileNotFoundError:
-            continue                                   # never finished writing meta.json: not a run yet
+            unfinished.append(name)                    # never wrote meta.json: counted and listed, not averaged
+            continue
         except (orjson.JSONDecodeError, OSError) as e:
             problems.append(f"unreadable {rel}: {e}")
             continue
@@ -216,6 +228,12 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
             problems.append(f"{rel} is not a JSON object")
             continue
         by_id[name] = Run(run_id=name, meta=meta)
+    if unfinished:
+        # a finished run of the same configuration: same id up to the seed
+        twins = {rid.rpartition("__")[0]: r for rid, r in by_id.items()}
+        for name in unfinished:
+            by_id[name] = Run(run_id=name, meta=unfinished_meta(os.path.join(runs_root, name), name, twins))
+    by_id = dict(sorted(by_id.items()))
 
     graders: list[str] = []
     n_grades = 0
@@ -264,7 +282,63 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
             problems.append(f"unreadable sweep.json: {e}")
     return Results(root=root, runs=list(by_id.values()), graders=graders, ratings=ratings, sweep=sweep,
                    problems=problems, stats={"run_dirs": len(names), "runs": len(by_id), "grades": n_grades,
+                                             "unfinished": len(unfinished),
                                              "cache_hits": fc.hits, "cache_misses": fc.misses})
 
 
-__all__ = ["Item", "Grade", "Run", "Results", "load_results", "gc_paused", "CACHE_FILE"]
+def unfinished_meta(run_path: str, run_id: str, twins: dict[str, Run]) -> dict[str, Any]:
+    """A stand-in meta.json for a run that never wrote one: status "unfinished", no cost, no usage,
+    and the configuration from (1) the transcript's run_start event (the exact spec), else (2) a
+    finished run of the same configuration (`twins`: run id without its seed part -> run), else
+    (3) the run id's parts."""
+    meta: dict[str, Any] = {"run_id": run_id, "status": UNFINISHED, "cost_usd": None, "usage": {}, "fallbacks": []}
+    start = _run_start(os.path.join(run_path, TRANSCRIPT))
+    parsed = parse_run_id(run_id)
+    if start is not None and isinstance(spec := start.get("spec"), dict):
+        meta.update({k: spec.get(k) for k in ("task", "harness", "model", "budget", "budget_s", "seed", "variant")},
+                    spec=spec, task_hash=start.get("task_hash"), started_at=start.get("t"), derived_from="transcript")
+    elif parsed is not None:
+        twin = twins.get(run_id.rpartition("__")[0])
+        if twin is not None:
+            keys = ("task", "harness", "model", "budget", "budget_s", "variant", "tools", "task_hash")
+            meta.update({k: twin.meta[k] for k in keys if k in twin.meta}, seed=parsed["seed"],
+                        spec={**(twin.meta.get("spec") or {}), "seed": parsed["seed"], "run_id": run_id},
+                        derived_from="run id")
+        else:
+            meta.update({k: parsed[k] for k in ("task", "harness", "model", "budget", "seed")}, derived_from="run id")
+            if len(parsed["extra"]) == 2:
+                meta["variant"], meta["tools"] = parsed["extra"]
+            try:
+                meta["budget_s"] = parse_duration(parsed["budget"])
+            except ValueError:
+                pass                                   # a token budget or a foreign id: no seconds
+    else:
+        meta["derived_from"] = "nothing (the directory name is not a run id)"
+    art = os.path.join(run_path, ARTIFACTS)
+    meta["artifacts"] = sorted(os.path.relpath(os.path.join(d, f), art) for d, _, fs in os.walk(art) for f in fs)
+    meta["transcript"] = os.path.exists(os.path.join(run_path, TRANSCRIPT))
+    return meta
+
+
+def _run_start(path: str) -> dict[str, Any] | None:
+    """The transcript's run_start event (written right after the sandbox starts), or None."""
+    try:
+        with open(path, "rb") as f:
+            seen = 0
+            for line in f:
+                seen += len(line)
+                if b'"run_start"' in line:
+                    try:
+                        ev = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue                       # a torn line
+                    if isinstance(ev, dict) and ev.get("type") == "run_start":
+                        return ev
+                if seen > RUN_START_SCAN_BYTES:
+                    break
+    except OSError:
+        pass
+    return None
+
+
+__all__ = ["Item", "Grade", "Run", "Results", "load_results", "gc_paused", "CACHE_FILE", "UNFINISHED"]

@@ -11,7 +11,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from benchctl import __version__
-from benchctl.report.load import Results
+from benchctl.report.load import UNFINISHED, Results
+from benchctl.report.model import fmt
 
 
 def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
@@ -23,14 +24,21 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
     # mixing is only checked within one grader on one task~variant.
     rubrics_by_task: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     grade_cost, grade_cost_unknown = 0.0, 0
+    unfinished = 0
     for r in results.runs:
         m = r.meta
-        versions[str(m.get("benchctl_version") or "unknown")] += 1
         spec = m.get("spec") or {}
         task = m.get("task") or spec.get("task") or "?"
         variant = m.get("variant") or spec.get("variant")
         env = f"{task}~{variant}" if variant else str(task)
-        task_hashes[env][str(m.get("task_hash") or "unknown")] += 1
+        if m.get("status") == UNFINISHED:
+            # no meta.json: no version to compare; its task hash only when the transcript gave one
+            unfinished += 1
+            if m.get("task_hash"):
+                task_hashes[env][str(m["task_hash"])] += 1
+        else:
+            versions[str(m.get("benchctl_version") or "unknown")] += 1
+            task_hashes[env][str(m.get("task_hash") or "unknown")] += 1
         for (grader, _tag), g in r.grades.items():
             judges[grader][str(g.judge or "unknown")] += 1
             rubrics[grader][str(g.rubric_hash or "unknown")] += 1
@@ -68,6 +76,7 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "results_dir": str(results.root),
         "runs": len(results.runs),
+        "unfinished_runs": unfinished,
         "grades": results.stats.get("grades", 0),
         "run_benchctl_versions": dict(versions),
         "task_hashes": {t: dict(c) for t, c in sorted(task_hashes.items())},
@@ -106,13 +115,16 @@ def provenance_lines(prov: dict[str, Any]) -> list[str]:
     def fmt_map(d: dict[str, Any]) -> str:
         return "; ".join(f"{k}: {', '.join(v) if isinstance(v, dict) else v}" for k, v in d.items()) or "none"
     lines = [f"benchctl {prov['report_benchctl_version']} report of {prov['results_dir']} at {prov['generated_at']}",
-             f"runs: {prov['runs']}, grade files: {prov['grades']}; runs made by benchctl "
+             f"runs: {prov['runs']}" + (f" ({prov['unfinished_runs']} unfinished)" if prov.get("unfinished_runs") else "")
+             + f", grade files: {prov['grades']}; runs made by benchctl "
              + (", ".join(prov["run_benchctl_versions"]) or "–"),
              f"task hashes: {fmt_map(prov['task_hashes'])}",
              f"judges: {fmt_map(prov['judges'])}",
              f"rubric hashes: {fmt_map(prov['rubric_hashes'])}"]
-    # Shown whenever a grade exists: grades of unknown cost must be said, not hidden behind "$0".
-    if prov.get("grading_cost_usd") or prov.get("grades_without_cost"):
-        lines.append(f"grading cost: ${prov['grading_cost_usd']:.2f}"
-                     + (f" (+{prov['grades_without_cost']} grades of unknown cost)" if prov["grades_without_cost"] else ""))
+    # Always shown, $0 included (a free scripted judge, or no grades yet); grades of unknown cost are
+    # said, not hidden behind the sum.
+    cost = prov.get("grading_cost_usd") or 0.0
+    lines.append(f"grading cost: {fmt('usd', cost)}"
+                 + (f" (+{prov['grades_without_cost']} grades of unknown cost)" if prov.get("grades_without_cost") else "")
+                 + ("" if prov.get("grades") else " (no grades yet)"))
     return lines

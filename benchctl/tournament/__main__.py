@@ -4,7 +4,9 @@
     python -m benchctl.tournament rate  results/my-sweep [--auditor-key model+harness] [--unweighted]
 
 `rate` refits from grades/tournament/canonical/*.json (after hand edits) and prints the leaderboard;
-it never calls a judge.
+it never calls a judge. Exit status: 0 when every run has a score, 1 when some run's tournament
+grade is unscored (judge failure, unreadable issues, no match played; the notes say which),
+2 for bad input -- the same rule as `benchctl grade`.
 """
 from __future__ import annotations
 
@@ -14,26 +16,32 @@ import sys
 from pathlib import Path
 
 
-def _print_board(ratings: dict) -> None:
+def _print_board(ratings: dict) -> list[str]:
+    """Print the leaderboard and its notes; returns the reasons some run is unscored (exit 1 if any)."""
+    from benchctl.tournament.ratings import unscored_notes
+
     flags = ratings["flags"]
     print(f"{'rank':>4}  {'auditor':<40} {'elo':>7}  {'95% interval':<15} {'matches':>7} {'cost $':>8}")
     for row in ratings["leaderboard"]:
         cost = "-" if row["cost_usd"] is None else f"{row['cost_usd']:.2f}"
         # no interval without bootstrap rounds (NaN in memory, null once read back from ratings.json)
         known = all(isinstance(row[k], (int, float)) and math.isfinite(row[k]) for k in ("lo", "hi"))
-        interval = f"({row['lo']:.0f}-{row['hi']:.0f})" if known else "(no interval)"
-        print(f"{row['rank']:>4}  {row['auditor']:<40} {row['elo']:>7.0f}  "
+        if not row["matches"]:
+            interval = "–"               # unrated: it played no match (see the note below)
+        else:
+            interval = f"({row['lo']:.0f}-{row['hi']:.0f})" if known else "(no interval)"
+        rank = "–" if row["rank"] is None else row["rank"]
+        print(f"{rank:>4}  {row['auditor']:<40} {row['elo']:>7.0f}  "
               f"{interval:<15} {row['matches']:>7} {cost:>8}")
     if flags["prior_used"] or flags["disconnected"]:
         print(f"note: prior used (disconnected={flags['disconnected']}, mle_exists={flags['mle_exists']}); "
               f"ratings across components are not comparable")
-    if flags["failed_envs"]:
-        print(f"note: judge failed on {len(flags['failed_envs'])} environment(s): {', '.join(flags['failed_envs'])}")
-    if flags.get("excluded_runs"):
-        print(f"note: {len(flags['excluded_runs'])} run(s) excluded (issues could not be read; see canonical "
-              f"lists' excluded_runs): {', '.join(flags['excluded_runs'])}")
     if flags.get("match_rows_omitted"):
         print("note: per-match rows omitted from ratings.json (too many matches); the ratings use every match")
+    unscored = unscored_notes(ratings)
+    for line in unscored:
+        print(f"note: {line}")
+    return unscored
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    _print_board(ratings)
-    return 0
+    # exit 1 when any run's tournament grade is unscored: the rule of `benchctl grade` for every grader
+    return 1 if _print_board(ratings) else 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ import orjson
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
 from benchctl import jsonio
-from benchctl.layout import GRADE_SCHEMA, GradeRecord, grade_path, read_meta, run_dir
+from benchctl.layout import GRADE_SCHEMA, META, RUNS, GradeRecord, grade_path
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.bootstrap import DEFAULT_ROUNDS, DEFAULT_SEED
 from benchctl.tournament.dedup import PROMPT_VERSION, REASK, dedup_env
@@ -168,7 +169,12 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
                         rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED, prior_strength: float = 1.0,
                         judge: str | None = None) -> Ratings:
     """Refit from the saved canonical lists (hand edits included) with no judge call; writes
-    grades/tournament/ratings.json and grades/tournament/<run_id>.json, and returns the ratings."""
+    grades/tournament/<run_id>.json, then grades/tournament/ratings.json, and returns the ratings.
+
+    Order and durability: every changed per-run grade file is written (each atomically, unchanged
+    ones are left alone), one filesystem sync makes them durable, and only then is ratings.json
+    replaced (atomically, fsynced). So ratings.json is never newer than the grade files it goes
+    with; an interrupted `rate` leaves the previous ratings.json, and re-running it finishes."""
     results = Path(results)
     parse_auditor_key(auditor_key)
     canons = canon_io.load_all(results)
@@ -183,8 +189,7 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
         excluded += list(c.get("excluded_runs", {}))
         for run_id, info in c["runs"].items():
             auditor_of[run_id] = auditor_label(info, auditor_key)
-            meta = read_meta(run_dir(results, run_id))
-            cost_by_run[run_id] = meta.get("cost_usd") if meta else None
+            cost_by_run[run_id] = _run_cost(results, run_id)
             if c.get("status", "ok") == "ok" and info.get("source") is None and "source" in info:
                 no_issue.append(run_id)
     judges = sorted({c["judge"] for c in canons if c.get("judge")})
@@ -193,23 +198,57 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
                               judge=judge or (", ".join(judges) if judges else None), auditor_key=auditor_key,
                               no_issue_runs=no_issue)
     ratings["flags"]["excluded_runs"] = sorted(set(excluded))
-    jsonio.write_json_atomic(canon_io.tournament_dir(results) / RATINGS_FILE, ratings)
-    _write_run_grades(results, canons, run_scores)
+    jsonio.write_bytes_batch(_changed(_run_grades(results, canons, run_scores)))
+    jsonio.write_json_atomic(canon_io.tournament_dir(results) / RATINGS_FILE, ratings)   # last
     return ratings
 
 
-def _write_run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str, float | None]) -> None:
-    """One layout.GradeRecord per run: score = mean share over its non-skipped matches. A run left
-    out because its issues could not be read gets an unscored record with the reason (so reports
-    say why, and an older score of that run is not left behind as if current)."""
+def _run_cost(results: Path, run_id: str) -> float | None:
+    """meta.json cost_usd of a run; None when unknown or the run has no readable meta.json. (A plain
+    open + orjson: this runs once per run, 25,000 times in a big tournament.)"""
+    try:
+        with open(os.path.join(results, RUNS, run_id, META), "rb") as f:
+            meta = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return meta.get("cost_usd") if isinstance(meta, dict) else None
+
+
+def _changed(records: dict[str, GradeRecord]) -> dict[str, bytes]:
+    """The records to write: those that differ from the file on disk other than in created_at (an
+    unchanged grade keeps its file, and its creation time)."""
+    out: dict[str, bytes] = {}
+    for path, rec in records.items():
+        try:
+            with open(path, "rb") as f:
+                old = orjson.loads(f.read())
+        except (OSError, orjson.JSONDecodeError):
+            old = None
+        if isinstance(old, dict) and {**old, "created_at": None} == {**rec, "created_at": None}:
+            continue
+        out[path] = jsonio.dumps(rec, pretty=True) + b"\n"
+    return out
+
+
+def _run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str, float | None]
+                ) -> dict[str, GradeRecord]:
+    """path -> one layout.GradeRecord per run: score = mean share over its non-skipped matches. A run
+    left out because its issues could not be read gets an unscored record with the reason (so
+    reports say why, and an older score of that run is not left behind as if current)."""
+    out: dict[str, GradeRecord] = {}
+    now = time.time()
+    # layout.grade_path(results, TOURNAMENT, run_id) is <this dir>/<run_id>.json; joined as strings
+    # because 25,000 pathlib paths cost seconds
+    folder = str(grade_path(results, TOURNAMENT, "-").parent)
     for c in canons:
+        rubric_hash = canon_io.content_hash(c["issues"])
         for run_id, why in (c.get("excluded_runs") or {}).items():
             excluded: GradeRecord = GradeRecord(
                 schema=GRADE_SCHEMA, grader=TOURNAMENT, run_id=run_id, artifact="", artifact_tag=None,
-                judge=c.get("judge") or "", rubric_hash=canon_io.content_hash(c["issues"]), status="unscored",
+                judge=c.get("judge") or "", rubric_hash=rubric_hash, status="unscored",
                 score=None, raw_score=None, by_cluster={}, items=[], n_items=0, n_unscored=0, usage={},
-                cost_usd=0.0, created_at=time.time())   # its extraction cost is in the env's, shared below
-            jsonio.write_json_atomic(grade_path(results, TOURNAMENT, run_id), {**excluded, "error": why})
+                cost_usd=0.0, created_at=now)   # its extraction cost is in the env's, shared below
+            out[os.path.join(folder, f"{run_id}.json")] = GradeRecord(**excluded, error=why)  # type: ignore[typeddict-unknown-key]
         ok = c.get("status", "ok") == "ok"
         n_runs = max(len(c["runs"]), 1)
         for run_id, info in c["runs"].items():
@@ -219,18 +258,19 @@ def _write_run_grades(results: Path, canons: list[CanonicalList], run_scores: di
             score = run_scores.get(run_id)
             rec: GradeRecord = GradeRecord(
                 schema=GRADE_SCHEMA, grader=TOURNAMENT, run_id=run_id, artifact=info.get("source") or "",
-                artifact_tag=None, judge=c.get("judge") or "", rubric_hash=canon_io.content_hash(c["issues"]),
+                artifact_tag=None, judge=c.get("judge") or "", rubric_hash=rubric_hash,
                 status="scored" if ok and score is not None else "unscored",
                 score=score if ok else None, raw_score=None, by_cluster={},
                 items=items, n_items=len(items), n_unscored=0, usage={},
                 cost_usd=None if c.get("cost_usd") is None else round(c["cost_usd"] / n_runs, 6),
-                created_at=time.time())
+                created_at=now)
             if not ok:
                 rec["error"] = f"the judge failed on environment {c['env']}: {c.get('error')}"  # type: ignore[typeddict-unknown-key]
             elif score is None:
                 rec["error"] = ("no match played: no run of another auditor in this environment, "  # type: ignore[typeddict-unknown-key]
                                 "or every match had nothing left after cancelling shared issues")
-            jsonio.write_json_atomic(grade_path(results, TOURNAMENT, run_id), rec)
+            out[os.path.join(folder, f"{run_id}.json")] = rec
+    return out
 
 
 def _hash(obj: Any) -> str:

@@ -5,7 +5,7 @@ Pure (no judge, no disk): `compute_ratings(canons, auditor_of, ...)` returns a s
 from __future__ import annotations
 
 import time
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -66,17 +66,30 @@ def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
     mle = bool(strongly_connected(total)) if n > 1 else True
     full = fit_batch(total, prior_weight=prior_weight, use_prior=not mle)
     boot = bootstrap(env_w, full, prior_weight=prior_weight, rounds=rounds, seed=seed)
-    ranks = interval_ranks(boot.lo, boot.hi) if n else np.zeros(0, dtype=int)
+
+    # An auditor that played no (non-skipped) match -- the only auditor, or one whose every match had
+    # nothing left -- was never measured: its Elo comes from the centring and the prior alone, and a
+    # bootstrap "interval" around it would be zero-width or the prior's. No interval, no rank.
+    played_by = counts.sum(axis=1)
+    unrated = [a for a, k in index.items() if not played_by[k]]
+    lo_b, hi_b = boot.lo.copy(), boot.hi.copy()
+    for a in unrated:
+        lo_b[index[a]] = hi_b[index[a]] = np.nan
+    ranks = interval_ranks(lo_b, hi_b) if n else np.zeros(0, dtype=int)
 
     cost_by_run = cost_by_run or {}
+    runs_of: dict[str, list[str]] = {a: [] for a in index}
+    for r in sorted(present):
+        runs_of[auditor_of[r]].append(r)
     board: list[LeaderboardRow] = []
     for a, k in index.items():
-        runs = sorted(r for r in present if auditor_of[r] == a)
+        runs = runs_of[a]
         costs = [cost_by_run.get(r) for r in runs]
         cost = None if not runs or any(c is None for c in costs) else round(float(sum(costs)), 6)
         played = int(counts[k].sum())
         board.append(LeaderboardRow(
-            rank=int(ranks[k]), auditor=a, elo=_r(full.elo[k]), lo=_r(boot.lo[k]), hi=_r(boot.hi[k]),
+            rank=int(ranks[k]) if played else None, auditor=a, elo=_r(full.elo[k]),
+            lo=_r(lo_b[k]) if played else None, hi=_r(hi_b[k]) if played else None,
             matches=played, environments=int(envs_of[k]), runs=len(runs),
             mean_share=round(float(share_sums[k].sum() / played), 6) if played else None,
             points_won=round(float(total[k].sum()), 6),
@@ -91,7 +104,9 @@ def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
                   mle_exists=mle, prior_used=bool(full.prior_used),
                   prior_weight=round(prior_weight, 6) if full.prior_used or boot.rounds_with_prior else 0.0,
                   bootstrap_rounds_with_prior=int(boot.rounds_with_prior), failed_envs=failed,
-                  no_issue_runs=sorted(no_issue_runs), excluded_runs=[], match_rows_omitted=not with_rows)
+                  no_issue_runs=sorted(no_issue_runs), excluded_runs=[], match_rows_omitted=not with_rows,
+                  unrated_auditors=unrated,
+                  no_match_runs=sorted(r for e in envs for r in e.runs if run_scores.get(r) is None))
     tables = [_env_table(c, auditor_of, env_matches(c, auditor_of, weighting=weighting) if with_rows else [])
               for c in usable]
     ratings = Ratings(schema=RATINGS_SCHEMA, grader=TOURNAMENT, judge=judge, auditor_key=auditor_key,
@@ -119,3 +134,32 @@ def _env_table(canon: CanonicalList, auditor_of: Mapping[str, str], rows: list) 
 
 def _r(x: float) -> float:
     return round(float(x), 2)
+
+
+def unscored_notes(ratings: Mapping[str, Any]) -> list[str]:
+    """Why some run of this tournament has no score (its grade record is unscored), one line per
+    reason; empty when every run that entered has one. `benchctl grade` and `python -m
+    benchctl.tournament` print these and exit 1 when there are any: the one rule for every grader."""
+    flags = ratings.get("flags") or {}
+    out: list[str] = []
+    if failed := list(flags.get("failed_envs") or []):
+        out.append(f"the judge failed on {len(failed)} environment(s) ({_some(failed)}); their runs are unscored. "
+                   f"Re-run the same command to retry them.")
+    if excluded := list(flags.get("excluded_runs") or []):
+        out.append(f"{len(excluded)} run(s) left out because their issues could not be read ({_some(excluded)}); "
+                   f"reasons in grades/tournament/canonical/<env>.json excluded_runs")
+    unrated = list(flags.get("unrated_auditors") or [])
+    if unrated:
+        alone = len(ratings.get("leaderboard") or []) == 1
+        out.append(f"{len(unrated)} auditor(s) played no match ({_some(unrated)}): "
+                   + ("a tournament needs at least two auditors on an environment. " if alone else
+                      "no run of another auditor shared their environments, or every match had nothing left after "
+                      "shared issues cancelled. ")
+                   + "Their Elo is not a measurement (no match to fit it to): no interval, no rank.")
+    if no_match := list(flags.get("no_match_runs") or []):
+        out.append(f"{len(no_match)} run(s) played no match and are unscored ({_some(no_match)})")
+    return out
+
+
+def _some(names: Sequence[str], limit: int = 10) -> str:
+    return ", ".join(names[:limit]) + (f" ... (+{len(names) - limit})" if len(names) > limit else "")

@@ -118,11 +118,11 @@ class CanonicalList(TypedDict, total=False):
 
 # ----------------------------------------------------------------------------- ratings.json
 class LeaderboardRow(TypedDict):
-    rank: int                   # 1 + #auditors whose lo > this hi
+    rank: int | None            # 1 + #auditors whose lo > this hi; None when unrated (no match played)
     auditor: str
-    elo: float                  # full-data fit, mean over auditors = 1000
-    lo: float                   # 2.5 percentile of bootstrap
-    hi: float                   # 97.5 percentile of bootstrap
+    elo: float                  # full-data fit, mean over auditors = 1000 (an unrated auditor's is no measurement)
+    lo: float | None            # 2.5 percentile of bootstrap; None when unrated or without bootstrap rounds
+    hi: float | None            # 97.5 percentile of bootstrap; None likewise
     matches: int                # non-skipped run-vs-run matches played
     environments: int           # environments with at least one run of this auditor
     runs: int                   # runs of this auditor that entered the tournament
@@ -174,6 +174,8 @@ class Flags(TypedDict):
     excluded_runs: list[str]    # runs left out because the judge could not extract their issues
     match_rows_omitted: bool    # environments[].matches left empty: too many matches to list
                                 # (> ratings.MAX_TABLE_MATCHES run-vs-run matches); issues are still listed
+    unrated_auditors: list[str]  # auditors that played no match (e.g. the only one): no interval, no rank
+    no_match_runs: list[str]    # runs that played no match: their grade record is unscored
 
 
 class Ratings(TypedDict):
