@@ -141,6 +141,9 @@ def test_followup_artifacts_are_kept_separately(tmp_path: Path) -> None:
     assert (run / "artifacts" / "report.followup-1.md").read_text() == "expanded\n"
     assert meta["followups"][0]["status"] == "completed"
     assert any(e["type"] == "followup" and e["prompt"] == "Now expand the report." for e in ev)
+    # turns are counted per phase, as the CLI harnesses count them: 2 in the run, 2 in the follow-up
+    # (ReAct used to report the running total, 4, for the follow-up)
+    assert meta["turns"] == 2 and meta["followups"][0]["turns"] == 2
 
 
 def test_timeout_during_a_slow_model_call(tmp_path: Path) -> None:

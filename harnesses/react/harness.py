@@ -130,7 +130,9 @@ class ReactHarness:
         turns_here = 0
 
         def result(status: str, error: str | None = None) -> HarnessResult:
-            return HarnessResult(status, error=error, turns=self._turns, details={"turns_this_phase": turns_here})  # type: ignore[arg-type]
+            # turns of this phase (run or follow-up), as the CLI harnesses count them; the transcript's
+            # `assistant` events keep numbering across phases (self._turns)
+            return HarnessResult(status, error=error, turns=turns_here)  # type: ignore[arg-type]
 
         while True:
             if ctx.cancel.is_set():
