@@ -90,6 +90,7 @@ class _Writer:
         self.by_tool: dict[str, _Held] = {}        # tool call id -> the held agent step that made it
         self.waiting: dict[str, _Held] = {}        # conversation -> its held agent step awaiting results
         self.pending_events: list[dict[str, Any]] = []
+        self.running: _Held | None = None          # the latest agent step, while its tool calls are open
         self.n_steps = 0
         self.totals = {"prompt": 0, "completion": 0, "cached": 0}
         self.first_conversation: str | None = None
@@ -156,6 +157,9 @@ class _Writer:
 
     # --- items ---
     def model_turn(self, turn: ev.ModelTurn) -> None:
+        # steps are written one turn late, so that what follows a call (its tool results, a refusal,
+        # a fallback, notices) can still join the step it belongs to
+        self.flush()
         conv = turn.conversation
         if conv is not None:
             if self.first_conversation is None:
@@ -173,7 +177,6 @@ class _Writer:
             if previous is not None:          # its results, if any, came with this request
                 previous.open_calls.clear()
         self.agent_step(turn)
-        self.flush()
 
     def message(self, m: Message, turn: ev.ModelTurn, previous: _Held | None) -> None:
         when = _iso(turn.event.get("t"))
@@ -223,6 +226,7 @@ class _Writer:
                          "extra": {"benchctl": {k: v for k, v in record.items() if v is not None}}},
                         turn.conversation)
         self.by_call[turn.call_id] = held
+        self.running = held if held.open_calls else None
         if held.open_calls and turn.conversation is not None:
             self.waiting[turn.conversation] = held
 
@@ -240,6 +244,8 @@ class _Writer:
         rec = {k: v for k, v in e.items() if k not in ("v", "request", "text" if compact else "")}
         held = self.by_call.get(str(e.get("call_id"))) if e.get("call_id") else None
         held = held or self.by_tool.get(str(tool_id or e.get("tool_id") or ""))
+        if held is None and self.running is not None and self.running.open_calls:
+            held = self.running               # while the agent's tools run (e.g. target model calls)
         if held is not None:
             held.events.append(rec)
             return

@@ -199,11 +199,12 @@ Item = Union[ModelTurn, TargetTurn, ToolUse, Note]
 
 
 class _Conversation:
-    __slots__ = ("last_call", "counts", "prints", "system", "tools", "config", "response")
+    __slots__ = ("last_call", "counts", "total", "prints", "system", "tools", "config", "response")
 
     def __init__(self) -> None:
         self.last_call = ""
         self.counts: list[int] = []          # neutral messages per wire message of the last request
+        self.total = 0                       # sum(counts)
         self.prints: list[bytes] = []        # a fingerprint per neutral message of the last request
         self.system: Message | None = None
         self.tools: list[ToolDef] = []
@@ -247,18 +248,22 @@ class _Tracker:
         conv.config.update(wire.generate_config(changed))
 
         keep_wire = int(delta.get("keep") or 0) if complete else 0
-        kept_counts = conv.counts[:keep_wire]
-        keep = sum(kept_counts)
+        if keep_wire < len(conv.counts):      # history rewritten: drop what was not kept (rare: O(n))
+            del conv.counts[keep_wire:]
+            conv.total = sum(conv.counts)
+        keep = conv.total
         new: list[Message] = []
         repeated: list[bool] = []
         if "append" in delta:
             per = self._convert(wire_api, delta.get("append") or [], conv)
-            conv.counts = kept_counts + [len(ms) for ms in per]
             new = [m for ms in per for m in ms]
             prints = [_fingerprint(m) for m in new]
-            old = conv.prints[keep:]
+            old = conv.prints[keep:] if keep < len(conv.prints) else []
             repeated = [i < len(old) and old[i] == fp for i, fp in enumerate(prints)]
-            conv.prints = conv.prints[:keep] + prints
+            del conv.prints[keep:]
+            conv.prints.extend(prints)
+            conv.counts.extend(len(ms) for ms in per)
+            conv.total += len(new)
         self._name_tools(new)
         if output is not None:
             self._name_tools([output])

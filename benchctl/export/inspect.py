@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import secrets
 import tempfile
 from collections import defaultdict
 from datetime import datetime, timezone
@@ -50,8 +51,7 @@ from benchctl.export import events as ev
 from benchctl.export.wire import Message, ToolDef
 from benchctl.transcript import Redactor
 
-ATTACHMENT_MIN = 2000             # strings this long are stored once, as attachments
-_REF_PREFIXES = ("attachment://", "tc://")   # what inspect's reader would resolve: never left in agent text
+ATTACHMENT_MIN = 2000             # message texts, info data and tool descriptions this long are stored once
 _POLICY_TEXT = {"notice", "reprompt", "revision_request", "followup"}   # info data shown as (markdown) text
 _SKIP = {"assistant"}              # harness echoes of model output: the ModelEvents carry it
 _STOP = {"end_turn": "stop", "stop": "stop", "completed": "stop", "stop_sequence": "stop", "STOP": "stop",
@@ -216,19 +216,20 @@ class _Spill:
 
 
 class _Attachments:
-    """Long strings stored once under `attachment://<hash>`, as inspect-ai condenses samples. Agent
-    text that itself starts with an attachment reference is stored the same way, so inspect's reader
-    gives back exactly that text instead of resolving it to something else."""
+    """Long strings stored once under `attachment://<key>`, as inspect-ai condenses samples. Keys are
+    keyed hashes with a secret made per export: an agent that writes `attachment://...` into its
+    output cannot name a key that exists, so neither inspect's reader nor its viewer (which resolve
+    such references) can be made to show anything but the agent's literal text."""
 
-    def __init__(self, redact: Redactor) -> None:
+    def __init__(self, redact: Redactor, salt: bytes) -> None:
         self.spill = _Spill()
         self.keys: set[str] = set()
-        self.redact = redact
+        self.redact, self.salt = redact, salt
 
     def __call__(self, text: str) -> str:
-        if len(text) < ATTACHMENT_MIN and not text.startswith(_REF_PREFIXES):
+        if len(text) < ATTACHMENT_MIN:
             return text
-        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=self.salt, digest_size=16).hexdigest()
         if key not in self.keys:
             self.keys.add(key)
             self.spill.add(self.redact(json.dumps(key).encode() + b":" + to_json_safe(text, indent=None)))
@@ -338,7 +339,7 @@ class _SampleWriter:
 
     def __init__(self, run: ev.Run, stream: IO[bytes], redact: Redactor) -> None:
         self.run, self.stream, self.redact = run, stream, redact
-        self.att = _Attachments(redact)
+        self.att = _Attachments(redact, secrets.token_bytes(16))
         self.pool = _Spill()
         self.n_events = 0
         self.run_key = _hash(run.run_id)
@@ -348,7 +349,7 @@ class _SampleWriter:
         # per conversation: pool indices of its latest input (system prompt apart), calls, first
         # user text, latest output; all small (indices, not messages)
         self.conv_system: dict[str, int | None] = {}
-        self.conv_messages: dict[str, list[int]] = {}
+        self.conv_messages: dict[str, list[list[int]]] = {}    # as [start, end) runs of pool indices
         self.conv_calls: dict[str, int] = defaultdict(int)
         self.conv_first_user: dict[str, str] = {}
         self.conv_output: dict[str, ModelOutput] = {}
@@ -379,9 +380,9 @@ class _SampleWriter:
         if m.role == "user":
             return ChatMessageUser(id=mid, content=content)
         if m.role == "tool":
-            err = ToolCallError("unknown", self.att(m.text[:2000])) if m.is_error else None
+            err = ToolCallError("unknown", m.text[:2000]) if m.is_error else None
             return ChatMessageTool(id=mid, content=content, tool_call_id=m.tool_call_id, function=m.tool_name, error=err)
-        calls = [ToolCall(id=c.id, function=c.name, arguments=self.att.value(c.arguments),
+        calls = [ToolCall(id=c.id, function=c.name, arguments=c.arguments,
                           type="custom" if c.raw is not None else "function") for c in m.tool_calls]
         return ChatMessageAssistant(id=mid, content=content, tool_calls=calls or None, model=model)
 
@@ -429,15 +430,17 @@ class _SampleWriter:
         conv = turn.conversation
         if conv is not None:
             system = self._system_index(turn.system) if turn.system is not None else None
-            kept = self.conv_messages.get(conv, [])[:turn.keep] if turn.base else []
-            messages = kept + [self._pool_add(m) for m in turn.new]
+            messages = _truncate(self.conv_messages.get(conv, []), turn.keep) if turn.base else []
+            for m in turn.new:
+                _append(messages, self._pool_add(m))
             self.conv_system[conv], self.conv_messages[conv] = system, messages
             self.conv_calls[conv] += 1
             if conv not in self.conv_first_user:
                 first = next((m.text for m in turn.new if m.role == "user" and m.text), None)
                 if first is not None:
                     self.conv_first_user[conv] = first
-            refs = _ranges(([system] if system is not None else []) + messages)
+            refs = [(system, system + 1)] if system is not None else []
+            refs += [(a, b) for a, b in messages]
         served = str(e.get("served_model") or e.get("requested_model") or "")
         latency = float(e["latency_ms"]) / 1000 if isinstance(e.get("latency_ms"), (int, float)) else None
         end = float(e.get("t") or self.t0)
@@ -460,7 +463,7 @@ class _SampleWriter:
                               requested_model=e.get("requested_model"), input=[], input_refs=refs,
                               tools=self._tools(turn.tools), tool_choice="auto", config=config, output=output,
                               error=turn.error, retries=(len(retries) - 1) if isinstance(retries, list) and retries else None,
-                              completed=_dt(end), working_time=latency, metadata={"benchctl": self.att.value(meta)}))
+                              completed=_dt(end), working_time=latency, metadata={"benchctl": meta}))
         if conv is not None:
             self.conv_output[conv] = output
 
@@ -482,7 +485,7 @@ class _SampleWriter:
         self._emit(ModelEvent(**self._base(end, end - latency if latency else None), model=model, role=role,
                               input=inputs, tools=[], tool_choice="none", config=GenerateConfig(), output=output,
                               error=error, completed=_dt(end), working_time=latency,
-                              metadata={"benchctl": self.att.value(meta)}))
+                              metadata={"benchctl": meta}))
 
     def tool_use(self, use: ev.ToolUse) -> None:
         call, result = use.call or {}, use.result or {}
@@ -492,19 +495,19 @@ class _SampleWriter:
         text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
         error = None
         if result.get("timed_out"):
-            error = ToolCallError("timeout", self.att(text[:2000]))
+            error = ToolCallError("timeout", text[:2000])
         elif result.get("is_error"):
-            error = ToolCallError("unknown", self.att(text[:2000]))
+            error = ToolCallError("unknown", text[:2000])
         start = _num(call.get("t")) if call else _num(result.get("t"))
         end = _num(result.get("t"))
         meta = {k: v for k, v in result.items() if k not in ("v", "type", "t", "output", "id", "name")}
         meta["result_recorded"] = use.result is not None
         self._emit(ToolEvent(**self._base(start), id=str(call.get("id") or result.get("id") or ""),
                              function=str(call.get("name") or result.get("name") or ""),
-                             arguments=self.att.value(arguments), result=self.att(text), error=error,
+                             arguments=arguments, result=text, error=error,
                              completed=_dt(end) if end is not None else None,
                              working_time=(end - start) if end is not None and start is not None else None,
-                             metadata={"benchctl": self.att.value(meta)}))
+                             metadata={"benchctl": meta}))
 
     def note(self, e: dict[str, Any]) -> None:
         kind = str(e.get("type"))
@@ -536,8 +539,9 @@ class _SampleWriter:
         big fields and its message count."""
         main = max(self.conv_calls, key=lambda c: (self.conv_calls[c], c in self.conv_first_user), default=None)
         output = self.conv_output.get(main or "") or ModelOutput()
-        indices = ([] if self.conv_system.get(main or "") is None else [self.conv_system[main]]) + \
-            self.conv_messages.get(main or "", [])    # type: ignore[list-item]
+        system = self.conv_system.get(main or "")
+        indices = ([] if system is None else [system]) + \
+            [i for a, b in self.conv_messages.get(main or "", []) for i in range(a, b)]
         if output.choices and output.choices[0].message is not None:
             indices.append(self._pool_add(output.choices[0].message))
         s = self.stream
@@ -550,7 +554,7 @@ class _SampleWriter:
         s.write(b'],"attachments":{')
         self.att.spill.copy_to(s)
         s.write(b"}")
-        update: dict[str, Any] = {"output": output, "input": self.att(self.conv_first_user.get(main or "", "")),
+        update: dict[str, Any] = {"output": output, "input": self.conv_first_user.get(main or "", ""),
                                   "model_usage": self.usage.by_model, "role_usage": self.usage.by_role}
         if self.token_limit is not None and shell.limit is not None:
             update["limit"] = self.token_limit          # the run timed out because its token budget ran out
@@ -569,12 +573,21 @@ def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
-def _ranges(indices: list[int]) -> list[tuple[int, int]]:
-    """Pool indices as (start, end_exclusive) runs, as ModelEvent.input_refs wants them."""
-    out: list[tuple[int, int]] = []
-    for i in indices:
-        if out and out[-1][1] == i:
-            out[-1] = (out[-1][0], i + 1)
-        else:
-            out.append((i, i + 1))
+def _append(runs: list[list[int]], index: int) -> None:
+    """Add a pool index to a conversation held as [start, end) runs (the pool grows in order, so a
+    conversation is usually one run: O(1) per message)."""
+    if runs and runs[-1][1] == index:
+        runs[-1][1] += 1
+    else:
+        runs.append([index, index + 1])
+
+
+def _truncate(runs: list[list[int]], keep: int) -> list[list[int]]:
+    """The first `keep` messages of a conversation held as runs."""
+    out: list[list[int]] = []
+    for a, b in runs:
+        if keep <= 0:
+            break
+        out.append([a, min(b, a + keep)])
+        keep -= b - a
     return out
