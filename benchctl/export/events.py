@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from benchctl.layout import ARTIFACTS, GRADES, TRANSCRIPT, iter_runs, read_meta,
 
 SYSTEM_KEYS = {"system", "instructions", "systemInstruction", "system_instruction"}
 MAX_CONVERSATIONS = 256     # the gateway's recorder tracks 64 at a time; older ones are never extended
+MAX_TOOL_NAMES = 4096
 
 
 @dataclass(frozen=True)
@@ -203,9 +205,9 @@ class _Conversation:
 
     def __init__(self) -> None:
         self.last_call = ""
-        self.counts: list[int] = []          # neutral messages per wire message of the last request
+        self.counts = array("I")             # neutral messages per wire message of the last request
         self.total = 0                       # sum(counts)
-        self.prints: list[bytes] = []        # a fingerprint per neutral message of the last request
+        self.prints = array("Q")             # a 64-bit fingerprint per neutral message of the last request
         self.system: Message | None = None
         self.tools: list[ToolDef] = []
         self.config: dict[str, Any] = {}
@@ -217,7 +219,9 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.convs: OrderedDict[str, _Conversation] = OrderedDict()
-        self.tool_names: dict[str, str] = {}
+        # tool call id -> name, for results that do not name their tool (they follow their call
+        # closely, so the latest few thousand calls are enough)
+        self.tool_names: OrderedDict[str, str] = OrderedDict()
 
     def turn(self, ev: dict[str, Any]) -> ModelTurn:
         call_id = str(ev.get("call_id") or "")
@@ -258,7 +262,7 @@ class _Tracker:
             per = self._convert(wire_api, delta.get("append") or [], conv)
             new = [m for ms in per for m in ms]
             prints = [_fingerprint(m) for m in new]
-            old = conv.prints[keep:] if keep < len(conv.prints) else []
+            old = conv.prints[keep:] if keep < len(conv.prints) else array("Q")
             repeated = [i < len(old) and old[i] == fp for i, fp in enumerate(prints)]
             del conv.prints[keep:]
             conv.prints.extend(prints)
@@ -287,16 +291,18 @@ class _Tracker:
         for m in messages:
             for c in m.tool_calls:
                 self.tool_names[c.id] = c.name
+                if len(self.tool_names) > MAX_TOOL_NAMES:
+                    self.tool_names.popitem(last=False)
             if m.role == "tool" and m.tool_name is None and m.tool_call_id:
                 m.tool_name = self.tool_names.get(m.tool_call_id)
 
 
-def _fingerprint(m: Message) -> bytes:
-    """What identifies a message's content (not its wire spelling)."""
+def _fingerprint(m: Message) -> int:
+    """What identifies a message's content (not its wire spelling), in 64 bits."""
     data = orjson.dumps([m.role, [(p.type, p.text, p.data) for p in m.parts],
                          [(c.id, c.name, c.arguments) for c in m.tool_calls], m.tool_call_id],
                         option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS)
-    return hashlib.blake2b(data, digest_size=12).digest()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
 def items(run: Run) -> Iterator[Item]:

@@ -28,6 +28,7 @@ import hashlib
 import json
 import secrets
 import tempfile
+from array import array
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -192,21 +193,27 @@ class _Spill:
 
     def __init__(self) -> None:
         self.file: IO[bytes] = tempfile.TemporaryFile()
-        self.offsets: list[tuple[int, int]] = []
+        self.starts = array("q")          # 8 bytes per piece: where it starts; it ends where the next starts
+        self.end = 0
+
+    def __len__(self) -> int:
+        return len(self.starts)
 
     def add(self, data: bytes) -> int:
-        pos = self.file.seek(0, 2)
+        self.file.seek(self.end)
         self.file.write(data)
-        self.offsets.append((pos, len(data)))
-        return len(self.offsets) - 1
+        self.starts.append(self.end)
+        self.end += len(data)
+        return len(self.starts) - 1
 
     def get(self, index: int) -> bytes:
-        pos, n = self.offsets[index]
-        self.file.seek(pos)
-        return self.file.read(n)
+        start = self.starts[index]
+        stop = self.starts[index + 1] if index + 1 < len(self.starts) else self.end
+        self.file.seek(start)
+        return self.file.read(stop - start)
 
     def copy_to(self, stream: IO[bytes], sep: bytes = b",") -> None:
-        for i in range(len(self.offsets)):
+        for i in range(len(self.starts)):
             if i:
                 stream.write(sep)
             stream.write(self.get(i))
@@ -387,7 +394,7 @@ class _SampleWriter:
         return ChatMessageAssistant(id=mid, content=content, tool_calls=calls or None, model=model)
 
     def _pool_add(self, m: Message | ChatMessage) -> int:
-        msg = m if not isinstance(m, Message) else self._message(m, f"{self.run_key}-m{len(self.pool.offsets)}")
+        msg = m if not isinstance(m, Message) else self._message(m, f"{self.run_key}-m{len(self.pool)}")
         return self.pool.add(self.redact(to_json_safe(msg, indent=None)))
 
     def _system_index(self, system: Message) -> int:
