@@ -194,8 +194,10 @@ def rich_run(results: Path, **meta: Any) -> Path:
     calls = model_calls(conversation_requests())
     refusal = ("model_call", "gateway", {**calls[4][2], "call_id": "call-9", "refusal": True, "stop_reason": "refusal",
                                          "request": None, "response": {"text": "I can't help.", "tool_calls": []}})
-    timed_out = ("model_call", "gateway", {**calls[4][2], "call_id": "call-10", "status": "timeout",
-                                           "request": None, "response": {"text": "partial ans", "tool_calls": []}})
+    # cut off by the deadline: a partial answer, no usage reported (unknown, so it must stay unknown)
+    timed_out = ("model_call", "gateway", {**{k: v for k, v in calls[4][2].items() if k != "usage"}, "call_id": "call-10",
+                                           "status": "timeout", "request": None,
+                                           "response": {"text": "partial ans", "tool_calls": []}})
     events = [
         ("run_start", "runner", {"run_id": "x", "budget_s": 60.0}), calls[0],
         ("tool_call", "harness", {"id": "t1", "name": "bash", "input": {"command": "ls /data"}}),

@@ -98,6 +98,9 @@ def test_wire_formats_map_to_neutral_messages() -> None:
     assert gem[1][0].role == "tool" and json.loads(gem[1][0].text) == {"ok": True}
 
     assert wire.system_prompt("openai_responses", {"instructions": "be brief"}).text == "be brief"
+    assert [wire.tool_choice(v) for v in (None, "auto", {"type": "any"}, "required", {"type": "none"},
+                                          {"type": "tool", "name": "bash"}, {"type": "function", "function": {"name": "f"}})] \
+        == [("auto", None), ("auto", None), ("any", None), ("any", None), ("none", None), ("tool", "bash"), ("tool", "f")]
     assert wire.system_prompt("gemini", {"systemInstruction": {"parts": [{"text": "g"}]}}).text == "g"
     assert [t.name for t in wire.tool_defs({"tools": [{"type": "function", "function": {"name": "a", "parameters": {}}},
                                                       {"functionDeclarations": [{"name": "b"}]}]})] == ["a", "b"]
@@ -165,6 +168,7 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
     assert first.output.choices[0].message.tool_calls[0].function == "bash"
     timed_out = next(e for e in models if e.metadata["benchctl"]["call_id"] == "call-10")
     assert timed_out.error == "status timeout" and timed_out.output.completion == "partial ans"
+    assert timed_out.output.usage is None                            # not reported: not zero
     assert s0.model_fallbacks[0].fallback_model == "scripted/old.json" and s0.model_fallbacks[0].count == 1
 
     tools = [e for e in s0.events if e.event == "tool"]
@@ -194,10 +198,10 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
     assert means == {"coverage": (0.25, 2, 1), "coverage[followup-1]": (0.25, 1, 2)}
 
     # usage and cost: per call into the sample and the eval; an unknown price stays None
-    assert s0.model_usage["scripted/m.json"].input_tokens == sum(100 * i for i in (1, 2, 3, 4, 5, 5, 5, 6))
-    assert s0.model_usage["scripted/m.json"].total_cost == pytest.approx(0.001 * (1 + 2 + 3 + 4 + 5 + 5 + 5 + 6))
+    assert s0.model_usage["scripted/m.json"].input_tokens == sum(100 * i for i in (1, 2, 3, 4, 5, 5, 6))
+    assert s0.model_usage["scripted/m.json"].total_cost == pytest.approx(0.001 * (1 + 2 + 3 + 4 + 5 + 5 + 6))
     assert s0.metadata["cost_usd"] is None
-    assert log.stats.model_usage["scripted/m.json"].output_tokens == 3 * 8 * 20
+    assert log.stats.model_usage["scripted/m.json"].output_tokens == 3 * 7 * 20
 
     # outcomes
     assert s1.error is not None and s1.error.message == "harness crashed"
@@ -229,7 +233,7 @@ def test_atif_trajectories_validate_with_steps_metrics_observations_and_the_repo
     assert t.steps[0].source == "system" and t.steps[0].message == SYSTEM
     assert t.steps[1].source == "user" and t.steps[1].message == "Investigate /data."
     users = [s.message for s in t.steps if s.source == "user"]
-    assert users.count("Investigate /data.") == 1                 # re-sent history is not a new step
+    assert users.count("[benchctl] Time remaining: 50s.") == 1     # history re-sent in another shape: no new step
     assert "You still have time. Do not stop yet." in users
     refusal = next(s for s in agent if s.extra["benchctl"]["call_id"] == "call-9")
     assert {e["type"] for e in refusal.extra["benchctl_events"]} >= {"refusal", "fallback"}
@@ -239,7 +243,9 @@ def test_atif_trajectories_validate_with_steps_metrics_observations_and_the_repo
     assert blob.message == "" and blob.extra["benchctl_artifact"]["binary"] is True
     fm = t.final_metrics
     assert fm.total_steps == len(t.steps) and fm.total_cost_usd is None         # unknown price stays unknown
-    assert fm.total_prompt_tokens == sum(s.metrics.prompt_tokens for s in agent)
+    assert fm.total_prompt_tokens == sum(s.metrics.prompt_tokens for s in agent if s.metrics)
+    cut = next(s for s in agent if s.extra["benchctl"]["call_id"] == "call-10")
+    assert cut.metrics is None and cut.message == "partial ans"       # usage unknown: no metrics, not zeros
     assert [g["grader"] for g in t.extra["benchctl"]["grades"]] == ["coverage", "coverage", "tldr"]
     assert any(e["type"] == "run_end" for e in t.extra["benchctl"]["trailing_events"] +
                [x for s in t.steps for x in (s.extra or {}).get("benchctl_events", [])])
@@ -265,6 +271,21 @@ def test_reexport_replaces_and_a_glob_selects(rich: Path, tmp_path: Path) -> Non
 def flat(text: str) -> str:
     """CLI error text without the box typer draws around it."""
     return " ".join(text.replace("│", " ").split())
+
+
+def test_a_missing_extra_is_named_with_the_command_that_installs_it(tmp_path: Path) -> None:
+    import os
+
+    from tests._run_helpers import REPO
+    shadow = tmp_path / "site" / "inspect_ai"            # what Python finds when inspect-ai is not installed
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'inspect_ai'\")\n")
+    write_run(tmp_path / "results", [("run_start", "runner", {})])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow.parent), str(REPO)])}
+    r = cli("export", str(tmp_path / "results"), "--to", "inspect", "-o", str(tmp_path / "o"), env=env)
+    assert r.returncode == 2 and "pip install 'benchctl[inspect]'" in flat(r.stderr)
+    assert not (tmp_path / "o").exists()
+    assert cli("export", str(tmp_path / "results"), "--to", "atif", "-o", str(tmp_path / "o"), env=env).returncode == 0
 
 
 def test_cli_errors_name_the_problem(tmp_path: Path) -> None:

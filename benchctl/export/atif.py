@@ -203,18 +203,19 @@ class _Writer:
 
     def agent_step(self, turn: ev.ModelTurn) -> None:
         e = turn.event
-        u = e.get("usage") if isinstance(e.get("usage"), dict) else {}
-        i, r, w, o = (int(u.get(k) or 0) for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens",
-                                                   "output_tokens"))
-        self.totals["prompt"] += i + r + w
-        self.totals["completion"] += o
-        self.totals["cached"] += r
         cost = e.get("cost_usd")
-        metrics = Metrics(prompt_tokens=i + r + w, completion_tokens=o, cached_tokens=r,
-                          cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
-                          extra={k: v for k, v in (("reasoning_tokens", u.get("reasoning_tokens")),
-                                                   ("cache_write_tokens", w), ("latency_ms", e.get("latency_ms")),
-                                                   ("ttfb_ms", e.get("ttfb_ms"))) if v is not None} or None)
+        metrics = None
+        if isinstance(e.get("usage"), dict):          # no usage recorded: no metrics, not zeros
+            u = e["usage"]
+            i, r, w, o = (int(u.get(k) or 0) for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens",
+                                                       "output_tokens"))
+            self.totals["prompt"] += i + r + w
+            self.totals["completion"] += o
+            self.totals["cached"] += r
+            extra = {k: v for k, v in (("reasoning_tokens", u.get("reasoning_tokens")), ("cache_write_tokens", w),
+                                       ("latency_ms", e.get("latency_ms")), ("ttfb_ms", e.get("ttfb_ms"))) if v is not None}
+            metrics = Metrics(prompt_tokens=i + r + w, completion_tokens=o, cached_tokens=r,
+                              cost_usd=float(cost) if isinstance(cost, (int, float)) else None, extra=extra or None)
         out = turn.output
         record = {k: v for k, v in e.items() if k not in ("v", "type", "source", "t", "usage", "headers")}
         record.update(conversation=turn.conversation, error=turn.error)

@@ -45,10 +45,11 @@ from inspect_ai.model import (ChatCompletionChoice, ChatMessage, ChatMessageAssi
                               GenerateConfig, ModelOutput, ModelUsage)
 from inspect_ai.model._model_output import ModelFallback
 from inspect_ai.scorer import Score
-from inspect_ai.tool import ToolCall, ToolCallError, ToolInfo, ToolParams
+from inspect_ai.tool import ToolCall, ToolCallError, ToolFunction, ToolInfo, ToolParams
 from inspect_ai.viewer import ViewerConfig
 
 from benchctl.export import events as ev
+from benchctl.export import wire
 from benchctl.export.wire import Message, ToolDef
 from benchctl.transcript import Redactor
 
@@ -152,7 +153,9 @@ class _Usage:
         self.by_model: dict[str, ModelUsage] = {}
         self.by_role: dict[str, ModelUsage] = {}
 
-    def add(self, model: str, usage: ModelUsage, role: str | None = None) -> None:
+    def add(self, model: str, usage: ModelUsage | None, role: str | None = None) -> None:
+        if usage is None:
+            return
         for table, key in ((self.by_model, model), (self.by_role, role)):
             if key is None:
                 continue
@@ -176,10 +179,11 @@ def _sum(a: ModelUsage, b: ModelUsage) -> ModelUsage:
                       reasoning_tokens=(a.reasoning_tokens or 0) + (b.reasoning_tokens or 0), total_cost=cost)
 
 
-def _usage(u: Any, cost: Any) -> ModelUsage:
+def _usage(u: Any, cost: Any) -> ModelUsage | None:
     """benchctl usage (input_tokens = not read from cache) in Inspect's terms; total counts every
-    input token (uncached, cache read, cache write) plus output."""
-    u = u if isinstance(u, dict) else {}
+    input token (uncached, cache read, cache write) plus output. None when no usage was recorded."""
+    if not isinstance(u, dict):
+        return None
     i, r, w, o = (int(u.get(k) or 0) for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens"))
     return ModelUsage(input_tokens=i, output_tokens=o, total_tokens=i + r + w + o, input_tokens_cache_read=r,
                       input_tokens_cache_write=w, reasoning_tokens=int(u.get("reasoning_tokens") or 0),
@@ -468,7 +472,8 @@ class _SampleWriter:
         meta.update(conversation=conv, request_recorded=turn.complete, generate=cfg or None)
         self._emit(ModelEvent(**self._base(end, end - latency if latency is not None else None), model=served,
                               requested_model=e.get("requested_model"), input=[], input_refs=refs,
-                              tools=self._tools(turn.tools), tool_choice="auto", config=config, output=output,
+                              tools=self._tools(turn.tools), tool_choice=_tool_choice(cfg.get("tool_choice")),
+                              config=config, output=output,
                               error=turn.error, retries=(len(retries) - 1) if isinstance(retries, list) and retries else None,
                               completed=_dt(end), working_time=latency, metadata={"benchctl": meta}))
         if conv is not None:
@@ -574,6 +579,11 @@ class _SampleWriter:
         self.pool.close()
         self.att.spill.close()
         return small, len(indices)
+
+
+def _tool_choice(value: Any) -> Any:
+    kind, name = wire.tool_choice(value)
+    return ToolFunction(name=name) if kind == "tool" and name else kind
 
 
 def _num(x: Any) -> float | None:

@@ -278,9 +278,23 @@ def tool_defs(fields: dict[str, Any]) -> list[ToolDef]:
 
 
 GENERATE_FIELDS = ("max_tokens", "max_output_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-                   "reasoning", "reasoning_effort", "thinking", "generationConfig")
+                   "reasoning", "reasoning_effort", "thinking", "generationConfig", "tool_choice")
 
 
 def generate_config(fields: dict[str, Any]) -> dict[str, Any]:
-    """The sampling settings the request carried (as recorded, unconverted)."""
+    """The sampling settings (and tool choice) the request carried, as recorded, unconverted."""
     return {k: fields[k] for k in GENERATE_FIELDS if k in fields}
+
+
+def tool_choice(value: Any) -> tuple[str, str | None]:
+    """A recorded tool choice in any wire API's spelling as ("auto" | "any" | "none" | "tool", tool
+    name); ("auto", None) when none was sent, which is what every wire API then does."""
+    kind = value.get("type") if isinstance(value, dict) else value
+    if kind in ("none",):
+        return "none", None
+    if kind in ("any", "required"):
+        return "any", None
+    if kind in ("tool", "function") and isinstance(value, dict):
+        name = value.get("name") or (value.get("function") or {}).get("name")
+        return ("tool", str(name)) if name else ("auto", None)
+    return "auto", None
