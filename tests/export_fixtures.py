@@ -217,6 +217,8 @@ def rich_run(results: Path, **meta: Any) -> Path:
         ("reprompt", "policy", {"text": "You still have time. Do not stop yet.", "reprompts": 1}),
         calls[4], timed_out,
         ("tool_rejected_warning", "harness", {"cli": "codex", "message": "tool call rejected", "leak": SECRET}),
+        ("stderr", "harness", {"cli": "codex", "text": LONG}),           # long: stored as an attachment
+        ("stderr", "harness", {"cli": "codex", "text": FORGED_REF}),     # ...and a reference forged to it
         calls[5], ("run_end", "runner", {"status": meta.get("status", "completed")}),
     ]
     return write_run(results, events, artifacts={"report.md": "# Report\n\n" + NASTY, "blob.bin": b"\xff\x00\xfe"},

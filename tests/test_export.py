@@ -185,7 +185,8 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
 
     # agent text comes back exactly; the redaction marker stays; the secret never appears
     assert tools[0].result == "a.log [REDACTED] " + NASTY
-    assert tools[1].result == LONG and tools[2].result == FORGED_REF      # a forged reference stays text
+    assert tools[1].result == LONG and tools[2].result == FORGED_REF
+    assert [d["text"] for s_, d in infos if s_ == "benchctl stderr"] == [LONG, FORGED_REF]   # a forged reference stays text
     raw = b"".join(zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist())
     assert SECRET.encode() not in raw and b"[REDACTED]" in raw
 
