@@ -4,11 +4,9 @@ every sample, message, score and token; honesty (unknown stays empty, unscored i
 stay redacted, agent text cannot break out); idempotence; the CLI."""
 from __future__ import annotations
 
-import hashlib
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from atif import Trajectory

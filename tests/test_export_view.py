@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from browser_rig import browser, screenshot  # noqa: F401  (fixture)
-from export_fixtures import MARKDOWN, NASTY, grade, rich_run
+from export_fixtures import MARKDOWN, grade, rich_run
 from tests._run_helpers import REPO, cli
 
 pytestmark = pytest.mark.browser

@@ -41,6 +41,7 @@ from benchctl.transcript import Redactor
 
 SCHEMA_VERSION = "ATIF-v1.8"
 MAX_PENDING_EVENTS = 1000     # benchctl events waiting for a step; beyond this they get a system step
+MAX_HELD = 256                # steps held back behind one still waiting for its tool results
 
 
 def export(runs: list[ev.Run], out: Path) -> list[Path]:
@@ -93,14 +94,12 @@ class _Writer:
         self.running: _Held | None = None          # the latest agent step, while its tool calls are open
         self.n_steps = 0
         self.totals = {"prompt": 0, "completion": 0, "cached": 0}
-        self.first_conversation: str | None = None
         self.conv_calls: dict[str, int] = {}
         self.conv_tools: dict[str, list[ToolDef]] = {}
         self.conv_system: dict[str, Message] = {}
 
     # --- writing ---
     def write(self) -> None:
-        m = self.run.meta
         self.f.write(b'{"schema_version":' + _dump(SCHEMA_VERSION) + b',"session_id":' + _dump(self.run.run_id)
                      + b',"trajectory_id":' + _dump(self.run.run_id) + b',"steps":[')
         for item in ev.items(self.run):
@@ -126,8 +125,10 @@ class _Writer:
         self.f.write(b"}")
 
     def flush(self) -> None:
-        """Write every step at the head of the queue that is complete (steps keep their order)."""
-        while self.queue and not self.queue[0].open_calls:
+        """Write every step at the head of the queue that is complete (steps keep their order). A
+        step whose conversation never came back (a side call left with open tool calls) is written
+        once MAX_HELD steps queue behind it, so the queue stays bounded."""
+        while self.queue and (not self.queue[0].open_calls or len(self.queue) > MAX_HELD):
             held = self.queue.popleft()
             for cid in [c.tool_call_id for c in held.fields.get("tool_calls") or []]:
                 self.by_tool.pop(cid, None)
@@ -162,8 +163,6 @@ class _Writer:
         self.flush()
         conv = turn.conversation
         if conv is not None:
-            if self.first_conversation is None:
-                self.first_conversation = conv
             self.conv_calls[conv] = self.conv_calls.get(conv, 0) + 1
             self.conv_tools[conv] = turn.tools
             previous = self.waiting.pop(conv, None)
@@ -173,12 +172,12 @@ class _Writer:
                           "extra": {"conversation": conv}})
             for m, repeated in zip(turn.new, turn.repeated):
                 if not repeated:              # history re-sent in another shape is not a new step
-                    self.message(m, turn, previous)
+                    self.message(m, turn)
             if previous is not None:          # its results, if any, came with this request
                 previous.open_calls.clear()
         self.agent_step(turn)
 
-    def message(self, m: Message, turn: ev.ModelTurn, previous: _Held | None) -> None:
+    def message(self, m: Message, turn: ev.ModelTurn) -> None:
         when = _iso(turn.event.get("t"))
         extra = {"conversation": turn.conversation}
         if m.role == "tool":

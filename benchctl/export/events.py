@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import os
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ import orjson
 
 from benchctl.export import wire
 from benchctl.export.wire import Message, ToolDef
-from benchctl.layout import ARTIFACTS, GRADES, TRANSCRIPT, iter_runs, read_meta, runs_dir
+from benchctl.layout import ARTIFACTS, GRADES, TRANSCRIPT, iter_runs, runs_dir
 
 SYSTEM_KEYS = {"system", "instructions", "systemInstruction", "system_instruction"}
 MAX_CONVERSATIONS = 256     # the gateway's recorder tracks 64 at a time; older ones are never extended
@@ -344,7 +343,3 @@ def safe_name(text: str) -> str:
     """A file name component from a run id or configuration (no separators, no leading dot)."""
     out = "".join(c if c.isalnum() or c in "._-" else "-" for c in text).strip("-.")
     return out[:180] or "x"
-
-
-def replace_atomically(tmp: Path, dest: Path) -> None:
-    os.replace(tmp, dest)

@@ -54,7 +54,7 @@ from benchctl.export.wire import Message, ToolDef
 from benchctl.transcript import Redactor
 
 ATTACHMENT_MIN = 2000             # message texts, info data and tool descriptions this long are stored once
-_POLICY_TEXT = {"notice", "reprompt", "revision_request", "followup"}   # info data shown as (markdown) text
+_POLICY_TEXT = {"notice", "reprompt", "revision_request", "followup"}   # info data: the text the agent got
 _SKIP = {"assistant"}              # harness echoes of model output: the ModelEvents carry it
 _STOP = {"end_turn": "stop", "stop": "stop", "completed": "stop", "stop_sequence": "stop", "STOP": "stop",
          "tool_use": "tool_calls", "tool_calls": "tool_calls", "max_tokens": "max_tokens", "length": "max_tokens",
@@ -97,7 +97,10 @@ def _hash(*parts: Any) -> str:
 
 async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
     first = runs[0].meta
-    created = _iso(min((r.meta.get("started_at") or 0) for r in runs)) or _iso(0)
+    starts = [r.meta["started_at"] for r in runs if isinstance(r.meta.get("started_at"), (int, float))]
+    ends = [r.meta["ended_at"] for r in runs if isinstance(r.meta.get("ended_at"), (int, float))]
+    # Inspect requires a creation time: the first run's start, else when meta.json was written
+    created = _iso(min(starts) if starts else min((r.path / "meta.json").stat().st_mtime for r in runs))
     task_id = _hash("config", config)
     spec = EvalSpec(
         eval_id=task_id, run_id=task_id, created=created, task=config.task, task_id=task_id,
@@ -109,8 +112,9 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
         packages={"benchctl": str(first.get("benchctl_version") or "")},
         viewer=ViewerConfig(trust_content=False),     # agent-written text: the viewer shows it as plain text
         metadata={"benchctl": {"configuration": config.name, "runs": [r.run_id for r in runs],
-                               "task_hashes": sorted({str(r.meta.get("task_hash")) for r in runs}),
-                               "images": sorted({str(r.meta.get("image_digest") or r.meta.get("image")) for r in runs})}})
+                               "task_hashes": sorted({str(r.meta["task_hash"]) for r in runs if r.meta.get("task_hash")}),
+                               "images": sorted({str(r.meta.get("image_digest") or r.meta["image"])
+                                                 for r in runs if r.meta.get("image_digest") or r.meta.get("image")})}})
     plan = EvalPlan(name="benchctl", steps=[EvalPlanStep(solver=config.harness, params=spec.solver_args or {})])
     recorder = EvalRecorder(str(dest.parent))
     await recorder.log_init(spec, str(dest), clean=True)
@@ -121,7 +125,7 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
     for epoch, run in enumerate(runs, 1):
         shell = await _write_sample(log, run, config, epoch, totals)
         samples.append(shell)
-    stats = EvalStats(started_at=created or "", completed_at=_iso(max((r.meta.get("ended_at") or 0) for r in runs)) or "",
+    stats = EvalStats(started_at=_iso(min(starts)) if starts else "", completed_at=_iso(max(ends)) if ends else "",
                       model_usage=totals.by_model, role_usage=totals.by_role)
     await recorder.log_finish(spec, "success", stats, _results(samples), None)
 
@@ -154,20 +158,21 @@ class _Usage:
         self.by_role: dict[str, ModelUsage] = {}
 
     def add(self, model: str, usage: ModelUsage | None, role: str | None = None) -> None:
-        if usage is None:
-            return
-        for table, key in ((self.by_model, model), (self.by_role, role)):
-            if key is None:
-                continue
-            cur = table.get(key)
-            table[key] = usage.model_copy() if cur is None else _sum(cur, usage)
+        if usage is not None:
+            _accumulate(self.by_model, model, usage)
+            if role is not None:
+                _accumulate(self.by_role, role, usage)
 
     def merge(self, other: "_Usage") -> None:
         for k, u in other.by_model.items():
-            self.add(k, u)
+            _accumulate(self.by_model, k, u)
         for k, u in other.by_role.items():
-            cur = self.by_role.get(k)
-            self.by_role[k] = u.model_copy() if cur is None else _sum(cur, u)
+            _accumulate(self.by_role, k, u)
+
+
+def _accumulate(table: dict[str, ModelUsage], key: str, usage: ModelUsage) -> None:
+    cur = table.get(key)
+    table[key] = usage.model_copy() if cur is None else _sum(cur, usage)
 
 
 def _sum(a: ModelUsage, b: ModelUsage) -> ModelUsage:
@@ -297,10 +302,13 @@ def _shell(run: ev.Run, config: ev.Config, epoch: int) -> EvalSample:
     m = run.meta
     scores, grades = _scores(run)
     status = m.get("status")
-    error = EvalError(message=str(m.get("error") or "error"), traceback="", traceback_ansi="") if status == "error" else None
-    limit = EvalSampleLimit(type="time", limit=float(m.get("budget_s") or 0)) if status == "timeout" else None
-    fallbacks = [ModelFallback(model=str(f.get("from") or m.get("model")), fallback_model=str(f.get("to")),
-                               count=int((m.get("served_models") or {}).get(str(f.get("to")), 0) or 0) or 1)
+    error = EvalError(message=str(m.get("error") or "status error (no message recorded)"), traceback="",
+                      traceback_ansi="") if status == "error" else None
+    budget = _num(m.get("budget_s"))
+    limit = EvalSampleLimit(type="time", limit=budget) if status == "timeout" and budget is not None else None
+    served = m.get("served_models") or {}
+    fallbacks = [ModelFallback(model=str(f.get("from") or m.get("model")), fallback_model=str(f["to"]),
+                               count=int(served.get(str(f["to"])) or 0))     # calls it served (all of them here)
                  for f in m.get("fallbacks") or [] if f.get("to")]
     metadata = {k: v for k, v in m.items() if k not in ("schema",)}
     metadata["grades"] = grades
