@@ -51,9 +51,12 @@ def export(runs: list[ev.Run], out: Path) -> list[Path]:
     for run in runs:
         dest = out / f"{ev.safe_name(run.run_id)}.json"
         tmp = dest.with_name(f".{dest.name}.tmp")
-        with open(tmp, "wb") as f:
-            _Writer(run, f).write()
-        os.replace(tmp, dest)
+        try:
+            with open(tmp, "wb") as f:
+                _Writer(run, f).write()
+            os.replace(tmp, dest)           # readers see the old trajectory or the new one
+        finally:
+            tmp.unlink(missing_ok=True)
         written.append(dest)
     return written
 
