@@ -10,8 +10,9 @@ streams the run's transcript line by line and yields typed items in transcript o
 - `ToolUse`    a tool the harness ran: the call and its result (None when the run ended first);
 - `Note`       every other event, including event types this module does not know, as recorded.
 
-Memory: a conversation costs one small integer per message (how many neutral messages each
-wire message became), never the messages themselves, so a 100,000-event transcript streams.
+Memory: a conversation costs 12 bytes per message (how many neutral messages each wire message
+became, and a 64-bit fingerprint of each), never the messages themselves, so a 100,000-event
+transcript streams.
 """
 from __future__ import annotations
 
