@@ -1,8 +1,8 @@
 """Exports of runs to the ecosystem's interchange formats: `benchctl export RESULTS --to inspect|atif`.
 
 `events.py` is the one iterator over a run's events (and `wire.py` the requests as the model saw
-them); each format is one module over it (`inspect.py`, `atif.py`) that knows nothing of the
-other. Formats are imported on use: each needs its optional extra (`benchctl[inspect]`,
+them); each format is written over it (`inspect.py` with `inspect_stream.py`, `atif.py`) and
+knows nothing of the other. Formats are imported on use: each needs its optional extra (`benchctl[inspect]`,
 `benchctl[atif]`).
 """
 from __future__ import annotations
