@@ -106,20 +106,21 @@ def write_run(results: Path, events: list[tuple[str, str, dict[str, Any]]], *, r
     return run
 
 
-def model_calls(requests: list[tuple[dict[str, Any], dict[str, Any]]], wire_api: str = "anthropic_messages",
+def model_calls(requests: list[tuple[Any, ...]], wire_api: str = "anthropic_messages",
                 model: str = "scripted/m.json") -> list[tuple[str, str, dict[str, Any]]]:
-    """`model_call` events for full (request body, response) pairs, their request deltas made by the
-    gateway's own RequestRecorder."""
+    """`model_call` events for full (request body, response[, wire API]) tuples, their request
+    deltas made by the gateway's own RequestRecorder."""
     from benchctl.gateway.recording import RequestRecorder
 
     rec = RequestRecorder()
     out = []
-    for i, (body, response) in enumerate(requests, 1):
+    for i, (body, response, *wire) in enumerate(requests, 1):
+        api = wire[0] if wire else wire_api
         call_id = f"call-{i}"
-        delta = rec.delta(call_id, wire_api, body)
-        rec.note_response(call_id, wire_api, response)
+        delta = rec.delta(call_id, api, body)
+        rec.note_response(call_id, api, response)
         out.append(("model_call", "gateway", {
-            "call_id": call_id, "wire_api": wire_api, "requested_model": body.get("model", model), "served_model": model,
+            "call_id": call_id, "wire_api": api, "requested_model": body.get("model", model), "served_model": model,
             "stream": False, "status": 200, "latency_ms": 500.0, "ttfb_ms": 100.0,
             "usage": {"input_tokens": 100 * i, "cached_input_tokens": 10, "cache_write_tokens": 5, "output_tokens": 20,
                       "reasoning_tokens": 0},

@@ -104,6 +104,29 @@ def test_wire_formats_map_to_neutral_messages() -> None:
                                                       {"functionDeclarations": [{"name": "b"}]}]})] == ["a", "b"]
 
 
+def test_a_token_count_moves_the_conversation_on_but_is_not_a_generation(tmp_path: Path) -> None:
+    """Claude Code may count tokens (forwarded upstream) with the new tool result before the next
+    real call; that call then sends nothing new. The count is an event, the next call's input and
+    the observation are still complete."""
+    from export_fixtures import body, result, use, user
+    a1, r1 = use("t1", "ls /data")
+    m1 = [user("Investigate /data.")]
+    m2 = m1 + [a1, result("t1", "a.log")]
+    write_run(tmp_path / "results", model_calls([(body(m1), r1), (body(m2), {"text": "", "tool_calls": []},
+                                                                   "anthropic_count_tokens"),
+                                                 (body(m2), {"text": "Done.", "tool_calls": []})]))
+    assert cli("export", str(tmp_path / "results"), "--to", "inspect", "-o", str(tmp_path / "o")).returncode == 0
+    assert cli("export", str(tmp_path / "results"), "--to", "atif", "-o", str(tmp_path / "o")).returncode == 0
+    sample = read_eval_log(str(next((tmp_path / "o").glob("*.eval")))).samples[0]
+    models = [e for e in sample.events if e.event == "model"]
+    assert [e.metadata["benchctl"]["call_id"] for e in models] == ["call-1", "call-3"]
+    assert [m.role for m in models[1].input] == ["system", "user", "assistant", "tool"]
+    assert any(e.event == "info" and e.source == "benchctl model_call count_tokens" for e in sample.events)
+    t = Trajectory.model_validate_json(next((tmp_path / "o").glob("*.json")).read_bytes())
+    agent = [s for s in t.steps if s.source == "agent"]
+    assert [s.message for s in agent] == ["", "Done."] and agent[0].observation.results[0].content == "a.log"
+
+
 # ------------------------------------------------------------------------------- a rich hand-made run
 
 @pytest.fixture()

@@ -166,7 +166,7 @@ class _Writer:
         self.flush()
         conv = turn.conversation
         if conv is not None:
-            self.conv_calls[conv] = self.conv_calls.get(conv, 0) + 1
+            self.conv_calls[conv] = self.conv_calls.get(conv, 0) + (0 if turn.counts_tokens else 1)
             self.conv_tools[conv] = turn.tools
             previous = self.waiting.pop(conv, None)
             if turn.system is not None and self.conv_system.get(conv) is not turn.system:
@@ -178,7 +178,10 @@ class _Writer:
                     self.message(m, turn)
             if previous is not None:          # its results, if any, came with this request
                 previous.open_calls.clear()
-        self.agent_step(turn)
+        if turn.counts_tokens:            # a token count: no agent turn, only an event
+            self.event({k: v for k, v in turn.event.items() if k != "usage"} | {"kind": "count_tokens"})
+        else:
+            self.agent_step(turn)
 
     def message(self, m: Message, turn: ev.ModelTurn) -> None:
         when = _iso(turn.event.get("t"))

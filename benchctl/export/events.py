@@ -169,6 +169,11 @@ class ModelTurn:
     repeated: list[bool] = field(default_factory=list)
 
     @property
+    def counts_tokens(self) -> bool:
+        """A token-counting request forwarded upstream: part of the conversation, not a generation."""
+        return self.event.get("wire_api") == "anthropic_count_tokens"
+
+    @property
     def error(self) -> str | None:
         """Why the call failed or was cut short, when it did (HTTP status >= 400, or a status word
         other than "ok", or an error message)."""

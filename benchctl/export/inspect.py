@@ -36,7 +36,7 @@ from inspect_ai.scorer import Score
 from inspect_ai.viewer import ViewerConfig
 
 from benchctl.export import events as ev
-from benchctl.export.inspect_stream import SampleWriter, Usage, num, short_hash
+from benchctl.export.inspect_stream import SampleWriter, Usage, as_int, num, short_hash
 from benchctl.transcript import Redactor
 
 
@@ -79,7 +79,7 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
         task_args={"harness": config.harness, "budget": config.budget, "variant": config.variant, "tools": config.tools},
         solver=config.harness, solver_args=(first.get("spec") or {}).get("options") or {},
         dataset=EvalDataset(name=config.task, samples=1, sample_ids=[config.task]),
-        model=config.model, config=EvalConfig(epochs=len(runs), time_limit=_int(first.get("budget_s"))),
+        model=config.model, config=EvalConfig(epochs=len(runs), time_limit=as_int(first.get("budget_s"))),
         packages={"benchctl": str(first.get("benchctl_version") or "")},
         viewer=ViewerConfig(trust_content=False),     # agent-written text: the viewer shows it as plain text
         metadata={"benchctl": {"configuration": config.name, "runs": [r.run_id for r in runs],
@@ -99,10 +99,6 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
     stats = EvalStats(started_at=_iso(min(starts)) if starts else "", completed_at=_iso(max(ends)) if ends else "",
                       model_usage=totals.by_model, role_usage=totals.by_role)
     await recorder.log_finish(spec, "success", stats, _results(samples), None)
-
-
-def _int(x: Any) -> int | None:
-    return int(x) if isinstance(x, (int, float)) else None
 
 
 def _results(samples: list[EvalSample]) -> EvalResults:

@@ -50,7 +50,7 @@ def short_hash(*parts: Any) -> str:
     return hashlib.sha256("\x00".join(str(p) for p in parts).encode()).hexdigest()[:22]
 
 
-def _int(x: Any) -> int | None:
+def as_int(x: Any) -> int | None:
     return int(x) if isinstance(x, (int, float)) else None
 
 
@@ -271,13 +271,16 @@ class SampleWriter:
             for m in turn.new:
                 _append(messages, self._pool_add(m))
             self.conv_system[conv], self.conv_messages[conv] = system, messages
-            self.conv_calls[conv] += 1
+            self.conv_calls[conv] += 0 if turn.counts_tokens else 1
             if conv not in self.conv_first_user:
                 first = next((m.text for m in turn.new if m.role == "user" and m.text), None)
                 if first is not None:
                     self.conv_first_user[conv] = first
             refs = [(system, system + 1)] if system is not None else []
             refs += [(a, b) for a, b in messages]
+        if turn.counts_tokens:          # the conversation moved on (tracked above); nothing was generated
+            self.note({k: v for k, v in e.items() if k not in ("usage",)} | {"kind": "count_tokens"})
+            return
         served = str(e.get("served_model") or e.get("requested_model") or "")
         latency = float(e["latency_ms"]) / 1000 if isinstance(e.get("latency_ms"), (int, float)) else None
         end = float(e.get("t") or self.t0)
@@ -290,7 +293,7 @@ class SampleWriter:
             usage=usage, time=latency, error=turn.error, fallback=fallback)
         self.usage.add(served, usage)
         cfg = turn.config
-        config = GenerateConfig(max_tokens=_int(cfg.get("max_tokens") or cfg.get("max_output_tokens")
+        config = GenerateConfig(max_tokens=as_int(cfg.get("max_tokens") or cfg.get("max_output_tokens")
                                                 or cfg.get("max_completion_tokens")),
                                 temperature=num(cfg.get("temperature")), top_p=num(cfg.get("top_p")))
         retries = e.get("retries")
