@@ -103,6 +103,12 @@ async def expected_conversation(events: list[dict[str, Any]]) -> list[str]:
     return [getattr(m, "role", "system") for m in msgs] + ["assistant"]
 
 
+def generations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model calls that generated something (not answered by the gateway, not token counts)."""
+    return [e for e in events if e["type"] == "model_call" and not e.get("answered_by")
+            and e.get("wire_api") != "anthropic_count_tokens"]
+
+
 def grades_of(results: Path, run_id: str) -> dict[str, float]:
     out = {}
     for f in (results / "grades").glob(f"*/{run_id}*.json"):
@@ -125,7 +131,7 @@ def check_inspect(results: Path, out: Path) -> int:
             meta, events = read_json(run / "meta.json"), read_jsonl(run / "transcript.jsonl")
             seen += 1
             assert [m.role for m in s.messages] == asyncio.run(expected_conversation(events)), run.name
-            calls = [e for e in events if e["type"] == "model_call" and not e.get("answered_by")]
+            calls = generations(events)
             models = [e for e in s.events if e.event == "model" and e.role is None]
             assert len(models) == len(calls)
             assert [e.event for e in s.events].count("tool") == [e["type"] for e in events].count("tool_result")
@@ -150,7 +156,7 @@ def check_atif(results: Path, out: Path) -> None:
     for run in runs:
         meta, events = read_json(run / "meta.json"), read_jsonl(run / "transcript.jsonl")
         t = Trajectory.model_validate_json((out / f"{run.name}.json").read_bytes())     # the atif models' own check
-        calls = [e for e in events if e["type"] == "model_call" and not e.get("answered_by")]
+        calls = generations(events)
         agent = [s for s in t.steps if s.source == "agent" and s.llm_call_count == 1]
         assert len(agent) == len(calls)
         u = meta["usage"]
