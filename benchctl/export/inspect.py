@@ -1,0 +1,205 @@
+"""`benchctl export --to inspect`: Inspect eval logs, written with inspect-ai's own classes and writer.
+
+One `.eval` log per configuration (task × variant × harness × model × budget × tools); each run is
+a sample (id = the task, epoch = the run's seed in ascending order; the seed and run id are in the
+sample metadata). What maps to what:
+
+- the conversation as the model saw it (rebuilt from the gateway's request deltas) → the sample's
+  messages (the main conversation: the one with the most model calls) and a message pool;
+- each model call → a ModelEvent (input = references into the pool, tools, sampling settings,
+  output, usage and cost, requested and served model, timing, errors; benchctl's call record in
+  its metadata); target / auxiliary model calls → ModelEvents with role `target` / `auxiliary`;
+- each tool the harness ran → a ToolEvent; every other transcript event (notices, reprompts,
+  revision requests, follow-ups, refusals, fallbacks, hooks, CLI events, errors, and event types
+  this exporter does not know) → an InfoEvent named `benchctl <type>`, in transcript order;
+- the collected artifacts (report.md, predictions, ...) → InfoEvents at the end;
+- grades → scores with the judge's explanations (an unscored grade is left out, never 0);
+- usage and cost → sample and eval `model_usage` (total_cost None when a price was unknown).
+
+Each run is streamed into its sample by `benchctl.export.inspect_stream`; this module writes the
+log around the samples (spec, scores, results, stats) through inspect-ai's own recorder.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from inspect_ai._util.error import EvalError
+from inspect_ai.log import (EvalConfig, EvalDataset, EvalMetric, EvalPlan, EvalPlanStep, EvalResults, EvalSample,
+                            EvalSampleLimit, EvalScore, EvalSpec, EvalStats)
+from inspect_ai.log._recorders.eval import EvalRecorder, ZipLogFile, _sample_filename
+from inspect_ai.model._model_output import ModelFallback
+from inspect_ai.scorer import Score
+from inspect_ai.viewer import ViewerConfig
+
+from benchctl.export import events as ev
+from benchctl.export.inspect_stream import SampleWriter, Usage, as_int, num, short_hash
+from benchctl.transcript import Redactor
+
+
+def export(runs: list[ev.Run], out: Path) -> list[Path]:
+    """Write one eval log per configuration into `out` (replacing earlier exports of the same
+    configurations); returns the paths written."""
+    groups: dict[ev.Config, list[ev.Run]] = defaultdict(list)
+    for run in runs:
+        groups[run.config].append(run)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for config in sorted(groups, key=lambda c: c.name):
+        path = out / f"{ev.safe_name('__'.join(_config_parts(config)))}.eval"
+        asyncio.run(_write_log(config, sorted(groups[config], key=lambda r: (r.seed, r.run_id)), path))
+        written.append(path)
+    return written
+
+
+def _config_parts(c: ev.Config) -> list[str]:
+    return [p for p in (c.task, c.harness, c.model, c.budget, c.variant, c.tools) if p]
+
+
+def _iso(t: Any) -> str | None:
+    return datetime.fromtimestamp(float(t), timezone.utc).isoformat() if isinstance(t, (int, float)) else None
+
+
+
+# ------------------------------------------------------------------------------- the log
+
+async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
+    first = runs[0].meta
+    starts = [r.meta["started_at"] for r in runs if isinstance(r.meta.get("started_at"), (int, float))]
+    ends = [r.meta["ended_at"] for r in runs if isinstance(r.meta.get("ended_at"), (int, float))]
+    # Inspect requires a creation time: the first run's start, else when meta.json was written
+    created = _iso(min(starts) if starts else min((r.path / "meta.json").stat().st_mtime for r in runs))
+    task_id = short_hash("config", config)
+    spec = EvalSpec(
+        eval_id=task_id, run_id=task_id, created=created, task=config.task, task_id=task_id,
+        task_display_name=config.name, task_description=None,
+        task_args={"harness": config.harness, "budget": config.budget, "variant": config.variant, "tools": config.tools},
+        solver=config.harness, solver_args=(first.get("spec") or {}).get("options") or {},
+        dataset=EvalDataset(name=config.task, samples=1, sample_ids=[config.task]),
+        model=config.model, config=EvalConfig(epochs=len(runs), time_limit=as_int(first.get("budget_s"))),
+        packages={"benchctl": str(first.get("benchctl_version") or "")},
+        viewer=ViewerConfig(trust_content=False),     # agent-written text: the viewer shows it as plain text
+        metadata={"benchctl": {"configuration": config.name, "runs": [r.run_id for r in runs],
+                               "task_hashes": sorted({str(r.meta["task_hash"]) for r in runs if r.meta.get("task_hash")}),
+                               "images": sorted({str(r.meta.get("image_digest") or r.meta["image"])
+                                                 for r in runs if r.meta.get("image_digest") or r.meta.get("image")})}})
+    plan = EvalPlan(name="benchctl", steps=[EvalPlanStep(solver=config.harness, params=spec.solver_args or {})])
+    recorder = EvalRecorder(str(dest.parent))
+    await recorder.log_init(spec, str(dest), clean=True)
+    await recorder.log_start(spec, plan)
+    log: ZipLogFile = recorder.data[recorder._log_file_key(spec)]
+    totals = Usage()
+    samples: list[EvalSample] = []
+    for epoch, run in enumerate(runs, 1):
+        shell = await _write_sample(log, run, config, epoch, totals)
+        samples.append(shell)
+    stats = EvalStats(started_at=_iso(min(starts)) if starts else "", completed_at=_iso(max(ends)) if ends else "",
+                      model_usage=totals.by_model, role_usage=totals.by_role)
+    await recorder.log_finish(spec, "success", stats, _results(samples), None)
+
+
+def _results(samples: list[EvalSample]) -> EvalResults:
+    by_name: dict[str, list[float]] = defaultdict(list)
+    scorer_of: dict[str, str] = {}
+    for s in samples:
+        for name, score in (s.scores or {}).items():
+            by_name[name].append(float(score.value))  # type: ignore[arg-type]
+            scorer_of[name] = (score.metadata or {}).get("grader", name)
+    scores = [EvalScore(name=name, scorer=scorer_of[name], scored_samples=len(vals),
+                        unscored_samples=len(samples) - len(vals),
+                        metrics={"mean": EvalMetric(name="mean", value=sum(vals) / len(vals))})
+              for name, vals in sorted(by_name.items())]
+    return EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=scores)
+
+
+# ------------------------------------------------------------------------------- one sample
+
+async def _write_sample(log: ZipLogFile, run: ev.Run, config: ev.Config, epoch: int, totals: Usage) -> EvalSample:
+    redact = Redactor()
+    shell = _shell(run, config, epoch)
+    async with log._lock:
+        with log._zip_open_write(_sample_filename(config.task, epoch)) as stream:
+            w = SampleWriter(run, stream, redact)
+            stream.write(b'{"events":[')
+            for item in ev.items(run):
+                if isinstance(item, ev.ModelTurn):
+                    w.model_turn(item)
+                elif isinstance(item, ev.TargetTurn):
+                    w.target_turn(item)
+                elif isinstance(item, ev.ToolUse):
+                    w.tool_use(item)
+                else:
+                    w.note(item.event)
+            for name, path in run.artifacts():
+                w.artifact(name, path)
+            shell, message_count = w.finish(shell)
+        _journal(log, shell.summary().model_copy(update={"message_count": message_count}))
+    totals.merge(w.usage)
+    return shell
+
+
+def _journal(log: ZipLogFile, summary: Any) -> None:
+    """Record a streamed sample's summary: what `ZipLogFile._journal_summary` does for a sample held
+    in memory (its message count comes from the stream, not from a messages list)."""
+    from inspect_ai.log._recorders.eval import _journal_summary_file, _journal_summary_path
+    log._summary_counter += 1
+    log._zip_writestr(_journal_summary_path(_journal_summary_file(log._summary_counter)), [summary])
+    log._summaries.append(summary)
+
+
+def _shell(run: ev.Run, config: ev.Config, epoch: int) -> EvalSample:
+    """The sample's small fields; events, messages, input and output are streamed in later."""
+    m = run.meta
+    scores, grades = _scores(run)
+    status = m.get("status")
+    error = EvalError(message=str(m.get("error") or "status error (no message recorded)"), traceback="",
+                      traceback_ansi="") if status == "error" else None
+    budget = num(m.get("budget_s"))
+    limit = EvalSampleLimit(type="time", limit=budget) if status == "timeout" and budget is not None else None
+    served = m.get("served_models") or {}
+    fallbacks = [ModelFallback(model=str(f.get("from") or m.get("model")), fallback_model=str(f["to"]),
+                               count=int(served.get(str(f["to"])) or 0))     # calls it served (all of them here)
+                 for f in m.get("fallbacks") or [] if f.get("to")]
+    metadata = {k: v for k, v in m.items() if k not in ("schema",)}
+    metadata["grades"] = grades
+    return EvalSample(id=config.task, epoch=epoch, input="", target="", scores=scores or None, metadata=metadata,
+                      started_at=_iso(m.get("started_at")), completed_at=_iso(m.get("ended_at")),
+                      total_time=m.get("elapsed_s"), uuid=short_hash("sample", run.run_id), error=error, limit=limit,
+                      model_fallbacks=fallbacks or None)
+
+
+def _scores(run: ev.Run) -> tuple[dict[str, Score], list[dict[str, Any]]]:
+    """Scored grades as Inspect scores (named grader, or grader[followup-N] for a follow-up's
+    artifact), and every grade's status for the metadata (unscored ones are only there)."""
+    scores: dict[str, Score] = {}
+    summary = []
+    for g in sorted(run.grades, key=lambda g: (str(g.get("grader")), str(g.get("artifact_tag") or ""))):
+        name = str(g["grader"]) + (f"[{g['artifact_tag']}]" if g.get("artifact_tag") else "")
+        keep = ("grader", "artifact", "artifact_tag", "judge", "rubric_hash", "status", "score", "raw_score",
+                "n_items", "n_unscored", "cost_usd", "by_cluster")
+        info = {k: g.get(k) for k in keep if g.get(k) is not None}
+        summary.append(info)
+        if isinstance(g.get("score"), (int, float)) and g.get("status") != "unscored":
+            scores[name] = Score(value=float(g["score"]), explanation=_explanation(g), metadata=info)
+    return scores, summary
+
+
+def _explanation(g: dict[str, Any]) -> str:
+    """The judge's reasons, item by item, as plain text (the logs are marked untrusted, so the viewer
+    shows text as text)."""
+    lines = []
+    for it in g.get("items") or []:
+        facts = [f"{k} {it[k]}" for k in ("score", "strict", "verdict", "weight", "cluster") if it.get(k) is not None]
+        if it.get("score") is None:
+            facts.insert(0, "unscored")
+        lines.append(f"{it.get('id')}" + (f" ({', '.join(facts)})" if facts else ""))
+        lines += [f"    {k}: {_one_line(it[k])}" for k in ("prediction", "reason", "quote", "error") if it.get(k)]
+    lines += [f"{k}: {_one_line(g[k])}" for k in ("note", "tldr") if isinstance(g.get(k), str) and g[k]]
+    return "\n".join(lines) or f"{g.get('grader')}: {g.get('score')}"
+
+
+def _one_line(x: Any) -> str:
+    return " ".join(str(x).split())
