@@ -1,0 +1,147 @@
+"""The sweep as the viewer lists it: one row per run, finished or in progress, from the report
+loader (`benchctl.report.load`) plus the run directories that have no meta.json yet.
+
+The loader's parse cache normally lives in `RESULTS/.benchctl-report-cache`, but the viewer
+never writes into a results dir: it reads that file if `benchctl report` left one, and keeps
+its own copy in memory (`load_results(memo=...)`), so after the first load a refresh only
+stats the files and re-reads the changed ones.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from benchctl.layout import RUNS
+from benchctl.progress import _tokens
+from benchctl.report.aggregate import Options, budget_label, field_of, pick_headline
+from benchctl.report.load import Results, load_results
+from benchctl.view.live import LiveRuns, sweep_active
+
+PAGE_SIZE = 500
+IN_PROGRESS = ("running", "unfinished")
+
+
+@dataclass(slots=True)
+class RunRow:
+    run_id: str
+    status: str
+    task: str
+    harness: str
+    model: str
+    budget: str
+    budget_s: float | None
+    variant: str
+    tools: str
+    seed: int | None
+    score: float | None
+    elapsed_s: float | None
+    turns: int | None
+    tokens: int | None
+    cost_usd: float | None
+    fell_back_to: str | None
+    error: str | None
+    doing: str | None = None           # live: what a running run is doing now
+
+    def sort_value(self, key: str) -> Any:
+        return getattr(self, key, None)
+
+
+SORT_KEYS = ("run_id", "status", "task", "harness", "model", "budget_s", "variant", "tools", "seed", "score",
+             "elapsed_s", "turns", "tokens", "cost_usd")
+FILTER_KEYS = ("status", "task", "harness", "model", "budget", "variant", "tools")
+
+
+def _finished_row(run: Any, headline: str | None) -> RunRow:
+    meta = run.meta
+    s, label = budget_label(run)
+    fb = meta.get("fallbacks") or []
+    seed = field_of(run, "seed")
+    return RunRow(
+        run_id=run.run_id, status=str(meta.get("status") or "?"), task=str(field_of(run, "task", "")),
+        harness=str(field_of(run, "harness", "")), model=str(field_of(run, "model", "")), budget=label,
+        budget_s=None if s == float("inf") else s, variant=str(field_of(run, "variant") or "base"),
+        tools=str(field_of(run, "tools") or ""), seed=seed if isinstance(seed, int) else None,
+        score=run.score(headline) if headline else None, elapsed_s=meta.get("elapsed_s"), turns=meta.get("turns"),
+        tokens=_tokens(meta.get("usage")) if isinstance(meta.get("usage"), dict) else None,
+        cost_usd=meta.get("cost_usd"), fell_back_to=str(fb[-1].get("to")) if fb and isinstance(fb[-1], dict) else None,
+        error=meta.get("error"))
+
+
+class Sweep:
+    """The results dir's runs, reloaded at most every `max_age` seconds."""
+
+    def __init__(self, root: str, max_age: float = 1.0) -> None:
+        self.root = root
+        self.max_age = max_age
+        self.live = LiveRuns(root)
+        self._memo: dict[str, tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+        self._results: Results | None = None
+        self._rows: list[RunRow] = []
+        self._headline: str | None = None
+        self._loaded = 0.0
+
+    def results(self) -> Results:
+        with self._lock:
+            if self._results is None or time.monotonic() - self._loaded > self.max_age:
+                res = load_results(self.root, memo=self._memo)
+                self._headline = pick_headline(res, Options())
+                self._rows = [_finished_row(r, self._headline) for r in res.runs]
+                self._results, self._loaded = res, time.monotonic()
+            return self._results
+
+    @property
+    def headline(self) -> str | None:
+        self.results()
+        return self._headline
+
+    def rows(self) -> list[RunRow]:
+        """Every run: finished ones from the loader, then the ones still without meta.json."""
+        res = self.results()
+        rows = list(self._rows)
+        if res.stats.get("run_dirs", 0) > res.stats.get("runs", 0):
+            done = {r.run_id for r in res.runs}
+            with os.scandir(os.path.join(self.root, RUNS)) as it:
+                pending = sorted(e.name for e in it if e.is_dir() and e.name not in done)
+            status = "running" if sweep_active(self.root) else "unfinished"
+            rows += [self.pending_row(rid, status) for rid in pending]
+            self.live.keep_only(set(pending))
+        return rows
+
+    def pending_row(self, run_id: str, status: str) -> RunRow:
+        live = self.live.stats(run_id)
+        elapsed = live.get("elapsed_s") if status == "running" else live.get("last_s")
+        return RunRow(run_id=run_id, status=status, task="", harness=str(live.get("harness") or ""),
+                      model=str(live.get("model") or ""), budget=str(live.get("budget") or ""),
+                      budget_s=live.get("budget_s"), variant="", tools="", seed=None, score=None,
+                      elapsed_s=elapsed, turns=live.get("turns"), tokens=live.get("tokens"),
+                      cost_usd=live.get("cost_usd"), fell_back_to=None, error=None, doing=live.get("doing"))
+
+
+def select(rows: list[RunRow], params: dict[str, str]) -> list[RunRow]:
+    """Filter by exact column values and a run-id substring (`q`), then sort (`sort`, `desc`)."""
+    out = rows
+    for key in FILTER_KEYS:
+        want = params.get(key)
+        if want:
+            out = [r for r in out if str(getattr(r, key)) == want]
+    q = (params.get("q") or "").strip().lower()
+    if q:
+        out = [r for r in out if q in r.run_id.lower() or q in r.model.lower()]
+    key = params.get("sort") if params.get("sort") in SORT_KEYS else "run_id"
+    desc = params.get("desc") == "1"
+    present = [r for r in out if r.sort_value(key) is not None]
+    missing = [r for r in out if r.sort_value(key) is None]   # "no value" sorts last either way
+    present.sort(key=lambda r: (r.sort_value(key), r.run_id), reverse=desc)
+    return present + missing
+
+
+def counts(rows: list[RunRow], key: str) -> list[tuple[str, int]]:
+    c: dict[str, int] = {}
+    for r in rows:
+        v = str(getattr(r, key))
+        c[v] = c.get(v, 0) + 1
+    return sorted(c.items())
