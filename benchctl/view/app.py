@@ -71,7 +71,7 @@ class ViewState:
         self.indexes = IndexCache()
         self.env = render.make_env()
         self.env.globals.update(qs=_qs, cap=evmod.cap, is_long=evmod.is_long, pretty=evmod.pretty,
-                                known_types=frozenset(evmod.SHOWN) | {"hook", "harness_event"},
+                                known_types=frozenset(evmod.SHOWN) | {"harness_event"},
                                 root_name=os.path.basename(self.root.rstrip("/")) or self.root)
 
     def page(self, name: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
@@ -134,7 +134,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         status = runpage.status_of(state.root, files, meta)
         live = state.sweep.live.stats(files.run_id) if status in IN_PROGRESS and files.attempt is None else None
         return {"run_id": files.run_id, "meta": meta, "status": status, "tab": tab,
-                "facts": runpage.facts(meta, idx, live), "error": (meta or {}).get("error"),
+                "facts": runpage.facts(files.run_id, meta, idx, live), "error": (meta or {}).get("error"),
                 "attempts": attempts(os.path.join(state.root, "runs", files.run_id)), **_attempt_ctx(files)}
 
     def run_page(request: Request) -> Response:

@@ -19,7 +19,7 @@ def side(root: str, files: RunFiles, indexes: IndexCache, live: dict[str, Any] |
     grades = [g for a in arts for g in a.grades]
     main = next((a for a in arts if a.grades), arts[0] if arts else None)
     return {"run_id": files.run_id, "meta": meta, "status": str((meta or {}).get("status") or "in progress"),
-            "facts": facts(meta, idx, live), "grades": grades, "main": main, "types": Counter(idx.types)}
+            "facts": facts(files.run_id, meta, idx, live), "grades": grades, "main": main, "types": Counter(idx.types)}
 
 
 def rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str]]:

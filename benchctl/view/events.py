@@ -36,6 +36,7 @@ SHOWN: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "followup": {"index", "prompt", "budget_s"},
     "target_call": {"role", "tool", "model", "served_model", "request", "text", "usage", "cost_usd", "latency_s",
                     "stop_reason", "refusal", "error"},
+    "hook": {"event", "tool_name", "decision", "cli"},
     "error": {"message"},
     "stderr": {"text"},
 }.items()}

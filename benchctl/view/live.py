@@ -112,7 +112,8 @@ class LiveRuns:
                 if spec is None and ev.get("type") == "run_start":
                     s = ev.get("spec") if isinstance(ev.get("spec"), dict) else {}
                     spec = SimpleNamespace(run_id=run_id, harness=s.get("harness"), model=s.get("model"),
-                                           budget=s.get("budget"), budget_s=ev.get("budget_s") or s.get("budget_s"))
+                                           budget=s.get("budget"), budget_s=ev.get("budget_s") or s.get("budget_s"),
+                                           full=s)
                     self.progress.started(spec)
                 if spec is not None:
                     self.progress.event(spec, ev)
@@ -120,7 +121,7 @@ class LiveRuns:
             line = self.progress.lines.get(run_id)
         if line is None:
             return {"started": False}
-        return {"started": True, "harness": line.harness, "model": line.model, "budget": line.budget,
+        return {"started": True, "spec": spec.full, "harness": line.harness, "model": line.model, "budget": line.budget,
                 "budget_s": line.budget_s, "elapsed_s": time.time() - line.started,
                 "last_s": None if tail.last_t is None else tail.last_t - line.started, "turns": line.turns,
                 "tokens": line.tokens, "cost_usd": None if line.cost_unknown else line.cost, "doing": line.status}

@@ -10,7 +10,6 @@ response carries a Content-Security-Policy that allows only this server's own fi
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -61,16 +60,21 @@ def markdown(text: Any) -> Markup:
     return Markup(_MD.render(text, {}))
 
 
+def _num(v: Any) -> bool:
+    """A number worth formatting (not None, a bool, NaN or a missing template value)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+
+
 def usd(v: Any) -> str:
-    return NA if v is None else fmt("usd", v)
+    return fmt("usd", v) if _num(v) else NA
 
 
 def score(v: Any) -> str:
-    return NA if v is None else fmt("score", v)
+    return fmt("score", v) if _num(v) else NA
 
 
 def tokens(v: Any) -> str:
-    if v is None:
+    if not _num(v):
         return NA
     v = float(v)
     return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.1f}k" if v >= 1e4 else f"{int(v):,}"
@@ -78,7 +82,7 @@ def tokens(v: Any) -> str:
 
 def duration(s: Any) -> str:
     """Seconds as `1h02m`, `3m05s` or `12.3s`."""
-    if s is None or (isinstance(s, float) and math.isnan(s)):
+    if not _num(s):
         return NA
     s = float(s)
     sign, s = ("-" if s < 0 else ""), abs(s)
@@ -92,13 +96,13 @@ def duration(s: Any) -> str:
 
 
 def ms(v: Any) -> str:
-    if not isinstance(v, (int, float)):
+    if not _num(v):
         return NA
     return f"{v:.1f} ms" if v < 10 else f"{v:,.0f} ms"
 
 
 def clock(t: Any) -> str:
-    if not isinstance(t, (int, float)):
+    if not _num(t):
         return NA
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 

@@ -11,6 +11,9 @@ from typing import Any
 
 from benchctl.jsonio import read_json
 from benchctl.progress import _tokens
+from benchctl.report.aggregate import Options, config_of, field_of
+from benchctl.report.contests import target_cost
+from benchctl.report.load import Run
 from benchctl.view import render
 from benchctl.view.events import LANES, MAX_TEXT, EventView, category, minimap, prepare
 from benchctl.view.live import sweep_active
@@ -47,17 +50,16 @@ def clock_origin(idx: TranscriptIndex) -> tuple[float | None, float | None]:
     return t0, float(budget) if isinstance(budget, (int, float)) and budget > 0 else None
 
 
-def facts(meta: dict[str, Any] | None, idx: TranscriptIndex, live: dict[str, Any] | None
+def facts(run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: dict[str, Any] | None
           ) -> list[tuple[str, str, str]]:
-    """(label, value, live key) for the header; from meta.json, or the run_start event while running."""
-    spec = (meta or {}).get("spec") or (idx.start_event or {}).get("spec") or {}
-    m = meta or {}
-    get = lambda k: m.get(k) if m.get(k) is not None else spec.get(k)  # noqa: E731
-    budget_s = get("budget_s")
-    out = [("task", str(get("task") or "–"), ""), ("harness", str(get("harness") or "–"), ""),
-           ("model", str(get("model") or "–"), ""), ("budget", str(get("budget") or render.duration(budget_s)), ""),
-           ("variant", str(get("variant") or "base"), ""), ("tools", str(get("tools") or "–"), ""),
-           ("seed", str(get("seed") if get("seed") is not None else "–"), "")]
+    """(label, value, live key) for the header, read as `benchctl report` reads a run
+    (`config_of`); while a run has no meta.json yet, from its run_start event and live figures."""
+    m = meta if meta is not None else {"spec": (idx.start_event or {}).get("spec") or {}}
+    cfg = config_of(Run(run_id, m), Options(), True)
+    seed = field_of(Run(run_id, m), "seed")
+    budget_s = None if cfg.budget_s == float("inf") else cfg.budget_s
+    out = [("task", cfg.task, ""), ("harness", cfg.harness, ""), ("model", cfg.model, ""), ("budget", cfg.budget, ""),
+           ("variant", cfg.variant, ""), ("tools", cfg.tools or "–", ""), ("seed", "–" if seed is None else str(seed), "")]
     if meta is not None:
         elapsed, turns, tokens, cost = m.get("elapsed_s"), m.get("turns"), _tokens(m.get("usage")), m.get("cost_usd")
     else:
@@ -76,9 +78,8 @@ def facts(meta: dict[str, Any] | None, idx: TranscriptIndex, live: dict[str, Any
         for key, label in (("refusals", "refusals"), ("reprompts", "reprompts"), ("revision_requests", "revision requests")):
             if m.get(key):
                 out.append((label, str(m[key]), ""))
-        tt = m.get("target_tools")
-        if isinstance(tt, dict) and tt:
-            out.append(("target tools cost", render.usd(tt.get("cost_usd")), ""))
+        if isinstance(m.get("target_tools"), dict):
+            out.append(("target + auxiliary cost", render.usd(target_cost(m)), ""))
     return out
 
 

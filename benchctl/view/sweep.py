@@ -16,8 +16,8 @@ from typing import Any
 
 from benchctl.layout import RUNS
 from benchctl.progress import _tokens
-from benchctl.report.aggregate import Options, budget_label, field_of, pick_headline
-from benchctl.report.load import Results, load_results
+from benchctl.report.aggregate import Options, config_of, field_of, pick_headline
+from benchctl.report.load import Results, Run, load_results
 from benchctl.view.live import LiveRuns, sweep_active
 
 PAGE_SIZE = 500
@@ -55,15 +55,15 @@ FILTER_KEYS = ("status", "task", "harness", "model", "budget", "variant", "tools
 
 
 def _finished_row(run: Any, headline: str | None) -> RunRow:
+    """A finished run's row; its settings read as `benchctl report` reads them (`config_of`)."""
     meta = run.meta
-    s, label = budget_label(run)
+    cfg = config_of(run, Options(), True)
     fb = meta.get("fallbacks") or []
     seed = field_of(run, "seed")
     return RunRow(
-        run_id=run.run_id, status=str(meta.get("status") or "?"), task=str(field_of(run, "task", "")),
-        harness=str(field_of(run, "harness", "")), model=str(field_of(run, "model", "")), budget=label,
-        budget_s=None if s == float("inf") else s, variant=str(field_of(run, "variant") or "base"),
-        tools=str(field_of(run, "tools") or ""), seed=seed if isinstance(seed, int) else None,
+        run_id=run.run_id, status=str(meta.get("status") or "?"), task=cfg.task, harness=cfg.harness, model=cfg.model,
+        budget=cfg.budget, budget_s=None if cfg.budget_s == float("inf") else cfg.budget_s, variant=cfg.variant,
+        tools=cfg.tools, seed=seed if isinstance(seed, int) else None,
         score=run.score(headline) if headline else None, elapsed_s=meta.get("elapsed_s"), turns=meta.get("turns"),
         tokens=_tokens(meta.get("usage")) if isinstance(meta.get("usage"), dict) else None,
         cost_usd=meta.get("cost_usd"), fell_back_to=str(fb[-1].get("to")) if fb and isinstance(fb[-1], dict) else None,
@@ -102,23 +102,28 @@ class Sweep:
         """Every run: finished ones from the loader, then the ones still without meta.json."""
         res = self.results()
         rows = list(self._rows)
+        pending: list[str] = []
         if res.stats.get("run_dirs", 0) > res.stats.get("runs", 0):
             done = {r.run_id for r in res.runs}
             with os.scandir(os.path.join(self.root, RUNS)) as it:
                 pending = sorted(e.name for e in it if e.is_dir() and e.name not in done)
             status = "running" if sweep_active(self.root) else "unfinished"
             rows += [self.pending_row(rid, status) for rid in pending]
-            self.live.keep_only(set(pending))
+        self.live.keep_only(set(pending))
         return rows
 
     def pending_row(self, run_id: str, status: str) -> RunRow:
+        """A run without meta.json: settings from its run_start event, figures from its transcript."""
         live = self.live.stats(run_id)
+        run = Run(run_id, {"spec": live.get("spec") or {}})
+        cfg = config_of(run, Options(), True)
+        seed = field_of(run, "seed")
         elapsed = live.get("elapsed_s") if status == "running" else live.get("last_s")
-        return RunRow(run_id=run_id, status=status, task="", harness=str(live.get("harness") or ""),
-                      model=str(live.get("model") or ""), budget=str(live.get("budget") or ""),
-                      budget_s=live.get("budget_s"), variant="", tools="", seed=None, score=None,
-                      elapsed_s=elapsed, turns=live.get("turns"), tokens=live.get("tokens"),
-                      cost_usd=live.get("cost_usd"), fell_back_to=None, error=None, doing=live.get("doing"))
+        return RunRow(run_id=run_id, status=status, task=cfg.task if live.get("started") else "", harness=cfg.harness,
+                      model=cfg.model, budget=cfg.budget, budget_s=live.get("budget_s"), variant=cfg.variant,
+                      tools=cfg.tools, seed=seed if isinstance(seed, int) else None, score=None, elapsed_s=elapsed,
+                      turns=live.get("turns"), tokens=live.get("tokens"), cost_usd=live.get("cost_usd"),
+                      fell_back_to=None, error=None, doing=live.get("doing") if status == "running" else None)
 
 
 def select(rows: list[RunRow], params: dict[str, str]) -> list[RunRow]:

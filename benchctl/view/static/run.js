@@ -26,6 +26,11 @@
     var el = document.getElementById("seq-" + seq);
     if (!el) {                       // not in this window: ask the server for the window around it
       var u = new URL(location.href);
+      if (u.searchParams.get("at") === String(seq)) {   // the server had no such event: say so, don't loop
+        var n = document.getElementById("missing-seq");
+        if (n) { n.hidden = false; n.textContent = "There is no event #" + seq + " in this transcript."; }
+        return;
+      }
       u.searchParams.set("at", seq);
       location.replace(u.pathname + u.search + "#seq=" + seq);
       return;
