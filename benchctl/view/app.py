@@ -24,6 +24,8 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from benchctl.layout import GRADES, RUNS
+from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT
 from benchctl.view import compare as cmp
 from benchctl.view import events as evmod
 from benchctl.view import render, runpage
@@ -68,6 +70,7 @@ class ViewState:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         self.sweep = Sweep(self.root)
+        self.ratings_path = os.path.join(self.root, GRADES, TOURNAMENT, RATINGS_FILE)
         self.indexes = IndexCache()
         self.env = render.make_env()
         self.env.globals.update(qs=_qs, cap=evmod.cap, is_long=evmod.is_long, pretty=evmod.pretty,
@@ -75,7 +78,7 @@ class ViewState:
                                 root_name=os.path.basename(self.root.rstrip("/")) or self.root)
 
     def page(self, name: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
-        ctx.setdefault("has_tournament", bool(self.sweep.results().ratings))
+        ctx.setdefault("has_tournament", os.path.isfile(self.ratings_path))
         html = self.env.get_template(name).render(status_code=status_code, **ctx)
         return HTMLResponse(html, status_code=status_code)
 
@@ -135,7 +138,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         live = state.sweep.live.stats(files.run_id) if status in IN_PROGRESS and files.attempt is None else None
         return {"run_id": files.run_id, "meta": meta, "status": status, "tab": tab,
                 "facts": runpage.facts(files.run_id, meta, idx, live), "error": (meta or {}).get("error"),
-                "attempts": attempts(os.path.join(state.root, "runs", files.run_id)), **_attempt_ctx(files)}
+                "attempts": attempts(os.path.join(state.root, RUNS, files.run_id)), **_attempt_ctx(files)}
 
     def run_page(request: Request) -> Response:
         files = state.files(request)
@@ -295,7 +298,10 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         Route("/compare", compare_page), Route("/tournament", tournament_page), Route("/report", report_page),
         Mount("/static", StaticFiles(packages=[("benchctl.view", "static")]), name="static"),
     ]
-    hosts = sorted({"127.0.0.1", "localhost", host})
+    # Bound to one name: only that name (and the loopback names) may appear in Host. Bound to
+    # every interface, or to an IPv6 address (starlette's check cannot parse "[::1]:port"),
+    # the check is off: such a server is reachable by names this process cannot know.
+    hosts = ["*"] if host in ("0.0.0.0", "::", "") or ":" in host else sorted({"127.0.0.1", "localhost", host})
     return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
                      exception_handlers={NotFound: not_found, HTTPException: http_error})
 

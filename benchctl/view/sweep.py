@@ -12,9 +12,10 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from benchctl.layout import RUNS
+from benchctl.layout import RUNS, read_meta
 from benchctl.progress import _tokens
 from benchctl.report.aggregate import Options, config_of, field_of, pick_headline
 from benchctl.report.load import Results, Run, load_results
@@ -70,43 +71,74 @@ def _finished_row(run: Any, headline: str | None) -> RunRow:
         error=meta.get("error"))
 
 
-class Sweep:
-    """The results dir's runs, reloaded at most every `max_age` seconds."""
+@dataclass(slots=True)
+class Snapshot:
+    results: Results
+    rows: list[RunRow]               # the finished runs' rows
+    headline: str | None
+    loaded: float                    # time.monotonic() when it was loaded
 
-    def __init__(self, root: str, max_age: float = 1.0) -> None:
+
+class Sweep:
+    """The results dir's runs. The first load happens at once; after that a request is answered
+    from the last snapshot and, when that is older than `max_age` seconds, a reload starts in
+    the background (re-stats every file, re-reads the changed ones), so no request waits for a
+    reload of a 10,000-run sweep. Runs in progress are looked at on every request."""
+
+    def __init__(self, root: str, max_age: float = 2.0) -> None:
         self.root = root
         self.max_age = max_age
         self.live = LiveRuns(root)
-        self._memo: dict[str, tuple[Any, Any]] = {}
+        self._memo: dict[str, tuple[Any, Any]] = {}      # used by one load at a time (see snapshot())
         self._lock = threading.Lock()
-        self._results: Results | None = None
-        self._rows: list[RunRow] = []
-        self._headline: str | None = None
-        self._loaded = 0.0
+        self._snap: Snapshot | None = None
+        self._refreshing = False
+        self.refresh_error: str | None = None
+
+    def _load(self) -> Snapshot:
+        res = load_results(self.root, memo=self._memo)
+        headline = pick_headline(res, Options())
+        return Snapshot(res, [_finished_row(r, headline) for r in res.runs], headline, time.monotonic())
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            if self._snap is None:
+                self._snap = self._load()
+            elif not self._refreshing and time.monotonic() - self._snap.loaded > self.max_age:
+                self._refreshing = True
+                threading.Thread(target=self._refresh, name="benchctl-view-reload", daemon=True).start()
+            return self._snap
+
+    def _refresh(self) -> None:
+        snap = None
+        try:
+            snap = self._load()
+            self.refresh_error = None
+        except Exception as e:       # e.g. the results dir went away: keep showing the last snapshot
+            self.refresh_error = f"{type(e).__name__}: {e}"
+        with self._lock:
+            if snap is not None:
+                self._snap = snap
+            self._refreshing = False
 
     def results(self) -> Results:
-        with self._lock:
-            if self._results is None or time.monotonic() - self._loaded > self.max_age:
-                res = load_results(self.root, memo=self._memo)
-                self._headline = pick_headline(res, Options())
-                self._rows = [_finished_row(r, self._headline) for r in res.runs]
-                self._results, self._loaded = res, time.monotonic()
-            return self._results
+        return self.snapshot().results
 
     @property
     def headline(self) -> str | None:
-        self.results()
-        return self._headline
+        return self.snapshot().headline
 
     def rows(self) -> list[RunRow]:
         """Every run: finished ones from the loader, then the ones still without meta.json."""
-        res = self.results()
-        rows = list(self._rows)
+        snap = self.snapshot()
+        res = snap.results
+        rows = list(snap.rows)
         pending: list[str] = []
-        if res.stats.get("run_dirs", 0) > res.stats.get("runs", 0):
+        with os.scandir(os.path.join(self.root, RUNS)) as it:
+            names = [e.name for e in it if e.is_dir()]
+        if len(names) > len(res.runs) or res.stats.get("run_dirs", 0) > res.stats.get("runs", 0):
             done = {r.run_id for r in res.runs}
-            with os.scandir(os.path.join(self.root, RUNS)) as it:
-                pending = sorted(e.name for e in it if e.is_dir() and e.name not in done)
+            pending = sorted(n for n in names if n not in done)
             status = "running" if sweep_active(self.root) else "unfinished"
             rows += [self.pending_row(rid, status) for rid in pending]
         self.live.keep_only(set(pending))
@@ -115,6 +147,12 @@ class Sweep:
     def pending_row(self, run_id: str, status: str) -> RunRow:
         """A run without meta.json: settings from its run_start event, figures from its transcript."""
         live = self.live.stats(run_id)
+        try:
+            finished = read_meta(Path(self.root, RUNS, run_id))      # finished since the last reload?
+        except (OSError, ValueError):
+            finished = None
+        if isinstance(finished, dict) and finished.get("status"):
+            status = str(finished["status"])
         run = Run(run_id, {"spec": live.get("spec") or {}})
         cfg = config_of(run, Options(), True)
         seed = field_of(run, "seed")
