@@ -36,7 +36,7 @@ from benchctl.view.sweep import FILTER_KEYS, IN_PROGRESS, PAGE_SIZE, Sweep, coun
 from benchctl.view.transcript_index import IndexCache
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -73,7 +73,7 @@ class ViewState:
         self.ratings_path = os.path.join(self.root, GRADES, TOURNAMENT, RATINGS_FILE)
         self.indexes = IndexCache()
         self.env = render.make_env()
-        self.env.globals.update(qs=_qs, cap=evmod.cap, is_long=evmod.is_long, pretty=evmod.pretty,
+        self.env.globals.update(qs=_qs, cap=evmod.cap, is_long=evmod.is_long, pretty=evmod.pretty, max_detail=evmod.MAX_DETAIL,
                                 known_types=frozenset(evmod.SHOWN) | {"harness_event"},
                                 root_name=os.path.basename(self.root.rstrip("/")) or self.root)
 
@@ -116,7 +116,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         return state.page("sweep.html", rows=rows, total=len(rows), matched=len(matched), params=params,
                           shown=matched[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], page=page, pages=pages,
                           status_counts=counts(rows, "status"), facets=facets, columns=columns, headline=headline,
-                          problems=state.sweep.results().problems, report_tables=[("leaderboard", "leaderboard")])
+                          problems=state.sweep.results().problems, reload_error=state.sweep.refresh_error)
 
     def live_json(request: Request) -> Response:
         """Preformatted live figures of the runs in progress, and the status of the ids asked
@@ -148,7 +148,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         q = request.query_params.get("q")
         hits, more = runpage.search(idx, q) if q else ([], False)
         head = _header(files, idx, "timeline")
-        t0, budget = runpage.clock_origin(idx)
+        _, budget = runpage.clock_origin(idx)
         return state.page("run.html", **head, views=runpage.views(idx, first, last), first=first, last=last,
                           total=len(idx), window=runpage.WINDOW, live=head["status"] == "running", q=q, hits=hits,
                           more=more, lanes=evmod.LANES, phases=runpage.phases(idx), budget_s=budget,
@@ -261,7 +261,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             fa, fb = (run_files(state.root, r) for r in picked)
         except NotFound as e:
             return state.page("compare.html", status_code=404, a=None, b=None, picked=picked, error=str(e), suggestions=[])
-        sides = [cmp.side(state.root, f, state.indexes, None) for f in (fa, fb)]
+        sides = [cmp.side(state.root, f, state.indexes) for f in (fa, fb)]
         a, b = sides
         return state.page("compare.html", a=a, b=b, rows=cmp.rows(a, b), findings=cmp.findings(a, b),
                           types=cmp.type_counts(a, b))

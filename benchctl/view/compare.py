@@ -12,14 +12,14 @@ from benchctl.view.runpage import facts, read_meta
 from benchctl.view.transcript_index import IndexCache
 
 
-def side(root: str, files: RunFiles, indexes: IndexCache, live: dict[str, Any] | None) -> dict[str, Any]:
+def side(root: str, files: RunFiles, indexes: IndexCache) -> dict[str, Any]:
     meta = read_meta(files)
     idx = indexes.get(files.transcript)
     arts, _ = artifacts_with_grades(root, files, meta)
     grades = [g for a in arts for g in a.grades]
     main = next((a for a in arts if a.grades), arts[0] if arts else None)
     return {"run_id": files.run_id, "meta": meta, "status": str((meta or {}).get("status") or "in progress"),
-            "facts": facts(files.run_id, meta, idx, live), "grades": grades, "main": main, "types": Counter(idx.types)}
+            "facts": facts(files.run_id, meta, idx, None), "grades": grades, "main": main, "types": Counter(idx.types)}
 
 
 def rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -42,6 +42,7 @@ SHOWN: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
 }.items()}
 CLIP_LINES = 24          # longer texts start collapsed
 MAX_TEXT = 100_000       # characters of one field put in the page; the event's JSON link has it all
+MAX_DETAIL = 20_000      # the same for collapsed details (request deltas, responses, specs)
 
 
 @dataclass(slots=True)
@@ -86,9 +87,9 @@ def is_long(text: Any) -> bool:
     return isinstance(text, str) and (text.count("\n") >= CLIP_LINES or len(text) > 3000)
 
 
-def cap(text: Any) -> str:
+def cap(text: Any, limit: int = MAX_TEXT) -> str:
     s = text if isinstance(text, str) else pretty(text)
-    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"\n… [{len(s) - MAX_TEXT:,} more characters: open the event's JSON]"
+    return s if len(s) <= limit else s[:limit] + f"\n… [{len(s) - limit:,} more characters: open the event's JSON]"
 
 
 def minimap(times: Any, types: list[str], t0: float | None, span_s: float, buckets: int = 120

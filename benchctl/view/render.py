@@ -10,7 +10,6 @@ response carries a Content-Security-Policy that allows only this server's own fi
 """
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from jinja2 import Environment, PackageLoader
@@ -101,14 +100,8 @@ def ms(v: Any) -> str:
     return f"{v:.1f} ms" if v < 10 else f"{v:,.0f} ms"
 
 
-def clock(t: Any) -> str:
-    if not _num(t):
-        return NA
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-
-
 def make_env() -> Environment:
     env = Environment(loader=PackageLoader("benchctl.view", "templates"), autoescape=True,
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(markdown=markdown, usd=usd, score=score, tokens=tokens, duration=duration, clock=clock, ms=ms)
+    env.filters.update(markdown=markdown, usd=usd, score=score, tokens=tokens, duration=duration, ms=ms)
     return env

@@ -15,7 +15,7 @@ from benchctl.report.aggregate import Options, config_of, field_of
 from benchctl.report.contests import target_cost
 from benchctl.report.load import Run
 from benchctl.view import render
-from benchctl.view.events import LANES, MAX_TEXT, EventView, category, minimap, prepare
+from benchctl.view.events import LANES, EventView, category, minimap, prepare
 from benchctl.view.live import sweep_active
 from benchctl.view.paths import RunFiles
 from benchctl.view.transcript_index import TranscriptIndex
@@ -167,5 +167,3 @@ def snippet(ev: dict[str, Any], q: str, width: int = 70) -> str:
     return ""
 
 
-__all__ = ["WINDOW", "read_meta", "status_of", "facts", "views", "window", "phases", "minimap_view", "search",
-           "MAX_TEXT"]

@@ -120,14 +120,15 @@ class TranscriptIndex:
 
     def read(self, first: int, last: int) -> list[dict[str, Any]]:
         """Events on lines [first, last), parsed; a damaged line becomes an `unparsed` event."""
-        first, last = max(0, first), min(last, len(self.starts))
-        if first >= last:
-            return []
-        start = self.starts[first]
-        stop = self.starts[last] if last < len(self.starts) else self.end
-        with open(self.path, "rb") as f:
-            f.seek(start)
-            data = f.read(stop - start)
+        with self.lock:                                # a refresh may be extending the arrays
+            first, last = max(0, first), min(last, len(self.starts))
+            if first >= last:
+                return []
+            start = self.starts[first]
+            stop = self.starts[last] if last < len(self.starts) else self.end
+            with open(self.path, "rb") as f:
+                f.seek(start)
+                data = f.read(stop - start)
         out = []
         for k, line in enumerate(data.split(b"\n")[: last - first]):
             ev = _parse(line)
@@ -145,16 +146,17 @@ class TranscriptIndex:
         if not needles or not self.end:
             return [], False
         hits: set[int] = set()
-        with open(self.path, "rb") as f:
+        with self.lock, open(self.path, "rb") as f:
             data = f.read(self.end).lower()
+            starts, end = self.starts[:], self.end
         for needle in needles:
             k = data.find(needle)
             while k >= 0:
-                line = bisect.bisect_right(self.starts, k) - 1
+                line = bisect.bisect_right(starts, k) - 1
                 hits.add(line)
                 if len(hits) > limit:
                     break
-                nxt = self.starts[line + 1] if line + 1 < len(self.starts) else self.end
+                nxt = starts[line + 1] if line + 1 < len(starts) else end
                 k = data.find(needle, nxt)
         ordered = sorted(hits)
         return ordered[:limit], len(ordered) > limit
