@@ -153,7 +153,8 @@ def test_only_get_routes_exist(results) -> None:
     c = client(root)
     for method in ("post", "put", "delete", "patch"):
         for path in ("/", f"/run/{ids['main']}", f"/run/{ids['main']}/artifact/report.md", "/api/live"):
-            assert getattr(c, method)(path).status_code == 405, (method, path)
+            r = getattr(c, method)(path)
+            assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD", (method, path)
 
 
 def test_foreign_host_header_is_refused(results) -> None:
@@ -211,7 +212,7 @@ def test_report_tables_page_matches_benchctl_report(results) -> None:
     assert all(cell.replace("&", "&amp;") in page for cell in rows[0] if cell)
 
 
-def test_view_command_serves_and_rejects_a_non_results_dir(results, tmp_path: Path) -> None:
+def test_view_command_serves_and_rejects_bad_input(results, tmp_path: Path) -> None:
     import subprocess
     import sys
     import httpx
@@ -219,6 +220,13 @@ def test_view_command_serves_and_rejects_a_non_results_dir(results, tmp_path: Pa
     bad = subprocess.run([sys.executable, "-c", "from benchctl.cli import app; app()", "view", str(tmp_path)],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not a results directory" in bad.stderr
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = subprocess.run([sys.executable, "-c", "from benchctl.cli import app; app()", "view", str(root),
+                                "--port", str(busy.getsockname()[1])], capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 2 and "cannot listen on 127.0.0.1" in taken.stderr
     p = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "view", str(root), "--port", "0"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

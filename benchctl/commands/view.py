@@ -40,23 +40,23 @@ def view(
 
     from benchctl.view.app import create_app
 
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))                       # before loading the sweep: a busy port fails at once
+    except OSError as e:
+        typer.echo(f"error: cannot listen on {host}:{port}: {e.strerror}; pick another --port (0 = any free one)", err=True)
+        raise typer.Exit(2)
     try:
         app = create_app(results_dir, host=host)
     except (FileNotFoundError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as e:
-        typer.echo(f"error: cannot listen on {host}:{port}: {e.strerror}; pick another --port (0 = any free one)", err=True)
-        raise typer.Exit(2)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     url = f"http://{shown}:{bound}/"
-    typer.echo(f"benchctl view: serving {results_dir} at {url} (Ctrl-C to stop)", err=False)
+    typer.echo(f"benchctl view: serving {results_dir} at {url} (Ctrl-C to stop)")
     if open_browser:
         import webbrowser
         webbrowser.open(url)

@@ -4,8 +4,9 @@ Every route is GET (HEAD): there is no endpoint that writes anything, and the ap
 into the results dir (caches live in this process). Responses carry a strict
 Content-Security-Policy — scripts, styles, images and connections from this server only, no
 inline script or style, no frames, forms only to this server — so agent text that slipped
-through escaping still could not run or load anything. Requests must name this server in their
-Host header (a web page that rebinds its DNS name to 127.0.0.1 cannot read the runs).
+through escaping still could not run or load anything. Bound to one address (loopback by
+default), requests must name it in their Host header (a web page that rebinds its DNS name to
+127.0.0.1 cannot read the runs).
 """
 from __future__ import annotations
 
@@ -287,7 +288,9 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         return await asyncio.to_thread(state.page, "error.html", 404, message=str(exc))
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
-        return await asyncio.to_thread(state.page, "error.html", exc.status_code, message=exc.detail)
+        resp = await asyncio.to_thread(state.page, "error.html", exc.status_code, message=exc.detail)
+        resp.headers.update(exc.headers or {})          # e.g. Allow on a 405
+        return resp
 
     routes = [
         Route("/", sweep_page), Route("/api/live", live_json),
