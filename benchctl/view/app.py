@@ -305,8 +305,10 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
     # every interface, or to an IPv6 address (starlette's check cannot parse "[::1]:port"),
     # the check is off: such a server is reachable by names this process cannot know.
     hosts = ["*"] if host in ("0.0.0.0", "::", "") or ":" in host else sorted({"127.0.0.1", "localhost", host})
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
-                     exception_handlers={NotFound: not_found, HTTPException: http_error})
+    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+                    exception_handlers={NotFound: not_found, HTTPException: http_error})
+    app.state.view = state                             # for tests and benchmarks
+    return app
 
 
 def _sse(event: str, data: str, id_: int | None = None) -> str:

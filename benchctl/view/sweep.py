@@ -77,13 +77,15 @@ class Snapshot:
     rows: list[RunRow]               # the finished runs' rows
     headline: str | None
     loaded: float                    # time.monotonic() when it was loaded
+    took: float                      # seconds the load took
 
 
 class Sweep:
     """The results dir's runs. The first load happens at once; after that a request is answered
-    from the last snapshot and, when that is older than `max_age` seconds, a reload starts in
-    the background (re-stats every file, re-reads the changed ones), so no request waits for a
-    reload of a 10,000-run sweep. Runs in progress are looked at on every request."""
+    from the last snapshot and, when that is older than `max_age` seconds (or ten times what the
+    last load took, so a big sweep is not reloaded back to back), a reload starts in the
+    background (re-stats every file, re-reads the changed ones): no request waits for a reload
+    of a 10,000-run sweep. Runs in progress are looked at on every request."""
 
     def __init__(self, root: str, max_age: float = 2.0) -> None:
         self.root = root
@@ -96,15 +98,17 @@ class Sweep:
         self.refresh_error: str | None = None
 
     def _load(self) -> Snapshot:
+        t = time.monotonic()
         res = load_results(self.root, memo=self._memo)
         headline = pick_headline(res, Options())
-        return Snapshot(res, [_finished_row(r, headline) for r in res.runs], headline, time.monotonic())
+        rows = [_finished_row(r, headline) for r in res.runs]
+        return Snapshot(res, rows, headline, time.monotonic(), time.monotonic() - t)
 
     def snapshot(self) -> Snapshot:
         with self._lock:
             if self._snap is None:
                 self._snap = self._load()
-            elif not self._refreshing and time.monotonic() - self._snap.loaded > self.max_age:
+            elif not self._refreshing and time.monotonic() - self._snap.loaded > max(self.max_age, 10 * self._snap.took):
                 self._refreshing = True
                 threading.Thread(target=self._refresh, name="benchctl-view-reload", daemon=True).start()
             return self._snap
@@ -120,6 +124,10 @@ class Sweep:
             if snap is not None:
                 self._snap = snap
             self._refreshing = False
+
+    @property
+    def reloading(self) -> bool:
+        return self._refreshing
 
     def results(self) -> Results:
         return self.snapshot().results
