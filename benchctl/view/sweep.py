@@ -21,7 +21,7 @@ from benchctl.report.aggregate import Options, config_of, field_of, pick_headlin
 from benchctl.report.load import Results, Run, load_results
 from benchctl.view.live import LiveRuns, sweep_active
 
-PAGE_SIZE = 500
+PAGE_SIZE = 200          # rows per page: a 10,000-run sweep is sorted and filtered on the server
 IN_PROGRESS = ("running", "unfinished")
 
 
