@@ -20,17 +20,27 @@ import pytest
 ARTIFACTS = Path(os.environ.get("BENCHCTL_TEST_ARTIFACTS", "/tmp/benchctl-test-artifacts"))
 
 
+_shared: dict[str, Any] = {"users": 0}
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
+    # Each test module that imports this fixture gets its own session-scoped copy, but playwright's
+    # sync API allows one instance per thread: the copies share one Chromium, closed by the last.
+    if _shared["users"] == 0:
+        from playwright.sync_api import sync_playwright
+        _shared["playwright"] = sync_playwright().start()
         # --no-sandbox: CI runs as root, where Chromium's own sandbox refuses to start.
-        b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
+        _shared["browser"] = _shared["playwright"].chromium.launch(executable_path=shutil.which("chromium"),
+                                                                   args=["--no-sandbox"])
+    _shared["users"] += 1
+    try:
+        yield _shared["browser"]
+    finally:
+        _shared["users"] -= 1
+        if _shared["users"] == 0:
+            _shared.pop("browser").close()
+            _shared.pop("playwright").stop()
 
 
 def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
