@@ -20,27 +20,20 @@ import pytest
 ARTIFACTS = Path(os.environ.get("BENCHCTL_TEST_ARTIFACTS", "/tmp/benchctl-test-artifacts"))
 
 
-_shared: dict[str, Any] = {"users": 0}
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    # Each test module that imports this fixture gets its own session-scoped copy, but playwright's
-    # sync API allows one instance per thread: the copies share one Chromium, closed by the last.
-    if _shared["users"] == 0:
-        from playwright.sync_api import sync_playwright
-        _shared["playwright"] = sync_playwright().start()
+    # Module scope, not session: while playwright's sync API is started it keeps an asyncio loop
+    # running in this thread, so any later test calling asyncio.run() (the grade CLI, ...) would
+    # fail; it is stopped after each module that uses it.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
         # --no-sandbox: CI runs as root, where Chromium's own sandbox refuses to start.
-        _shared["browser"] = _shared["playwright"].chromium.launch(executable_path=shutil.which("chromium"),
-                                                                   args=["--no-sandbox"])
-    _shared["users"] += 1
-    try:
-        yield _shared["browser"]
-    finally:
-        _shared["users"] -= 1
-        if _shared["users"] == 0:
-            _shared.pop("browser").close()
-            _shared.pop("playwright").stop()
+        b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
 
 
 def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
