@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from benchctl.view.app import CSP, create_app
-from view_rig import HOSTILE_EVENT_TEXT, REPORT, append_events, build_results, serve, sweep_lock
+from tests.view_rig import HOSTILE_EVENT_TEXT, REPORT, append_events, build_results, serve, sweep_lock
 
 
 @pytest.fixture()

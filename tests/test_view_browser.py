@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_rig import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
-from view_rig import HOSTILE_EVENT_TEXT, append_events, build_results, serve, sweep_lock
+from tests.view_rig import HOSTILE_EVENT_TEXT, append_events, build_results, serve, sweep_lock
 
 pytestmark = pytest.mark.browser
 

@@ -6,7 +6,7 @@ events mirror what the demo runs write (see tests/test_demo.py's GOLDEN), plus t
 refusal and fallback, model errors, follow-ups, target calls, and event types and fields this
 viewer does not know.
 
-    from view_rig import build_results, serve
+    from tests.view_rig import build_results, serve
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import orjson
 
 from benchctl.layout import make_run_id
 from benchctl.transcript import TranscriptWriter
-from report_fixtures import add_grade, add_run
+from tests.report_fixtures import add_grade, add_run
 
 T0 = 1_800_000_000.0
 REPORT = """# Wiki incident

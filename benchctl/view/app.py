@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import Any
 from urllib.parse import urlencode
 
@@ -99,7 +100,12 @@ def _attempt_ctx(files: RunFiles) -> dict[str, Any]:
 
 def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlette:
     state = ViewState(str(root))
-    state.sweep.results()                              # fail early on a directory that is not a results dir
+    if not os.path.isdir(os.path.join(state.root, RUNS)):
+        raise FileNotFoundError(f"{root} is not a results directory: no {RUNS}/ inside. Pass the sweep directory "
+                                "that `benchctl run` wrote (it contains runs/<run_id>/meta.json).")
+    # The first load of the sweep starts now, in the background: a run page does not need it, and
+    # pages that do wait for it (Sweep.snapshot holds its lock while loading).
+    threading.Thread(target=state.sweep.snapshot, name="benchctl-view-load", daemon=True).start()
 
     def sweep_page(request: Request) -> Response:
         rows = state.sweep.rows()
