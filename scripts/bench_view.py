@@ -112,14 +112,16 @@ def median(fn: Callable[[], Timing], repeat: int) -> Timing:
 
 
 def browser_load(root: Path, path: str) -> Timing | None:
-    """Seconds from navigation to the `load` event in Chromium; a started server that has not
-    served this page yet (a run page's transcript is indexed within the measurement)."""
+    """Seconds from navigation to the `load` event in Chromium (already showing another page of
+    the viewer); a started server that has not served this page yet (a run page's transcript is
+    indexed within the measurement)."""
     if not shutil.which("chromium"):
         return None
     from playwright.sync_api import sync_playwright
     with server(root) as (base, _), sync_playwright() as p:
         b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
         page = b.new_page()
+        page.goto(base + "/compare", wait_until="load")   # a warm browser, as when coming from another page
         t = time.perf_counter()
         page.goto(base + path, wait_until="load", timeout=120_000)
         s = time.perf_counter() - t
