@@ -89,7 +89,8 @@ def test_run_page_renders_each_event_kind_and_unknown_ones_generically(results) 
     assert "refusal</b> by <span class=\"model\">prov/model-a" in page
     assert "follow-up 1" in page and "t-target_call" in page and "flaxseed" in page
     assert "<b>quantum_flux</b>" in page and "an event type this viewer has never seen" in page
-    assert "partial" in page and "cancelled" in page       # a model_call field and status this viewer did not know
+    assert ">partial<" in page and ">cancelled<" in page   # newer model_call fields: a partial answer, a status word
+    assert "upstream_request_id" in page and "req_0123" in page   # a field this viewer does not know is still shown
     assert '812 ms (first byte 95 ms)' in page and "$0.0123" in page
     assert 'href="#seq=26"' in page                        # phase link to the follow-up
 

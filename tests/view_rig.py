@@ -78,6 +78,7 @@ def _events(tr: TranscriptWriter, spec: dict[str, Any], *, followup: bool = True
     tr.emit("fallback", "gateway", call_id="call-4", **{"from": spec["model"], "to": "prov/fallback-model", "reason": "refusal"})
     tr.emit("model_call", "gateway", call_id="call-5", wire_api="anthropic_messages", requested_model="m",
             served_model="prov/fallback-model", stream=True, status="cancelled", partial=True, latency_ms=40.0,
+            upstream_request_id="req_0123",
             usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=None, response={"text": "Part"})
     tr.emit("model_error", "gateway", call_id="call-6", model="prov/fallback-model", status=529, error="overloaded")
     tr.emit("target_call", "targets", role="target", tool="chat", model="scripted/target", served_model="target-v1",
