@@ -8,10 +8,10 @@ anthropic, openai, google-genai, matplotlib) are imported inside the command bod
 import typer
 
 from benchctl import __version__
-from benchctl.commands import doctor, export, gateway, grade, images, report, run, tasks
+from benchctl.commands import doctor, export, gateway, grade, images, report, run, tasks, view
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Benchmark harness for auditing agents: run, grade, report.")
+                  help="Benchmark harness for auditing agents: run, grade, report, view, export.")
 
 
 def _version(value: bool) -> None:
@@ -26,5 +26,5 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
     """Run agents in network-less sandboxes, grade their outputs, report."""
 
 
-for _module in (run, grade, report, export, gateway, images, doctor, tasks):
+for _module in (run, grade, report, view, export, gateway, images, doctor, tasks):
     _module.register(app)

@@ -20,8 +20,11 @@ import pytest
 ARTIFACTS = Path(os.environ.get("BENCHCTL_TEST_ARTIFACTS", "/tmp/benchctl-test-artifacts"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # Module scope, not session: while playwright's sync API is started it keeps an asyncio loop
+    # running in this thread, so any later test calling asyncio.run() (the grade CLI, ...) would
+    # fail; it is stopped after each module that uses it.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

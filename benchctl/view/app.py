@@ -1,0 +1,323 @@
+"""The viewer's web app: a Starlette app over one results directory, read-only.
+
+Every route is GET (HEAD): there is no endpoint that writes anything, and the app never writes
+into the results dir (caches live in this process). Responses carry a strict
+Content-Security-Policy — scripts, styles, images and connections from this server only, no
+inline script or style, no frames, forms only to this server — so agent text that slipped
+through escaping still could not run or load anything. Bound to one address (loopback by
+default), requests must name it in their Host header (a web page that rebinds its DNS name to
+127.0.0.1 cannot read the runs).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from benchctl.layout import GRADES, RUNS
+from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT
+from benchctl.view import compare as cmp
+from benchctl.view import events as evmod
+from benchctl.view import render, runpage
+from benchctl.view import tournament as tour
+from benchctl.view.grades import artifacts_with_grades
+from benchctl.view.paths import NotFound, RunFiles, artifact_file, attempts, run_files
+from benchctl.view.sweep import FILTER_KEYS, IN_PROGRESS, PAGE_SIZE, Sweep, counts, select
+from benchctl.view.transcript_index import IndexCache
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+POLL_S = 0.5             # how often a live page's stream looks for new events
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware (works with streaming responses): adds SECURITY_HEADERS to every response."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+        await self.app(scope, receive, send_with_headers)
+
+
+class ViewState:
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self.sweep = Sweep(self.root)
+        self.ratings_path = os.path.join(self.root, GRADES, TOURNAMENT, RATINGS_FILE)
+        self.indexes = IndexCache()
+        self.env = render.make_env()
+        self.env.globals.update(qs=_qs, cap=evmod.cap, is_long=evmod.is_long, pretty=evmod.pretty, max_detail=evmod.MAX_DETAIL,
+                                known_types=frozenset(evmod.SHOWN) | {"harness_event"},
+                                root_name=os.path.basename(self.root.rstrip("/")) or self.root)
+
+    def page(self, name: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
+        ctx.setdefault("has_tournament", os.path.isfile(self.ratings_path))
+        html = self.env.get_template(name).render(status_code=status_code, **ctx)
+        return HTMLResponse(html, status_code=status_code)
+
+    def files(self, request: Request) -> RunFiles:
+        return run_files(self.root, request.path_params["run_id"], request.query_params.get("attempt"))
+
+
+def _qs(params: dict[str, Any], **overrides: Any) -> str:
+    merged = {**params, **overrides}
+    return "?" + urlencode({k: v for k, v in merged.items() if v not in (None, "")})
+
+
+def _attempt_ctx(files: RunFiles) -> dict[str, Any]:
+    q = f"?attempt={files.attempt}" if files.attempt is not None else ""
+    return {"attempt": files.attempt, "attempt_q": q, "attempt_amp": q.replace("?", "&")}
+
+
+def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlette:
+    state = ViewState(str(root))
+    if not os.path.isdir(os.path.join(state.root, RUNS)):
+        raise FileNotFoundError(f"{root} is not a results directory: no {RUNS}/ inside. Pass the sweep directory "
+                                "that `benchctl run` wrote (it contains runs/<run_id>/meta.json).")
+    # The first load of the sweep starts now, in the background: a run page does not need it, and
+    # pages that do wait for it (Sweep.snapshot holds its lock while loading).
+    threading.Thread(target=state.sweep.snapshot, name="benchctl-view-load", daemon=True).start()
+
+    def sweep_page(request: Request) -> Response:
+        rows = state.sweep.rows()
+        params = {k: request.query_params.get(k, "") for k in (*FILTER_KEYS, "q", "sort", "desc")}
+        matched = select(rows, params)
+        pages = max(1, -(-len(matched) // PAGE_SIZE))
+        page_arg = request.query_params.get("page", "1")
+        page = min(max(1, int(page_arg) if page_arg.isdigit() else 1), pages)
+        facets = [(k, c) for k in FILTER_KEYS if k != "status" and len(c := counts(rows, k)) > 1]
+        headline = state.sweep.headline
+        columns = [("run_id", "run"), ("status", "status"), ("task", "task"), ("harness", "harness"), ("model", "model"),
+                   ("budget_s", "budget"), ("variant", "variant"), ("tools", "tools"), ("seed", "seed"),
+                   ("score", headline or "score"), ("elapsed_s", "elapsed / budget"), ("turns", "turns"),
+                   ("tokens", "tokens"), ("cost_usd", "cost")]
+        return state.page("sweep.html", rows=rows, total=len(rows), matched=len(matched), params=params,
+                          shown=matched[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], page=page, pages=pages,
+                          status_counts=counts(rows, "status"), facets=facets, columns=columns, headline=headline,
+                          problems=state.sweep.results().problems, reload_error=state.sweep.refresh_error)
+
+    def live_json(request: Request) -> Response:
+        """Preformatted live figures of the runs in progress, and the status of the ids asked
+        about (`?ids=a,b`) that have finished since the page was rendered."""
+        rows = state.sweep.rows()
+        wanted = set(filter(None, request.query_params.get("ids", "").split(",")))
+        out = {}
+        for r in rows:
+            if r.status in IN_PROGRESS or r.run_id in wanted:
+                out[r.run_id] = {"status": r.status, "doing": r.doing or "",
+                                 "elapsed": render.duration(r.elapsed_s) + (f" / {render.duration(r.budget_s)}" if r.budget_s else ""),
+                                 "turns": "–" if r.turns is None else str(r.turns), "tokens": render.tokens(r.tokens),
+                                 "cost": render.usd(r.cost_usd)}
+        return JSONResponse({"runs": out, "counts": dict(counts(rows, "status"))})
+
+    def _header(files: RunFiles, idx: Any, tab: str) -> dict[str, Any]:
+        meta = runpage.read_meta(files)
+        status = runpage.status_of(state.root, files, meta)
+        live = state.sweep.live.stats(files.run_id) if status in IN_PROGRESS and files.attempt is None else None
+        return {"run_id": files.run_id, "meta": meta, "status": status, "tab": tab,
+                "facts": runpage.facts(files.run_id, meta, idx, live), "error": (meta or {}).get("error"),
+                "attempts": attempts(os.path.join(state.root, RUNS, files.run_id)), **_attempt_ctx(files)}
+
+    def run_page(request: Request) -> Response:
+        files = state.files(request)
+        idx = state.indexes.get(files.transcript)
+        at = request.query_params.get("at")
+        first, last = runpage.window(idx, int(at) if at and at.isdigit() else None)
+        q = request.query_params.get("q")
+        hits, more = runpage.search(idx, q) if q else ([], False)
+        head = _header(files, idx, "timeline")
+        _, budget = runpage.clock_origin(idx)
+        return state.page("run.html", **head, views=runpage.views(idx, first, last), first=first, last=last,
+                          total=len(idx), window=runpage.WINDOW, live=head["status"] == "running", q=q, hits=hits,
+                          more=more, lanes=evmod.LANES, phases=runpage.phases(idx), budget_s=budget,
+                          mm=runpage.minimap_view(idx, first, last))
+
+    def events_fragment(request: Request) -> Response:
+        """Lines [from, to) of the timeline as HTML, for "load earlier / later" (at most one window)."""
+        files = state.files(request)
+        idx = state.indexes.get(files.transcript)
+        try:
+            a = max(0, int(request.query_params.get("from", "0")))
+            b = min(int(request.query_params.get("to", str(a + runpage.WINDOW))), a + runpage.WINDOW)
+        except ValueError:
+            raise HTTPException(400, "from and to are line numbers") from None
+        return _fragment(files, idx, a, b)
+
+    def _fragment(files: RunFiles, idx: Any, a: int, b: int) -> HTMLResponse:
+        html = state.env.get_template("_fragment.html").render(
+            views=runpage.views(idx, a, b), run_id=files.run_id, **_attempt_ctx(files))
+        return HTMLResponse(html, headers={"x-lines": f"{a}-{min(b, len(idx))}", "x-total": str(len(idx))})
+
+    async def stream(request: Request) -> Response:
+        """Server-sent events for a run in progress: `events` (rendered HTML of new lines; id =
+        lines sent so far), `stats` (live header figures), `end` (meta.json appeared: final status)."""
+        files = state.files(request)
+        idx = await asyncio.to_thread(state.indexes.get, files.transcript)
+        start = request.headers.get("last-event-id") or request.query_params.get("after") or str(len(idx))
+        if not start.isdigit():
+            raise HTTPException(400, "after must be a line number")
+
+        def batch(sent: int) -> tuple[int, str | None, str | None]:
+            n = idx.refresh()
+            if n <= sent:
+                return sent, None, None
+            last = min(n, sent + runpage.WINDOW)
+            html = state.env.get_template("_fragment.html").render(
+                views=runpage.views(idx, sent, last), run_id=files.run_id, **_attempt_ctx(files))
+            live = state.sweep.live.stats(files.run_id)
+            stats = {"elapsed": f"{render.duration(live.get('elapsed_s'))} of {render.duration(live.get('budget_s'))}",
+                     "turns": str(live.get("turns", "–")), "tokens": render.tokens(live.get("tokens")),
+                     "cost": render.usd(live.get("cost_usd")), "total": last}
+            return last, html, orjson.dumps(stats).decode()
+
+        async def gen() -> Any:
+            sent = int(start)
+            yield "retry: 2000\n\n"
+            idle = 0.0
+            while not await request.is_disconnected():
+                sent, html, stats = await asyncio.to_thread(batch, sent)
+                if html is not None:
+                    yield _sse("events", orjson.dumps(html).decode(), sent) + _sse("stats", stats or "{}")
+                    idle = 0.0
+                    continue
+                meta = await asyncio.to_thread(runpage.read_meta, files)
+                if meta is not None:
+                    sent, html, _ = await asyncio.to_thread(batch, sent)   # events written just before meta.json
+                    if html is not None:
+                        yield _sse("events", orjson.dumps(html).decode(), sent)
+                    yield _sse("end", orjson.dumps({"status": meta.get("status")}).decode())
+                    return
+                idle += POLL_S
+                if idle >= 15:
+                    yield ": keep-alive\n\n"
+                    idle = 0.0
+                await asyncio.sleep(POLL_S)
+        return StreamingResponse(gen(), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+    def event_json(request: Request) -> Response:
+        files = state.files(request)
+        idx = state.indexes.get(files.transcript)
+        line = idx.position(request.path_params["seq"])
+        if line is None:
+            raise NotFound(f"no event {request.path_params['seq']}")
+        return Response(orjson.dumps(idx.read(line, line + 1)[0], option=orjson.OPT_INDENT_2),
+                        media_type="application/json")
+
+    def meta_json(request: Request) -> Response:
+        files = state.files(request)
+        if not os.path.isfile(files.meta) or os.path.islink(files.meta):
+            raise NotFound("no meta.json yet: the run has not finished")
+        return FileResponse(files.meta, media_type="application/json")
+
+    def artifacts_page(request: Request) -> Response:
+        files = state.files(request)
+        idx = state.indexes.get(files.transcript)
+        head = _header(files, idx, "artifacts")
+        arts, orphans = artifacts_with_grades(state.root, files, head["meta"])
+        return state.page("artifacts.html", **head, artifacts=arts, orphans=orphans)
+
+    def artifact_raw(request: Request) -> Response:
+        files = state.files(request)
+        path = artifact_file(files, request.path_params["path"])
+        with open(path, "rb") as f:
+            data = f.read()
+        # Always plain text (or a download), never HTML: an artifact is agent output.
+        try:
+            data.decode("utf-8")
+            return Response(data, media_type="text/plain; charset=utf-8")
+        except UnicodeDecodeError:
+            return Response(data, media_type="application/octet-stream",
+                            headers={"content-disposition": "attachment"})
+
+    def compare_page(request: Request) -> Response:
+        picked = [r for r in request.query_params.getlist("run") if r.strip()]
+        if len(picked) != 2:
+            return state.page("compare.html", a=None, b=None, picked=picked, error=None,
+                              suggestions=cmp.candidates(state.sweep.rows(), picked[0]) if len(picked) == 1 else [])
+        try:
+            fa, fb = (run_files(state.root, r) for r in picked)
+        except NotFound as e:
+            return state.page("compare.html", status_code=404, a=None, b=None, picked=picked, error=str(e), suggestions=[])
+        sides = [cmp.side(state.root, f, state.indexes) for f in (fa, fb)]
+        a, b = sides
+        return state.page("compare.html", a=a, b=b, rows=cmp.rows(a, b), findings=cmp.findings(a, b),
+                          types=cmp.type_counts(a, b))
+
+    def tournament_page(request: Request) -> Response:
+        ratings = state.sweep.results().ratings
+        if not ratings:
+            raise NotFound("no tournament in this results dir (grades/tournament/ratings.json)")
+        board, scale = tour.leaderboard(ratings)
+        return state.page("tournament.html", ratings=ratings, board=board, scale=scale,
+                          overlap=tour.overlap(ratings), envs=tour.environments(ratings))
+
+    def report_page(request: Request) -> Response:
+        from benchctl.report.build import build_report
+        from benchctl.report.provenance import provenance_lines
+        try:
+            rep = build_report(state.sweep.results())
+        except ValueError as e:
+            raise HTTPException(400, str(e)) from None
+        return state.page("report.html", report=rep, provenance=provenance_lines(rep.provenance))
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return await asyncio.to_thread(state.page, "error.html", 404, message=str(exc))
+
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        resp = await asyncio.to_thread(state.page, "error.html", exc.status_code, message=exc.detail)
+        resp.headers.update(exc.headers or {})          # e.g. Allow on a 405
+        return resp
+
+    routes = [
+        Route("/", sweep_page), Route("/api/live", live_json),
+        Route("/run/{run_id}", run_page), Route("/run/{run_id}/events", events_fragment),
+        Route("/run/{run_id}/stream", stream), Route("/run/{run_id}/event/{seq:int}", event_json),
+        Route("/run/{run_id}/meta.json", meta_json), Route("/run/{run_id}/artifacts", artifacts_page),
+        Route("/run/{run_id}/artifact/{path:path}", artifact_raw),
+        Route("/compare", compare_page), Route("/tournament", tournament_page), Route("/report", report_page),
+        Mount("/static", StaticFiles(packages=[("benchctl.view", "static")]), name="static"),
+    ]
+    # Bound to one name: only that name (and the loopback names) may appear in Host. Bound to
+    # every interface, or to an IPv6 address (starlette's check cannot parse "[::1]:port"),
+    # the check is off: such a server is reachable by names this process cannot know.
+    hosts = ["*"] if host in ("0.0.0.0", "::", "") or ":" in host else sorted({"127.0.0.1", "localhost", host})
+    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+                    exception_handlers={NotFound: not_found, HTTPException: http_error})
+    app.state.view = state                             # for tests and benchmarks
+    return app
+
+
+def _sse(event: str, data: str, id_: int | None = None) -> str:
+    """One server-sent event. `data` is always one line of JSON (JSON escapes CR and LF, which
+    would otherwise end the field and let agent text forge SSE fields)."""
+    return f"event: {event}\n" + (f"id: {id_}\n" if id_ is not None else "") + f"data: {data}\n\n"

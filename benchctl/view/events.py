@@ -1,0 +1,113 @@
+"""Transcript events prepared for the timeline: a category (colour, minimap lane), the time since
+the run started and the share of the budget used, and the fields a type's template does not show
+itself, so that fields and event types this viewer does not know yet are still shown."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+# Lanes of the minimap, in display order, and the category of each known event type.
+LANES = ("assistant", "tool", "model", "target", "notice", "policy", "alert", "phase", "other")
+CATEGORY = {
+    "assistant": "assistant", "tool_call": "tool", "tool_result": "tool", "model_call": "model",
+    "target_call": "target", "notice": "notice", "reprompt": "policy", "revision_request": "policy",
+    "refusal": "alert", "fallback": "alert", "model_error": "alert", "error": "alert",
+    "followup": "phase", "run_start": "phase", "run_end": "phase",
+}
+COMMON = frozenset({"v", "seq", "t", "type", "source"})
+# Fields each type's template shows itself; anything else appears under "other fields".
+SHOWN: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    "run_start": {"run_id", "spec", "budget_s"},
+    "run_end": {"status", "error", "usage", "cost_usd", "turns", "elapsed_s"},
+    "model_call": {"call_id", "requested_model", "served_model", "status", "latency_ms", "ttfb_ms", "usage",
+                   "cost_usd", "stop_reason", "refusal", "partial", "request", "response", "retries", "error"},
+    "assistant": {"turn", "text", "stop_reason", "thinking"},
+    "tool_call": {"id", "name", "input"},
+    "tool_result": {"id", "name", "output", "exit_code", "is_error", "truncated", "timed_out"},
+    "notice": {"kind", "text"},
+    "reprompt": {"text", "reason"},
+    "revision_request": {"text"},
+    "refusal": {"model", "action", "text", "stop_reason"},
+    "fallback": {"from", "to", "reason"},
+    "model_error": {"model", "status", "error"},
+    "followup": {"index", "prompt", "budget_s"},
+    "target_call": {"role", "tool", "model", "served_model", "request", "text", "usage", "cost_usd", "latency_s",
+                    "refusal", "error"},
+    "hook": {"event", "tool_name", "decision", "cli"},
+    "error": {"message"},
+    "stderr": {"text"},
+}.items()}
+CLIP_LINES = 24          # longer texts start collapsed
+MAX_TEXT = 100_000       # characters of one field put in the page; the event's JSON link has it all
+MAX_DETAIL = 20_000      # the same for collapsed details (request deltas, responses, specs)
+
+
+@dataclass(slots=True)
+class EventView:
+    ev: dict[str, Any]
+    seq: int
+    line: int                     # line number in transcript.jsonl (= seq in a well-formed one)
+    type: str
+    cat: str
+    rel_s: float | None           # seconds since the run started
+    frac: float | None            # share of the budget used at this event
+    extra: list[tuple[str, str]]  # (field, pretty value) not shown by the type's template
+
+
+def category(type_: str) -> str:
+    return CATEGORY.get(type_, "other")
+
+
+def pretty(value: Any) -> str:
+    """A field value as text: strings as they are, anything else as indented JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return repr(value)
+
+
+def prepare(ev: dict[str, Any], line: int, t0: float | None, budget_s: float | None) -> EventView:
+    type_ = str(ev.get("type", "unknown"))
+    t = ev.get("t")
+    rel = t - t0 if isinstance(t, (int, float)) and t0 is not None and not math.isnan(t0) else None
+    frac = rel / budget_s if rel is not None and budget_s else None
+    shown = SHOWN.get(type_, frozenset())
+    extra = [(k, pretty(v)) for k, v in ev.items() if k not in COMMON and k not in shown and v is not None]
+    seq = ev.get("seq")
+    return EventView(ev=ev, seq=seq if isinstance(seq, int) else line, line=line, type=type_, cat=category(type_),
+                     rel_s=rel, frac=frac, extra=extra)
+
+
+def is_long(text: Any) -> bool:
+    return isinstance(text, str) and (text.count("\n") >= CLIP_LINES or len(text) > 3000)
+
+
+def cap(text: Any, limit: int = MAX_TEXT) -> str:
+    s = text if isinstance(text, str) else pretty(text)
+    return s if len(s) <= limit else s[:limit] + f"\n… [{len(s) - limit:,} more characters: open the event's JSON]"
+
+
+def minimap(times: Any, types: list[str], t0: float | None, span_s: float, buckets: int = 120
+            ) -> dict[str, Any]:
+    """Counts of events per lane and time bucket over [t0, t0 + span_s], plus the first line
+    number in each bucket (the minimap links there)."""
+    counts = {lane: [0] * buckets for lane in LANES}
+    first: list[int | None] = [None] * buckets
+    if t0 is None or not span_s or span_s <= 0:
+        return {"buckets": buckets, "counts": counts, "first": first, "max": 0}
+    scale = buckets / span_s
+    for i, (t, ty) in enumerate(zip(times, types)):
+        if t != t:                                     # NaN: a line without a time
+            continue
+        b = int((t - t0) * scale)
+        b = 0 if b < 0 else buckets - 1 if b >= buckets else b
+        counts[CATEGORY.get(ty, "other")][b] += 1
+        if first[b] is None:
+            first[b] = i
+    peak = max((max(c) for c in counts.values()), default=0)
+    return {"buckets": buckets, "counts": counts, "first": first, "max": peak}

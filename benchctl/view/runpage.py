@@ -1,0 +1,169 @@
+"""The run page's data: the header facts, a window of the timeline, the minimap, search hits.
+
+Only a window of `WINDOW` events is rendered per request (more are fetched as the reader scrolls
+or follows a deep link), so a page costs the same for a 100-event and a 100,000-event run once
+the transcript is indexed (`transcript_index`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from benchctl.jsonio import read_json
+from benchctl.progress import _tokens
+from benchctl.report.aggregate import Options, config_of, field_of
+from benchctl.report.contests import target_cost
+from benchctl.report.load import Run
+from benchctl.view import render
+from benchctl.view.events import LANES, EventView, category, minimap, prepare
+from benchctl.view.live import sweep_active
+from benchctl.view.paths import RunFiles
+from benchctl.view.transcript_index import TranscriptIndex
+
+WINDOW = 200
+BEFORE = 20              # a deep link shows this many events before its target
+
+
+def read_meta(files: RunFiles) -> dict[str, Any] | None:
+    try:
+        meta = read_json(files.meta)
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def status_of(root: str, files: RunFiles, meta: dict[str, Any] | None) -> str:
+    if meta is not None:
+        return str(meta.get("status") or "?")
+    if files.attempt is None and sweep_active(root):
+        return "running"
+    return "unfinished"
+
+
+def clock_origin(idx: TranscriptIndex) -> tuple[float | None, float | None]:
+    """(t0, budget_s): when the run started (its run_start event, else its first event) and its budget."""
+    start = idx.start_event or {}
+    t0 = start.get("t") if isinstance(start.get("t"), (int, float)) else None
+    if t0 is None and len(idx) and not math.isnan(idx.times[0]):
+        t0 = idx.times[0]
+    budget = start.get("budget_s") or (start.get("spec") or {}).get("budget_s")
+    return t0, float(budget) if isinstance(budget, (int, float)) and budget > 0 else None
+
+
+def facts(run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: dict[str, Any] | None
+          ) -> list[tuple[str, str, str]]:
+    """(label, value, live key) for the header, read as `benchctl report` reads a run
+    (`config_of`); while a run has no meta.json yet, from its run_start event and live figures."""
+    m = meta if meta is not None else {"spec": (idx.start_event or {}).get("spec") or {}}
+    cfg = config_of(Run(run_id, m), Options(), True)
+    seed = field_of(Run(run_id, m), "seed")
+    budget_s = None if cfg.budget_s == float("inf") else cfg.budget_s
+    out = [("task", cfg.task, ""), ("harness", cfg.harness, ""), ("model", cfg.model, ""), ("budget", cfg.budget, ""),
+           ("variant", cfg.variant, ""), ("tools", cfg.tools or "–", ""), ("seed", "–" if seed is None else str(seed), "")]
+    if meta is not None:
+        elapsed, turns, tokens, cost = m.get("elapsed_s"), m.get("turns"), _tokens(m.get("usage")), m.get("cost_usd")
+    else:
+        live = live or {}
+        elapsed, turns, tokens, cost = live.get("elapsed_s"), live.get("turns"), live.get("tokens"), live.get("cost_usd")
+    out += [("elapsed", f"{render.duration(elapsed)} of {render.duration(budget_s)}", "elapsed"),
+            ("turns", "–" if turns is None else str(turns), "turns"), ("tokens", render.tokens(tokens), "tokens"),
+            ("cost", render.usd(cost), "cost")]
+    if meta is not None:
+        served = m.get("served_models") or {}
+        if served and list(served) != [m.get("model")]:
+            out.append(("served by", ", ".join(f"{k} ×{v}" for k, v in served.items()), ""))
+        for fb in m.get("fallbacks") or []:
+            if isinstance(fb, dict):
+                out.append(("fell back", f"{fb.get('from')} → {fb.get('to')} ({fb.get('reason') or 'refusal'})", ""))
+        for key, label in (("refusals", "refusals"), ("reprompts", "reprompts"), ("revision_requests", "revision requests")):
+            if m.get(key):
+                out.append((label, str(m[key]), ""))
+        if isinstance(m.get("target_tools"), dict):
+            out.append(("target + auxiliary cost", render.usd(target_cost(m)), ""))
+    return out
+
+
+def views(idx: TranscriptIndex, first: int, last: int) -> list[EventView]:
+    t0, budget = clock_origin(idx)
+    return [prepare(ev, first + k, t0, budget) for k, ev in enumerate(idx.read(first, last))]
+
+
+def window(idx: TranscriptIndex, at_seq: int | None) -> tuple[int, int]:
+    """The lines [first, last) to render: from the start, or around a deep-linked event."""
+    n = len(idx)
+    pos = idx.position(at_seq) if at_seq is not None else None
+    first = max(0, pos - BEFORE) if pos is not None else 0
+    return first, min(n, first + WINDOW)
+
+
+def phases(idx: TranscriptIndex) -> list[tuple[str, int]]:
+    out = [("run", idx.seqs[0])] if len(idx) else []
+    out += [(f"follow-up {k + 1}", idx.seqs[line]) for k, line in enumerate(idx.phase_starts)]
+    return out
+
+
+def minimap_view(idx: TranscriptIndex, first: int, last: int) -> dict[str, Any]:
+    """The SVG minimap: one lane per event category across the budget (or the whole run when it
+    ran longer, e.g. with follow-ups); darker = more events; each mark links to its first event."""
+    t0, budget = clock_origin(idx)
+    n = len(idx)
+    end = next((idx.times[i] for i in range(n - 1, -1, -1) if not math.isnan(idx.times[i])), t0)
+    ran = (end - t0) if (t0 is not None and end is not None) else 0.0
+    span = max(budget or 0.0, ran, 1e-9)
+    key = (n, span)
+    cached = getattr(idx, "_minimap", None)
+    if cached is None or cached[0] != key:
+        cached = (key, minimap(idx.times, idx.types, t0, span))
+        idx._minimap = cached  # type: ignore[attr-defined]   # per index; recomputed when it grows
+    mm = cached[1]
+    lane_h, width = 11, 1000.0
+    bw = width / mm["buckets"]
+    rects = []
+    peak = max(mm["max"], 1)
+    for li, lane in enumerate(LANES):
+        for b, c in enumerate(mm["counts"][lane]):
+            if c:
+                line = mm["first"][b]
+                rects.append({"lane": lane, "x": round(b * bw, 2), "y": li * lane_h, "w": round(bw, 2), "h": lane_h - 1,
+                              "o": round(0.35 + 0.65 * math.log1p(c) / math.log1p(peak), 3),
+                              "seq": idx.seqs[line] if line is not None else 0,
+                              "title": f"{c} {lane} events at {render.duration(b * span / mm['buckets'])}"})
+    win = None
+    if n and t0 is not None and last > first:
+        ta, tb = idx.times[first], idx.times[last - 1]
+        if not (math.isnan(ta) or math.isnan(tb)):
+            x0 = max(0.0, (ta - t0) / span * width)
+            win = (round(x0, 2), round(max(2.0, (tb - ta) / span * width), 2))
+    budget_x = round(budget / span * width, 2) if budget and budget < span else None
+    return {"rects": rects, "height": lane_h * len(LANES), "lane_h": lane_h, "window": win,
+            "budget_x": budget_x, "span_s": span}
+
+
+def search(idx: TranscriptIndex, q: str, limit: int = 200) -> tuple[list[dict[str, Any]], bool]:
+    lines, more = idx.search(q, limit)
+    hits = []
+    for line in lines:
+        ev = idx.read(line, line + 1)[0]
+        hits.append({"seq": idx.seqs[line], "type": ev.get("type"), "cat": category(str(ev.get("type"))),
+                     "snippet": snippet(ev, q)})
+    return hits, more
+
+
+def snippet(ev: dict[str, Any], q: str, width: int = 70) -> str:
+    """Where the query occurs in the event's first string field that contains it."""
+    ql = q.lower()
+    stack: list[Any] = [ev]
+    while stack:
+        v = stack.pop(0)
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str):
+            k = v.lower().find(ql)
+            if k >= 0:
+                a, b = max(0, k - width), min(len(v), k + len(q) + width)
+                return ("…" if a else "") + " ".join(v[a:b].split()) + ("…" if b < len(v) else "")
+    return ""
+
+

@@ -1,0 +1,189 @@
+"""An in-memory index of a transcript.jsonl: the byte offset, seq, time and type of every line.
+
+A 100,000-event transcript is far too big to ship to a browser or to parse per request, so the
+run page reads windows of events by offset. Indexing scans the file once (reading only each
+line's prefix, `{"v":1,"seq":N,"t":T,"type":"X"`, which is how `TranscriptWriter` writes every
+event; other lines are parsed in full) and then follows it as it grows: transcripts are
+append-only, so a refresh reads only the new bytes. A line without its newline yet is a write
+in progress and is left for the next refresh. The index lives in this process only: the viewer
+never writes into a results dir.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import sys
+import threading
+from array import array
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+
+_PREFIX = re.compile(rb'\{"v":\d+,"seq":(\d+),"t":(-?[0-9][0-9.eE+-]*),"type":"([A-Za-z0-9_.-]{1,64})"')
+_CHUNK = 8 << 20
+
+
+class TranscriptIndex:
+    """Line i of the file is event i: starts[i], seqs[i], times[i], types[i]."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self._reset(None)
+
+    def _reset(self, ident: tuple[int, int] | None) -> None:
+        self.ident = ident
+        self.end = 0                                   # bytes indexed (always just after a newline)
+        self.starts = array("q")
+        self.seqs = array("q")
+        self.times = array("d")
+        self.types: list[str] = []
+        self.start_event: dict[str, Any] | None = None  # the run_start event, if any
+        self.phase_starts: list[int] = []                # line numbers of `followup` events
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def refresh(self) -> int:
+        """Index what was appended since the last call; returns the number of events."""
+        with self.lock:
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                self._reset(None)
+                return 0
+            ident = (st.st_dev, st.st_ino)
+            if ident != self.ident or st.st_size < self.end:     # replaced or truncated: start over
+                self._reset(ident)
+            if st.st_size > self.end:
+                with open(self.path, "rb") as f:
+                    f.seek(self.end)
+                    self._scan(f, st.st_size - self.end)
+            return len(self.starts)
+
+    def _scan(self, f: Any, remaining: int) -> None:
+        pos = self.end
+        carry = b""
+        intern = sys.intern
+        while remaining > 0:
+            chunk = f.read(min(_CHUNK, remaining))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+            buf = carry + chunk
+            base = pos - len(carry)
+            i = 0
+            while True:
+                j = buf.find(b"\n", i)
+                if j < 0:
+                    break
+                self._add(buf, i, j, base + i, intern)
+                i = j + 1
+            carry = buf[i:]
+            pos = base + len(buf)
+        self.end = pos - len(carry)
+
+    def _add(self, buf: bytes, i: int, j: int, offset: int, intern: Any) -> None:
+        m = _PREFIX.match(buf, i, j)
+        n = len(self.starts)
+        if m is not None:
+            seq, t, type_ = int(m.group(1)), float(m.group(2)), intern(m.group(3).decode())
+        else:                                          # another writer's key order, or a damaged line
+            ev = _parse(buf[i:j])
+            seq = ev.get("seq") if isinstance(ev.get("seq"), int) else n
+            t = float(ev["t"]) if isinstance(ev.get("t"), (int, float)) else float("nan")
+            type_ = intern(str(ev.get("type", "unparsed")))
+        self.starts.append(offset)
+        self.seqs.append(seq)
+        self.times.append(t)
+        self.types.append(type_)
+        if type_ == "followup":
+            self.phase_starts.append(n)
+        if type_ == "run_start" and self.start_event is None:
+            self.start_event = _parse(buf[i:j])
+
+    def position(self, seq: int) -> int | None:
+        """The line holding event `seq` (equal to seq in a well-formed transcript)."""
+        n = len(self.seqs)
+        if 0 <= seq < n and self.seqs[seq] == seq:
+            return seq
+        lo, hi = 0, n                                  # seqs increase: binary search
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.seqs[mid] < seq:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < n and self.seqs[lo] == seq else None
+
+    def read(self, first: int, last: int) -> list[dict[str, Any]]:
+        """Events on lines [first, last), parsed; a damaged line becomes an `unparsed` event."""
+        with self.lock:                                # a refresh may be extending the arrays
+            first, last = max(0, first), min(last, len(self.starts))
+            if first >= last:
+                return []
+            start = self.starts[first]
+            stop = self.starts[last] if last < len(self.starts) else self.end
+            with open(self.path, "rb") as f:
+                f.seek(start)
+                data = f.read(stop - start)
+        out = []
+        for k, line in enumerate(data.split(b"\n")[: last - first]):
+            ev = _parse(line)
+            ev.setdefault("seq", self.seqs[first + k])
+            out.append(ev)
+        return out
+
+    def search(self, query: str, limit: int = 200) -> tuple[list[int], bool]:
+        """Line numbers whose raw JSON contains `query` (ASCII case-insensitive), and whether more
+        matched than `limit`. Searches the JSON text, so a query is also matched in its
+        JSON-escaped form (quotes, backslashes, newlines)."""
+        needles = {query.lower().encode()}
+        needles.add(orjson.dumps(query.lower())[1:-1])
+        needles.discard(b"")
+        if not needles or not self.end:
+            return [], False
+        hits: set[int] = set()
+        with self.lock, open(self.path, "rb") as f:
+            data = f.read(self.end).lower()
+            starts, end = self.starts[:], self.end
+        for needle in needles:
+            k = data.find(needle)
+            while k >= 0:
+                line = bisect.bisect_right(starts, k) - 1
+                hits.add(line)
+                if len(hits) > limit:
+                    break
+                nxt = starts[line + 1] if line + 1 < len(starts) else end
+                k = data.find(needle, nxt)
+        ordered = sorted(hits)
+        return ordered[:limit], len(ordered) > limit
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    try:
+        ev = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        return {"type": "unparsed", "error": f"not valid JSON: {e}", "raw": line[:4000].decode("utf-8", "replace")}
+    return ev if isinstance(ev, dict) else {"type": "unparsed", "error": "not a JSON object",
+                                            "raw": line[:4000].decode("utf-8", "replace")}
+
+
+class IndexCache:
+    """Keeps the indexes of the most recently viewed transcripts (LRU)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._items: OrderedDict[str, TranscriptIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> TranscriptIndex:
+        with self._lock:
+            idx = self._items.pop(path, None) or TranscriptIndex(path)
+            self._items[path] = idx
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        idx.refresh()
+        return idx
