@@ -18,7 +18,7 @@ from typing import Any
 from benchctl.layout import RUNS, read_meta
 from benchctl.progress import _tokens
 from benchctl.report.aggregate import Options, config_of, field_of, pick_headline
-from benchctl.report.load import Results, Run, gc_paused, load_results
+from benchctl.report.load import UNFINISHED, Results, Run, gc_paused, load_results
 from benchctl.view.live import LiveRuns, sweep_active
 
 PAGE_SIZE = 200          # rows per page: a 10,000-run sweep is sorted and filtered on the server
@@ -74,7 +74,7 @@ def _finished_row(run: Any, headline: str | None) -> RunRow:
 @dataclass(slots=True)
 class Snapshot:
     results: Results
-    rows: list[RunRow]               # the finished runs' rows
+    rows: list[RunRow]               # the finished runs' rows (the loader's unfinished ones are pending rows)
     headline: str | None
     loaded: float                    # time.monotonic() when it was loaded
     took: float                      # seconds the load took
@@ -102,7 +102,7 @@ class Sweep:
         with gc_paused():                              # 10,000 rows of small objects, no cycles (see load.py)
             res = load_results(self.root, memo=self._memo)
             headline = pick_headline(res, Options())
-            rows = [_finished_row(r, headline) for r in res.runs]
+            rows = [_finished_row(r, headline) for r in res.runs if r.meta.get("status") != UNFINISHED]
         return Snapshot(res, rows, headline, time.monotonic(), time.monotonic() - t)
 
     def snapshot(self) -> Snapshot:
@@ -145,8 +145,11 @@ class Sweep:
         pending: list[str] = []
         with os.scandir(os.path.join(self.root, RUNS)) as it:
             names = [e.name for e in it if e.is_dir()]
-        if len(names) > len(res.runs) or res.stats.get("run_dirs", 0) > res.stats.get("runs", 0):
-            done = {r.run_id for r in res.runs}
+        # the loader lists a run without meta.json as `unfinished`; here it is `running` while a
+        # `benchctl run` holds the lock, with live figures from its transcript
+        finished = [r for r in res.runs if r.meta.get("status") != UNFINISHED]
+        if len(names) > len(finished) or res.stats.get("run_dirs", 0) > res.stats.get("runs", 0):
+            done = {r.run_id for r in finished}
             pending = sorted(n for n in names if n not in done)
             status = "running" if sweep_active(self.root) else "unfinished"
             rows += [self.pending_row(rid, status) for rid in pending]
