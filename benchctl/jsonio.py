@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import orjson
 
@@ -51,20 +51,24 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
-    """Read a JSONL file. Lines that are not valid JSON are skipped, wherever they are: the expected
-    one is a torn last line (a process killed mid-write), but a corrupt middle line is dropped too."""
-    out = []
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[Any]:
+    """A JSONL file's values one line at a time (constant memory). Lines that are not valid JSON are
+    skipped, wherever they are: the expected one is a torn last line (a process killed mid-write),
+    but a corrupt middle line is dropped too."""
     with open(path, "rb") as f:
         for line in f:
             line = line.strip()
             if not line:
                 continue
             try:
-                out.append(orjson.loads(line))
+                yield orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-    return out
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
+    """A whole JSONL file as a list (see `iter_jsonl`)."""
+    return list(iter_jsonl(path))
 
 
 def write_bytes_batch(files: Mapping[str, bytes]) -> None:

@@ -28,6 +28,7 @@ import orjson
 
 from benchctl.export import wire
 from benchctl.export.wire import Message, ToolDef
+from benchctl.jsonio import iter_jsonl
 from benchctl.layout import ARTIFACTS, GRADES, TRANSCRIPT, iter_runs, runs_dir
 
 SYSTEM_KEYS = {"system", "instructions", "systemInstruction", "system_instruction"}
@@ -136,17 +137,7 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
     transcripts do everywhere in benchctl)."""
     if not path.exists():
         return
-    with open(path, "rb") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                ev = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(ev, dict):
-                yield ev
+    yield from (ev for ev in iter_jsonl(path) if isinstance(ev, dict))
 
 
 # ------------------------------------------------------------------------------- items

@@ -142,7 +142,8 @@ class Stray:
     owner_alive: bool   # its benchctl process still runs on this host (so it is not a stray yet)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists on this host (one we may not signal still counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -163,7 +164,7 @@ def find_managed(client: Any, run_id: str | None = None) -> list[Stray]:
         # Our own pid counts as dead: such a container was left by an earlier process that had this
         # pid (pids are reused), since callers clean up before they start sandboxes of their own.
         alive = (labels.get(LABEL_OWNER_HOST) == host and pid.isdigit() and int(pid) != os.getpid()
-                 and _pid_alive(int(pid)))
+                 and pid_alive(int(pid)))
         out.append(Stray(id=c["Id"][:12], name=(c.get("Names") or ["?"])[0].lstrip("/"),
                          run_id=labels.get(LABEL_KEY, "?"), status=c.get("Status", "?"), owner_alive=alive))
     return out

@@ -24,6 +24,7 @@ import orjson
 from benchctl.layout import RUNS, TRANSCRIPT
 from benchctl.progress import Progress
 from benchctl.run_setup import LOCK_FILE
+from benchctl.sandbox.cleanup import pid_alive
 
 
 def sweep_active(root: str) -> bool:
@@ -48,15 +49,7 @@ def _pid_alive(lock_path: str) -> bool:
         pid, host = int(words[1]), words[3]
     except (OSError, ValueError, IndexError):
         return False
-    if host != socket.gethostname():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return host == socket.gethostname() and pid_alive(pid)
 
 
 class _Tail:
