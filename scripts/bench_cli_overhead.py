@@ -119,8 +119,11 @@ def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
         row = {"sandbox": t_started - t0, "setup": marks["exec"] - t_run, "exec": t_proc - marks["exec"],
                "total": marks["call"] - t0, "run": t_end - t0}
         t_cli = t_proc
-        logs = sandbox.exec(["sh", "-c", "stat -c %.9Y /home/agent/.benchctl/*.log 2>/dev/null"], timeout=30).stdout
-        if logs.split():          # the forwarder's log: last written once it listens
+        # The forwarder's log (~/.benchctl/ before this benchmark's first version, /tmp/ since):
+        # last written once the forwarder listens.
+        logs = sandbox.exec(["sh", "-c", "stat -c %.9Y /home/agent/.benchctl/*.log /tmp/benchctl-*.log 2>/dev/null"],
+                            timeout=30).stdout
+        if logs.split():
             t_cli = float(logs.split()[0])
             row["forwarder"] = t_cli - t_proc
         row["cli→call"] = marks["call"] - t_cli
