@@ -28,7 +28,6 @@ _WRAPPER = ('exec 3< <(exec {fwd} 2>>{log} </dev/null)\n'
             'rc=$?\n'
             'kill $fwd 2>/dev/null\n'
             'exit $rc\n')
-FORWARDER_LOG_DIR = "/tmp"
 
 
 def forwarder_mount() -> Mount:
@@ -41,5 +40,5 @@ def behind_forwarder(cli: list[str], port: int, socket: str, log: str) -> list[s
     goes to /tmp/benchctl-`log`."""
     from benchctl.gateway.forwarder import forwarder_command
     fwd = forwarder_command(port, socket, script=FORWARDER_IN_SANDBOX)
-    log_path = shlex.quote(f"{FORWARDER_LOG_DIR}/benchctl-{log}")
+    log_path = shlex.quote(f"/tmp/benchctl-{log}")
     return ["bash", "-c", _WRAPPER.format(fwd=shlex.join(fwd), log=log_path, cli=shlex.join(cli))]
