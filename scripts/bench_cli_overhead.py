@@ -18,18 +18,19 @@ are the same clock):
     total      from "create sandbox" to the first model request (what a run pays up front)
     run        the whole one-turn run, until the CLI has exited
 
-and print median and p90 per phase. Then, in one sandbox per harness-independent check:
-what the forwarder wrapper costs on its own (the wrapper around `true`, minus a plain
-`docker exec true`, interleaved), and the round trip of the in-sandbox hook every tool call
-pays (python3 start + POST over the gateway socket + the host's policy decision).
+and print median and p90 per phase. Then, in a sandbox of its own: what the forwarder
+wrapper costs on its own (the wrapper around `true` vs a plain `docker exec true`,
+alternating), and the round trip of the in-sandbox hook every tool call pays (python3 start +
+POST over the gateway socket + the host's policy decision).
 
-`--baseline DIR` measures another checkout of benchctl (e.g. `git worktree add /tmp/base
-main`) the same way, round by round interleaved with this one (`--rounds`), and prints both
-side by side: on a loaded machine only interleaved runs compare fairly. Needs Docker, the
-sandbox image and the binaries from the extras.
+`--baseline DIR` also measures another checkout of benchctl (e.g. `git worktree add /tmp/base
+main`) and prints both side by side. Each checkout is imported by a worker process of its own
+and the two are asked in turn, run by run: on a machine shared with other work, only runs
+taken at the same moments compare fairly. Needs Docker, the sandbox image and the binaries
+from the extras.
 
     python scripts/bench_cli_overhead.py [-n 10] [--harness claude-code --harness codex]
-    python scripts/bench_cli_overhead.py --baseline /tmp/base --rounds 5 -n 2
+    python scripts/bench_cli_overhead.py --baseline /tmp/base -n 15
 """
 from __future__ import annotations
 
@@ -185,36 +186,93 @@ def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def measure(names: list[str], n: int, image: str) -> dict[str, Any]:
-    tmp = Path(tempfile.mkdtemp(prefix="bbench-script-"))
-    script = tmp / "done.json"
-    script.write_text(json.dumps({"turns": [{"text": "done"}]}))
-    try:
-        runs: dict[str, list[dict[str, float]]] = {}
+class Local:
+    """Measures the checkout this process imported."""
+
+    def __init__(self, image: str) -> None:
+        self.image = image
+        self.tmp = Path(tempfile.mkdtemp(prefix="bbench-script-"))
+        self.script = self.tmp / "done.json"
+        self.script.write_text(json.dumps({"turns": [{"text": "done"}]}))
+
+    def run(self, name: str) -> dict[str, float]:
+        return one_run(name, self.image, self.script)
+
+    def side(self, n: int) -> dict[str, list[float]]:
+        return side_checks(self.image, self.script, n)
+
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Worker:
+    """Measures another checkout: a subprocess importing it, asked for one measurement at a time,
+    so two checkouts can be measured alternately, run by run."""
+
+    def __init__(self, tree: Path, image: str) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        self.tree = tree
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", "--tree", str(tree),
+                                      "--image", image], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
+
+    def _ask(self, op: str, arg: Any) -> Any:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps([op, arg]) + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith(ANSWER):
+                answer = json.loads(line[len(ANSWER):])
+                if "error" in answer:
+                    raise SystemExit(f"measuring {self.tree} failed: {answer['error']}")
+                return answer["ok"]
+        raise SystemExit(f"the worker measuring {self.tree} died (exit code {self.proc.wait()})")
+
+    def run(self, name: str) -> dict[str, float]:
+        return self._ask("run", name)
+
+    def side(self, n: int) -> dict[str, list[float]]:
+        return self._ask("side", n)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait()
+
+
+ANSWER = "bench-answer "
+
+
+def serve(local: Local) -> None:
+    """--worker: answer [op, arg] lines on stdin with one ANSWER line each on stdout."""
+    for line in sys.stdin:
+        op, arg = json.loads(line)
+        try:
+            out = {"ok": local.run(arg) if op == "run" else local.side(arg)}
+        except Exception as e:
+            out = {"error": f"{type(e).__name__}: {e}"}
+        print(ANSWER + json.dumps(out), flush=True)
+
+
+def measure(measurers: dict[str, Any], names: list[str], n: int) -> dict[str, dict[str, Any]]:
+    """n runs per harness per checkout, the checkouts alternating run by run (order flipped every
+    round), after one warm-up run each (page cache, image layers, lazy imports); then the side
+    checks, alternating in three chunks."""
+    labels = list(measurers)
+    results: dict[str, dict[str, Any]] = {label: {"runs": {name: [] for name in names}, "side": {}} for label in labels}
+    for name in names:
+        for m in measurers.values():
+            m.run(name)
+    for i in range(n):
         for name in names:
-            one_run(name, image, script)          # warm-up: page cache, image layers, lazy imports
-            runs[name] = [one_run(name, image, script) for _ in range(n)]
-        return {"runs": runs, "side": side_checks(image, script, max(n, 10) * 2)}
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def merge(into: dict[str, Any], part: dict[str, Any]) -> None:
-    for name, rows in part["runs"].items():
-        into["runs"].setdefault(name, []).extend(rows)
-    for key, values in part["side"].items():
-        into["side"].setdefault(key, []).extend(values)
-
-
-def worker(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """One round, measured in a subprocess importing `tree`."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--tree", str(tree), "-n", str(args.n),
-           "--image", args.image, *(a for name in args.harness or [] for a in ("--harness", name))]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise SystemExit(f"measuring {tree} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+            for label in (labels if i % 2 == 0 else labels[::-1]):
+                results[label]["runs"][name].append(measurers[label].run(name))
+        print(f"round {i + 1}/{n} done", file=sys.stderr)
+    for i in range(3):
+        for label in (labels if i % 2 == 0 else labels[::-1]):
+            for key, values in measurers[label].side(max(n, 10)).items():
+                results[label]["side"].setdefault(key, []).extend(values)
+    return results
 
 
 def cell(values: list[float]) -> str:
@@ -251,31 +309,33 @@ def report(results: dict[str, dict[str, Any]]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-n", type=int, default=10, help="runs per harness (per round with --baseline; default 10)")
+    ap.add_argument("-n", type=int, default=10, help="runs per harness (and per checkout; default 10)")
     ap.add_argument("--harness", action="append", choices=["claude-code", "codex"])
     ap.add_argument("--image", default="benchctl-sandbox:latest")
-    ap.add_argument("--baseline", type=Path, help="another benchctl checkout, measured interleaved with this one")
-    ap.add_argument("--rounds", type=int, default=5, help="with --baseline: rounds of (baseline, this) (default 5)")
+    ap.add_argument("--baseline", type=Path, help="another benchctl checkout, measured alternately with this one")
     ap.add_argument("--tree", type=Path, default=HERE.parent, help=argparse.SUPPRESS)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     names = args.harness or ["claude-code", "codex"]
     if args.worker:
         load_tree(args.tree)
-        print(json.dumps(measure(names, args.n, args.image)))
+        local = Local(args.image)
+        try:
+            serve(local)
+        finally:
+            local.close()
         return 0
     if args.baseline is None:
         load_tree(args.tree)
-        report({"this": measure(names, args.n, args.image)})
-        return 0
-    trees = {"baseline": args.baseline.resolve(), "this": args.tree.resolve()}
-    results: dict[str, dict[str, Any]] = {label: {"runs": {}, "side": {}} for label in trees}
-    for i in range(args.rounds):
-        order = list(trees.items()) if i % 2 == 0 else list(reversed(trees.items()))
-        for label, tree in order:
-            merge(results[label], worker(tree, args))
-            print(f"round {i + 1}/{args.rounds}: {label} done", file=sys.stderr)
-    report(results)
+        measurers: dict[str, Any] = {"this": Local(args.image)}
+    else:
+        measurers = {"baseline": Worker(args.baseline.resolve(), args.image),
+                     "this": Worker(args.tree.resolve(), args.image)}
+    try:
+        report(measure(measurers, names, args.n))
+    finally:
+        for m in measurers.values():
+            m.close()
     return 0
 
 
