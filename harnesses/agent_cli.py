@@ -10,6 +10,10 @@ every stdout line to a callback. Other sandboxes (fakes in tests) fall back to t
 At the deadline (or when `cancel` is set) every process started by the exec is killed
 (SIGKILL), found by a marker variable in its environment — the same way DockerSandbox cleans
 up, so processes that call setsid are caught too.
+
+Config files the agent must not touch (Codex's CODEX_HOME) go into a DockerSandbox the same
+direct way: `put_root_owned`, one put_archive whose tar headers carry root ownership and the
+modes.
 """
 from __future__ import annotations
 
