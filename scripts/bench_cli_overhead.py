@@ -56,6 +56,7 @@ EXEC_STAMP = "/tmp/.bench-exec-started"
 # Put in front of the harness's argv: records when the exec's first process runs, then becomes
 # the harness's command (exec: same process, same environment, same exit code).
 SHIM = ["bash", "-c", f'printf %s "$EPOCHREALTIME" >{EXEC_STAMP}; exec "$@"', "bash"]
+ANSWER = "bench-answer "          # prefix of a --worker's answer lines on its stdout
 
 
 def load_tree(tree: Path) -> None:
@@ -163,7 +164,7 @@ def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
         ctx = HarnessContext(run_id="bench", model=f"scripted/{script}", instructions="", sandbox=sandbox, gateway=gw,
                              transcript=transcript, budget=Budget(time.time(), 600), policies=RunPolicies(),
                              run_dir=base)
-        wrapped = behind_forwarder(["true"], 18555, sandbox_socket(ctx), "bench-forwarder.log")
+        wrapped = behind_forwarder(["true"], 18555, sandbox_socket(ctx), "bench.log")
         env = {"HOME": "/home/agent"}
         for _ in range(n):
             for key, argv in (("plain exec", ["true"]), ("exec behind forwarder", wrapped)):
@@ -240,9 +241,6 @@ class Worker:
         self.proc.wait()
 
 
-ANSWER = "bench-answer "
-
-
 def serve(local: Local) -> None:
     """--worker: answer [op, arg] lines on stdin with one ANSWER line each on stdout."""
     for line in sys.stdin:
@@ -302,9 +300,8 @@ def report(results: dict[str, dict[str, Any]]) -> None:
     for key in first["side"]:
         print(f"{key:<24}" + "".join(f"{cell(r['side'][key]):>24}" for r in results.values()))
     for label, r in results.items():
-        s = r["side"]
-        print(f"{label}: the forwarder wrapper adds {statistics.median(s['exec behind forwarder']) - statistics.median(s['plain exec']):.3f} s "
-              "to an exec (difference of medians)")
+        added = statistics.median(r["side"]["exec behind forwarder"]) - statistics.median(r["side"]["plain exec"])
+        print(f"{label}: the forwarder wrapper adds {added:.3f} s to an exec (difference of medians)")
 
 
 def main() -> int:
