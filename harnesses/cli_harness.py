@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from benchctl.binaries import BinaryInfo
 from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount
-from harnesses.agent_cli import CallTracker, CliExit, PhaseFiles, run_streaming
+from harnesses.agent_cli import CallTracker, CliExit, PhaseFiles, put_root_owned, run_streaming
 from harnesses.base import HarnessContext, HarnessResult
 from harnesses.hooks import host as hook_host
 from harnesses.tool_outputs import CliRules, ToolOutputJoin
@@ -91,9 +91,12 @@ def install_protected(ctx: HarnessContext, directory: str, files: dict[str, byte
     world-writable (the CLI may add its own files there; nobody but root can replace ours).
 
     The agent runs as the same user as the CLI, so anything it could write, it could use to
-    switch benchctl's hooks off. put_file writes as the sandbox user, so files are staged in
+    switch benchctl's hooks off. A Docker sandbox gets them in one put_archive carrying the
+    owners and modes; elsewhere put_file writes as the sandbox user, so files are staged in
     /tmp and copied by a root exec. A sandbox that cannot exec as root gets plain files (and
     the transcript says so)."""
+    if put_root_owned(ctx.sandbox, directory, files):
+        return
     for name, data in files.items():
         ctx.sandbox.put_file(f"{STAGE_DIR}/{name}", data)
     q = shlex.quote

@@ -13,14 +13,17 @@ from benchctl.sandbox.base import TOOLS_DIR, Mount
 
 FORWARDER_IN_SANDBOX = f"{TOOLS_DIR}/gateway/forwarder.py"
 
-# Start the forwarder in the background, wait (up to ~5 s) until its port accepts connections,
-# run the CLI, stop the forwarder, exit with the CLI's code. The CLI runs as a child of this
+# Start the forwarder, wait until it listens, run the CLI, stop the forwarder, exit with the
+# CLI's code. The forwarder prints one line once its port accepts connections; the wrapper
+# blocks reading it from a pipe (up to 10 s; EOF if the forwarder died), so the CLI starts the
+# moment the port is ready: no polling, no sleeps. The line then goes to the log in /tmp
+# (no `mkdir`, one process less), after the forwarder's stderr. The CLI runs as a child of this
 # shell, not via `exec`: as the exec's own process Codex lingers ~1.5 s after its last event
 # (measured).
-_WRAPPER = ('mkdir -p "$HOME/.benchctl"\n'
-            '{fwd} >"$HOME/.benchctl/{log}" 2>&1 </dev/null &\n'
+_WRAPPER = ('exec 3< <(exec {fwd} 2>>{log} </dev/null)\n'
             'fwd=$!\n'
-            'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.05; done\n'
+            'read -r -t 10 ready <&3 && echo "$ready" >>{log}\n'
+            'exec 3<&-\n'
             '{cli}\n'
             'rc=$?\n'
             'kill $fwd 2>/dev/null\n'
@@ -34,7 +37,8 @@ def forwarder_mount() -> Mount:
 
 def behind_forwarder(cli: list[str], port: int, socket: str, log: str) -> list[str]:
     """The argv that runs `cli` with a forwarder on 127.0.0.1:`port` to `socket`; its output
-    goes to ~/.benchctl/`log`."""
+    goes to /tmp/benchctl-`log`."""
     from benchctl.gateway.forwarder import forwarder_command
     fwd = forwarder_command(port, socket, script=FORWARDER_IN_SANDBOX)
-    return ["bash", "-c", _WRAPPER.format(fwd=shlex.join(fwd), port=port, cli=shlex.join(cli), log=log)]
+    log_path = shlex.quote(f"/tmp/benchctl-{log}")
+    return ["bash", "-c", _WRAPPER.format(fwd=shlex.join(fwd), log=log_path, cli=shlex.join(cli))]

@@ -76,7 +76,7 @@ def test_command_runs_the_forwarder_then_codex(tmp_path: Path) -> None:
     (argv, env), = sb.commands
     assert argv[:2] == ["bash", "-c"]
     script = argv[2]
-    assert "python3 /opt/benchctl/gateway/forwarder.py --port 18555 --socket /gateway/gateway.sock" in script
+    assert "python3 -I -S /opt/benchctl/gateway/forwarder.py --port 18555 --socket /gateway/gateway.sock" in script
     assert ("/opt/benchctl/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox "
             "--dangerously-bypass-hook-trust -c") in script and script.split("\n")[4].endswith("-m gpt-5.4 Investigate.")
     # Every setting also travels as a -c override: a project config in /work cannot undo them.
