@@ -190,15 +190,21 @@ def write_sweep_json(r: ResolvedRun) -> None:
 
 
 def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = None,
-            gateway_factory: Any = None) -> int:
-    """Run everything; returns the exit code (0 all finished, 1 some error, 130 interrupted)."""
+            gateway_factory: Any = None, executor: Any = None) -> int:
+    """Run everything; returns the exit code (0 all finished, 1 some error, 130 interrupted).
+
+    `executor` decides where runs execute (benchctl/executors): None = this machine (`local`,
+    with the given sandbox / gateway factories), or e.g. a `RayExecutor`."""
+    from benchctl.executors.local import LocalExecutor
     from benchctl.progress import make_progress
     from benchctl.runner import PreparedData, Runner, plan
 
+    if executor is None:
+        executor = LocalExecutor(sandbox_factory, gateway_factory)
     decisions = plan(r.out, r.specs)
     pending = [s for s, a in decisions if a != "skip"]
-    if pending and sandbox_factory is None:
-        problem = check_image(r.task.image)
+    if pending:
+        problem = executor.check(r.task, pending)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
@@ -218,22 +224,18 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if sandbox_factory is None:
+    if getattr(executor, "uses_docker", False):   # a local run on this machine's Docker
         _remove_dead_owners_containers([s.run_id for s, a in decisions if a == "redo"])
 
-    kw: dict[str, Any] = {}
-    if sandbox_factory is not None:
-        kw["sandbox_factory"] = sandbox_factory
-    if gateway_factory is not None:
-        kw["gateway_factory"] = gateway_factory
     prog = make_progress(len(r.specs), progress_mode)
-    runner = Runner(r.task, r.out, data, concurrency=r.sweep.concurrency, progress=prog, **kw)
+    runner = Runner(r.task, r.out, data, concurrency=r.sweep.concurrency, progress=prog, executor=executor)
     restore = _install_signals(runner)
     try:
         with prog:
             results = runner.run_all(r.specs)
     finally:
         restore()
+        executor.close()
     if runner.cancel.is_set():
         print("interrupted: unfinished runs will be redone when you rerun the same command", file=sys.stderr)
         return 130
