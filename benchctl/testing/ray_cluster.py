@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -65,8 +67,8 @@ def kill_marked(mark: str, node: int | None = None, sig: int = signal.SIGKILL) -
 # ---- the rig process (inside the namespace) ------------------------------------------------------
 
 class _Rig:
-    def __init__(self, workdir: Path, nodes: int, slots: int, mark: str) -> None:
-        self.workdir, self.nodes, self.slots, self.mark = workdir, nodes, slots, mark
+    def __init__(self, workdir: Path, ray_dir: Path, nodes: int, slots: int, mark: str) -> None:
+        self.workdir, self.ray_dir, self.nodes, self.slots, self.mark = workdir, ray_dir, nodes, slots, mark
         self.address = f"127.0.0.1:{PORT}"
         self.node_procs: dict[int, subprocess.Popen[bytes]] = {}      # node index -> `ray start --block`
         self.spawned: dict[int, subprocess.Popen[bytes]] = {}         # pid -> a command run in the namespace
@@ -79,8 +81,7 @@ class _Rig:
 
     def start(self) -> None:
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        tmp = self.workdir / "ray"
-        tmp.mkdir(parents=True, exist_ok=True)
+        tmp = self.ray_dir
         for i in range(self.nodes):
             argv = ["ray", "start", "--block", "--node-ip-address=127.0.0.1", "--num-cpus=1",
                     f"--resources={json.dumps({'benchctl_sandbox': self.slots})}", "--disable-usage-stats",
@@ -91,12 +92,19 @@ class _Rig:
             self.node_procs[i] = subprocess.Popen(argv, env=self._env(i, HEAD_ENV), stdout=log, stderr=subprocess.STDOUT)
             self._wait_nodes(i + 1)
 
-    def _wait_nodes(self, n: int, timeout: float = 120) -> None:
+    def _wait_nodes(self, n: int, timeout: float = 180) -> None:
         probe = ("import ray, logging; ray.init(address=%r, logging_level=logging.ERROR, log_to_driver=False); "
                  "print(sum(1 for x in ray.nodes() if x['Alive']))" % self.address)
         end = time.time() + timeout
         while time.time() < end:
-            r = subprocess.run([sys.executable, "-c", probe], env=self._env(), capture_output=True, text=True)
+            dead = [i for i, p in self.node_procs.items() if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"`ray start` of node {dead[0]} exited; see {self.workdir}/node{dead[0]}.log")
+            try:
+                r = subprocess.run([sys.executable, "-c", probe], env=self._env(), capture_output=True, text=True,
+                                   timeout=60)
+            except subprocess.TimeoutExpired:
+                continue
             if r.returncode == 0 and r.stdout.strip().isdigit() and int(r.stdout.strip()) >= n:
                 return
             time.sleep(1)
@@ -152,8 +160,8 @@ class _Rig:
         kill_marked(self.mark)
 
 
-def _serve(workdir: Path, nodes: int, slots: int, mark: str) -> None:
-    rig = _Rig(workdir, nodes, slots, mark)
+def _serve(workdir: Path, ray_dir: Path, nodes: int, slots: int, mark: str) -> None:
+    rig = _Rig(workdir, ray_dir, nodes, slots, mark)
     try:
         rig.start()
         print(json.dumps({"ready": rig.address}), flush=True)
@@ -180,13 +188,15 @@ class RayCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.nodes, self.slots = nodes, slots
         self.mark = uuid.uuid4().hex
+        # Ray's temp dir (sessions, logs, sockets): short, since AF_UNIX socket paths must stay < 108 bytes
+        self.ray_dir = Path(tempfile.mkdtemp(prefix="bcray-", dir="/tmp"))
         self.address = ""
         self._p: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> "RayCluster":
         self._p = subprocess.Popen(
             ["unshare", "-n", sys.executable, "-m", "benchctl.testing.ray_cluster", str(self.workdir),
-             str(self.nodes), str(self.slots), self.mark],
+             str(self.ray_dir), str(self.nodes), str(self.slots), self.mark],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.workdir / "rig.log", "w"), text=True)
         try:
             first = self._read()
@@ -247,7 +257,8 @@ class RayCluster:
                 p.kill()
                 p.wait()
         kill_marked(self.mark)      # whatever survived (also if the rig died): only our processes
+        shutil.rmtree(self.ray_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    _serve(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    _serve(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
