@@ -228,7 +228,8 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
         _remove_dead_owners_containers([s.run_id for s, a in decisions if a == "redo"])
 
     prog = make_progress(len(r.specs), progress_mode)
-    runner = Runner(r.task, r.out, data, concurrency=r.sweep.concurrency, progress=prog, executor=executor)
+    runner = Runner(r.task, r.out, data, concurrency=executor.parallelism(r.sweep.concurrency), progress=prog,
+                    executor=executor)
     restore = _install_signals(runner)
     try:
         with prog:

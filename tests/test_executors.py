@@ -34,6 +34,9 @@ class LosingExecutor:
     def check(self, task, specs):  # noqa: ANN001, ANN201
         return None
 
+    def parallelism(self, requested: int) -> int:
+        return requested
+
     def execute(self, job: RunJob, transcript: TranscriptWriter, cancel: threading.Event) -> RunOutcome:
         self.calls += 1
         transcript.emit("run_start", "runner", run_id=job.spec.run_id, attempt=self.calls)

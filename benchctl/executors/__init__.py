@@ -58,6 +58,10 @@ class Executor(Protocol):
         """Before anything is written: the problem (with its fix) that stops these runs, else None."""
         ...
 
+    def parallelism(self, requested: int) -> int:
+        """How many runs to keep in flight when `requested` (--concurrency) were asked for."""
+        ...
+
     def execute(self, job: RunJob, transcript: TranscriptWriter, cancel: threading.Event) -> RunOutcome:
         """Run one job to its end (blocking). Events go to `transcript` as they happen; files go
         into `job.run_dir` (artifacts/, harness/). Never writes meta.json: the runner does."""

@@ -27,6 +27,9 @@ class LocalExecutor:
         from benchctl.run_setup import check_image
         return check_image(task.image)
 
+    def parallelism(self, requested: int) -> int:
+        return requested
+
     def _live_runs(self, cancel: threading.Event) -> LiveRuns:
         with self._lock:     # one runner (so one cancel event) per executor
             if self._live is None:

@@ -2,9 +2,10 @@
 
     benchctl run TASK ... --ray ADDRESS         (ADDRESS: host:port, ray://..., `auto` or `local`)
 
-Per run, the driver creates one `RunActor` (benchctl/executors/ray_node.py) asking for one
-`benchctl_sandbox` slot: Ray places it on a node with a free slot (or queues it), and the whole
-run — gateway, harness, sandbox — executes there. The driver long-polls the actor for transcript
+A run executes in a `RunActor` (benchctl/executors/ray_node.py) holding one `benchctl_sandbox`
+slot: Ray places it on a node with a free slot (or queues it until one frees), and the whole
+run — gateway, harness, sandbox — executes there. Actors whose run ended are reused by the next
+run (no new process and imports per run), so a sweep keeps at most one actor per run thread. The driver long-polls the actor for transcript
 lines and appends them to the run's transcript as they come (so progress and Ctrl-C work as for
 local runs), and at the end unpacks the run's files into the results directory; the runner
 writes meta.json last, as always. Nodes need no shared filesystem: the task and data travel as
@@ -126,13 +127,20 @@ class RayExecutor:
         self.expected_digest: str | None = None
         self._secrets = SecretEnv(forwarded_env())
         self._bundles: dict[str | None, Any] = {}
-        self._actors: dict[str, Any] = {}
+        self._running: dict[str, Any] = {}      # run id -> the actor running it
+        self._all_actors: list[Any] = []
+        self._idle: list[Any] = []              # actors whose run ended: reused by the next run
         self._lock = threading.Lock()
         from benchctl.executors.ray_node import RunActor
         self._actor_cls = self.ray.remote(RunActor)
 
     def slots(self) -> int:
         return int(self.ray.cluster_resources().get(SLOT, 0))
+
+    def parallelism(self, requested: int) -> int:
+        """No more run threads than the cluster has slots now: idle actors keep their slots for
+        the whole sweep, so a thread beyond the slots could wait for one until the end."""
+        return max(1, min(requested, self.slots()))
 
     # ---- before anything starts ------------------------------------------------------------
 
@@ -176,24 +184,63 @@ class RayExecutor:
                     make_bundle(job.task, job.data.path, models, exclude=[out_dir]))
             return self._bundles[job.spec.variant]
 
-    def execute(self, job: RunJob, transcript: TranscriptWriter, cancel: threading.Event) -> RunOutcome:
-        ray = self.ray
-        from ray.exceptions import GetTimeoutError, RayError, RayTaskError
+    def _new_actor(self) -> Any:
         actor = self._actor_cls.options(resources={SLOT: 1}, num_cpus=0, max_concurrency=4, max_restarts=0,
                                         max_task_retries=0).remote()
         with self._lock:
-            self._actors[job.spec.run_id] = actor
-        node: dict[str, Any] | None = None
+            self._all_actors.append(actor)
+        return actor
+
+    def _kill(self, actor: Any) -> None:
         try:
-            ready = actor.ready.remote()
-            while node is None:             # queued until a node has a free slot
-                if cancel.is_set():
-                    return RunOutcome(HarnessResult("error", error="cancelled"), job.meta)
-                try:
-                    node = ray.get(ready, timeout=POLL_S)
-                except GetTimeoutError:
+            self.ray.kill(actor)
+        except Exception:
+            pass
+
+    def _take_actor(self, cancel: threading.Event) -> tuple[Any, dict[str, Any]] | None:
+        """An actor ready for a run, and its node; None when cancelled first. An idle actor (its
+        last run ended) is reused, so a run does not pay for a new process and its imports; a new
+        one waits until Ray places it — and gives way to an actor that falls idle meanwhile, since
+        idle actors keep their slots."""
+        from ray.exceptions import GetTimeoutError, RayError
+        with self._lock:
+            actor = self._idle.pop() if self._idle else None
+        actor = actor or self._new_actor()
+        begun = actor.begin.remote()
+        failures = 0
+        while True:
+            if cancel.is_set():
+                self._kill(actor)
+                return None
+            try:
+                return actor, self.ray.get(begun, timeout=POLL_S)
+            except GetTimeoutError:
+                with self._lock:
+                    idle = self._idle.pop() if self._idle else None
+                if idle is None:
                     continue
+                self._kill(actor)
+            except RayError:             # it died before the run (e.g. an idle actor whose node went away)
+                failures += 1
+                if failures > 3:
+                    raise
+                self._kill(actor)
+                idle = None
+            actor = idle or self._new_actor()
+            begun = actor.begin.remote()
+
+    def execute(self, job: RunJob, transcript: TranscriptWriter, cancel: threading.Event) -> RunOutcome:
+        ray = self.ray
+        from ray.exceptions import RayError, RayTaskError
+        taken = self._take_actor(cancel)       # queued until a node has a free slot
+        if taken is None:
+            return RunOutcome(HarnessResult("error", error="cancelled"), job.meta)
+        actor, node = taken
+        keep = True                             # the actor goes back to the idle pool afterwards
+        try:
             job.meta["node"] = {k: node[k] for k in ("id", "ip", "hostname")}
+            with self._lock:
+                self._running[job.spec.run_id] = actor
             reply_ref = actor.run.remote(job, self._bundle(job), self._secrets, self.expected_digest)
             cancel_sent_at: float | None = None
             done = False
@@ -202,6 +249,7 @@ class RayExecutor:
                     actor.cancel.remote()
                     cancel_sent_at = time.time()
                 if cancel_sent_at is not None and time.time() - cancel_sent_at > CANCEL_GRACE_S:
+                    keep = False
                     return RunOutcome(HarnessResult("error", error="cancelled"), job.meta)
                 lines, done = ray.get(actor.next_lines.remote(POLL_S))
                 for line in lines:
@@ -210,27 +258,29 @@ class RayExecutor:
             if reply["files"]:
                 from benchctl.executors.bundle import unpack_into
                 unpack_into(reply["files"], job.run_dir)
+            keep = not reply["refused"]     # a refused node's actor is not reused: the redo gets a new one
             return RunOutcome(reply["result"], reply["meta"], retryable=bool(reply["refused"]))
         except RayTaskError as e:           # benchctl's own code failed on the node: not the node's fault
             msg = f"on node {_where(node)}: {str(e).strip().splitlines()[-1][:500]}"
             transcript.emit("error", "runner", message=msg)
             return RunOutcome(HarnessResult("error", error=msg), job.meta)
         except RayError as e:               # the actor (its node, or its process) is gone
+            keep = False
             msg = f"lost with node {_where(node)}: {type(e).__name__}"
             transcript.emit("error", "runner", message=msg, detail=str(e)[:2000])
             return RunOutcome(HarnessResult("error", error="cancelled" if cancel.is_set() else msg), job.meta,
                               retryable=not cancel.is_set())
         finally:
             with self._lock:
-                self._actors.pop(job.spec.run_id, None)
-            try:
-                ray.kill(actor)
-            except Exception:
-                pass
+                self._running.pop(job.spec.run_id, None)
+                if keep:
+                    self._idle.append(actor)
+            if not keep:
+                self._kill(actor)
 
     def stop_all(self) -> None:
         with self._lock:
-            actors = list(self._actors.values())
+            actors = list(self._running.values())
         for a in actors:
             try:
                 a.cancel.remote()
@@ -238,6 +288,13 @@ class RayExecutor:
                 pass
 
     def close(self) -> None:
+        with self._lock:
+            actors, self._all_actors, self._idle = self._all_actors, [], []
+        for a in actors:
+            try:
+                self.ray.kill(a)
+            except Exception:
+                pass
         self._bundles.clear()
 
 

@@ -127,21 +127,27 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
 # ---- one run ------------------------------------------------------------------------------------
 
 class RunActor:
-    """One run on this node (a Ray actor: a process of its own, so its environment is the run's)."""
+    """Runs on this node, one at a time (a Ray actor holding one `benchctl_sandbox` slot). The driver
+    keeps one per run thread and reuses it, so a run does not pay for a new process and its imports;
+    runs of one sweep share the process's environment (the same keys) and nothing else."""
 
     def __init__(self) -> None:
-        self._lines: list[bytes] = []
         self._cond = threading.Condition()
-        self._done = False
+        self._lines: list[bytes] = []
+        self._done = True
         self._cancel = threading.Event()
+        self._live: Any = None
 
-    def ready(self) -> dict[str, Any]:
-        """Answers once Ray has placed the actor: where it runs."""
+    def begin(self) -> dict[str, Any]:
+        """Start a new run's stream (the driver waits for this before `run`); says where we are."""
+        with self._cond:
+            self._lines, self._done, self._cancel = [], False, threading.Event()
+        self._live = None
         return node_info()
 
     def cancel(self) -> None:
         self._cancel.set()
-        live = getattr(self, "_live", None)
+        live = self._live
         if live is not None:
             live.stop_all()
 
