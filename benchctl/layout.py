@@ -94,6 +94,7 @@ class RunMeta(TypedDict, total=False):
     harness_details: dict[str, Any]  # harness-specific outcome details (CLI exit codes, session ids)
     tools: str | None                # tool configuration (hidden-behaviour audits)
     target_tools: dict[str, Any]     # target / auxiliary model calls, usage and cost (kept apart from `usage`)
+    node: dict[str, Any]             # runs on Ray: the node it ran on (id, ip, hostname)
 
 
 META_SCHEMA = 1

@@ -5,10 +5,10 @@
 A run executes in a `RunActor` (benchctl/executors/ray_node.py) holding one `benchctl_sandbox`
 slot: Ray places it on a node with a free slot (or queues it until one frees), and the whole
 run — gateway, harness, sandbox — executes there. Actors whose run ended are reused by the next
-run (no new process and imports per run), so a sweep keeps at most one actor per run thread. The driver long-polls the actor for transcript
-lines and appends them to the run's transcript as they come (so progress and Ctrl-C work as for
-local runs), and at the end unpacks the run's files into the results directory; the runner
-writes meta.json last, as always. Nodes need no shared filesystem: the task and data travel as
+run (no new process and imports per run), so a sweep keeps at most one actor per run thread.
+The driver long-polls the actor for transcript lines and appends them to the run's transcript
+as they come (so progress and Ctrl-C work as for local runs), and at the end unpacks the run's
+files into the results directory; the runner writes meta.json last, as always. Nodes need no shared filesystem: the task and data travel as
 a bundle in Ray's object store (benchctl/executors/bundle.py), API keys as a `SecretEnv`
 argument that only the run's own process on the node reads.
 

@@ -151,12 +151,15 @@ class RunActor:
         if live is not None:
             live.stop_all()
 
-    def next_lines(self, timeout: float) -> tuple[list[bytes], bool]:
-        """Transcript lines written since the last call (waits up to `timeout` for one), and
-        whether the run has ended (no more lines will come)."""
+    def next_lines(self, timeout: float, batch_s: float = 0.05) -> tuple[list[bytes], bool]:
+        """Transcript lines written since the last call (waits up to `timeout` for one, then
+        `batch_s` for more: one round trip per burst, not per event), and whether the run has
+        ended (no more lines will come)."""
         with self._cond:
             if not self._lines and not self._done:
                 self._cond.wait(timeout)
+            if self._lines and not self._done:
+                self._cond.wait_for(lambda: self._done, batch_s)
             lines, self._lines = self._lines, []
             return lines, self._done and not self._lines
 
