@@ -5,8 +5,8 @@ namespace, see benchctl/testing/ray_cluster.py).
     python scripts/bench_ray.py [--runs 16] [--slots 4] [--sequential 8] [--turns 10]
 
 1. Throughput: `--runs` runs (each `--turns` scripted turns with one bash exec per turn in its
-   own sandbox) on a 1-node cluster and on a 2-node cluster, `--slots` sandbox slots per node,
-   and locally with the same total concurrency as the 1-node cluster. runs/min is counted from
+   own sandbox) locally with concurrency `--slots`, on a 1-node cluster with `--slots` slots,
+   on a 2-node cluster with half the slots per node (the same total) and with `--slots` per node. runs/min is counted from
    the first run's start to the last run's end as the driver saw them (the driver's own start,
    connecting to Ray and the node checks are shown separately as "setup s").
 2. Per-run overhead of Ray: `--sequential` runs one at a time, locally and on a 1-node
@@ -110,11 +110,12 @@ def main() -> None:
         task, model = make(tmp, "rl", a.turns)
         rows.append((f"local, concurrency {a.slots}", run_local(task, model, tmp / "local", a.runs, a.slots, tmp)))
         seq["local"] = run_local(task, model, tmp / "local-seq", a.sequential, 1, tmp)
-        for nodes in (1, 2):
-            with RayCluster(tmp / f"cluster{nodes}", nodes=nodes, slots=a.slots) as cluster:
-                task, model = make(tmp, f"r{nodes}", a.turns)
-                rows.append((f"ray, {nodes} node(s) x {a.slots} slots",
-                             run_ray(cluster, task, model, tmp / f"ray{nodes}", a.runs, nodes * a.slots, tmp)))
+        for nodes, slots in ((1, a.slots), (2, max(1, a.slots // 2)), (2, a.slots)):
+            tag = f"{nodes}x{slots}"
+            with RayCluster(tmp / f"cluster{tag}", nodes=nodes, slots=slots) as cluster:
+                task, model = make(tmp, f"r{tag}", a.turns)
+                rows.append((f"ray, {nodes} node(s) x {slots} slots",
+                             run_ray(cluster, task, model, tmp / f"ray{tag}", a.runs, nodes * slots, tmp)))
                 if nodes == 1:
                     seq["ray, 1 node"] = run_ray(cluster, task, model, tmp / "ray-seq", a.sequential, 1, tmp)
         print(f"## Throughput: {a.runs} runs of {a.turns} scripted turns (one bash exec per turn)\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -231,3 +232,64 @@ def test_a_run_on_a_node_that_dies_is_redone_on_another_node(tmp_path: Path) -> 
     assert len(starts) == 1                                          # the redo's transcript is its own
     others = [r for r in runs(out) if r != victim]
     assert all(not (r / "attempts").exists() for r in others)       # nothing else redone or duplicated
+
+
+def _copy_task(src: Path, tmp: Path, name: str, extra: str = "") -> Path:
+    import re
+    import shutil
+    dest = tmp / name
+    shutil.copytree(src, dest)
+    toml = dest / "task.toml"
+    toml.write_text(re.sub(r'(?m)^name = ".*"$', f'name = "{name}"', toml.read_text()) + extra)
+    return dest
+
+
+def _same_runs(local: Path, remote: Path) -> list[tuple[dict, dict]]:
+    assert [r.name for r in runs(remote)] == [r.name for r in runs(local)]
+    pairs = []
+    for lr, rr in zip(runs(local), runs(remote)):
+        assert tree(rr) == tree(lr)
+        pairs.append((read_json(lr / "meta.json"), read_json(rr / "meta.json")))
+    return pairs
+
+
+@pytest.mark.cli_binaries
+def test_cli_harness_followups_and_variants_run_on_ray_as_locally(cluster: RayCluster, tmp_path: Path) -> None:
+    name = f"raycli{uuid.uuid4().hex[:6]}"
+    task = _copy_task(REPO / "configs" / "demo", tmp_path, name,
+                      '\n[[followups]]\nprompt = "Add one more sentence to your report."\nbudget = "1m"\n')
+    args = [str(task), "--harness", "claude-code", "--model", "scripted/configs/demo/investigator-claude-code.json",
+            "--budget", "2m", "--variant", "contoso"]           # a scripted path relative to the driver's cwd
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    r = subprocess.run([*BENCHCTL, "run", *args, "--out", str(local), "--progress", "quiet"], cwd=REPO,
+                       capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr
+    rc, _, err = run_ray(cluster, [*args, "--out", str(remote)], tmp_path)
+    assert rc == 0, err
+    [(lm, rm)] = _same_runs(local, remote)
+    for k in ("status", "artifacts", "task_hash", "turns", "served_models", "reprompts", "revision_requests"):
+        assert rm[k] == lm[k], k
+    assert rm["spec"]["variant_counts"] == lm["spec"]["variant_counts"] and sum(rm["spec"]["variant_counts"].values())
+    assert [f["status"] for f in rm["followups"]] == [f["status"] for f in lm["followups"]]
+    assert "report.followup-1.md" in rm["artifacts"]
+    (run,) = runs(remote)
+    assert (run / "harness" / "claude-code.1.exit.json").exists() and (run / "harness" / "claude-code.2.exit.json").exists()
+
+
+def test_target_tools_run_on_ray_as_locally(cluster: RayCluster, tmp_path: Path) -> None:
+    name = f"rayhb{uuid.uuid4().hex[:6]}"
+    task = _copy_task(REPO / "configs" / "hidden-behaviour-demo", tmp_path, name)
+    args = [str(task), "--model", "scripted/py:benchctl.targets.demo:investigator", "--tools", "prefill",
+            "--budget", "2m"]
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    assert subprocess.run([*BENCHCTL, "run", *args, "--out", str(local), "--progress", "quiet"], cwd=REPO,
+                          capture_output=True, text=True, timeout=400).returncode == 0
+    rc, _, err = run_ray(cluster, [*args, "--out", str(remote)], tmp_path)
+    assert rc == 0, err
+    [(lm, rm)] = _same_runs(local, remote)
+    assert rm["status"] == lm["status"] == "completed"
+    tt_local, tt_remote = lm["target_tools"], rm["target_tools"]
+    assert tt_remote["tool_calls"] == tt_local["tool_calls"] and sum(tt_remote["tool_calls"].values()) > 0
+    assert tt_remote["target"] == tt_local["target"]
+    (run,) = runs(remote)
+    assert (run / "artifacts" / "predictions.md").read_text() == (runs(local)[0] / "artifacts" / "predictions.md").read_text()
