@@ -16,12 +16,14 @@ from benchctl.commands.doctor import Check, print_checks
 
 
 def _node_checks(ray: Any, image: str) -> list[tuple[dict[str, Any], list[Check]]]:
-    from ray._private.state import available_resources_per_node
-
     from benchctl.executors.ray_driver import driver_image_digest, on_each_node
     from benchctl.executors.ray_node import SLOT, doctor_node
     expected = driver_image_digest(image)
-    free = available_resources_per_node()
+    try:       # Ray has no public per-node view of free resources; without it, say "?"
+        from ray._private.state import available_resources_per_node
+        free: dict[str, Any] | None = available_resources_per_node()
+    except Exception:
+        free = None
     out = []
     for node, res in on_each_node(ray, doctor_node, image, expected):
         if isinstance(res, Exception):
@@ -30,8 +32,8 @@ def _node_checks(ray: Any, image: str) -> list[tuple[dict[str, Any], list[Check]
         else:
             checks = [Check(**c) for c in res]
         total = node.get("Resources", {}).get(SLOT, 0)
-        avail = free.get(node["NodeID"], {}).get(SLOT, 0)
-        checks.append(Check("sandbox slots", "ok", f"{avail:g} of {total:g} free"))
+        avail = "?" if free is None else f'{free.get(node["NodeID"], {}).get(SLOT, 0):g}'
+        checks.append(Check("sandbox slots", "ok", f"{avail} of {total:g} free"))
         out.append((node, checks))
     return out
 

@@ -19,6 +19,7 @@ record themselves, then kills what is left.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -151,9 +152,9 @@ class RayExecutor:
             return (f"the Ray cluster at {self.address} has no `{SLOT}` slots. Fix: start each node with "
                     f"`ray start ... --resources '{{\"{SLOT}\": 8}}'` (8 = sandboxes the node may run at once)")
         self.expected_digest = driver_image_digest(task.image)
-        harnesses = sorted({(s.harness, tuple(sorted(s.options.items()))) for s in specs}, key=str)
-        results = on_each_node(self.ray, check_node, task.image, self.expected_digest,
-                               [(h, dict(o)) for h, o in harnesses])
+        harnesses = {(s.harness, json.dumps(s.options, sort_keys=True, default=str)): (s.harness, s.options)
+                     for s in specs}         # options may hold lists: dedupe by their JSON
+        results = on_each_node(self.ray, check_node, task.image, self.expected_digest, list(harnesses.values()))
         problems = []
         for n, res in results:
             where = f"node {n['NodeManagerAddress']} ({n['NodeID'][:12]})"
