@@ -74,7 +74,9 @@ class _Rig:
         self.spawned: dict[int, subprocess.Popen[bytes]] = {}         # pid -> a command run in the namespace
 
     def _env(self, node: int | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = {**os.environ, MARK: self.mark, **(extra or {})}
+        # RAY_AUTH_MODE set explicitly: with it unset, a token left in ~/.ray/auth_token (e.g. by a
+        # local `ray.init()`) turns token auth on for the head but not for connecting clients.
+        env = {**os.environ, MARK: self.mark, "RAY_AUTH_MODE": "disabled", **(extra or {})}
         if node is not None:
             env[NODE] = str(node)
         return env
@@ -104,9 +106,12 @@ class _Rig:
                 r = subprocess.run([sys.executable, "-c", probe], env=self._env(), capture_output=True, text=True,
                                    timeout=60)
             except subprocess.TimeoutExpired:
+                print("cluster probe: no answer in 60 s", file=sys.stderr, flush=True)
                 continue
             if r.returncode == 0 and r.stdout.strip().isdigit() and int(r.stdout.strip()) >= n:
                 return
+            print(f"cluster probe: rc {r.returncode} {r.stdout.strip()[-200:]!r} {r.stderr.strip()[-500:]!r}",
+                  file=sys.stderr, flush=True)
             time.sleep(1)
         raise RuntimeError(f"Ray cluster did not reach {n} nodes; see {self.workdir}/node*.log")
 
