@@ -232,6 +232,8 @@ def test_a_run_on_a_node_that_dies_is_redone_on_another_node(tmp_path: Path) -> 
     assert len(starts) == 1                                          # the redo's transcript is its own
     others = [r for r in runs(out) if r != victim]
     assert all(not (r / "attempts").exists() for r in others)       # nothing else redone or duplicated
+    left = [p.name for p in (tmp_path / "cluster" / "node-runs").iterdir()]
+    assert left == []             # the killed run's scratch dir went with the next run on that machine
 
 
 def _copy_task(src: Path, tmp: Path, name: str, extra: str = "") -> Path:

@@ -126,6 +126,18 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
 
 # ---- one run ------------------------------------------------------------------------------------
 
+def _scratch_dir() -> Path:
+    """A fresh directory for one run on this node, named after this process; directories of
+    processes that are gone (a run killed with its node's processes) are removed first."""
+    base = Path(os.environ.get(NODE_DIR_ENV) or tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    for old in base.glob("benchctl-run-*-*"):
+        pid = old.name.split("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"benchctl-run-{os.getpid()}-", dir=base))
+
+
 class RunActor:
     """Runs on this node, one at a time (a Ray actor holding one `benchctl_sandbox` slot). The driver
     keeps one per run thread and reuses it, so a run does not pay for a new process and its imports;
@@ -177,7 +189,7 @@ class RunActor:
         from harnesses.base import HarnessResult
 
         os.environ.update(secrets.values())      # before the writer: its redactor reads them
-        scratch = Path(tempfile.mkdtemp(prefix="benchctl-run-", dir=os.environ.get(NODE_DIR_ENV) or None))
+        scratch = _scratch_dir()
         transcript = TranscriptWriter(None, sink=self._sink)
         try:
             task_dir, data_dir = unpack_bundle(bundle, scratch / "in")

@@ -79,6 +79,7 @@ class _Rig:
         env = {**os.environ, MARK: self.mark, "RAY_AUTH_MODE": "disabled", **(extra or {})}
         if node is not None:
             env[NODE] = str(node)
+            env["BENCHCTL_NODE_DIR"] = str(self.workdir / "node-runs")   # runs unpack here (per machine), not in /tmp
         return env
 
     def start(self) -> None:
