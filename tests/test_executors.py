@@ -175,3 +175,17 @@ def test_ray_option_without_ray_installed_says_how_to_install_it(tmp_path: Path)
     d = subprocess.run([sys.executable, "-c", code, "doctor", "--ray", "auto"], cwd=REPO, capture_output=True,
                        text=True, timeout=120)
     assert d.returncode == 2 and "pip install 'benchctl[ray]'" in d.stderr
+
+
+def test_an_unreachable_cluster_is_a_clear_error_before_anything_is_written(tmp_path: Path) -> None:
+    import socket
+    with socket.socket() as s:          # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    task, model = make_task(tmp_path, [{"text": "x"}])
+    r = subprocess.run([sys.executable, "-c", "from benchctl.cli import app; app()", "run", str(task), "--model",
+                        model, "--budget", "1m", "--out", str(tmp_path / "out"), "--ray", f"127.0.0.1:{port}"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert f"cannot connect to the Ray cluster at '127.0.0.1:{port}'" in r.stderr and "ray start --head" in r.stderr
+    assert not (tmp_path / "out").exists()

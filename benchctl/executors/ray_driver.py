@@ -65,11 +65,29 @@ def forwarded_env() -> dict[str, str]:
     return out
 
 
+def _reachable(address: str) -> str | None:
+    """For a HOST:PORT address, None when something listens there, else the problem. (ray.init
+    itself retries an unreachable cluster for minutes.)"""
+    import socket
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return None                     # auto, local, ray://...: Ray's own resolution
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e:
+        return f"nothing answers at {address} ({e.strerror or e})"
+    return None
+
+
 def connect(address: str) -> Any:
     """ray.init for a driver: `local` starts a one-machine Ray in this process (slots = CPUs)."""
     ray = import_ray()
     if ray.is_initialized():
         return ray
+    problem = _reachable(address)
+    if problem:
+        raise RayUnavailable(f"cannot connect to the Ray cluster at {address!r}: {problem}. Fix: start it "
+                             f"(`ray start --head --port=...`), or pass its address: --ray HOST:PORT")
     try:
         if address == "local":
             ray.init(resources={SLOT: os.cpu_count() or 1}, include_dashboard=False, log_to_driver=False,
