@@ -100,7 +100,7 @@ class Runner:
             return None            # never started: nothing written, resume will do it
         try:
             meta, lost = self._attempt(spec)
-            retries = int(getattr(self.executor, "retries", 0))
+            retries = self.executor.retries
             while lost and retries > 0 and not self.cancel.is_set():
                 retries -= 1       # the lost attempt is recorded as `error`; _attempt moves it aside and redoes it
                 meta, lost = self._attempt(spec)

@@ -53,6 +53,7 @@ class RunOutcome:
 
 class Executor(Protocol):
     name: str
+    retries: int        # how often a run this executor lost (RunOutcome.retryable) is redone
 
     def check(self, task: Task, specs: list[RunSpec]) -> str | None:
         """Before anything is written: the problem (with its fix) that stops these runs, else None."""

@@ -12,6 +12,7 @@ from benchctl.transcript import TranscriptWriter
 
 class LocalExecutor:
     name = "local"
+    retries = 0          # a local run is never lost by the executor
 
     def __init__(self, sandbox_factory: SandboxFactory | None = None,
                  gateway_factory: GatewayFactory | None = None) -> None:
