@@ -114,6 +114,7 @@ class RunMeta(TypedDict, total=False):
     target_tools: dict[str, Any]     # target / auxiliary model calls, usage and cost (kept apart from `usage`)
     pin: dict[str, Any]              # imported tasks: source, commit, content hash, image (+ digest), verified/changed
     task_tests: dict[str, Any]       # imported tasks: run_task_tests available (or why not), calls and rewards
+    node: dict[str, Any]             # runs on Ray: the node it ran on (id, ip, hostname)
 
 
 META_SCHEMA = 1

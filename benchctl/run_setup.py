@@ -78,6 +78,11 @@ def check_model(model: str, what: str = "--model") -> None:
             raise RunError(f"{label}: {e}") from None
 
 
+def image_origin(task: Task) -> str | None:
+    """The task file key that chose a non-default image, for error messages (None: the default)."""
+    return f"{task.task_file}: key `image`" if task.image != DEFAULT_IMAGE else None
+
+
 def check_image(image: str, origin: str | None = None) -> str | None:
     """None when Docker is reachable and has the image, else the problem and its fix. `origin`
     names the task file key that chose a non-default image."""
@@ -263,16 +268,21 @@ def write_sweep_json(r: ResolvedRun) -> None:
 
 
 def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = None,
-            gateway_factory: Any = None) -> int:
-    """Run everything; returns the exit code (0 all finished, 1 some error, 130 interrupted)."""
+            gateway_factory: Any = None, executor: Any = None) -> int:
+    """Run everything; returns the exit code (0 all finished, 1 some error, 130 interrupted).
+
+    `executor` decides where runs execute (benchctl/executors): None = this machine (`local`,
+    with the given sandbox / gateway factories), or e.g. a `RayExecutor`."""
+    from benchctl.executors.local import LocalExecutor
     from benchctl.progress import make_progress
     from benchctl.runner import PreparedData, Runner, plan
 
+    if executor is None:
+        executor = LocalExecutor(sandbox_factory, gateway_factory)
     decisions = plan(r.out, r.specs)
     pending = [s for s, a in decisions if a != "skip"]
-    if pending and sandbox_factory is None:
-        chosen = r.task.image != DEFAULT_IMAGE      # named by the task file, not the default
-        problem = check_image(r.task.image, f"{r.task.task_file}: key `image`" if chosen else None)
+    if pending:
+        problem = executor.check(r.task, pending)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
@@ -292,24 +302,21 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    redo = [s.run_id for s, a in decisions if a == "redo"]
-    if sandbox_factory is None:
+    if getattr(executor, "uses_docker", False):   # a local run on this machine's Docker and /tmp
+        redo = [s.run_id for s, a in decisions if a == "redo"]
         _remove_dead_owners_containers(redo)
-    _remove_dead_owners_gateway_dirs(redo)
+        _remove_dead_owners_gateway_dirs(redo)
 
-    kw: dict[str, Any] = {}
-    if sandbox_factory is not None:
-        kw["sandbox_factory"] = sandbox_factory
-    if gateway_factory is not None:
-        kw["gateway_factory"] = gateway_factory
     prog = make_progress(len(r.specs), progress_mode)
-    runner = Runner(r.task, r.out, data, concurrency=r.sweep.concurrency, progress=prog, **kw)
+    runner = Runner(r.task, r.out, data, concurrency=executor.parallelism(r.sweep.concurrency), progress=prog,
+                    executor=executor)
     restore = _install_signals(runner)
     try:
         with prog:
             results = runner.run_all(r.specs)
     finally:
         restore()
+        executor.close()
     if runner.cancel.is_set():
         print("interrupted: unfinished runs will be redone when you rerun the same command", file=sys.stderr)
         return 130

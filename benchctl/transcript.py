@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import orjson
 
@@ -97,12 +97,16 @@ class WarningCounter:
 class TranscriptWriter:
     """Append-only JSONL writer. `emit` may be called from any thread."""
 
-    def __init__(self, path: str | os.PathLike[str] | None, redactor: Redactor | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, redactor: Redactor | None = None,
+                 sink: Callable[[bytes], None] | None = None) -> None:
         self.path = Path(path) if path else None
         self._lock = threading.Lock()
         self._seq = 0
         self._redact = redactor or Redactor()
         self._f = None
+        # sink(line): also gets every written line, already redacted (a run on a Ray node streams
+        # its lines to the driver this way; see benchctl/executors/ray_node.py)
+        self._sink = sink
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._f = open(self.path, "ab", buffering=0)
@@ -111,13 +115,23 @@ class TranscriptWriter:
         self.listeners: list[Any] = []
 
     def emit(self, type: str, source: str = "runner", **fields: Any) -> dict[str, Any]:
-        event = {"v": SCHEMA_VERSION, "seq": 0, "t": time.time(), "type": type, "source": source, **fields}
+        return self._write({"v": SCHEMA_VERSION, "seq": 0, "t": time.time(), "type": type, "source": source,
+                            **fields})
+
+    def append_line(self, line: bytes) -> dict[str, Any]:
+        """Write an event another writer made (a run on a Ray node streaming back), keeping its
+        time, type and fields; `seq` is renumbered so this transcript stays gapless."""
+        return self._write({**orjson.loads(line), "v": SCHEMA_VERSION})
+
+    def _write(self, event: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             event["seq"] = self._seq
             self._seq += 1
             line = self._redact(orjson.dumps(event, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)) + b"\n"
             if self._f is not None:
                 self._f.write(line)
+            if self._sink is not None:
+                self._sink(line)
         for listener in self.listeners:
             try:
                 listener(event)

@@ -10,5 +10,10 @@ if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
   else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
 fi
+if ! command -v ip >/dev/null 2>&1; then
+  echo "ip missing; installing iproute2 (the Ray cluster tests bring up loopback in a private network namespace)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq iproute2 >/dev/null; fi
+fi
 benchctl images build --if-missing
 exec python3 -m pytest "$@"

@@ -4,7 +4,8 @@ Docker tests are marked `@pytest.mark.docker`. Without a Docker Engine (or witho
 sandbox image) they are skipped on a developer machine, but FAIL when
 BENCHCTL_REQUIRE_DOCKER=1 (set by .ci/run), so CI can never go green by skipping them.
 Browser tests (`@pytest.mark.browser`, fixtures in tests/browser_rig.py) follow the same rule
-with BENCHCTL_REQUIRE_BROWSER=1 and Debian's `chromium`.
+with BENCHCTL_REQUIRE_BROWSER=1 and Debian's `chromium`, and Ray cluster tests (`@pytest.mark.ray`:
+root, unshare, ray) with BENCHCTL_REQUIRE_RAY=1.
 """
 from __future__ import annotations
 
@@ -43,7 +44,24 @@ def _browser_problem() -> str | None:
     return None
 
 
+def _ray_problem() -> str | None:
+    import shutil
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return "ray not installed (pip install -e '.[ray]')"
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "the Ray cluster tests need root, unshare and ip (a private network namespace)"
+    return None
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("ray") is not None:
+        problem = _ray_problem()
+        if problem:
+            if os.environ.get("BENCHCTL_REQUIRE_RAY") == "1":
+                pytest.fail(f"BENCHCTL_REQUIRE_RAY=1 but {problem}", pytrace=False)
+            pytest.skip(problem)
     if item.get_closest_marker("browser") is not None:
         problem = _browser_problem()
         if problem:

@@ -134,25 +134,35 @@ def run_checks(tag: str) -> list[Check]:
 _MARK = {"ok": "ok  ", "fail": "FAIL", "warn": "warn", "skip": "skip"}
 
 
+def print_checks(checks: list[Check], indent: str = "") -> None:
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        req = " (required)" if c.required and c.status == "fail" else ""
+        typer.echo(f"{indent}[{_MARK[c.status]}] {c.name:<{width}}  {c.detail}{req}")
+        if c.fix and c.status in ("fail", "warn"):
+            typer.echo(f"{indent}       {'':<{width}}  fix: {c.fix}")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor(
         image: str = typer.Option(None, "--image", help="Sandbox image tag [default: $BENCHCTL_IMAGE or benchctl-sandbox:latest]."),
         as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+        ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
+                                help="Check every node of this Ray cluster instead (Docker, image digest, "
+                                "agent CLIs, free benchctl_sandbox slots); needs benchctl[ray]."),
     ) -> None:
         """Check that this machine can run benchmarks, and say how to fix what is missing."""
         from benchctl.images import DEFAULT_TAG
+        if ray is not None:
+            from benchctl.commands.doctor_ray import doctor_ray
+            raise typer.Exit(doctor_ray(ray, image or DEFAULT_TAG, as_json))
         checks = run_checks(image or DEFAULT_TAG)
         failed = [c for c in checks if c.required and c.status == "fail"]
         if as_json:
             typer.echo(json.dumps({"ok": not failed, "checks": [asdict(c) for c in checks]}, indent=2))
         else:
-            width = max(len(c.name) for c in checks)
-            for c in checks:
-                req = " (required)" if c.required and c.status == "fail" else ""
-                typer.echo(f"[{_MARK[c.status]}] {c.name:<{width}}  {c.detail}{req}")
-                if c.fix and c.status in ("fail", "warn"):
-                    typer.echo(f"       {'':<{width}}  fix: {c.fix}")
+            print_checks(checks)
             typer.echo("doctor: " + ("all required checks passed" if not failed
                                      else f"{len(failed)} required check(s) failed"))
         if failed:

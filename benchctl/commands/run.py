@@ -31,6 +31,10 @@ def run(
                                     "(default, prefill, sample_user, complete, scaffolded_*); repeat for several."),
     allow_changed: bool = typer.Option(False, "--allow-changed", help="Run an imported task even though its files "
                                        "no longer match their pin (meta.json records what changed)."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS",
+                                      help="Run on a Ray cluster: HOST:PORT, ray://HOST:PORT, auto (RAY_ADDRESS, else "
+                                      "the cluster `ray start` runs here) or local. Each node needs Docker, the "
+                                      "sandbox image and `benchctl_sandbox` slots; needs benchctl[ray]."),
 ) -> None:
     """Run agents on a task in network-less sandboxes; rerun the same command to resume."""
     import sys
@@ -47,6 +51,26 @@ def run(
     except RunError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)
-    code = execute(cfg, progress_mode=progress)
+    executor = None
+    if ray is not None:
+        from benchctl.executors.ray_driver import RayExecutor, RayUnavailable
+        try:
+            executor = RayExecutor(ray)
+        except RayUnavailable as e:
+            typer.secho(f"error: {e}", fg="red", err=True)
+            raise typer.Exit(2)
+        if concurrency is None and not _sweep_sets_concurrency(sweep):
+            cfg.sweep.concurrency = max(1, executor.slots())   # default: every slot of the cluster
+    code = execute(cfg, progress_mode=progress, executor=executor)
     sys.stdout.flush()
     raise typer.Exit(code)
+
+
+def _sweep_sets_concurrency(sweep: Optional[Path]) -> bool:
+    if sweep is None:
+        return False
+    import tomllib
+    try:
+        return "concurrency" in tomllib.loads(sweep.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False

@@ -241,15 +241,25 @@ def parse_script(data: Any, source: str = "<script>") -> Script:
     return Script([parse_turn(t, source, i) for i, t in enumerate(turns)], after_end, source)
 
 
+# Scripts shipped with a run to a machine without the file (a Ray node): the path as written in
+# the model id -> the file's bytes. Filled by benchctl/executors/ray_node.py; load_script looks here first.
+SHIPPED: dict[str, bytes] = {}
+
+
 def load_script(path: str | Path) -> Script:
     """Load a .json or .toml script; relative paths resolve against the current directory."""
+    if str(path) in SHIPPED:
+        return _parse_script_bytes(SHIPPED[str(path)], Path(path))
     p = Path(path).expanduser()
     if not p.is_absolute():
         p = Path.cwd() / p
     if not p.is_file():
         raise ScriptError(f"script {p}: file not found (model ids look like scripted/<path to .json or .toml>, "
                           f"relative to the current directory {Path.cwd()})")
-    raw = p.read_bytes()
+    return _parse_script_bytes(p.read_bytes(), p)
+
+
+def _parse_script_bytes(raw: bytes, p: Path) -> Script:
     try:
         data = tomllib.loads(raw.decode()) if p.suffix == ".toml" else orjson.loads(raw)
     except (orjson.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
