@@ -146,7 +146,11 @@ class _Compactor:
     compares them and does arithmetic on them), e.g. a score of 1 and one of 1.0."""
 
     def __init__(self) -> None:
-        self.seen: dict[tuple, Item] = {}
+        self.seen: dict[Any, Any] = {}
+
+    def share(self, value: Any) -> Any:
+        """One shared object per distinct string (grader, status, judge, ... repeat in every grade)."""
+        return self.seen.setdefault(value, value) if type(value) is str else value
 
     def items(self, raw: Any) -> list[Item]:
         if not isinstance(raw, list):
@@ -178,10 +182,11 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None, compact: 
     status = rec.get("status") or ("unscored" if score is None else "scored")
     if status == "unscored":
         score = None                                  # an unscored record never counts as a number
-    return [rec.get("grader") or grader, rec.get("run_id") or run_id, rec.get("artifact_tag", tag),
-            None if score is None else float(score), status, rec.get("judge"), rec.get("rubric_hash"),
-            rec.get("by_cluster") or {}, compact.items(rec.get("items")), int(rec.get("n_unscored") or 0),
-            rec.get("cost_usd"), rec.get("artifact")]
+    share = compact.share
+    return [share(rec.get("grader") or grader), rec.get("run_id") or run_id, share(rec.get("artifact_tag", tag)),
+            None if score is None else float(score), share(status), share(rec.get("judge")),
+            share(rec.get("rubric_hash")), rec.get("by_cluster") or {}, compact.items(rec.get("items")),
+            int(rec.get("n_unscored") or 0), rec.get("cost_usd"), share(rec.get("artifact"))]
 
 
 CACHE_FILE = ".benchctl-report-cache"
@@ -252,6 +257,13 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was:
+            # The collector counts allocations even while off, so the first allocation after
+            # enable() would scan every object made meanwhile (0.1-0.3 s after a big load).
+            # freeze() + unfreeze() moves them to the oldest generation unscanned, as if they had
+            # survived collections; they are still freed by reference counting, and scanned by
+            # the next full collection like any long-lived object.
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
@@ -280,7 +292,7 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
     unfinished: list[str] = []
     for name in names:
         rel = f"{RUNS}/{name}/{META}"
-        path = os.path.join(runs_root, name, META)
+        path = f"{runs_root}/{name}/{META}"
         try:
             meta = fc.get(rel, path, orjson.loads)
         except FileNotFoundError:
@@ -311,20 +323,20 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
             with os.scandir(gdir) as it:
                 # Only files: grades/tournament/ also holds canonical/, extracted/, judge_log/ dirs
                 # and ratings.json, which is not a per-run GradeRecord.
-                entries = [e for e in it if e.name.endswith(".json") and not e.name.startswith(".")
-                           and e.name != RATINGS_FILE and e.is_file()]
-            if entries:
+                files = [name for e in it if (name := e.name).endswith(".json") and name[0] != "."
+                         and name != RATINGS_FILE and e.is_file()]
+            if files:
                 graders.append(grader)
-            for e in entries:
-                run_id, _, file_tag = e.name[:-5].partition("~")
-                rel = f"{GRADES}/{grader}/{e.name}"
+            for fname in files:
+                run_id, _, file_tag = fname[:-5].partition("~")
+                rel = f"{GRADES}/{grader}/{fname}"
                 run = by_id.get(run_id)
                 if run is None:
                     problems.append(f"grade for unknown run: {rel}")
                     continue
                 try:
-                    fields = fc.get(rel, e.path, lambda data: _grade_fields(orjson.loads(data), grader, run_id,
-                                                                               file_tag or None, compact))
+                    fields = fc.get(rel, f"{gdir}/{fname}", lambda data: _grade_fields(
+                        orjson.loads(data), grader, run_id, file_tag or None, compact))
                 except (orjson.JSONDecodeError, OSError, ValueError, TypeError) as err:
                     problems.append(f"unreadable {rel}: {err}")
                     continue
