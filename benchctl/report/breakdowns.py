@@ -119,11 +119,11 @@ def followups(grouping: Grouping, grader: str = "coverage") -> Table | None:
     for c in grouping.sorted_keys():
         tags: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for r in grouping.groups[c]:
-            if not averaged(r):
-                continue
             main = r.score(grader)
+            if main is None or len(r.grades) == 1 or not averaged(r):
+                continue                                   # no pair possible
             for (gname, tag), g in r.grades.items():
-                if gname == grader and tag is not None and g.score is not None and main is not None:
+                if tag is not None and gname == grader and g.score is not None:
                     tags[tag].append((main, g.score))
         for tag in sorted(tags, key=_natural):
             pairs = tags[tag]
