@@ -17,8 +17,10 @@ alternating round by round so that machine load hits every row alike:
   `python -c`) show what typer itself costs.
 
 Prints median wall and CPU (user + sys of the child) seconds and the median of each round's ratio
-to that round's floor. Goal (issue 19): cold <= 1.5x the floor, warm <= 1.2x. Also times the
-loader in process and the other output formats.
+to that round's floor. Goal (issue 19): cold <= 1.5x the floor, warm <= 1.2x, judged on the CPU
+ratio: on a shared machine wall time is mostly waiting for a core (and, for the floor, which reads
+134 MB where a warm report reads its 13 MB cache, for file pages evicted by other work), so the
+wall ratio swings with the load. Also times the loader in process and the other output formats.
 
     python scripts/bench_report.py [--runs 10000] [--repeat 5] [--keep DIR]
 """
@@ -191,7 +193,7 @@ def main() -> None:
             rc = statistics.median(c / f[1] for (_, c), f in zip(samples, floor))
             limit = 1.5 if ("cold" in name or "--no-cache" in name) and name.startswith("CLI") else \
                 1.2 if name.startswith("CLI") else None
-            goal = "" if limit is None else f"≤ {limit}× " + ("ok" if rw <= limit else "MISSED")
+            goal = "" if limit is None else f"CPU ≤ {limit}× " + ("ok" if rc <= limit else "MISSED")
             print(f"{name:<46} {wall:>7.3f} {cpu:>6.3f} {rw:>6.2f}× {rc:>5.2f}×  {goal}")
         print(f"\n{'in process / other formats (median wall s)':<46} {'s':>7}")
         print("-" * 56)
