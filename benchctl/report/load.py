@@ -197,15 +197,20 @@ _CACHE_HEADER = f"benchctl-report-cache/3 python{sys.version_info[0]}.{sys.versi
 
 
 class _FileCache:
-    """relpath -> (ino, mtime_ns, size, parsed value); see the module docstring."""
+    """relpath -> (ino, mtime_ns, size, parsed value); see the module docstring. With `memo`
+    (a dict a long-running caller keeps between loads) the entries live in that dict: read from
+    it when it has any (else from the cache file), stored back into it, never written to disk."""
 
-    def __init__(self, root: str, enabled: bool):
+    def __init__(self, root: str, enabled: bool, memo: dict[str, tuple[Any, ...]] | None = None):
         self.path = os.path.join(root, CACHE_FILE)
         self.enabled = enabled
+        self.memo = memo
         self.old: dict[str, tuple[Any, ...]] = {}
         self.new: dict[str, tuple[Any, ...]] = {}
         self.hits = self.misses = 0
-        if enabled:
+        if enabled and memo:
+            self.old = memo
+        elif enabled:
             try:
                 with open(self.path, "rb") as f:
                     if os.fstat(f.fileno()).st_uid == os.getuid() and f.read(len(_CACHE_HEADER)) == _CACHE_HEADER:
@@ -233,13 +238,18 @@ class _FileCache:
         return value
 
     def save(self) -> None:
-        if not self.enabled or (self.misses == 0 and len(self.new) == len(self.old)):
+        unchanged = self.misses == 0 and len(self.new) == len(self.old)
+        if not self.enabled or (unchanged and (self.memo is None or self.old is self.memo)):
             return
         # "Racy" files (modified in the last few seconds) are not cached: file times have
         # jiffy granularity, so a same-size rewrite in place moments after we read it could keep
         # its (inode, mtime, size) key. Like git's racy-index rule; they are re-read next time.
         fresh = time.time_ns() - RACY_NS
         entries = {rel: e for rel, e in self.new.items() if e[1] < fresh}
+        if self.memo is not None:
+            self.memo.clear()
+            self.memo.update(entries)
+            return
         try:
             # No fsync: a cache lost in a crash is rebuilt; the rename still makes it all-or-nothing.
             write_bytes_atomic(self.path, _CACHE_HEADER + marshal.dumps(entries), sync=False)
@@ -268,15 +278,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_results(results: str | os.PathLike[str], *, cache: bool = True) -> Results:
+def load_results(results: str | os.PathLike[str], *, cache: bool = True,
+                 memo: dict[str, tuple[Any, ...]] | None = None) -> Results:
     """Read every run's meta.json and every grade under `results`. Raises FileNotFoundError with
     a hint when the directory is not a results directory. `cache=False` ignores and does not
-    write the parse cache."""
+    write the parse cache. `memo` (for long-running readers such as `benchctl view`, which must
+    not write into a results dir): keep the cache in this dict between calls instead of the
+    cache file, which is then only read, on the first call."""
     with gc_paused():
-        return _load(results, cache)
+        return _load(results, cache, memo)
 
 
-def _load(results: str | os.PathLike[str], cache: bool) -> Results:
+def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[Any, ...]] | None = None) -> Results:
     root = Path(results)
     sroot = str(root)
     runs_root = os.path.join(sroot, RUNS)
@@ -285,7 +298,7 @@ def _load(results: str | os.PathLike[str], cache: bool) -> Results:
         raise FileNotFoundError(
             f"{root} is not a results directory: no {RUNS}/ inside. Pass the sweep directory that "
             f"`benchctl run` wrote (it contains runs/<run_id>/meta.json).")
-    fc = _FileCache(sroot, cache)
+    fc = _FileCache(sroot, cache, memo)
     problems: list[str] = []
     by_id: dict[str, Run] = {}
     with os.scandir(runs_root) as it:
