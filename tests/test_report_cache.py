@@ -124,6 +124,10 @@ def test_item_compaction_paths_agree() -> None:
     assert c.items([dict(it) for it in regular])[0] is fast[0]              # one shared tuple per distinct item
     odd = [{"id": 7, "score": 0.9}, "x", {"id": "F1", "score": 0.6, "strict": 0.2, "cluster": ["not", "hashable"]}]
     assert c.items(odd) == [("7", 0.9, None, None), ("F1", 0.6, 0.2, ["not", "hashable"])]
+    # full items whose id or cluster is not a string: never shared (1 == 1.0 would merge "1" and "1.0")
+    numeric = [{"id": i, "score": 1.0, "strict": 1.0, "cluster": cl} for i, cl in ((1, None), (1.0, None), ("F9", 5), ("F9", 5.0))]
+    assert [(i, cl) for i, _, _, cl in c.items(numeric)] == [("1", None), ("1.0", None), ("F9", 5), ("F9", 5.0)]
+    assert [type(cl) for *_, cl in c.items(numeric)][2:] == [int, float]
     assert c.items({"not": "a list"}) == [] and c.items(None) == []
 
 

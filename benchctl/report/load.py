@@ -143,8 +143,10 @@ class _Compactor:
     the tuples seen so far: a few C-level calls per item instead of a Python loop body, far less
     memory, and `marshal` writes (and loads) each shared tuple once: the items take a fifth of the
     space they did in the cache.
-    Tuples that compare equal are interchangeable for every use of an item (the report only
-    compares them and does arithmetic on them), e.g. a score of 1 and one of 1.0."""
+    Only items with a string id and a string (or no) cluster are shared, and tuples that compare
+    equal are interchangeable for every use of an item: the report only compares scores and does
+    arithmetic on them (a score of 1 and one of 1.0 count alike). Anything else takes the general
+    path, which is the per-item code this replaced."""
 
     def __init__(self) -> None:
         self.seen: dict[Any, Any] = {}
@@ -163,6 +165,8 @@ class _Compactor:
             except KeyError:                           # items not seen yet: add their compact form
                 for k in keys:
                     if k not in self.seen:
+                        if type(k[0]) is not str or not (k[3] is None or type(k[3]) is str):
+                            raise TypeError("an id or cluster that is not a string")   # 1 == 1.0: not shareable
                         self.seen[k] = _compact_item(*k)
                 return list(map(self.seen.__getitem__, keys))
         except (KeyError, TypeError):                  # incl. unhashable values: the general path

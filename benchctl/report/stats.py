@@ -27,7 +27,7 @@ def t975(df: int) -> float:
     """Two-sided 95 % Student-t critical value, the exact 0.975 quantile with `df` degrees of freedom."""
     if df < 1:
         raise ValueError("t-interval needs at least 2 observations (df >= 1)")
-    if df <= len(T975):
+    if isinstance(df, int) and df <= len(T975):
         return T975[df - 1]
     # scipy.special rather than scipy.stats: the same quantile, a fifth of the import time
     from scipy.special import stdtrit
