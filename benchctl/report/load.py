@@ -2,7 +2,7 @@
 
 `benchctl report` must handle sweeps of 10,000 runs in well under two seconds, so this module
 avoids per-file overhead: one `os.scandir` per directory (no `Path.iterdir` + `is_dir` stat
-pairs), raw `open().read()` + `orjson.loads`, and no pathlib objects in the hot loop. The paths
+pairs), raw reads (below) + `orjson.loads`, and no pathlib objects in the hot loop. The paths
 it reads are exactly the ones `benchctl.layout` defines (`runs/<run_id>/meta.json`,
 `grades/<grader>/<run_id>[~<tag>].json`); nothing else decides paths.
 
