@@ -14,7 +14,7 @@ alternating round by round so that machine load hits every row alike:
   render) cold — no cache file, so every file is parsed and the cache is written; with
   `--no-cache` — every file parsed, no cache read or written; warm — the cache from the run
   before. The same steps without the CLI framework (`build_report` + `to_json` from
-  `python -c`) show what typer itself costs.
+  `python -c`) show what the CLI layer (benchctl.cli and typer) costs.
 
 Prints median wall and CPU (user + sys of the child) seconds and the median of each round's ratio
 to that round's floor. Goal (issue 19): cold <= 1.5x the floor, warm <= 1.2x, judged on the CPU

@@ -53,8 +53,8 @@ def mean_or_none(values: Sequence[float]) -> float | None:
 
 def __getattr__(name: str) -> Any:
     """`wilson_interval`: one definition of the Wilson interval for the whole tool, the grading
-    engineer's, re-exported lazily — importing `benchctl.grading` loads every grader (asyncio,
-    SDK-free but ~0.1 s), which a report without any-of-N grades does not need."""
+    engineer's, re-exported lazily — importing `benchctl.grading` loads every grader (asyncio and
+    more, ~0.05 s of CPU), which a report without any-of-N grades does not need."""
     if name == "wilson_interval":
         from benchctl.grading.stats import wilson_interval
         return wilson_interval
