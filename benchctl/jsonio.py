@@ -33,15 +33,18 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
     write_bytes_atomic(path, dumps(obj, pretty=True) + b"\n")
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, sync: bool = True) -> None:
+    """Readers see the old file or the new one. `sync=False` skips the fsync: for files that may be
+    lost in a crash but must never be half-written (a cache)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

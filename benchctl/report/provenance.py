@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from functools import reduce
+from operator import add
 from typing import Any
 
 from benchctl import __version__
@@ -23,8 +25,14 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
     # Rubrics legitimately differ between tasks (and variants, and tournament environments):
     # mixing is only checked within one grader on one task~variant.
     rubrics_by_task: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    grade_cost, grade_cost_unknown = 0.0, 0
     unfinished = 0
+    # One (grader, judge, rubric, task~variant) tuple per grade, counted at C speed and folded into
+    # the per-grader counters afterwards: distinct tuples are folded in order of first appearance,
+    # so every counter lists its keys in the order the per-grade loop used to (ties in
+    # most_common() keep that order). Costs are summed in grade order, as before.
+    per_grade: list[tuple[str, str, str, str]] = []
+    costs: list[float] = []
+    grade_cost_unknown = 0
     for r in results.runs:
         m = r.meta
         spec = m.get("spec") or {}
@@ -40,13 +48,16 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
             versions[str(m.get("benchctl_version") or "unknown")] += 1
             task_hashes[env][str(m.get("task_hash") or "unknown")] += 1
         for (grader, _tag), g in r.grades.items():
-            judges[grader][str(g.judge or "unknown")] += 1
-            rubrics[grader][str(g.rubric_hash or "unknown")] += 1
-            rubrics_by_task[(grader, env)][str(g.rubric_hash or "unknown")] += 1
+            per_grade.append((grader, str(g.judge or "unknown"), str(g.rubric_hash or "unknown"), env))
             if g.cost_usd is None:
                 grade_cost_unknown += 1
             else:
-                grade_cost += float(g.cost_usd)
+                costs.append(float(g.cost_usd))
+    for (grader, judge, rubric, env), n in Counter(per_grade).items():
+        judges[grader][judge] += n
+        rubrics[grader][rubric] += n
+        rubrics_by_task[(grader, env)][rubric] += n
+    grade_cost = reduce(add, costs, 0.0)               # left to right, like `+=` (sum() may compensate)
     if results.ratings:
         judges["tournament (ratings)"][str(results.ratings.get("judge") or "hand-made")] += 1
 
