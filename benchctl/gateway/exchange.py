@@ -297,6 +297,8 @@ class Exchange:
         writer = self.writer
         gw_redact = self.gw.redact  # real keys never reach the client, even if an upstream echoed one
         if call.stream and resp.status < 400:
+            # A key may be cut in two by the upstream's reads: scrub across the pieces.
+            scrub = gw_redact.stream()
             self.parts = []   # (a held refusal-retry answer is replayed from resp.body)
             # The head leaves with the first chunk (already fetched by the retry layer): one write, not two.
             head: bytes | None = http11.stream_head(resp.status, headers, self.req.keep_alive)
@@ -306,12 +308,13 @@ class Exchange:
                     self.parts.append(data)
                     if writer.transport.is_closing():
                         raise ConnectionResetError("client closed the connection")
+                    out = scrub.feed(data)
                     if head is not None:
-                        writer.write(head + http11.chunk(gw_redact(data)))
+                        writer.write(head + http11.chunk(out) if out else head)
                         head = None
                         self.ttfb = time.perf_counter()
-                    else:
-                        writer.write(http11.chunk(gw_redact(data)))
+                    elif out:
+                        writer.write(http11.chunk(out))
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                         await writer.drain()
@@ -327,6 +330,9 @@ class Exchange:
                 timed_out = is_timeout(e)
             if head is not None:  # an empty stream
                 writer.write(head)
+            held = scrub.end()    # the start of a key that never completed: nothing to hide
+            if held:
+                writer.write(http11.chunk(held))
             # Record before the last byte goes out: once a client has its answer, the transcript has it too.
             self.record(call, requested, error, timed_out=timed_out)
             if error is not None:
