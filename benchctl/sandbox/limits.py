@@ -38,14 +38,19 @@ class LimitError(ValueError):
         self.key, self.problem, self.fix = key, problem, fix
 
 
-def memory_bytes(value: Any) -> int:
-    """'4g' -> 4294967296. A bare number is refused: `memory = 4` could mean 4 bytes or 4 GB."""
+def size_bytes(value: Any, key: str = "memory", fix: str = _MEMORY_FIX) -> int:
+    """'4g' -> 4294967296 (powers of 1024). A bare number is refused: 4 could mean 4 bytes or 4 GB."""
     if not isinstance(value, str):
-        raise LimitError("memory", f"expected a string with a unit, got {type(value).__name__} {value!r}", _MEMORY_FIX)
+        raise LimitError(key, f"expected a string with a unit, got {type(value).__name__} {value!r}", fix)
     m = _MEMORY.fullmatch(value.strip())
     if not m:
-        raise LimitError("memory", f"{value!r} is not an amount of memory", _MEMORY_FIX)
-    n = int(float(m.group(1)) * _UNITS[m.group(2)[0].lower()])
+        raise LimitError(key, f"{value!r} is not an amount of memory", fix)
+    return int(float(m.group(1)) * _UNITS[m.group(2)[0].lower()])
+
+
+def memory_bytes(value: Any) -> int:
+    """'4g' -> 4294967296, at least 64m."""
+    n = size_bytes(value)
     if n < MIN_MEMORY:
         raise LimitError("memory", f"{value!r} is below the minimum of 64m", 'use at least "64m" (the default is "2g")')
     return n
