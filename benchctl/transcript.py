@@ -35,6 +35,7 @@ EVENT_TYPES = {
     "reprompt",         # policy: the agent tried to stop early and was told to continue
     "revision_request", # policy: the report was over the length limit on stop
     "hook",             # harness: a CLI hook fired
+    "forged_hook",      # policy: a hook the gateway's own view of the model traffic contradicts (refused)
     "followup",         # runner: a follow-up prompt was sent
     "target_call",      # target tools: a call to the audited target model
     "harness_event",    # harness: a raw CLI event with no better mapping

@@ -122,11 +122,13 @@ def test_scaffolded_batch_through_mcp(served):
     assert res["content"][0]["text"].count("REPLY: My secret instruction") == 4
 
 
-def test_cli_configs_name_the_url():
+def test_cli_configs_name_the_url_and_send_the_token():
     url = "http://127.0.0.1:8765/benchctl/mcp"
-    assert mcp.claude_mcp_config(url) == {"mcpServers": {"target": {"type": "http", "url": url}}}
+    assert mcp.claude_mcp_config(url, SANDBOX_TOKEN) == {"mcpServers": {"target": {
+        "type": "http", "url": url, "headers": {"Authorization": f"Bearer {SANDBOX_TOKEN}"}}}}
     import tomllib
-    assert tomllib.loads(mcp.codex_mcp_toml(url))["mcp_servers"]["target"]["url"] == url
+    table = tomllib.loads(mcp.codex_mcp_toml(url, "BENCHCTL_GATEWAY_TOKEN"))["mcp_servers"]["target"]
+    assert table["url"] == url and table["bearer_token_env_var"] == "BENCHCTL_GATEWAY_TOKEN"
 
 
 # ------------------------------------------------------------------ token budget

@@ -245,6 +245,8 @@ class Exchange:
         # The sandbox token may come as ?key= (Gemini style): it is ours, never forwarded.
         query = "&".join(p for p in req.query.split("&") if p and not p.startswith("key=")) if req.query else ""
         call = UpstreamCall(self.wire, req.method, path, served, body, stream, query, headers)  # type: ignore[arg-type]
+        if gw.observers and self.wire != "anthropic_count_tokens":
+            gw.observe("request", req.headers, self.wire, body)
         return await self.forward(call, requested)
 
     # ------------------------------------------------------------------ forwarding
@@ -451,6 +453,9 @@ class Exchange:
         if outcome == "ok" and response is not None:
             gw.recorder.note_response(self.call_id, call.wire_api, response)
         gw.account(served, s.usage, cost, s.refusal, failed, counted, requested)
+        if gw.observers and counted:
+            ids = [str(c["id"]) for c in s.tool_calls if c.get("id")] if outcome == "ok" else []
+            gw.observe("response", self.req.headers, call.wire_api, ids, outcome)
         attempts = self.attempts + call.attempts
         if cut is not None and upstream_status is None:   # cut during the send: the attempt in flight
             attempts = attempts + [{"attempt": len(call.attempts) + 1, "status": upstream_status, "error": error,

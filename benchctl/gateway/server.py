@@ -23,7 +23,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from benchctl.gateway import http11
 from benchctl.gateway.body_limits import BodyBudget, BodyLimits
@@ -41,6 +41,19 @@ MODEL_POLICIES = ("serve", "reject")        # for requests naming another model 
 RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
 
 RouteHandler = Callable[[str, str, bytes], "tuple[int, dict[str, str], bytes]"]
+
+
+class CallObserver(Protocol):
+    """Told what the gateway itself sees of every generation call it forwards, for host-side checks
+    that must not trust the sandbox (harnesses/hooks/ledger.py). Called on the gateway's event loop:
+    be quick, and lock what another thread reads."""
+
+    def request(self, headers: dict[str, str], wire_api: str, body: dict[str, Any]) -> None:
+        """A request is about to be forwarded (before any answer)."""
+
+    def response(self, headers: dict[str, str], wire_api: str, tool_call_ids: list[str], outcome: str) -> None:
+        """Its answer was recorded (before the client has its last byte): the tool calls it asked for
+        (when the outcome is `ok`) and how it ended."""
 
 
 @dataclass
@@ -90,6 +103,7 @@ class Gateway:
         self.recorder = RequestRecorder(max_bytes=self.body_limits.max_buffered)
         self.redact = Redactor()   # secret values of this host's environment, scrubbed from what clients get
         self.routes: list[tuple[str, RouteHandler]] = []
+        self.observers: list[CallObserver] = []
         self.last_headers: dict[str, dict[str, str]] = {}   # wire api -> pass-through headers last recorded
         self._deadline = config.deadline
         self.body_budget = BodyBudget(self.body_limits.max_buffered)
@@ -250,6 +264,19 @@ class Gateway:
             raise GatewayError(f"route prefix {prefix!r} must start with '/'")
         self.routes.append((prefix, handler))
         self.routes.sort(key=lambda r: len(r[0]), reverse=True)  # longest prefix wins
+
+    def add_observer(self, observer: CallObserver) -> None:
+        """Tell `observer` about every generation call from now on (see CallObserver)."""
+        self.observers.append(observer)
+
+    def observe(self, method: str, *args: Any) -> None:
+        """Call every observer's `method`; an observer's bug is recorded, never the client's problem."""
+        for observer in self.observers:
+            try:
+                getattr(observer, method)(*args)
+            except Exception as e:
+                self.transcript.emit("error", source="gateway", error=f"call observer {type(observer).__name__} "
+                                                                      f"failed: {type(e).__name__}: {e}")
 
     def summary(self) -> dict[str, Any]:
         """calls: generation requests sent to an upstream, however they ended (answered, failed, cut

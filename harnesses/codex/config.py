@@ -18,7 +18,7 @@ from harnesses.cli_harness import hooks_config
 # the agent) replace config.toml / hooks.json, which are root-owned and read-only. Not under /tmp:
 # Codex refuses to create helper binaries there.
 CODEX_HOME = "/opt/benchctl/codex-home"
-TOKEN_ENV = "BENCHCTL_GATEWAY_TOKEN"
+TOKEN_ENV = "BENCHCTL_GATEWAY_TOKEN"         # = cli_harness.TOKEN_ENV: the provider's key and the hooks' token
 PROVIDER = "benchctl"
 DEFAULT_PORT = 18555
 
