@@ -82,9 +82,15 @@ def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def transcript_events(path: Path, type: str) -> list[dict[str, Any]]:
+    return [e for e in map(json.loads, path.read_text().splitlines()) if e["type"] == type]
+
+
 def hook_latency(image: str, script: Path, n: int) -> list[float]:
     """Seconds per PostToolUse hook call, measured inside the sandbox."""
-    from harnesses.cli_harness import hook_command
+    from benchctl.gateway import SANDBOX_TOKEN
+    from benchctl.policies import LengthPolicy
+    from harnesses.cli_harness import TOKEN_ENV, hook_command
     from harnesses.hooks import host as hook_host
     base = Path(tempfile.mkdtemp(prefix="bbench-", dir="/tmp"))
     (base / "gw").mkdir()
@@ -95,14 +101,19 @@ def hook_latency(image: str, script: Path, n: int) -> list[float]:
                                         extra_mounts=harness.mounts()))
     try:
         sandbox.start()
+        # With a length policy: each honoured PostToolUse also reads the report from the container.
         ctx = HarnessContext(run_id="bench", model=f"scripted/{script}", instructions="", sandbox=sandbox, gateway=gw,
-                             transcript=transcript, budget=Budget(time.time(), 600), policies=RunPolicies(),
-                             run_dir=base)
-        hook_host.install(ctx, "claude-code")
+                             transcript=transcript, budget=Budget(time.time(), 600),
+                             policies=RunPolicies(length=LengthPolicy(file="report.md", max_words=3000)), run_dir=base)
+        host = hook_host.install(ctx, "claude-code")
+        # As if the model had asked for tool calls t1..tn: each hook is checked and honoured, not refused.
+        host.ledger.response({}, "anthropic_messages", [f"t{i}" for i in range(1, n + 1)], "ok")
+        sandbox.put_file("/work/report.md", b"word " * 2500)
         cmd = hook_command("post_tool_use", "claude-code", ctx)
-        loop = (f"for i in $(seq {n}); do a=$(date +%s%N); echo '{{\"tool_name\":\"Bash\"}}' | {cmd} >/dev/null; "
-                f"b=$(date +%s%N); echo $((b-a)); done")
-        out = sandbox.exec(["bash", "-c", loop], timeout=120)
+        loop = (f"for i in $(seq {n}); do a=$(date +%s%N); echo '{{\"tool_name\":\"Bash\",\"tool_use_id\":\"t'$i'\"}}' "
+                f"| {cmd} >/dev/null; b=$(date +%s%N); echo $((b-a)); done")
+        out = sandbox.exec(["bash", "-c", loop], timeout=120, env={TOKEN_ENV: SANDBOX_TOKEN})
+        assert len(transcript_events(base / "transcript.jsonl", "notice")) >= n, "hooks were not honoured"
         return [int(x) / 1e9 for x in out.stdout.split()]
     finally:
         sandbox.stop()

@@ -200,6 +200,16 @@ def test_forged_stop_is_refused_and_a_repeated_one_decides_nothing_new(tmp_path:
     assert host.counts == {"stop": 1}
 
 
+def test_without_session_headers_one_session_and_one_decision_per_turn_end(tmp_path: Path) -> None:
+    """A CLI that sends no session header: its calls make one session, whatever session id a hook names,
+    so naming another id does not buy a second decision."""
+    ctx = make_ctx(tmp_path, StubGateway(), RunPolicies(early_exit=EarlyExitPolicy(fraction=0.75, max_reprompts=3)))
+    host = hook_host.HookHost(ctx, "codex", Clock(NOW + 1))
+    host.ledger.response({}, "openai_responses", [], "ok")
+    answers = [call(host, "stop", {"session_id": sid})[1] for sid in ("a", "b", None)]
+    assert all(a.get("decision") == "block" for a in answers) and ctx.stop_state.reprompts == 1
+
+
 def test_stop_after_the_deadline_always_allows(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, StubGateway(), POLICIES)
     host = hook_host.HookHost(ctx, "codex", Clock(NOW + 601))

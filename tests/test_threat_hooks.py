@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries, pytest.mark.timeout(
 FORGE = r'''
 import glob, hashlib, json, os, subprocess, sys, time
 def session():
-    for pattern in ("/home/agent/.claude/projects/*/*.jsonl", "/opt/benchctl/codex-home/sessions/*/*/*/*.jsonl"):
+    for pattern in ("/home/agent/.claude/projects/*/*.jsonl", "/opt/benchctl/state/codex-home/sessions/*/*/*/*.jsonl"):
         files = sorted(glob.glob(pattern), key=os.path.getmtime)
         if files:
             return os.path.basename(files[-1])[:-len(".jsonl")][-36:]

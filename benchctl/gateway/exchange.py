@@ -97,7 +97,6 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
         writer.write(http11.whole_response(503, {**JSON, "retry-after": "1"}, body, keep_alive=False))
         writer.close()
         return
-    req: http11.Request | None = None
     try:
         while True:
             try:
@@ -135,8 +134,6 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
             pass
     finally:
         gw.close_connection()
-        if req is not None and req.reserved:
-            gw.body_budget.give(req.reserved)
         try:
             writer.close()
         except Exception:

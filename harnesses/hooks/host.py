@@ -74,7 +74,7 @@ class HookHost:
         self._lock = threading.Lock()
         self._fallbacks_nudged = 0
         self._tool_answers: dict[str, dict[str, Any]] = {}          # tool call -> its PostToolUse answer
-        self._stop_answers: dict[tuple[str, int], dict[str, Any]] = {}   # (session, turn end) -> stop answer
+        self._stop_answers: dict[str, dict[str, Any]] = {}          # turn end (ledger) -> stop answer
         self._file_digest: bytes | None = None   # the length-policy file as of the last tool call
         # Set per phase by a CLI whose stream ids differ from the model's call ids (Codex:
         # harnesses/codex/stream.ToolItems); the hook event then records both.
@@ -175,10 +175,9 @@ class HookHost:
 
     def stop(self, inp: dict[str, Any]) -> dict[str, Any]:
         ctx, tr, pol, now = self.ctx, self.ctx.transcript, self.ctx.policies, self.clock()
-        turn, why = self.ledger.check_turn_end(inp.get("session_id"))
-        if why is not None:
-            return self._forged("Stop", why)
-        key = (str(inp.get("session_id")), int(turn or 0))
+        key, why = self.ledger.check_turn_end(inp.get("session_id"))
+        if key is None:
+            return self._forged("Stop", str(why))
         if key in self._stop_answers:         # this turn end was decided: the same answer, nothing counted
             tr.emit("hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"),
                     repeat=True)

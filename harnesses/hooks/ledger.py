@@ -48,7 +48,8 @@ def answered_tool_calls(wire_api: str, body: dict[str, Any]) -> set[str]:
             continue
         if msg.get("role") == "tool" and msg.get("tool_call_id"):           # chat completions
             ids.add(str(msg["tool_call_id"]))
-        for block in msg.get("content") or msg.get("parts") or []:
+        blocks = msg.get("content") if wire_api != "gemini" else msg.get("parts")
+        for block in blocks if isinstance(blocks, list) else ():    # (a string content has no tool results)
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result" and block.get("tool_use_id"):   # Anthropic Messages
@@ -88,18 +89,18 @@ class HookLedger:
 
     # -- checks (the hook host's threads) -----------------------------------------------------
 
-    def _session(self, session_id: Any) -> Session | None:
-        """The hook's session; a run whose CLI sends no session header at all has just one."""
+    def _session(self, session_id: Any) -> tuple[str | None, Session | None]:
+        """The hook's session and its key; a run whose CLI sends no session header at all has just one."""
         if isinstance(session_id, str) and session_id in self._sessions:
-            return self._sessions[session_id]
+            return session_id, self._sessions[session_id]
         if list(self._sessions) == [None]:
-            return self._sessions[None]
-        return None
+            return None, self._sessions[None]
+        return None, None
 
     def check_tool_call(self, session_id: Any, tool_id: Any) -> str | None:
         """Why a PostToolUse for `tool_id` cannot be real, or None when it can."""
         with self._lock:
-            s = self._session(session_id)
+            _, s = self._session(session_id)
             if s is None:
                 return f"no model call of session {session_id!r} went through the gateway"
             if not isinstance(tool_id, str) or tool_id not in s.issued:
@@ -108,14 +109,14 @@ class HookLedger:
                 return f"tool call {tool_id!r} was already answered (its result went to the model)"
             return None
 
-    def check_turn_end(self, session_id: Any) -> tuple[int | None, str | None]:
-        """(which model response ended the turn, None) for a Stop that can be real, else (None, why)."""
+    def check_turn_end(self, session_id: Any) -> tuple[str | None, str | None]:
+        """(which turn end: session and response number, None) for a Stop that can be real, else (None, why)."""
         with self._lock:
-            s = self._session(session_id)
+            key, s = self._session(session_id)
             if s is None:
                 return None, f"no model call of session {session_id!r} went through the gateway"
             if s.responses == 0:
                 return None, "the model has not answered yet"
             if not s.last_ended_turn:
                 return None, "the model's last response asked for a tool: the turn has not ended"
-            return s.responses, None
+            return f"{key}#{s.responses}", None
