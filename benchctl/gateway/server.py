@@ -286,8 +286,9 @@ class Gateway:
         served_models / requested_models: counts by model; current_model: what serves the next
         call; fallbacks: the switches; refusals; errors: calls that ended in an upstream error or
         idle timeout, and requests the gateway refused (bad token, deadline, unknown path); refused:
-        how many requests the gateway refused itself, by HTTP status (and forged hooks as
-        "forged_hook"), including those only counted and not recorded."""
+        how many requests the gateway refused itself, by HTTP status (and the hook host's forged
+        hooks and bad hook payloads as "forged_hook" / "bad_hook"), including those only counted
+        and not recorded."""
         with self._stats_lock:
             return {"calls": self._calls, "usage": dict(self._usage),
                     "cost_usd": round(self._cost, 6) if self._cost is not None else None,

@@ -51,7 +51,7 @@ def size_bytes(value: Any, key: str = "memory", fix: str = _MEMORY_FIX) -> int:
         raise LimitError(key, f"expected a string with a unit, got {type(value).__name__} {value!r}", fix)
     m = _MEMORY.fullmatch(value.strip())
     if not m:
-        raise LimitError(key, f"{value!r} is not an amount of memory", fix)
+        raise LimitError(key, f"{value!r} is not a size with a unit", fix)
     return int(float(m.group(1)) * _UNITS[m.group(2)[0].lower()])
 
 
@@ -72,7 +72,7 @@ def work_bytes(value: Any, memory: Any = "2g") -> int:
         return max(MIN_WORK, min(DEFAULT_WORK, memory_bytes(memory) // 2))
     n = size_bytes(value, "work", _WORK_FIX)
     if n < MIN_WORK:
-        raise LimitError("work", f"{value!r} is below the minimum of 16m", 'use at least "16m" (the default is "1g")')
+        raise LimitError("work", f"{value!r} is below the minimum of 16m", 'use at least "16m" (the default is half the memory, at most "1g")')
     return n
 
 
