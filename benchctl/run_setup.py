@@ -45,6 +45,7 @@ class ResolvedRun:
 
 def check_model(model: str, what: str = "--model") -> None:
     """`what` says where the id came from: a flag (`--model`) or a file and key."""
+    from benchctl.gateway.body_limits import BodyLimits
     from benchctl.gateway.retry import RetryPolicy
     from benchctl.gateway.upstream import ModelId, ModelIdError
     label = f"{what} {model}" if what.startswith("-") else f"{what}: {model}"
@@ -54,6 +55,7 @@ def check_model(model: str, what: str = "--model") -> None:
         raise RunError(f"{what}: {e}") from None
     try:
         RetryPolicy()   # its idle timeouts come from the environment: a bad value must stop us before any run
+        BodyLimits()    # so do the gateway's body caps
     except ValueError as e:
         raise RunError(str(e)) from None
     if mid.provider == "scripted":

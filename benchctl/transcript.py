@@ -35,6 +35,7 @@ EVENT_TYPES = {
     "reprompt",         # policy: the agent tried to stop early and was told to continue
     "revision_request", # policy: the report was over the length limit on stop
     "hook",             # harness: a CLI hook fired
+    "forged_hook",      # policy: a hook the gateway's own view of the model traffic contradicts (refused)
     "followup",         # runner: a follow-up prompt was sent
     "target_call",      # target tools: a call to the audited target model
     "harness_event",    # harness: a raw CLI event with no better mapping
@@ -73,6 +74,54 @@ class Redactor:
             if s in data:
                 data = data.replace(s, b"[REDACTED]")
         return data
+
+    def stream(self) -> "StreamRedactor":
+        """A redactor for one byte stream that arrives in pieces (see StreamRedactor)."""
+        return StreamRedactor(self._secrets)
+
+
+class StreamRedactor:
+    """Scrubs secrets from a stream whose pieces may cut a secret in two.
+
+    `feed(piece)` returns what may leave now: the piece (after any carried-over bytes) with
+    every whole secret replaced, minus its tail when that tail is the start of some secret;
+    those bytes are held back and joined to the next piece. `end()` returns what is still
+    held. Only a tail that could begin a secret is held (at most the longest secret's length
+    − 1 bytes), so a stream of SSE events, which end in a newline, is not delayed at all.
+    """
+
+    def __init__(self, secrets: list[bytes]) -> None:
+        self._secrets = secrets
+        self._held = b""
+
+    def feed(self, data: bytes) -> bytes:
+        if not self._secrets:
+            return data
+        buf = self._held + data
+        for s in self._secrets:
+            if s in buf:
+                buf = buf.replace(s, b"[REDACTED]")
+        cut = len(buf) - self._secret_start_at_end(buf)
+        self._held = buf[cut:]
+        return buf[:cut]
+
+    def end(self) -> bytes:
+        """The bytes still held back: the start of a secret that never completed."""
+        held, self._held = self._held, b""
+        return held
+
+    def _secret_start_at_end(self, buf: bytes) -> int:
+        """The length of the longest tail of `buf` that is a proper prefix of some secret."""
+        longest = 0
+        for s in self._secrets:
+            window = buf[-(len(s) - 1):] if len(s) > 1 else b""
+            i = window.find(s[:1])
+            while i >= 0 and len(window) - i > longest:
+                if s.startswith(window[i:]):
+                    longest = len(window) - i
+                    break
+                i = window.find(s[:1], i + 1)
+        return longest
 
 
 class WarningCounter:

@@ -65,13 +65,14 @@ def extra_args(opts: dict[str, Any]) -> list[str]:
     return extra
 
 
+# The variable holding the sandbox token in both CLIs' environments; hook.py sends it with each hook.
+TOKEN_ENV = "BENCHCTL_GATEWAY_TOKEN"
+
+
 def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
     # -I -S: no user site, no PYTHON* variables, no site import: safer and ~10 ms faster per call.
-    args = ["python3", "-I", "-S", HOOK_IN_SANDBOX, event, "--cli", cli, "--socket", sandbox_socket(ctx)]
-    policy_file = hook_host.policy_file_path(ctx)
-    if policy_file:
-        args += ["--file", policy_file]
-    return shlex.join(args)
+    # (The length-policy file is not passed: the host reads it from the container itself.)
+    return shlex.join(["python3", "-I", "-S", HOOK_IN_SANDBOX, event, "--cli", cli, "--socket", sandbox_socket(ctx)])
 
 
 def hooks_config(ctx: HarnessContext, cli: str, **command: Any) -> dict[str, Any]:

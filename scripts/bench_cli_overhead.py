@@ -81,8 +81,8 @@ def timed_harness(name: str) -> Any:
 
 
 def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
-    from benchctl.gateway import Gateway, GatewayConfig
-    from benchctl.policies import Budget, RunPolicies
+    from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
+    from benchctl.policies import Budget, LengthPolicy, RunPolicies
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     from benchctl.transcript import TranscriptWriter
@@ -140,14 +140,14 @@ def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
 def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
     """In one sandbox: the forwarder wrapper around `true` vs a plain `true` exec (interleaved),
     and the PostToolUse hook round trip."""
-    from benchctl.gateway import Gateway, GatewayConfig
-    from benchctl.policies import Budget, RunPolicies
+    from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
+    from benchctl.policies import Budget, LengthPolicy, RunPolicies
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     from benchctl.transcript import TranscriptWriter
     from harnesses import registry
     from harnesses.base import HarnessContext
-    from harnesses.cli_harness import hook_command, sandbox_socket
+    from harnesses.cli_harness import TOKEN_ENV, hook_command, sandbox_socket
     from harnesses.forwarder import behind_forwarder
     from harnesses.hooks import host as hook_host
 
@@ -173,11 +173,19 @@ def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
                 out[key].append(time.perf_counter() - t)
                 if res.exit_code != 0:
                     raise RuntimeError(f"{key} failed: {res.stderr}")
-        hook_host.install(ctx, "claude-code")
+        # With a length policy: each honoured PostToolUse also reads the report from the container.
+        ctx.policies = RunPolicies(length=LengthPolicy(file="report.md", max_words=3000))
+        host = hook_host.install(ctx, "claude-code")
+        # As if the model had asked for tool calls t1..tn: each hook is checked and honoured, not refused.
+        host.ledger.response({}, "anthropic_messages", [f"t{i}" for i in range(1, n + 1)], "ok")
+        sandbox.put_file("/work/report.md", b"word " * 2500)
         cmd = hook_command("post_tool_use", "claude-code", ctx)
-        loop = (f"for i in $(seq {n}); do a=$(date +%s%N); echo '{{\"tool_name\":\"Bash\"}}' | {cmd} >/dev/null; "
-                f"b=$(date +%s%N); echo $((b-a)); done")
-        res = sandbox.exec(["bash", "-c", loop], timeout=300)
+        loop = (f"for i in $(seq {n}); do a=$(date +%s%N); echo '{{\"tool_name\":\"Bash\",\"tool_use_id\":\"t'$i'\"}}' "
+                f"| {cmd} >/dev/null; b=$(date +%s%N); echo $((b-a)); done")
+        res = sandbox.exec(["bash", "-c", loop], timeout=300, env={TOKEN_ENV: SANDBOX_TOKEN})
+        notices = [e for e in map(json.loads, (base / "transcript.jsonl").read_text().splitlines()) if e["type"] == "notice"]
+        if len(notices) < n:
+            raise RuntimeError("the hooks were not honoured")
         out["hook"] = [int(x) / 1e9 for x in res.stdout.split()]
         return out
     finally:

@@ -76,6 +76,9 @@ class StubGateway:
     def add_route(self, prefix: str, handler: Any) -> None:
         self.routes.append(prefix)
 
+    def add_observer(self, observer: Any) -> None:   # the hook host's ledger (no model traffic here)
+        pass
+
     def summary(self) -> dict[str, Any]:
         return {"fallbacks": []}
 

@@ -186,6 +186,8 @@ def test_hook_events_join_the_streams_tool_items(tmp_path: Path) -> None:
     parser = CodexStreamParser(ctx.transcript)
     host = HookHost(ctx, "codex")
     host.tool_items = parser.tool_items
+    # What the gateway would tell the hook host's ledger: the model asked for these tool calls.
+    host.ledger.response({}, "openai_responses", ["call_B", "call_M", "call_P", "call_A", "call_L", "call_U"], "ok")
     quoted = '/bin/bash -lc "echo \\"it\'s\\" | grep \'it\'"'    # how Codex 0.147 shows it (observed)
     for iid, itype, fields in (("item_2", "command_execution", {"command": "/bin/bash -lc 'echo hi'"}),
                                ("item_3", "command_execution", {"command": quoted}),

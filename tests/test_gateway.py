@@ -165,10 +165,12 @@ def test_unknown_path_404_models_list_count_tokens_and_extra_route(rig: Rig) -> 
                                                                        f"{method} {path} {body.decode()}".encode()))
     import httpx2
     with httpx2.Client(transport=httpx2.HTTPTransport(uds=str(rig.gw.socket_path))) as h:
-        r = h.post("http://gateway/benchctl/hooks/stop", content=b"{}")
+        r = h.post("http://gateway/benchctl/hooks/stop", content=b"{}", headers={"x-api-key": SANDBOX_TOKEN})
+        anonymous = h.post("http://gateway/benchctl/hooks/stop", content=b"{}")   # extra routes need the token too
     assert r.status_code == 200 and r.text == "POST /benchctl/hooks/stop {}"
+    assert anonymous.status_code == 401
     seen = [(e["path"], e["status"]) for e in rig.events("model_call")]
-    assert ("/v2/nothing", 404) in seen and ("/v1/models", 200) in seen
+    assert ("/v2/nothing", 404) in seen and ("/v1/models", 200) in seen and ("/benchctl/hooks/stop", 401) in seen
     assert ("/v1/messages/count_tokens", 200) in seen  # passed through to the Anthropic upstream
     assert rig.gw.summary()["calls"] == 0  # side calls are recorded, not counted as model calls
 
@@ -294,28 +296,28 @@ def test_error_text_quoting_an_upstream_exception_never_carries_the_key(tmp_path
 
 
 def test_chunked_request_body_over_the_size_cap_is_refused_before_reading(rig: Rig) -> None:
-    from benchctl.gateway.http11 import MAX_BODY_BYTES
     sock = socket.socket(socket.AF_UNIX)
     sock.settimeout(5)  # a gateway that waits for the announced bytes never answers: the test fails, not hangs
     sock.connect(str(rig.gw.socket_path))
     sock.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: g\r\nx-api-key: {SANDBOX_TOKEN}\r\n"
-                 f"transfer-encoding: chunked\r\n\r\n{MAX_BODY_BYTES + 1:x}\r\n".encode())
+                 f"transfer-encoding: chunked\r\n\r\n{rig.gw.body_limits.max_body + 1:x}\r\n".encode())
     reply = b""
     while chunk := sock.recv(65536):
         reply += chunk
     sock.close()
-    assert reply.startswith(b"HTTP/1.1 400") and b"over the" in reply
+    assert reply.startswith(b"HTTP/1.1 413") and b"over the" in reply and b"request_too_large" in reply
     assert rig.up.requests == []
 
 
-def test_compressed_request_body_is_capped_after_decompression(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compressed_request_body_is_capped_after_decompression(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A small gzip body that inflates past the body cap is refused, not decompressed whole on the host."""
     import gzip
 
     import httpx2
 
-    from benchctl.gateway import http11
-    monkeypatch.setattr(http11, "MAX_BODY_BYTES", 1 << 20)   # 1 MB here, so the bomb stays small
+    from benchctl.gateway.body_limits import BodyLimits
+    # 1 MB here, so the bomb stays small
+    rig = Rig(tmp_path, monkeypatch, body_limits=BodyLimits(max_body=1 << 20, max_buffered=4 << 20))
     bomb = gzip.compress(b'{"model": "m", "pad": "' + b" " * (2 << 20) + b'"}')
     assert len(bomb) < 10_000
     headers = {"x-api-key": SANDBOX_TOKEN, "content-type": "application/json", "content-encoding": "gzip"}
@@ -325,3 +327,8 @@ def test_compressed_request_body_is_capped_after_decompression(rig: Rig, monkeyp
     assert big.status_code == 413 and "decompressed request body is over the" in big.json()["error"]["message"]
     assert cut.status_code == 400 and "not valid gzip" in cut.json()["error"]["message"]
     assert rig.up.requests == []
+    deadline = time.monotonic() + 5              # (given back just after the answer is written)
+    while rig.gw.body_budget.held and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert rig.gw.body_budget.held == 0          # every byte reserved was given back
+    rig.close()

@@ -7,7 +7,7 @@ import json
 import httpx2
 import pytest
 
-from benchctl.gateway.server import Gateway, GatewayConfig
+from benchctl.gateway.server import SANDBOX_TOKEN, Gateway, GatewayConfig
 from benchctl.targets import demo, mcp, predictions
 from benchctl.targets.spec import TargetSpec, parse_tools
 from benchctl.targets.token_budget import TokenBudget, TokenState, token_decision, token_notice
@@ -16,7 +16,9 @@ from benchctl.grading.any_of_n import parse_predictions
 
 TARGET = "scripted/py:benchctl.targets.demo:target"
 AUX = "scripted/py:benchctl.targets.demo:auxiliary"
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+# The MCP route, like every gateway route, needs the sandbox token (the CLIs' MCP configs send it).
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+           "authorization": f"Bearer {SANDBOX_TOKEN}"}
 
 
 @pytest.fixture
@@ -62,7 +64,11 @@ def test_streamable_http_handshake_and_tool_call(served):
     res = r.json()["result"]
     assert res["isError"] is False and "recommend flaxseed" in res["content"][0]["text"]
     assert demo.MARKER not in r.text
-    assert client.get(mcp.ROUTE_PREFIX).status_code == 405
+    assert client.get(mcp.ROUTE_PREFIX, headers=HEADERS).status_code == 405
+    stranger = {**HEADERS, "authorization": "Bearer someone-else"}
+    assert client.post(mcp.ROUTE_PREFIX, json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+                       headers=stranger).status_code == 401
+    # refused before the MCP server saw it:
     assert server.requests == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
 
 
@@ -116,11 +122,13 @@ def test_scaffolded_batch_through_mcp(served):
     assert res["content"][0]["text"].count("REPLY: My secret instruction") == 4
 
 
-def test_cli_configs_name_the_url():
+def test_cli_configs_name_the_url_and_send_the_token():
     url = "http://127.0.0.1:8765/benchctl/mcp"
-    assert mcp.claude_mcp_config(url) == {"mcpServers": {"target": {"type": "http", "url": url}}}
+    assert mcp.claude_mcp_config(url, SANDBOX_TOKEN) == {"mcpServers": {"target": {
+        "type": "http", "url": url, "headers": {"Authorization": f"Bearer {SANDBOX_TOKEN}"}}}}
     import tomllib
-    assert tomllib.loads(mcp.codex_mcp_toml(url))["mcp_servers"]["target"]["url"] == url
+    table = tomllib.loads(mcp.codex_mcp_toml(url, "BENCHCTL_GATEWAY_TOKEN"))["mcp_servers"]["target"]
+    assert table["url"] == url and table["bearer_token_env_var"] == "BENCHCTL_GATEWAY_TOKEN"
 
 
 # ------------------------------------------------------------------ token budget

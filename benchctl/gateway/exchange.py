@@ -88,21 +88,43 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
     if task is not None:
         gw.track(task)
     set_nodelay(writer)
+    if not gw.open_connection():
+        # Every connection may hold a request head in memory: their number is capped. Nothing of this
+        # one is read, so its wire format is unknown: the Anthropic shape, which OpenAI readers read too.
+        gw.refused(503, "too many connections")
+        body = error_body(None, 503, f"benchctl gateway: more than {http11.MAX_CONNECTIONS} connections at once",
+                          "overloaded_error")
+        writer.write(http11.whole_response(503, {**JSON, "retry-after": "1"}, body, keep_alive=False))
+        writer.close()
+        return
     try:
         while True:
             try:
-                req = await http11.read_request(reader, writer)
+                req = await http11.read_head(reader)
             except (http11.BadRequest, ValueError) as e:
                 writer.write(http11.whole_response(400, JSON, error_body(None, 400, f"benchctl gateway: {e}",
                                                                          "invalid_request_error"), keep_alive=False))
                 break
             if req is None:
                 break
-            keep = await Exchange(gw, req, writer).run()
+            try:
+                keep = await Exchange(gw, req, reader, writer).run()
+            finally:
+                gw.body_budget.give(req.reserved)
+                req.reserved = 0
+            if not req.body_complete:   # answered before (all of) its body was read: drop the rest, close
+                await writer.drain()
+                if writer.can_write_eof():
+                    writer.write_eof()      # the answer is complete: a client reading to the end stops here
+                await http11.discard_body(reader, req)
+                break
             if not (req.keep_alive and keep):
                 break
     except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
         pass
+    except http11.BadRequest as e:    # a malformed body
+        writer.write(http11.whole_response(400, JSON, error_body(None, 400, f"benchctl gateway: {e}",
+                                                                 "invalid_request_error"), keep_alive=False))
     except Exception as e:  # a gateway bug: tell the client and the transcript, keep serving others
         gw.transcript.emit("error", source="gateway", error=f"gateway internal error: {type(e).__name__}: {e}")
         try:
@@ -111,6 +133,7 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
         except Exception:
             pass
     finally:
+        gw.close_connection()
         try:
             writer.close()
         except Exception:
@@ -118,8 +141,9 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
 
 
 class Exchange:
-    def __init__(self, gw: "Gateway", req: http11.Request, writer: asyncio.StreamWriter) -> None:
-        self.gw, self.req, self.writer = gw, req, writer
+    def __init__(self, gw: "Gateway", req: http11.Request, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.gw, self.req, self.reader, self.writer = gw, req, reader, writer
         self.t0 = time.perf_counter()
         self.ttfb: float | None = None
         self.wire: str | None = None
@@ -132,26 +156,41 @@ class Exchange:
             self.ttfb = time.perf_counter()
         # Redacted here, for every whole answer: upstream bodies, and also our own error messages,
         # which quote exception text that an upstream or a route handler may have filled with a key.
-        self.writer.write(http11.whole_response(status, headers, self.gw.redact(body), self.req.keep_alive))
+        keep_alive = self.req.keep_alive and self.req.body_complete   # an unread body: the connection ends
+        self.writer.write(http11.whole_response(status, headers, self.gw.redact(body), keep_alive))
 
-    def fail(self, status: int, message: str, kind: str, event_type: str = "model_call", **fields: Any) -> bool:
-        """Answer with an error in the caller's wire format and record it."""
+    def fail(self, status: int, message: str, kind: str, event_type: str = "model_call",
+             headers: dict[str, str] | None = None, **fields: Any) -> bool:
+        """Answer with an error in the caller's wire format and record it (the first few of each status
+        in full, then only counted: an agent must not be able to fill the host's disk with refusals)."""
         self.gw.account("", {}, 0.0, False, True, counted=False)
-        self.gw.transcript.emit(event_type, source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
-                                method=self.req.method, path=self.req.path, status=status, outcome="error",
-                                latency_ms=self.ms(time.perf_counter()), error=message, **fields)
-        self.send_whole(status, {**JSON, "x-should-retry": "false"}, error_body(self.wire, status, message, kind))
+        if self.gw.refused(status, message):
+            self.gw.transcript.emit(event_type, source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
+                                    method=self.req.method, path=self.req.path, status=status, outcome="error",
+                                    latency_ms=self.ms(time.perf_counter()), error=message, **fields)
+        self.send_whole(status, {**JSON, "x-should-retry": "false", **(headers or {})},
+                        error_body(self.wire, status, message, kind))
         return True
 
     async def run(self) -> bool:
         req, gw = self.req, self.gw
-        for prefix, handler in gw.routes:
-            if req.path.startswith(prefix):
-                return await self.extra_route(handler)
-        self.wire, path_model, action = classify(req.method, req.path)
+        route = next((handler for prefix, handler in gw.routes if req.path.startswith(prefix)), None)
+        path_model = action = None
+        if route is None:
+            self.wire, path_model, action = classify(req.method, req.path)
+        # The token first, then the caps, and only then is a byte of the body read.
         if not authorized(req.headers, req.query, SANDBOX_TOKEN):
             return self.fail(401, "benchctl gateway: invalid API key; agents must use the sandbox token the harness "
                                   "gave them (real keys stay on the host)", "authentication_error")
+        try:
+            await http11.read_body(self.reader, self.writer, req, gw.body_limits.max_body, gw.body_budget)
+        except http11.BodyRefused as e:
+            if e.status == 429:   # the client may try again: the SDKs and CLIs do, after retry-after
+                return self.fail(429, f"benchctl gateway: {e}", "rate_limit_error",
+                                 headers={"retry-after": "1", "x-should-retry": "true"})
+            return self.fail(413, f"benchctl gateway: {e}", "request_too_large")
+        if route is not None:
+            return await self.extra_route(route)
         if self.wire is None:
             return self.fail(404, f"benchctl gateway: no route for {req.method} {req.path}; served: POST /v1/messages, "
                                   "/v1/messages/count_tokens, /v1/responses, /v1/chat/completions, "
@@ -168,8 +207,11 @@ class Exchange:
             return self.fail(415, f"benchctl gateway: request content-encoding {encoding!r} is not supported "
                                   "(send identity, gzip or deflate)", "invalid_request_error")
         try:
-            raw = req.body if encoding == "identity" else _inflate(req.body, encoding)
-        except BodyTooLarge as e:
+            raw = req.body if encoding == "identity" else self.inflate(encoding)
+        except http11.BodyRefused as e:
+            if e.status == 429:
+                return self.fail(429, f"benchctl gateway: {e}", "rate_limit_error",
+                                 headers={"retry-after": "1", "x-should-retry": "true"})
             return self.fail(413, f"benchctl gateway: {e}", "request_too_large")
         except zlib.error as e:
             return self.fail(400, f"benchctl gateway: request body is not valid {encoding}: {e}",
@@ -200,6 +242,8 @@ class Exchange:
         # The sandbox token may come as ?key= (Gemini style): it is ours, never forwarded.
         query = "&".join(p for p in req.query.split("&") if p and not p.startswith("key=")) if req.query else ""
         call = UpstreamCall(self.wire, req.method, path, served, body, stream, query, headers)  # type: ignore[arg-type]
+        if gw.observers and self.wire != "anthropic_count_tokens":
+            gw.observe("request", req.headers, self.wire, body)
         return await self.forward(call, requested)
 
     # ------------------------------------------------------------------ forwarding
@@ -297,6 +341,8 @@ class Exchange:
         writer = self.writer
         gw_redact = self.gw.redact  # real keys never reach the client, even if an upstream echoed one
         if call.stream and resp.status < 400:
+            # A key may be cut in two by the upstream's reads: scrub across the pieces.
+            scrub = gw_redact.stream()
             self.parts = []   # (a held refusal-retry answer is replayed from resp.body)
             # The head leaves with the first chunk (already fetched by the retry layer): one write, not two.
             head: bytes | None = http11.stream_head(resp.status, headers, self.req.keep_alive)
@@ -306,12 +352,13 @@ class Exchange:
                     self.parts.append(data)
                     if writer.transport.is_closing():
                         raise ConnectionResetError("client closed the connection")
+                    out = scrub.feed(data)
                     if head is not None:
-                        writer.write(head + http11.chunk(gw_redact(data)))
+                        writer.write(head + http11.chunk(out) if out else head)
                         head = None
                         self.ttfb = time.perf_counter()
-                    else:
-                        writer.write(http11.chunk(gw_redact(data)))
+                    elif out:
+                        writer.write(http11.chunk(out))
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                         await writer.drain()
@@ -327,6 +374,9 @@ class Exchange:
                 timed_out = is_timeout(e)
             if head is not None:  # an empty stream
                 writer.write(head)
+            held = scrub.end()    # the start of a key that never completed: nothing to hide
+            if held:
+                writer.write(http11.chunk(held))
             # Record before the last byte goes out: once a client has its answer, the transcript has it too.
             self.record(call, requested, error, timed_out=timed_out)
             if error is not None:
@@ -396,10 +446,13 @@ class Exchange:
         counted = sent and call.wire_api != "anthropic_count_tokens"
         cost = self.price(served, s) if counted else 0.0
         response = {"text": s.text, "tool_calls": s.tool_calls} if upstream_status is not None else None
-        delta = gw.recorder.delta(self.call_id, call.wire_api, call.body)
+        delta = gw.recorder.delta(self.call_id, call.wire_api, call.body, len(self.req.body))
         if outcome == "ok" and response is not None:
             gw.recorder.note_response(self.call_id, call.wire_api, response)
         gw.account(served, s.usage, cost, s.refusal, failed, counted, requested)
+        if gw.observers and counted:
+            ids = [str(c["id"]) for c in s.tool_calls if c.get("id")] if outcome == "ok" else []
+            gw.observe("response", self.req.headers, call.wire_api, ids, outcome)
         attempts = self.attempts + call.attempts
         if cut is not None and upstream_status is None:   # cut during the send: the attempt in flight
             attempts = attempts + [{"attempt": len(call.attempts) + 1, "status": upstream_status, "error": error,
@@ -471,31 +524,38 @@ class Exchange:
         self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
         return True
 
+    def inflate(self, encoding: str) -> bytearray:
+        """A gzip/deflate request body, decompressed under the same caps as plain bodies (its bytes are
+        reserved as they come out): a small compressed body from the sandbox must not make the host
+        allocate gigabytes."""
+        limit, budget, req = self.gw.body_limits.max_body, self.gw.body_budget, self.req
+        inflater = zlib.decompressobj(47 if encoding == "gzip" else 15)
+        out = bytearray()
+        pending: bytes = bytes(req.body)
+        while pending or not inflater.eof:
+            piece = inflater.decompress(pending, http11.READ_SIZE)
+            pending = inflater.unconsumed_tail
+            if not piece:
+                break
+            if len(out) + len(piece) > limit:
+                raise http11.BodyRefused(413, f"decompressed request body is over the {limit}-byte limit")
+            if not budget.take(len(piece)):
+                raise http11.BodyRefused(429, http11.BUSY)
+            req.reserved += len(piece)
+            out += piece
+        if not inflater.eof:
+            raise zlib.error(f"{encoding} request body is incomplete or truncated")
+        return out
+
     async def extra_route(self, handler: Any) -> bool:
         try:
-            status, headers, body = await asyncio.to_thread(handler, self.req.method, self.req.path, self.req.body)
+            status, headers, body = await asyncio.to_thread(handler, self.req.method, self.req.path,
+                                                            bytes(self.req.body))
         except Exception as e:
             status, headers, body = 500, JSON, error_body(None, 500, f"benchctl gateway route error: {e}", "api_error")
         self.send_whole(status, dict(headers), body)
         await self.writer.drain()
         return True
-
-
-class BodyTooLarge(ValueError):
-    pass
-
-
-def _inflate(data: bytes, encoding: str) -> bytes:
-    """A gzip/deflate request body, decompressed up to the same cap as plain bodies: a small
-    compressed body from the sandbox must not make the host allocate gigabytes."""
-    limit = http11.MAX_BODY_BYTES
-    inflater = zlib.decompressobj(47 if encoding == "gzip" else 15)
-    out = inflater.decompress(data, limit + 1)
-    if len(out) > limit:
-        raise BodyTooLarge(f"decompressed request body is over the {limit}-byte limit")
-    if not inflater.eof:
-        raise zlib.error(f"{encoding} request body is incomplete or truncated")
-    return out
 
 
 async def _one(data: bytes):  # type: ignore[no-untyped-def]

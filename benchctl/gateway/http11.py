@@ -1,6 +1,10 @@
 """A minimal HTTP/1.1 server side on asyncio streams: just what the gateway needs, fast.
 
-Requests: request line + headers, body by Content-Length or chunked. Responses: whole
+Requests: `read_head` reads the request line and headers only, so the caller can check the
+token and its memory caps (body_limits.py) before `read_body` reads a byte of the body (by
+Content-Length or chunked, into one buffer, counted against a BodyBudget as it grows). A request
+refused before its body is read gets its answer, then `discard_body` reads and drops what the
+client still sends (so it sees the answer rather than a broken pipe). Responses: whole
 (Content-Length, one write) or streamed (chunked, one write per upstream chunk, so each SSE
 event leaves as soon as it arrives). Keep-alive unless the client says close. `serve_tcp` /
 `serve_unix` start a server whose connections tell the request in flight when its client goes
@@ -9,20 +13,36 @@ away (see ClientProtocol).
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-           405: "Method Not Allowed", 413: "Payload Too Large", 429: "Too Many Requests",
-           500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
-           529: "Overloaded"}
-MAX_HEADER_BYTES = 1 << 20
-MAX_BODY_BYTES = 256 << 20
+from benchctl.gateway.body_limits import BodyBudget
+
+REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+           404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large", 415: "Unsupported Media Type",
+           429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
+           504: "Gateway Timeout", 529: "Overloaded"}
+# One request head; an agent CLI's is a few KB. With MAX_CONNECTIONS this bounds what heads can hold.
+MAX_HEADER_BYTES = 64 << 10
+MAX_CONNECTIONS = 256                    # at once, per gateway; more are answered 503 and closed
+READ_SIZE = 1 << 16
+DISCARD_BYTES = 64 << 20                 # read and dropped after an early answer, at most...
+DISCARD_SECONDS = 10.0                   # ...and for at most this long, then the connection is closed
 
 
 class BadRequest(Exception):
     pass
+
+
+class BodyRefused(Exception):
+    """The body does not fit: `status` 413 (over the per-request cap) or 429 (the gateway holds too
+    much at once). Nothing more of it is read."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -32,12 +52,15 @@ class Request:
     path: str
     query: str
     headers: dict[str, str]    # lower-cased names
-    body: bytes
     keep_alive: bool
+    length: int | None         # the body's Content-Length; None when chunked
+    body: bytes | bytearray = b""   # filled by read_body
+    body_complete: bool = False     # read_body read the whole body
+    reserved: int = 0               # bytes of the BodyBudget this request holds
 
 
-async def read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None = None) -> Request | None:
-    """The next request on the connection, or None when the client closed it cleanly."""
+async def read_head(reader: asyncio.StreamReader) -> Request | None:
+    """The next request's line and headers, or None when the client closed the connection cleanly."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as e:
@@ -45,7 +68,7 @@ async def read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
             raise BadRequest("connection closed mid-request") from None
         return None
     except asyncio.LimitOverrunError:
-        raise BadRequest("request headers too large") from None
+        raise BadRequest(f"request headers over the {MAX_HEADER_BYTES}-byte limit") from None
     lines = head[:-4].decode("latin-1").split("\r\n")
     try:
         method, target, version = lines[0].split(" ", 2)
@@ -57,36 +80,93 @@ async def read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
         if not sep:
             raise BadRequest(f"bad header line {line[:100]!r}")
         headers[name.strip().lower()] = value.strip()
-    if writer is not None and headers.get("expect", "").lower() == "100-continue":
-        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits a second for this before big bodies
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = await _read_chunked(reader)
-    else:
-        length = int(headers.get("content-length") or 0)
-        if length > MAX_BODY_BYTES:
-            raise BadRequest(f"request body of {length} bytes is over the {MAX_BODY_BYTES} limit")
-        body = await reader.readexactly(length) if length else b""
+    length: int | None = None
+    if headers.get("transfer-encoding", "").lower() != "chunked":
+        try:
+            length = int(headers.get("content-length") or 0)
+        except ValueError:
+            raise BadRequest(f"bad content-length {headers['content-length'][:40]!r}") from None
+        if length < 0:
+            raise BadRequest(f"bad content-length {length}")
     conn = headers.get("connection", "").lower()
     keep_alive = conn != "close" if version == "HTTP/1.1" else conn == "keep-alive"
     path, _, query = target.partition("?")
-    return Request(method.upper(), target, path, query, headers, body, keep_alive)
+    return Request(method.upper(), target, path, query, headers, keep_alive, length)
 
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts = []
-    total = 0
+async def read_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, req: Request, max_body: int,
+                    budget: BodyBudget) -> None:
+    """Read the body into `req.body`, reserving its bytes in `budget` as they come (`req.reserved`
+    says how many: the caller gives them back when the exchange ends, also when this raises).
+    Raises BodyRefused (413 / 429) before reading what does not fit, BadRequest when malformed."""
+    if req.length is not None and req.length > max_body:
+        raise BodyRefused(413, f"request body of {req.length} bytes is over the {max_body}-byte limit")
+    if req.length is not None and not budget.take(req.length):
+        raise BodyRefused(429, BUSY)
+    req.reserved = req.length or 0
+    if req.headers.get("expect", "").lower() == "100-continue":
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits a second for this before big bodies
+    if req.length is not None:
+        req.body = await _read_exactly(reader, req.length)
+        req.body_complete = True
+        return
+    body = bytearray()
     while True:
-        size_line = await reader.readuntil(b"\r\n")
-        size = int(size_line.split(b";")[0].strip() or b"0", 16)
-        total += size
-        if size < 0 or total > MAX_BODY_BYTES:  # the same cap as Content-Length bodies, checked before reading
-            raise BadRequest(f"chunked request body is over the {MAX_BODY_BYTES}-byte limit")
+        line = await reader.readuntil(b"\r\n")
+        try:
+            size = int(line.split(b";")[0].strip() or b"0", 16)
+        except ValueError:
+            raise BadRequest(f"bad chunk size line {line[:40]!r}") from None
+        if size < 0:
+            raise BadRequest("negative chunk size")
         if size == 0:
             while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
                 pass
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
+            req.body = body
+            req.body_complete = True
+            return
+        # Checked before the chunk is read: the same caps as a Content-Length body.
+        if len(body) + size > max_body:
+            raise BodyRefused(413, f"chunked request body is over the {max_body}-byte limit")
+        if not budget.take(size):
+            raise BodyRefused(429, BUSY)
+        req.reserved += size
+        body += await _read_exactly(reader, size)
         await reader.readexactly(2)
+
+
+BUSY = "the gateway is holding too many request bytes at once; retry shortly"
+
+
+async def _read_exactly(reader: asyncio.StreamReader, n: int) -> bytearray:
+    """n bytes into one buffer of that size, read in pieces: no second copy of a big body."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        piece = await reader.read(min(n - got, READ_SIZE))
+        if not piece:
+            raise asyncio.IncompleteReadError(bytes(buf[:got]), n)
+        view[got:got + len(piece)] = piece
+        got += len(piece)
+    return buf
+
+
+async def discard_body(reader: asyncio.StreamReader, req: Request) -> None:
+    """After an answer to a request whose body was not read whole: read and drop what the client
+    still sends, until it closes (it was told `connection: close`), for at most DISCARD_BYTES and
+    DISCARD_SECONDS. A client that writes its whole body before reading then sees the answer
+    instead of a broken pipe. Holds no more than one piece at a time."""
+    if req.body_complete or req.length == 0:
+        return
+    left, end = DISCARD_BYTES, time.monotonic() + DISCARD_SECONDS
+    try:
+        while left > 0:
+            piece = await asyncio.wait_for(reader.read(READ_SIZE), max(0.0, end - time.monotonic()))
+            if not piece:
+                return
+            left -= len(piece)
+    except (asyncio.TimeoutError, ConnectionError):
+        return
 
 
 def _head(status: int, headers: dict[str, str], extra: str) -> bytes:

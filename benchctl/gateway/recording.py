@@ -92,10 +92,11 @@ def rebuild_assistant(wire_api: str, response: dict[str, Any] | None) -> Any:
 
 
 class _Conversation:
-    __slots__ = ("conv_id", "last_call", "fields", "messages", "response")
+    __slots__ = ("conv_id", "last_call", "fields", "messages", "response", "size")
 
     def __init__(self, conv_id: str) -> None:
         self.conv_id = conv_id
+        self.size = 0                       # bytes of the last request's body, as sent
         self.last_call = ""
         self.fields: dict[str, Any] = {}
         self.messages: list[Any] = []       # the last request's messages, cache_control stripped
@@ -106,12 +107,17 @@ class RequestRecorder:
     """Used from the gateway's event loop only. Compares parsed JSON with `==` (C speed, no
     re-serialization): for a 1.3 MB, 400-message request a delta costs ~0.5 ms."""
 
-    def __init__(self, max_conversations: int = 64) -> None:
+    def __init__(self, max_conversations: int = 64, max_bytes: int = 256 << 20) -> None:
         self._convs: OrderedDict[str, _Conversation] = OrderedDict()
         self._by_last: dict[str, _Conversation] = {}
         self._max = max_conversations
+        # What the recorder keeps is bounded in bytes too (the sizes of the kept requests' bodies):
+        # otherwise 64 conversations of big requests from an agent would stay in the host's memory.
+        self._max_bytes = max_bytes
+        self._bytes = 0
 
-    def delta(self, call_id: str, wire_api: str, body: dict[str, Any] | None) -> dict[str, Any] | None:
+    def delta(self, call_id: str, wire_api: str, body: dict[str, Any] | None, size: int = 0) -> dict[str, Any] | None:
+        """The delta of `body` (whose size as sent was `size` bytes) against its conversation."""
         if body is None:
             return None
         list_key = LIST_KEYS.get(wire_api)
@@ -128,6 +134,7 @@ class RequestRecorder:
             if len(self._convs) > self._max:
                 old = self._convs.popitem(last=False)[1]
                 self._by_last.pop(old.last_call, None)
+                self._bytes -= old.size
             out: dict[str, Any] = {"conv": conv.conv_id, "base": None, "keep": 0, "set": fields}
         else:
             self._by_last.pop(conv.last_call, None)
@@ -147,6 +154,12 @@ class RequestRecorder:
                 out["cache_control"] = marks
         conv.last_call, conv.fields, conv.messages, conv.response = call_id, fields, stripped, None
         self._by_last[call_id] = conv
+        self._bytes += size - conv.size
+        conv.size = size
+        while self._bytes > self._max_bytes and len(self._convs) > 1:   # forget the least recent ones
+            old = self._convs.popitem(last=False)[1]
+            self._by_last.pop(old.last_call, None)
+            self._bytes -= old.size
         return out
 
     def note_response(self, call_id: str, wire_api: str, response: dict[str, Any] | None) -> None:

@@ -23,9 +23,10 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from benchctl.gateway import http11
+from benchctl.gateway.body_limits import BodyBudget, BodyLimits
 from benchctl.gateway.exchange import SANDBOX_TOKEN, handle_connection  # SANDBOX_TOKEN: re-exported
 from benchctl.gateway.fallback import ModelRouter
 from benchctl.gateway.pricing import PriceTable
@@ -37,8 +38,22 @@ from benchctl.gateway.wire_parse import USAGE_KEYS
 from benchctl.transcript import Redactor, TranscriptWriter
 
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
+RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
 
 RouteHandler = Callable[[str, str, bytes], "tuple[int, dict[str, str], bytes]"]
+
+
+class CallObserver(Protocol):
+    """Told what the gateway itself sees of every generation call it forwards, for host-side checks
+    that must not trust the sandbox (harnesses/hooks/ledger.py). Called on the gateway's event loop:
+    be quick, and lock what another thread reads."""
+
+    def request(self, headers: dict[str, str], wire_api: str, body: dict[str, Any]) -> None:
+        """A request is about to be forwarded (before any answer)."""
+
+    def response(self, headers: dict[str, str], wire_api: str, tool_call_ids: list[str], outcome: str) -> None:
+        """Its answer was recorded (before the client has its last byte): the tool calls it asked for
+        (when the outcome is `ok`) and how it ended."""
 
 
 @dataclass
@@ -53,6 +68,7 @@ class GatewayConfig:
     prices_path: Path | None = None
     other_model_policy: str = "serve"      # serve: answer with the run's model, record requested_model; reject: 400
     retry: RetryPolicy | None = None       # upstream retry policy (default: RetryPolicy())
+    body_limits: BodyLimits | None = None  # request body caps (default: BodyLimits(), from the environment)
 
 
 class GatewayError(RuntimeError):
@@ -83,11 +99,16 @@ class Gateway:
         self.router = ModelRouter(primary, fallback, config.refusal_policy, config.refusal_retries)
         self.prices = PriceTable(config.prices_path)
         self.transcript = transcript if transcript is not None else TranscriptWriter(None)
-        self.recorder = RequestRecorder()
+        self.body_limits = config.body_limits or BodyLimits()
+        self.recorder = RequestRecorder(max_bytes=self.body_limits.max_buffered)
         self.redact = Redactor()   # secret values of this host's environment, scrubbed from what clients get
         self.routes: list[tuple[str, RouteHandler]] = []
+        self.observers: list[CallObserver] = []
         self.last_headers: dict[str, dict[str, str]] = {}   # wire api -> pass-through headers last recorded
         self._deadline = config.deadline
+        self.body_budget = BodyBudget(self.body_limits.max_buffered)
+        self._connections = 0
+        self._refused: dict[str, int] = {}       # requests the gateway refused itself, by status
         # Resolve upstreams now so a misconfigured model fails before the run starts.
         self._upstreams: dict[ModelId, Upstream] = {m: resolve_upstream(m, config.retry, lambda: self._deadline)
                                                     for m in (primary, fallback) if m is not None}
@@ -236,12 +257,26 @@ class Gateway:
     def add_route(self, prefix: str, handler: RouteHandler) -> None:
         """Serve `prefix*` paths with `handler(method, path, body) -> (status, headers, body)` in a worker thread.
 
-        Extra routes are host-side endpoints for the sandbox (hook policy decisions, MCP); they
-        do not require the sandbox token, so handlers must not expose anything secret."""
+        Extra routes are host-side endpoints for the sandbox (hook policy decisions, MCP). Like every
+        route they need the sandbox token and their bodies count against the body caps; handlers must
+        still not expose anything secret (the token is no secret from the agent)."""
         if not prefix.startswith("/"):
             raise GatewayError(f"route prefix {prefix!r} must start with '/'")
         self.routes.append((prefix, handler))
         self.routes.sort(key=lambda r: len(r[0]), reverse=True)  # longest prefix wins
+
+    def add_observer(self, observer: CallObserver) -> None:
+        """Tell `observer` about every generation call from now on (see CallObserver)."""
+        self.observers.append(observer)
+
+    def observe(self, method: str, *args: Any) -> None:
+        """Call every observer's `method`; an observer's bug is recorded, never the client's problem."""
+        for observer in self.observers:
+            try:
+                getattr(observer, method)(*args)
+            except Exception as e:
+                self.transcript.emit("error", source="gateway", error=f"call observer {type(observer).__name__} "
+                                                                      f"failed: {type(e).__name__}: {e}")
 
     def summary(self) -> dict[str, Any]:
         """calls: generation requests sent to an upstream, however they ended (answered, failed, cut
@@ -250,13 +285,16 @@ class Gateway:
         cost_usd summed over them (cost None when any call's price or usage is unknown);
         served_models / requested_models: counts by model; current_model: what serves the next
         call; fallbacks: the switches; refusals; errors: calls that ended in an upstream error or
-        idle timeout, and requests the gateway refused (bad token, deadline, unknown path)."""
+        idle timeout, and requests the gateway refused (bad token, deadline, unknown path); refused:
+        how many requests the gateway refused itself, by HTTP status (and the hook host's forged
+        hooks and bad hook payloads as "forged_hook" / "bad_hook"), including those only counted
+        and not recorded."""
         with self._stats_lock:
             return {"calls": self._calls, "usage": dict(self._usage),
                     "cost_usd": round(self._cost, 6) if self._cost is not None else None,
                     "served_models": dict(self._served), "requested_models": dict(self._requested),
                     "current_model": str(self.router.current), "fallbacks": list(self.router.fallbacks),
-                    "refusals": self._refusals, "errors": self._errors}
+                    "refusals": self._refusals, "errors": self._errors, "refused": dict(self._refused)}
 
     # ------------------------------------------------------------------ used by exchange.py
 
@@ -287,6 +325,30 @@ class Gateway:
                     self._cost += cost
             self._refusals += int(refusal)
             self._errors += int(error)
+
+    def open_connection(self) -> bool:
+        """Count a new connection; False when there are MAX_CONNECTIONS already (event loop only)."""
+        if self._connections >= http11.MAX_CONNECTIONS:
+            return False
+        self._connections += 1
+        return True
+
+    def close_connection(self) -> None:
+        self._connections = max(0, self._connections - 1)
+
+    def refused(self, status: int | str, why: str) -> bool:
+        """Count a request the gateway refused itself (bad token, over a cap, unknown path, forged
+        hook, ...); True while it should also be recorded in full. The first RECORDED_REFUSALS of each
+        kind are; later ones are only counted (`summary()["refused"]`), with one `error` event saying
+        so, because an agent could otherwise fill the host's disk with refused requests."""
+        key = str(status)
+        with self._stats_lock:
+            n = self._refused[key] = self._refused.get(key, 0) + 1
+        if n == RECORDED_REFUSALS + 1:
+            self.transcript.emit("error", source="gateway", status=status,
+                                 message=f"more than {RECORDED_REFUSALS} requests refused with {status} ({why}): "
+                                         "further ones are counted in the gateway summary, not recorded")
+        return n <= RECORDED_REFUSALS
 
     def track(self, task: asyncio.Task[None]) -> None:
         self._conn_tasks.add(task)

@@ -18,6 +18,23 @@ DATA_DIR = "/data"          # task data, mounted read-only
 WORK_DIR = "/work"          # writable; the agent writes its report here
 GATEWAY_DIR = "/gateway"    # host directory holding the model gateway's unix socket
 TOOLS_DIR = "/opt/benchctl" # read-only mounts of agent binaries and helper scripts
+STATE_DIR = "/opt/benchctl/state"   # state an agent CLI keeps outside its home (e.g. CODEX_HOME)
+
+
+@dataclass(frozen=True)
+class WritableDir:
+    """A directory the sandbox can write, held on its own tmpfs of `Limits.work` bytes (counted
+    against the memory limit), so that nothing an agent writes reaches the host's Docker disk."""
+    path: str
+    mode: int
+    uid: int = 0
+
+
+# Every directory the agent's user can write in benchctl's sandbox image (`find / -xdev -writable`
+# as uid 1000), plus STATE_DIR. The image's copies of them are empty; the tmpfs hides them.
+WRITABLE_DIRS = (WritableDir(WORK_DIR, 0o755, 1000), WritableDir("/tmp", 0o1777), WritableDir("/var/tmp", 0o1777),
+                 WritableDir("/home/agent", 0o755, 1000), WritableDir("/run/lock", 0o1777),
+                 WritableDir(STATE_DIR, 0o755))
 
 
 @dataclass
@@ -26,6 +43,8 @@ class Limits:
     cpus: float = 1.0
     memory: str = "2g"
     pids: int = 256
+    work: str | None = None         # size of /work (and of each other writable directory), in RAM;
+                                    # None: half the memory, at most 1g (see limits.work_bytes)
 
 
 @dataclass
@@ -48,6 +67,9 @@ class SandboxSpec:
     # PID 1: "tini" from the image (the sandbox image has it), or "docker" = the engine's own init,
     # for images without tini (an imported task's image, see benchctl/task_import/open_book.py)
     init: str = "tini"
+    # Directories on size-capped tmpfs (limits.work each). () keeps the image's own filesystem as
+    # it is, for images that are not benchctl's (an imported task's, whose files may live there).
+    writable_dirs: tuple[WritableDir, ...] = WRITABLE_DIRS
 
 
 @dataclass

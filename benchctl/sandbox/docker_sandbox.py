@@ -5,8 +5,10 @@ The container: `network_mode=none`; user `agent` (uid 1000); all capabilities dr
 (from the image, or Docker's own init with `spec.init = "docker"`) reaping zombies; `sleep
 infinity` as its only long-lived process. Task data is bind-mounted read-only at /data, the
 gateway directory read-write at /gateway, agent binaries read-only under /opt/benchctl; /work
-lives in the container's own writable layer (no host bind mount), so artifacts only leave
-through `get_archive` + the checks in artifacts.py.
+and every other directory the agent can write are size-capped tmpfs volumes (`spec.writable_dirs`,
+`limits.work` each, in RAM: counted against the memory limit), not host bind mounts, so the agent
+can fill neither the host's disk nor its Docker storage, and artifacts only leave through
+`get_archive` + the checks in artifacts.py.
 
 Commands run through `docker exec` under `timeout -s KILL` (which kills the command's whole
 process group inside the container); as a backstop the host also kills every process carrying
@@ -27,7 +29,7 @@ from typing import Any
 from benchctl.sandbox import artifacts, cleanup
 from benchctl.sandbox.base import (DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec)
 from benchctl.sandbox.docker_exec import FrameReader, StreamCapture
-from benchctl.sandbox.limits import LimitError, check_limits, memory_bytes
+from benchctl.sandbox.limits import LimitError, check_limits, memory_bytes, work_bytes
 
 TINI = "/usr/bin/tini"
 EXEC_MARKER = "BENCHCTL_EXEC_ID"
@@ -97,6 +99,7 @@ class DockerSandbox:
             raise SandboxError(f"SandboxSpec.{e}") from None
 
     def _mounts(self) -> list[Any]:
+        from docker.types import DriverConfig as DockerDriverConfig
         from docker.types import Mount as DockerMount
         s = self.spec
         mounts = []
@@ -112,6 +115,17 @@ class DockerSandbox:
         for m in s.extra_mounts:
             mounts.append(DockerMount(m.container_path, str(Path(m.host_path).resolve()), type="bind",
                                       read_only=m.read_only))
+        # Every writable directory on its own size-capped tmpfs, counted against the memory limit: an
+        # agent cannot fill the host's disk, and writing past the cap fails with ENOSPC. Anonymous
+        # volumes of the local driver rather than plain tmpfs mounts, because `docker cp` (get_archive /
+        # put_archive: artifact collection, put_file) sees into volumes but not into tmpfs mounts on
+        # Docker 20.10. They go with the container (removed with v=True).
+        size = work_bytes(s.limits.work, s.limits.memory)
+        for d in s.writable_dirs:
+            options = f"size={size},uid={d.uid},gid={d.uid},mode={d.mode:o},nosuid,nodev"
+            mounts.append(DockerMount(d.path, None, type="volume", labels=cleanup.owner_labels(self.run_id),
+                                      driver_config=DockerDriverConfig("local", {"type": "tmpfs", "device": "tmpfs",
+                                                                                 "o": options})))
         return mounts
 
     def start(self) -> None:

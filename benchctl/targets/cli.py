@@ -32,8 +32,9 @@ def mcp_url(port: int) -> str:
 
 
 def claude_mcp_flag(port: int = CLAUDE_FORWARDER_PORT) -> str:
-    """Claude Code's option naming the target MCP server (to go before the prompt)."""
-    return "--mcp-config=" + json.dumps(mcp.claude_mcp_config(mcp_url(port)))
+    """Claude Code's option naming the target MCP server (to go before the prompt), with the sandbox token."""
+    from benchctl.gateway.exchange import SANDBOX_TOKEN
+    return "--mcp-config=" + json.dumps(mcp.claude_mcp_config(mcp_url(port), SANDBOX_TOKEN))
 
 
 def claude_with_mcp(argv: list[str], env: dict[str, str], socket: str,
@@ -46,5 +47,6 @@ def claude_with_mcp(argv: list[str], env: dict[str, str], socket: str,
 
 
 def codex_mcp_config(port: int) -> str:
-    """The config.toml addition for Codex, whose forwarder listens on `port`."""
-    return mcp.codex_mcp_toml(mcp_url(port))
+    """The config.toml addition for Codex, whose forwarder listens on `port` (token: its provider's variable)."""
+    from harnesses.cli_harness import TOKEN_ENV
+    return mcp.codex_mcp_toml(mcp_url(port), TOKEN_ENV)

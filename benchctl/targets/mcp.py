@@ -132,11 +132,14 @@ def mount(gateway: Any, tools: TargetTools, call_timeout: float | None = None,
     return server
 
 
-def claude_mcp_config(url: str) -> dict[str, Any]:
-    """The `--mcp-config` JSON for Claude Code (an http server entry)."""
-    return {"mcpServers": {SERVER_NAME: {"type": "http", "url": url}}}
+def claude_mcp_config(url: str, token: str) -> dict[str, Any]:
+    """The `--mcp-config` JSON for Claude Code (an http server entry). Like every gateway route the
+    MCP route needs the sandbox token; the dummy token is no secret (the agent has it anyway)."""
+    return {"mcpServers": {SERVER_NAME: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}}}
 
 
-def codex_mcp_toml(url: str) -> str:
-    """The config.toml table for Codex (streamable HTTP server by URL)."""
-    return f'\n[mcp_servers.{SERVER_NAME}]\nurl = "{url}"\nstartup_timeout_sec = 30\ntool_timeout_sec = 900\n'
+def codex_mcp_toml(url: str, token_env: str) -> str:
+    """The config.toml table for Codex (streamable HTTP server by URL), sending the sandbox token
+    from the environment variable `token_env` (the one Codex's model provider reads)."""
+    return (f'\n[mcp_servers.{SERVER_NAME}]\nurl = "{url}"\nbearer_token_env_var = "{token_env}"\n'
+            'startup_timeout_sec = 30\ntool_timeout_sec = 900\n')

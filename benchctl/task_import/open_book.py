@@ -194,8 +194,10 @@ class TaskTestsTool:
             remaining = deadline - time.monotonic()
             return min(remaining, cap) if cap is not None else remaining
 
+        # writable_dirs=(): the task image's own /tmp, /work, ... may hold its files (no benchctl tmpfs over them).
         sb = self.sandbox_factory(SandboxSpec(image=self.cfg.image, run_id=f"{self.run_id}__tests-{n}",
-                                              user=self.cfg.user, limits=self.limits, init="docker"))
+                                              user=self.cfg.user, limits=self.limits, init="docker",
+                                              writable_dirs=()))
         self._live = sb
         try:
             sb.start()

@@ -16,6 +16,8 @@ Fault injection (each applies to the next generation request(s), not to side cal
 token counting or model listing): `fail_next(status, retry_after=...)` (429 / 500 / 529 with the
 vendor's error body, no script turn consumed), `reset_next(after_pieces)` (TCP reset mid-stream),
 `pause_next(event, after_pieces)` (stop mid-stream until the event is set),
+`split_next(after, event)` (cut the stream's bytes right after `after` into two pieces, sent as
+separate writes, the second once `event` is set: a chosen read boundary for the client),
 `malformed_next(after_pieces)` (a broken SSE event), `error_event_next(after_pieces)` (the
 vendor's in-stream error event, e.g. Anthropic `event: error` overloaded_error, then the end of a
 200 stream), `stall_next(after_pieces)` (take the request and go silent — before the response
@@ -63,12 +65,24 @@ class RecordedRequest:
 
 @dataclass
 class Fault:
-    kind: str                         # status | reset | pause | malformed | error_event | stall
+    kind: str                         # status | reset | pause | malformed | error_event | stall | split
     status: int = 500
     retry_after: float | None = None
     message: str = ""
     after_pieces: int | None = 1      # stall: None = before the response head
     event: threading.Event | None = None
+    split_after: bytes = b""          # split: cut the body right after these bytes
+
+
+def _split_at(pieces: list[bytes], fault: Fault) -> tuple[list[bytes], Fault | None]:
+    """The pieces re-cut as two: up to and including the first `fault.split_after`, and the rest; and
+    the pause to make between them (none when the bytes do not occur: the pieces go as they are)."""
+    whole = b"".join(pieces)
+    at = whole.find(fault.split_after)
+    if at < 0:
+        return pieces, None
+    at += len(fault.split_after)
+    return [whole[:at], whole[at:]], Fault("pause", after_pieces=1, event=fault.event)
 
 
 def route(method: str, path: str) -> tuple[str, str | None]:
@@ -196,6 +210,8 @@ class _Handler(BaseHTTPRequestHandler):
             # A non-streaming body arrives in one piece; split it so a fault can land mid-body.
             whole = b"".join(pieces)
             pieces = [whole[: len(whole) // 2], whole[len(whole) // 2:]]
+        if fault is not None and fault.kind == "split":
+            pieces, fault = _split_at(pieces, fault)
         self.wfile.write(self._head(rendered.status, rendered.headers, {"transfer-encoding": "chunked"}))
         owner = self.server.owner
         for i, piece in enumerate(pieces):
@@ -335,6 +351,12 @@ class FakeUpstreamServer:
     def pause_next(self, event: threading.Event, after_pieces: int = 1) -> None:
         """The next response stops after `after_pieces` stream events until `event` is set."""
         self._add(Fault("pause", after_pieces=after_pieces, event=event), 1)
+
+    def split_next(self, after: bytes, event: threading.Event | None = None) -> None:
+        """The next response's body bytes are sent as exactly two pieces, cut right after the first
+        occurrence of `after`; the second goes once `event` is set (at once without one). A
+        client then reads the two parts separately, e.g. a key cut in two at a chosen offset."""
+        self._add(Fault("split", after_pieces=None, event=event, split_after=after), 1)
 
     def malformed_next(self, after_pieces: int = 1) -> None:
         """The next response carries a broken SSE event after `after_pieces` events."""

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from harnesses.base import HarnessContext
-from harnesses.cli_harness import AGENT_HOME, hooks_config, sandbox_socket
+from harnesses.cli_harness import AGENT_HOME, TOKEN_ENV, hooks_config, sandbox_socket
 
 
 # Tools an auditing run should not have by default: the web (there is no network anyway, and a
@@ -71,7 +71,7 @@ def settings(ctx: HarnessContext, cli: str) -> bytes:
 
 def environment(ctx: HarnessContext, cli_model: str, user: str, token: str) -> dict[str, str]:
     env = {"HOME": AGENT_HOME, "ANTHROPIC_UNIX_SOCKET": sandbox_socket(ctx), "ANTHROPIC_BASE_URL": "http://gateway",
-           "ANTHROPIC_API_KEY": token, **QUIET_ENV}
+           "ANTHROPIC_API_KEY": token, TOKEN_ENV: token, **QUIET_ENV}   # TOKEN_ENV: for the hook script
     env.update({k: cli_model for k in MODEL_ROLE_VARS})
     if user in ("root", "0"):
         env["IS_SANDBOX"] = "1"   # bypassPermissions refuses to run as root without it

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from benchctl.sandbox.base import STATE_DIR
 from harnesses.base import HarnessContext
 from harnesses.cli_harness import hooks_config
 
 # Root-owned, sticky, world-writable: Codex creates its state files there, but cannot (nor can
 # the agent) replace config.toml / hooks.json, which are root-owned and read-only. Not under /tmp:
 # Codex refuses to create helper binaries there.
-CODEX_HOME = "/opt/benchctl/codex-home"
-TOKEN_ENV = "BENCHCTL_GATEWAY_TOKEN"
+CODEX_HOME = f"{STATE_DIR}/codex-home"      # STATE_DIR: a size-capped tmpfs (benchctl/sandbox/base.py)
+TOKEN_ENV = "BENCHCTL_GATEWAY_TOKEN"         # = cli_harness.TOKEN_ENV: the provider's key and the hooks' token
 PROVIDER = "benchctl"
 DEFAULT_PORT = 18555
 

@@ -1,6 +1,6 @@
 """The Codex adapter: `codex exec --json` inside the sandbox.
 
-    CODEX_HOME=/opt/benchctl/codex-home codex exec --json --skip-git-repo-check
+    CODEX_HOME=/opt/benchctl/state/codex-home codex exec --json --skip-git-repo-check
         --dangerously-bypass-approvals-and-sandbox --dangerously-bypass-hook-trust -c ... -m M PROMPT
     codex exec resume --json ... THREAD_ID PROMPT          (follow-ups)
 
