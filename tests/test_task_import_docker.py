@@ -150,7 +150,10 @@ def test_tournament_over_imported_environments(built, tmp_path) -> None:
     assert len(metas) == 6 and {m["status"] for m in metas} == {"completed"}
     assert all(m["pin"]["verified"] and m["pin"]["commit"] == built["first"] for m in metas)
     g = runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE])
-    assert g.exit_code == 0, g.output
+    # Both auditors report the same single issue in word-count: shared issues cancel, nothing is left
+    # to play for, so those two runs have no score -- and, like any unscored grade, that exits 1.
+    assert g.exit_code == 1, g.output
+    assert "2 run(s) played no match" in g.output and g.output.count("word-count__react__") == 2
     ratings = read_json(results / "grades" / "tournament" / "ratings.json")
     board = {row["auditor"]: row for row in ratings["leaderboard"]}
     assert set(board) == {OPEN_BOOK, STATIC}
