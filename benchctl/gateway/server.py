@@ -23,9 +23,10 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchctl.gateway import http11
+from benchctl.gateway.context import RouteHandler
 from benchctl.gateway.exchange import SANDBOX_TOKEN, handle_connection  # SANDBOX_TOKEN: re-exported
 from benchctl.gateway.fallback import ModelRouter
 from benchctl.gateway.pricing import PriceTable
@@ -37,8 +38,6 @@ from benchctl.gateway.wire_parse import USAGE_KEYS
 from benchctl.transcript import Redactor, TranscriptWriter
 
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
-
-RouteHandler = Callable[[str, str, bytes], "tuple[int, dict[str, str], bytes]"]
 
 
 @dataclass
