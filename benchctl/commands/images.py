@@ -4,6 +4,7 @@ Heavy imports (docker, benchctl.images) happen inside the commands so `benchctl 
 """
 from __future__ import annotations
 
+from contextlib import closing
 from typing import Any
 
 import typer
@@ -53,7 +54,8 @@ def show(tag: str = typer.Option(None, "--tag", help="Image tag to inspect.")) -
     """Print the sandbox image's id (content digest), build path and size."""
     from benchctl import images
     tag = tag or images.DEFAULT_TAG
-    info = images.image_info(_client(), tag)
+    with closing(_client()) as client:
+        info = images.image_info(client, tag)
     if info is None:
         typer.echo(f"{tag} not found; build it with `benchctl images build`", err=True)
         raise typer.Exit(1)
