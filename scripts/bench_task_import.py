@@ -89,7 +89,7 @@ def bench_pin(tmp: Path, files: int, mb: int) -> list[tuple[str, str]]:
 
 
 def bench_tests_tool(tmp: Path, calls: int) -> list[tuple[str, str]]:
-    from benchctl.runner import docker_sandbox
+    from benchctl.executors.run_body import docker_sandbox
     from benchctl.task_import.images import probe
     from benchctl.task_import.open_book import TaskTestsTool, load_config
     from benchctl.transcript import TranscriptWriter

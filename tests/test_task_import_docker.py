@@ -12,7 +12,7 @@ from benchctl.cli import app
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.task_import.open_book import TaskTestsTool, load_config
 from benchctl.task_import.images import TAG_PREFIX, probe
-from benchctl.runner import docker_sandbox
+from benchctl.executors.run_body import docker_sandbox
 from benchctl.tasks import load_task
 from benchctl.transcript import TranscriptWriter
 from tests import task_import_rig as rig
