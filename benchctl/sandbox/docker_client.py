@@ -10,9 +10,9 @@ back has reached the engine (no separate ping). An engine that cannot be reached
 there for callers that show them apart (`benchctl doctor`). The caller owns the client and
 closes it. The docker SDK is imported here, lazily, so importing this module stays light.
 
-`timeout` is the per-request limit docker-py applies to every API call of the client (a
-streamed `docker exec` socket is exempt: DockerSandbox enforces its own deadlines). It only
-matters when the engine hangs; a stopped engine fails at once. Why the callers' limits differ:
+`timeout` is the per-request limit docker-py applies to every API call of the client (the output
+of a `docker exec` is read by DockerSandbox with select() against its own deadlines instead). It
+only matters when the engine hangs; a stopped engine fails at once. Why the callers' limits differ:
 
 - CHECK_TIMEOUT: look-ups and small changes (inspect an image, list or remove containers,
   `benchctl doctor`, the checks before a run, a Ray node's checks): a healthy engine answers in
