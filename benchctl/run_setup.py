@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,20 +20,12 @@ from typing import Any
 from benchctl import __version__
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.policies import parse_duration
+from benchctl.preflight import RunError, check_model  # RunError: re-exported (commands/run.py, tests)
 from benchctl.sweep import RunSpec, SweepConfig, SweepError, expand, load_sweep_file, normalize_variant, seeds_list
-from benchctl.tasks import DEFAULT_IMAGE, TASK_FILE, Task, TaskError, check_limits_fit_host, load_task, prepare_data
+from benchctl.tasks import TASK_FILE, Task, TaskError, check_limits_fit_host, load_task, prepare_data
 
 SWEEP_FILE = "sweep.json"
 VARIANT_CACHE = ".variants"
-
-# provider -> (key variables, base-url variables): a key is needed unless a base URL points elsewhere
-_KEYS = {"anthropic": (("ANTHROPIC_API_KEY",), ("ANTHROPIC_BASE_URL",)),
-         "openai": (("OPENAI_API_KEY",), ("OPENAI_BASE_URL",)),
-         "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), ("GOOGLE_GEMINI_BASE_URL",))}
-
-
-class RunError(ValueError):
-    pass
 
 
 @dataclass
@@ -41,69 +34,6 @@ class ResolvedRun:
     sweep: SweepConfig
     specs: list[RunSpec]
     out: Path
-
-
-def check_model(model: str, what: str = "--model") -> None:
-    """`what` says where the id came from: a flag (`--model`) or a file and key."""
-    from benchctl.gateway.body_limits import BodyLimits
-    from benchctl.gateway.retry import RetryPolicy
-    from benchctl.gateway.upstream import ModelId, ModelIdError
-    label = f"{what} {model}" if what.startswith("-") else f"{what}: {model}"
-    try:
-        mid = ModelId.parse(model)
-    except ModelIdError as e:
-        raise RunError(f"{what}: {e}") from None
-    try:
-        RetryPolicy()   # its idle timeouts come from the environment: a bad value must stop us before any run
-        BodyLimits()    # so do the gateway's body caps
-    except ValueError as e:
-        raise RunError(str(e)) from None
-    if mid.provider == "scripted":
-        if mid.name.startswith("py:"):
-            return
-        from benchctl.gateway.scripted import load_script
-        try:
-            load_script(mid.name)
-        except Exception as e:
-            raise RunError(f"{label}: {e}") from None
-        return
-    if mid.provider in _KEYS:
-        keys, bases = _KEYS[mid.provider]
-        if not any(os.environ.get(k) for k in keys) and not any(os.environ.get(b) for b in bases):
-            raise RunError(f"{label}: no API key; export {keys[0]}=... on the host "
-                           f"(it stays in the gateway and never reaches the sandbox)")
-    if mid.provider == "openai-compatible":
-        try:
-            from benchctl.gateway.http_upstreams import http_upstream
-            http_upstream(mid)
-        except Exception as e:
-            raise RunError(f"{label}: {e}") from None
-
-
-def image_origin(task: Task) -> str | None:
-    """The task file key that chose a non-default image, for error messages (None: the default)."""
-    return f"{task.task_file}: key `image`" if task.image != DEFAULT_IMAGE else None
-
-
-def check_image(image: str, origin: str | None = None) -> str | None:
-    """None when Docker is reachable and has the image, else the problem and its fix. `origin`
-    names the task file key that chose a non-default image."""
-    try:
-        import docker
-        client = docker.from_env(timeout=20)
-        client.ping()
-    except Exception as e:
-        return f"Docker Engine not reachable ({e}); start Docker, then `benchctl doctor`"
-    try:
-        client.images.get(image)
-    except Exception:
-        if origin:
-            return (f"{origin}: sandbox image {image} not found; build it (`benchctl images build --tag {image}` "
-                    f"builds the standard sandbox under that name), or remove the key to use {DEFAULT_IMAGE}")
-        return f"sandbox image {image} not found; build it with `benchctl images build`"
-    finally:
-        client.close()
-    return None
 
 
 def _origin(flag: str, given: bool, sweep_file: Path | None, key: str) -> str:
@@ -375,15 +305,11 @@ def _remove_dead_owners_containers(run_ids: list[str]) -> None:
     if not run_ids:
         return
     try:
-        import docker
-
         from benchctl.sandbox.cleanup import remove_strays
-        client = docker.from_env(timeout=20)
-        try:
+        from benchctl.sandbox.docker_client import docker_client
+        with closing(docker_client()) as client:
             for rid in run_ids:
                 remove_strays(client, run_id=rid)
-        finally:
-            client.close()
     except Exception:
         pass     # best effort: `benchctl doctor` finds what is left
 

@@ -109,10 +109,11 @@ def bench_tests_tool(tmp: Path, calls: int) -> list[tuple[str, str]]:
             times.append(time.perf_counter() - t0)
             assert not out.is_error, out.text
     finally:
-        import docker
-        client = docker.from_env()
-        client.images.remove(cfg.image)
-        client.close()
+        from contextlib import closing
+
+        from benchctl.sandbox.docker_client import docker_client
+        with closing(docker_client()) as client:
+            client.images.remove(cfg.image)
     return [(f"run_task_tests call (median / p90 of {calls})",
              f"{percentile(times, 50):.2f} s / {percentile(times, 90):.2f} s")]
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from benchctl.jsonio import read_json, read_jsonl
+from benchctl.sandbox.docker_client import docker_client
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHCTL = [sys.executable, "-c", "from benchctl.cli import app; app()"]
@@ -65,13 +67,9 @@ def cli(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
 
 
 def containers_with_label(key: str, value: str | None = None) -> list[Any]:
-    import docker
-    client = docker.from_env()
-    try:
+    with closing(docker_client()) as client:
         flt = f"{key}={value}" if value else key
         # The low-level list call returns labels without a second inspect per container, so a
         # container removed meanwhile (by this test or another process) cannot raise NotFound.
         return [SimpleNamespace(id=c["Id"], labels=c.get("Labels") or {})
                 for c in client.api.containers(all=True, filters={"label": flt})]
-    finally:
-        client.close()

@@ -10,23 +10,25 @@ root, unshare, ray) with BENCHCTL_REQUIRE_RAY=1.
 from __future__ import annotations
 
 import os
+from contextlib import closing
+from typing import Any, Iterator
 
 import pytest
 
 from benchctl.images import DEFAULT_TAG as SANDBOX_IMAGE  # $BENCHCTL_IMAGE or benchctl-sandbox:latest
+from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, DockerUnavailable, docker_client
 
 
 def _docker_problem() -> str | None:
     try:
-        import docker
-        client = docker.from_env()
-        client.ping()
-    except Exception as e:  # any failure to reach the engine
-        return f"Docker Engine not reachable: {e}"
-    try:
-        client.images.get(SANDBOX_IMAGE)
-    except Exception:
-        return f"sandbox image {SANDBOX_IMAGE} missing (run `benchctl images build`)"
+        client = docker_client()
+    except DockerUnavailable as e:
+        return str(e)
+    with closing(client):
+        try:
+            client.images.get(SANDBOX_IMAGE)
+        except Exception:
+            return f"sandbox image {SANDBOX_IMAGE} missing (run `benchctl images build`)"
     return None
 
 
@@ -82,3 +84,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(scope="session")
 def sandbox_image() -> str:
     return SANDBOX_IMAGE
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Any]:
+    """One raw Docker client for the tests that look at or tidy containers themselves (benchctl's
+    own code opens its clients with benchctl.sandbox.docker_client); closed at the end."""
+    with closing(docker_client(SANDBOX_TIMEOUT)) as client:
+        yield client

@@ -66,10 +66,10 @@ def test_doctor_missing_image_fails_with_build_hint() -> None:
 
 
 @pytest.mark.docker
-def test_strays_reported_then_cleaned(sandbox_image: str) -> None:
+def test_strays_reported_then_cleaned(sandbox_image: str, docker_engine) -> None:
     import docker
     from benchctl.sandbox import cleanup
-    client = docker.from_env()
+    client = docker_engine
     run_id = f"test-doctor-{uuid.uuid4().hex[:8]}"
     finished = subprocess.Popen(["true"])
     finished.wait()

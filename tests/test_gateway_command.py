@@ -93,8 +93,7 @@ print(json.loads(urllib.request.urlopen(req, timeout=20).read())["content"][0]["
 
 
 @pytest.mark.docker
-def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_image: str) -> None:
-    import docker
+def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_image: str, docker_engine) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     gwdir = tmp_path / "gwdir"
@@ -102,8 +101,7 @@ def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_im
     for d in (tmp_path, gwdir):  # the run dir must be traversable by the sandbox's uid
         os.chmod(d, 0o755)
     with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=gwdir / "gateway.sock")) as gw:
-        client = docker.from_env()
-        out = client.containers.run(
+        out = docker_engine.containers.run(
             sandbox_image, ["python3", "-c", IN_SANDBOX, SANDBOX_TOKEN], network_mode="none", user="1000:1000",
             remove=True, stderr=True,
             volumes={str(gwdir): {"bind": "/gateway", "mode": "rw"},

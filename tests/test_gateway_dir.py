@@ -12,12 +12,14 @@ import sys
 import textwrap
 import time
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from benchctl.layout import make_run_id
 from benchctl.sandbox import gateway_dir
+from benchctl.sandbox.docker_client import docker_client
 from benchctl.sandbox.gateway_dir import GatewayDir
 from tests._run_helpers import BENCHCTL, REPO, cli, containers_with_label, make_task
 
@@ -111,9 +113,7 @@ def test_directories_of_older_versions_go_only_when_their_gateway_is_dead(tmp_pa
 
 def _sandbox(run_id: str, pid: int, timeout: float = 120) -> tuple[str, Path]:
     """The container that process `pid` started for the run, and the host directory it mounts at /gateway."""
-    import docker
-    client = docker.from_env()
-    try:
+    with closing(docker_client()) as client:
         end = time.time() + timeout
         while time.time() < end:
             for c in client.api.containers(all=True, filters={"label": [f"benchctl.run_id={run_id}",
@@ -121,8 +121,6 @@ def _sandbox(run_id: str, pid: int, timeout: float = 120) -> tuple[str, Path]:
                 mounts = client.api.inspect_container(c["Id"])["Mounts"]
                 return c["Id"], Path(next(m["Source"] for m in mounts if m["Destination"] == "/gateway"))
             time.sleep(0.3)
-    finally:
-        client.close()
     raise AssertionError(f"no sandbox of {run_id} owned by pid {pid}")
 
 
@@ -168,11 +166,9 @@ class _Runs:
                 self.sigkill(p)
         for s in self.sources:
             shutil.rmtree(_top(s), ignore_errors=True)
-        import docker
-        client = docker.from_env()
-        for c in containers_with_label("benchctl.run_id", self.run_id):
-            client.api.remove_container(c.id, force=True)
-        client.close()
+        with closing(docker_client()) as client:
+            for c in containers_with_label("benchctl.run_id", self.run_id):
+                client.api.remove_container(c.id, force=True)
 
 
 @pytest.mark.docker

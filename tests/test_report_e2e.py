@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,24 +42,19 @@ def test_run_grade_report_demo(tmp_path: Path) -> None:
     assert "<table>" in (tmp_path / "r.html").read_text()
 
 
-def _remove_own_containers(run_id: str) -> None:
+def _remove_own_containers(client: Any, run_id: str) -> None:
     """Remove the sandbox a SIGKILLed `benchctl run` left behind (this test's unique run id only), and
     its gateway directory on the host."""
     import shutil
 
-    import docker
-    client = docker.from_env()
-    try:
-        for c in client.containers.list(all=True, filters={"label": f"benchctl.run_id={run_id}"}):
-            for m in c.attrs.get("Mounts") or []:
-                if str(m.get("Source", "")).startswith("/tmp/bc-gw-"):
-                    shutil.rmtree(m["Source"], ignore_errors=True)
-            c.remove(force=True)
-    finally:
-        client.close()
+    for c in client.containers.list(all=True, filters={"label": f"benchctl.run_id={run_id}"}):
+        for m in c.attrs.get("Mounts") or []:
+            if str(m.get("Source", "")).startswith("/tmp/bc-gw-"):
+                shutil.rmtree(m["Source"], ignore_errors=True)
+        c.remove(force=True)
 
 
-def test_sigkilled_run_is_counted_and_listed(tmp_path: Path) -> None:
+def test_sigkilled_run_is_counted_and_listed(tmp_path: Path, docker_engine: Any) -> None:
     """A run killed with SIGKILL leaves a transcript and no meta.json: the report counts it in its
     configuration's row as unfinished and lists it, next to a finished seed of the same configuration."""
     import os
@@ -105,7 +101,7 @@ def test_sigkilled_run_is_counted_and_listed(tmp_path: Path) -> None:
         table = cli("report", str(out)).stdout                    # the human table says it too
         assert "1 unfinished" in table and "no meta.json" in table
     finally:
-        _remove_own_containers(killed.name)
+        _remove_own_containers(docker_engine, killed.name)
 
 
 def _transcript(p: Path | None) -> str:

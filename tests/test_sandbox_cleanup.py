@@ -58,10 +58,10 @@ def test_signal_leaves_no_container_behind(sandbox_image: str, signum: int) -> N
     assert _containers(run_id) == []
 
 
-def test_stray_containers_found_and_removed(sandbox_image: str) -> None:
+def test_stray_containers_found_and_removed(sandbox_image: str, docker_engine) -> None:
     import docker
     from benchctl.sandbox import cleanup
-    client = docker.from_env()
+    client = docker_engine
     run_id = f"test-stray-{uuid.uuid4().hex[:8]}"
     finished = subprocess.Popen(["true"])
     finished.wait()

@@ -132,9 +132,8 @@ def test_work_writable_and_env_passed(sb) -> None:
     assert r.stdout.split() == ["hi", "/work", "demo"], r
 
 
-def test_image_digest_recorded(sb) -> None:
-    import docker
-    assert sb.image_digest == docker.from_env().images.get(sb.spec.image).id
+def test_image_digest_recorded(sb, docker_engine) -> None:
+    assert sb.image_digest == docker_engine.images.get(sb.spec.image).id
     assert sb.image_digest.startswith("sha256:")
 
 
@@ -188,13 +187,12 @@ def test_put_and_get_file(sb) -> None:
 
 # --- limits (own containers) ----------------------------------------------------------------
 
-def test_limits_reach_docker_in_its_units(sandbox_image: str) -> None:
+def test_limits_reach_docker_in_its_units(sandbox_image: str, docker_engine) -> None:
     """[limits] values are converted by benchctl (docker-py alone does not read "96MiB")."""
-    import docker
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-limits",
                                    limits=Limits(cpus=0.5, memory="96MiB", pids=48))) as box:
-        host = docker.from_env().api.inspect_container(box.container_id)["HostConfig"]
+        host = docker_engine.api.inspect_container(box.container_id)["HostConfig"]
         assert (host["NanoCpus"], host["Memory"], host["MemorySwap"], host["PidsLimit"]) == \
             (500_000_000, 96 * 2 ** 20, 96 * 2 ** 20, 48)
         assert box.exec("echo alive").stdout == "alive\n"
@@ -209,8 +207,7 @@ def test_memory_hog_killed_and_reported(sandbox_image: str) -> None:
         assert box.exec("echo alive").stdout == "alive\n"  # the sandbox itself survives
 
 
-def test_fork_bomb_contained(sandbox_image: str) -> None:
-    import docker
+def test_fork_bomb_contained(sandbox_image: str, docker_engine) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-fork", limits=Limits(pids=64))) as box:
         peak = []
@@ -218,7 +215,7 @@ def test_fork_bomb_contained(sandbox_image: str) -> None:
         bomb = threading.Thread(target=lambda: result.append(
             box.exec("bomb() { bomb | bomb; }; bomb", timeout=6, output_cap=10_000)))
         bomb.start()
-        api = docker.from_env().api
+        api = docker_engine.api
         host_ok = []
         while bomb.is_alive():
             stats = api.stats(box.container_id, stream=False, one_shot=True)
@@ -234,7 +231,7 @@ def test_fork_bomb_contained(sandbox_image: str) -> None:
 
 # --- lifecycle ------------------------------------------------------------------------------
 
-def test_stop_removes_container_and_is_idempotent(sandbox_image: str) -> None:
+def test_stop_removes_container_and_is_idempotent(sandbox_image: str, docker_engine) -> None:
     import docker
     from benchctl.sandbox import cleanup
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
@@ -242,18 +239,18 @@ def test_stop_removes_container_and_is_idempotent(sandbox_image: str) -> None:
     box.start()
     assert box.name in cleanup.live_containers()
     cid = box.container_id
-    labels = docker.from_env().api.inspect_container(cid)["Config"]["Labels"]
+    labels = docker_engine.api.inspect_container(cid)["Config"]["Labels"]
     assert labels["benchctl.managed"] == "1" and labels["benchctl.run_id"] == "test-stop"
     box.stop()
     box.stop()
     with pytest.raises(docker.errors.NotFound):
-        docker.from_env().api.inspect_container(cid)
+        docker_engine.api.inspect_container(cid)
     assert box.name not in cleanup.live_containers()
     with pytest.raises(SandboxError, match="not running"):
         box.exec("true")
 
 
-def test_context_manager_removes_on_error(sandbox_image: str) -> None:
+def test_context_manager_removes_on_error(sandbox_image: str, docker_engine) -> None:
     import docker
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     with pytest.raises(RuntimeError):
@@ -261,7 +258,7 @@ def test_context_manager_removes_on_error(sandbox_image: str) -> None:
             cid = box.container_id
             raise RuntimeError("boom")
     with pytest.raises(docker.errors.NotFound):
-        docker.from_env().api.inspect_container(cid)
+        docker_engine.api.inspect_container(cid)
 
 
 def test_missing_image_says_how_to_build() -> None:
@@ -270,11 +267,10 @@ def test_missing_image_says_how_to_build() -> None:
         DockerSandbox(SandboxSpec(image="benchctl-no-such-image:nope", run_id="test-noimg")).start()
 
 
-def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str) -> None:
-    import docker
+def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str, docker_engine) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-gone")) as box:
-        docker.from_env().api.remove_container(box.container_id, force=True)  # e.g. `benchctl cleanup --all`
+        docker_engine.api.remove_container(box.container_id, force=True)  # e.g. `benchctl cleanup --all`
         with pytest.raises(SandboxError, match="cannot exec"):
             box.exec("true")
         with pytest.raises(SandboxError, match="no longer exists"):  # not "file does not exist"
@@ -291,9 +287,8 @@ def test_start_after_stop_refuses_and_creates_nothing(sandbox_image: str) -> Non
     assert containers_with_label("benchctl.run_id", "test-stop-first") == []
 
 
-def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str) -> None:
+def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str, docker_engine) -> None:
     """stop() from another thread lands while the create request is in flight (here: just before it)."""
-    import docker
     from benchctl.sandbox import cleanup
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
 
@@ -310,8 +305,7 @@ def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str) 
             box.stop()
             return self._api.create_container(*args, **kwargs)
 
-    real = docker.from_env()
-    client = type("Client", (), {"api": StopBeforeCreate(real.api)})()
+    client = type("Client", (), {"api": StopBeforeCreate(docker_engine.api)})()
     box = DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-stop-midcreate"), client=client)
     with pytest.raises(SandboxError, match="stopped while it was starting"):
         box.start()
@@ -319,11 +313,10 @@ def test_stop_while_create_is_in_flight_leaves_no_container(sandbox_image: str) 
     assert box.name not in cleanup.live_containers()
 
 
-def test_container_removed_during_exec_gives_a_result_or_a_sandbox_error(sandbox_image: str) -> None:
+def test_container_removed_during_exec_gives_a_result_or_a_sandbox_error(sandbox_image: str, docker_engine) -> None:
     """Never a raw docker error: callers (harness tools) handle ExecResult and SandboxError only."""
     import time
 
-    import docker
     from benchctl.sandbox.base import ExecResult
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-gone-mid-exec")) as box:
@@ -338,6 +331,6 @@ def test_container_removed_during_exec_gives_a_result_or_a_sandbox_error(sandbox
         worker = threading.Thread(target=run)
         worker.start()
         time.sleep(0.5)   # the command is running (removing it at once takes other, luckier paths)
-        docker.from_env().api.remove_container(box.container_id, force=True)
+        docker_engine.api.remove_container(box.container_id, force=True)
         worker.join(30)
     assert len(outcome) == 1 and isinstance(outcome[0], (ExecResult, SandboxError)), outcome

@@ -26,7 +26,7 @@ TITLE_JUDGE = "scripted/py:test_tournament_judge:scripted_title_judge"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict[str, object]:
+def built(tmp_path_factory, docker_engine) -> dict[str, object]:
     """The test repository imported once with its task images built; the images are removed at the end."""
     root = tmp_path_factory.mktemp("import")
     repo, first = rig.make_repo(root)
@@ -35,14 +35,11 @@ def built(tmp_path_factory) -> dict[str, object]:
     assert r.exit_code == 0, r.output
     tags = [load_task(root / "audit" / n).pin.image for n in ("shipped-answer", "word-count")]
     yield {"root": root, "repo": repo, "first": first, "audit": root / "audit"}
-    import docker
-    client = docker.from_env()
     for tag in tags:
         try:
-            client.images.remove(tag, noprune=False)
+            docker_engine.images.remove(tag, noprune=False)
         except Exception:
             pass      # still used by a container another test left: `benchctl cleanup` finds those
-    client.close()
 
 
 def tool_result(transcript: list[dict], n: int) -> str:

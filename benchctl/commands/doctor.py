@@ -1,146 +1,19 @@
 """`benchctl doctor` (is this machine ready to run benchmarks?) and `benchctl cleanup`
 (remove the containers and gateway directories that dead benchctl processes left behind).
 
-Doctor checks, in order: Docker Engine reachable [required], sandbox image present (with its
-content digest) [required], a sandbox starts with no network [required], agent CLI binaries
-[optional], provider API keys set [optional; values are never printed], stray benchctl
-containers and gateway directories [optional]. Each failing check says what to do; the exit
-code is 1 if a required check failed. Heavy imports happen inside the checks so `benchctl
---help` stays fast.
+The checks themselves, in order, and what each requires, are in benchctl/doctor_checks.py; the
+exit code is 1 if a required check failed. Heavy imports happen inside the commands so
+`benchctl --help` stays fast.
 """
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import asdict, dataclass
-from typing import Any
+from contextlib import closing
+from dataclasses import asdict
 
 import typer
 
-PROVIDER_KEYS = (("anthropic", ("ANTHROPIC_API_KEY",)), ("openai", ("OPENAI_API_KEY",)),
-                 ("google", ("GOOGLE_API_KEY", "GEMINI_API_KEY")))
-
-
-@dataclass
-class Check:
-    name: str
-    status: str          # ok | fail | warn | skip
-    detail: str
-    fix: str = ""
-    required: bool = False
-
-
-def check_docker() -> tuple[Check, Any]:
-    try:
-        import docker
-        client = docker.from_env(timeout=15)
-        version = client.version()
-    except Exception as e:
-        return Check("docker engine", "fail", f"not reachable: {str(e).splitlines()[0][:200]}",
-                     "start the Docker Engine (e.g. `systemctl start docker`) or set DOCKER_HOST; "
-                     "the current user must be allowed to use its socket", True), None
-    return Check("docker engine", "ok", f"Docker {version.get('Version', '?')} (API {version.get('ApiVersion', '?')})",
-                 required=True), client
-
-
-def check_image(client: Any, tag: str) -> Check:
-    from benchctl import images
-    if client is None:
-        return Check("sandbox image", "skip", "needs the Docker Engine", required=True)
-    info = images.image_info(client, tag)
-    if info is None:
-        return Check("sandbox image", "fail", f"{tag} not found",
-                     "build it with `benchctl images build` (about 1 minute; offline path needs "
-                     "`apt-get install -y mmdebstrap` and a Debian mirror)", True)
-    return Check("sandbox image", "ok", f"{tag} {info.id} ({info.build_path} build, {info.size_mb:.0f} MB)",
-                 required=True)
-
-
-def check_sandbox_starts(client: Any, tag: str, image_ok: bool) -> Check:
-    if not image_ok:
-        return Check("sandbox start", "skip", "needs the engine and the image", required=True)
-    from benchctl.sandbox.base import SandboxSpec
-    from benchctl.sandbox.docker_sandbox import DockerSandbox
-    try:
-        with DockerSandbox(SandboxSpec(image=tag, run_id="doctor"), client=client) as box:
-            r = box.exec("id -un; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", timeout=30)
-    except Exception as e:
-        return Check("sandbox start", "fail", f"{type(e).__name__}: {str(e)[:300]}",
-                     "rebuild the image with `benchctl images build`; check `docker info` for errors", True)
-    words = r.stdout.split()
-    if r.exit_code != 0 or words != ["agent", "lo"]:
-        return Check("sandbox start", "fail", f"unexpected sandbox state: {r.stdout!r} {r.stderr[:200]!r}",
-                     "rebuild the image with `benchctl images build`", True)
-    return Check("sandbox start", "ok", "runs as agent, loopback only (network none)", required=True)
-
-
-def check_binaries() -> list[Check]:
-    from benchctl import binaries
-    checks = []
-    for row in binaries.describe():
-        name = f"agent cli: {row['name']}"
-        if row["status"] == "ok":
-            checks.append(Check(name, "ok", f"{row['version']} at {row['path']} ({row['source']})"))
-        else:
-            checks.append(Check(name, "warn", row["status"], row["fix"]))
-    return checks
-
-
-def check_keys() -> list[Check]:
-    checks = []
-    for provider, names in PROVIDER_KEYS:
-        present = [n for n in names if os.environ.get(n)]
-        if present:
-            checks.append(Check(f"key: {provider}", "ok", f"{present[0]} is set"))
-        else:
-            checks.append(Check(f"key: {provider}", "warn", f"{' / '.join(names)} not set",
-                                f"export {names[0]}=... to run or judge with {provider} models"))
-    return checks
-
-
-def check_strays(client: Any) -> Check:
-    if client is None:
-        return Check("stray containers", "skip", "needs the Docker Engine")
-    from benchctl.sandbox.cleanup import find_managed
-    found = find_managed(client)
-    strays = [s for s in found if not s.owner_alive]
-    live = len(found) - len(strays)
-    live_note = f"; {live} belong to running benchctl processes" if live else ""
-    if strays:
-        return Check("stray containers", "warn", f"{len(strays)} left behind ({', '.join(s.name for s in strays[:5])})"
-                     + live_note, "remove them with `benchctl cleanup`")
-    return Check("stray containers", "ok", "none" + live_note)
-
-
-def check_gateway_dirs() -> Check:
-    from benchctl.sandbox import gateway_dir
-    stale = [d for d in gateway_dir.find() if not d.owner_alive]
-    if stale:
-        return Check("stale gateway dirs", "warn", f"{len(stale)} left behind ({', '.join(str(d.path) for d in stale[:5])})",
-                     "remove them with `benchctl cleanup`")
-    return Check("stale gateway dirs", "ok", "none")
-
-
-def run_checks(tag: str) -> list[Check]:
-    docker_check, client = check_docker()
-    image_check = check_image(client, tag)
-    checks = [docker_check, image_check, check_sandbox_starts(client, tag, image_check.status == "ok")]
-    checks += check_binaries() + check_keys() + [check_strays(client), check_gateway_dirs()]
-    if client is not None:
-        client.close()
-    return checks
-
-
-_MARK = {"ok": "ok  ", "fail": "FAIL", "warn": "warn", "skip": "skip"}
-
-
-def print_checks(checks: list[Check], indent: str = "") -> None:
-    width = max(len(c.name) for c in checks)
-    for c in checks:
-        req = " (required)" if c.required and c.status == "fail" else ""
-        typer.echo(f"{indent}[{_MARK[c.status]}] {c.name:<{width}}  {c.detail}{req}")
-        if c.fix and c.status in ("fail", "warn"):
-            typer.echo(f"{indent}       {'':<{width}}  fix: {c.fix}")
+from benchctl.doctor_checks import print_checks, run_checks
 
 
 def register(app: typer.Typer) -> None:
@@ -183,16 +56,19 @@ def register(app: typer.Typer) -> None:
         for d in dirs:
             typer.echo(f"{verb} gateway directory {d.path} (run {d.run_id or 'unknown: made by an older benchctl'})")
         typer.echo(f"cleanup: {verb} {len(dirs)} gateway director{'y' if len(dirs) == 1 else 'ies'}")
-        docker_check, client = check_docker()
-        if client is None:
-            typer.echo(f"error: Docker Engine {docker_check.detail}; {docker_check.fix}", err=True)
-            raise typer.Exit(2)
         from benchctl.sandbox.cleanup import find_managed, remove
-        found = find_managed(client, run_id=run_id)
-        victims = [s for s in found if all_ or not s.owner_alive]
+        from benchctl.sandbox.docker_client import DockerUnavailable, docker_client
+        try:
+            client = docker_client()
+        except DockerUnavailable as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        with closing(client):
+            found = find_managed(client, run_id=run_id)
+            victims = [s for s in found if all_ or not s.owner_alive]
+            if not dry_run:
+                remove(client, victims)
         kept = len(found) - len(victims)
-        if not dry_run:
-            remove(client, victims)
         for s in victims:
             typer.echo(f"{verb} {s.name} ({s.id}, run {s.run_id}, {s.status})")
         typer.echo(f"cleanup: {verb} {len(victims)} container(s)"

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from benchctl.commands.doctor import Check, print_checks
+from benchctl.doctor_checks import Check, print_checks
 
 
 def _node_checks(ray: Any, image: str) -> list[tuple[dict[str, Any], list[Check]]]:

@@ -4,20 +4,21 @@ Heavy imports (docker, benchctl.images) happen inside the commands so `benchctl 
 """
 from __future__ import annotations
 
+from contextlib import closing
+from typing import Any
+
 import typer
 
 images_app = typer.Typer(no_args_is_help=True, help="Build and inspect the sandbox image.")
 
 
-def _client():  # type: ignore[no-untyped-def]
-    import docker
+def _client(build: bool = False) -> Any:
+    from benchctl.sandbox.docker_client import BUILD_TIMEOUT, CHECK_TIMEOUT, DockerUnavailable, docker_client
     try:
-        client = docker.from_env(timeout=900)
-        client.ping()
-    except Exception as e:
-        typer.echo(f"error: Docker Engine not reachable ({e}); start Docker or set DOCKER_HOST", err=True)
+        return docker_client(BUILD_TIMEOUT if build else CHECK_TIMEOUT)
+    except DockerUnavailable as e:
+        typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
-    return client
 
 
 @images_app.command("build")
@@ -33,7 +34,7 @@ def build(
         typer.echo("error: choose one of --offline and --dockerfile (or neither, to pick automatically)", err=True)
         raise typer.Exit(2)
     tag = tag or images.DEFAULT_TAG
-    client = _client()
+    client = _client(build=True)
     existing = images.image_info(client, tag)
     if if_missing and existing is not None:
         typer.echo(f"{tag} already present ({existing.id[:19]}, {existing.build_path} build); nothing to do")
@@ -53,7 +54,8 @@ def show(tag: str = typer.Option(None, "--tag", help="Image tag to inspect.")) -
     """Print the sandbox image's id (content digest), build path and size."""
     from benchctl import images
     tag = tag or images.DEFAULT_TAG
-    info = images.image_info(_client(), tag)
+    with closing(_client()) as client:
+        info = images.image_info(client, tag)
     if info is None:
         typer.echo(f"{tag} not found; build it with `benchctl images build`", err=True)
         raise typer.Exit(1)

@@ -25,7 +25,7 @@ class LocalExecutor:
     def check(self, task: Task, specs: list[RunSpec]) -> str | None:
         if not self.uses_docker:
             return None
-        from benchctl.run_setup import check_image, image_origin
+        from benchctl.preflight import check_image, image_origin
         return check_image(task.image, image_origin(task))
 
     def parallelism(self, requested: int) -> int:

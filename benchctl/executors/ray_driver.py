@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -103,14 +104,10 @@ def connect(address: str) -> Any:
 def driver_image_digest(image: str) -> str | None:
     """The image's digest on the driver's own Docker, if it has one; nodes must match it."""
     try:
-        import docker
-
         from benchctl import images
-        client = docker.from_env(timeout=10)
-        try:
+        from benchctl.sandbox.docker_client import docker_client
+        with closing(docker_client()) as client:
             info = images.image_info(client, image)
-        finally:
-            client.close()
     except Exception:
         return None
     return info.id if info else None

@@ -19,6 +19,7 @@ import shutil
 import socket
 import tempfile
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +60,11 @@ def check_node(image: str, expected_digest: str | None, harnesses: list[tuple[st
     out: dict[str, Any] = {"node": node_info(), "benchctl_version": __version__, "digest": None, "problems": [],
                            "built": False}
     problems: list[str] = out["problems"]
+    from benchctl.sandbox.docker_client import BUILD_TIMEOUT, DockerUnavailable, docker_client
     try:
-        import docker
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except Exception as e:
-        problems.append(f"Docker Engine not reachable ({str(e).splitlines()[0][:200]}); start Docker on the node")
+        client = docker_client()
+    except DockerUnavailable as e:
+        problems.append(str(e))
         return out
     try:
         from benchctl import images
@@ -72,7 +72,8 @@ def check_node(image: str, expected_digest: str | None, harnesses: list[tuple[st
         if info is None and build_missing:
             log_lines: list[str] = []
             try:
-                images.build_image(client, image, log=log_lines.append)
+                with closing(docker_client(BUILD_TIMEOUT)) as builder:
+                    images.build_image(builder, image, log=log_lines.append)
                 out["built"] = True
             except Exception as e:
                 problems.append(f"sandbox image {image} missing and could not be built here: {e}")
@@ -106,19 +107,19 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
     """`benchctl doctor`'s checks, run on this node (as dicts), plus the image digest comparison."""
     from dataclasses import asdict
 
-    from benchctl.commands import doctor
-    docker_check, client = doctor.check_docker()
-    image_check = doctor.check_image(client, image)
-    checks = [docker_check, image_check, doctor.check_sandbox_starts(client, image, image_check.status == "ok")]
+    from benchctl.doctor_checks import (Check, check_binaries, check_docker, check_image, check_sandbox_starts,
+                                        check_strays)
+    docker_check, client = check_docker()
+    image_check = check_image(client, image)
+    checks = [docker_check, image_check, check_sandbox_starts(client, image, image_check.status == "ok")]
     if client is not None and image_check.status == "ok" and expected_digest:
         from benchctl import images
         info = images.image_info(client, image)
         if info is not None and info.id != expected_digest:
-            checks.append(doctor.Check("image digest", "fail", image_mismatch(image, info.id, expected_digest),
-                                       required=True))
+            checks.append(Check("image digest", "fail", image_mismatch(image, info.id, expected_digest), required=True))
         else:
-            checks.append(doctor.Check("image digest", "ok", "same as the driver's", required=True))
-    checks += doctor.check_binaries() + [doctor.check_strays(client)]
+            checks.append(Check("image digest", "ok", "same as the driver's", required=True))
+    checks += check_binaries() + [check_strays(client)]
     if client is not None:
         client.close()
     return [asdict(c) for c in checks]
@@ -220,13 +221,11 @@ class RunActor:
     def _prepare_docker(run_id: str, image: str, expected_digest: str | None) -> str | None:
         """Remove containers and gateway dirs of this run left by a dead earlier attempt here; refuse
         a wrong image."""
-        import docker
-
         from benchctl import images
         from benchctl.sandbox import gateway_dir
         from benchctl.sandbox.cleanup import remove_strays
-        client = docker.from_env(timeout=30)
-        try:
+        from benchctl.sandbox.docker_client import docker_client
+        with closing(docker_client()) as client:
             remove_strays(client, run_id=run_id)
             gateway_dir.remove_stale(run_id=run_id)
             info = images.image_info(client, image)
@@ -236,5 +235,3 @@ class RunActor:
             if expected_digest and info.id != expected_digest:
                 return f"node {socket.gethostname()} refused: {image_mismatch(image, info.id, expected_digest)}"
             return None
-        finally:
-            client.close()

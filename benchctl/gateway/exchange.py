@@ -30,18 +30,16 @@ import math
 import socket
 import time
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from benchctl.gateway import http11
+from benchctl.gateway.context import GatewayContext
 from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
 from benchctl.gateway.retry import UpstreamUnavailable, is_timeout
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify
 from benchctl.gateway.wire_parse import STREAM_UNFINISHED, ResponseSummary, empty_usage, summarize
-
-if TYPE_CHECKING:
-    from benchctl.gateway.server import Gateway
 
 SANDBOX_TOKEN = "benchctl-sandbox-token"   # the only credential agents ever see
 PASS_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
@@ -83,7 +81,7 @@ def authorized(headers: dict[str, str], query: str, token: str) -> bool:
     return f"key={token}" in query.split("&")
 
 
-async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     task = asyncio.current_task()
     if task is not None:
         gw.track(task)
@@ -141,7 +139,7 @@ async def handle_connection(gw: "Gateway", reader: asyncio.StreamReader, writer:
 
 
 class Exchange:
-    def __init__(self, gw: "Gateway", req: http11.Request, reader: asyncio.StreamReader,
+    def __init__(self, gw: GatewayContext, req: http11.Request, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.gw, self.req, self.reader, self.writer = gw, req, reader, writer
         self.t0 = time.perf_counter()

@@ -23,10 +23,11 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any
 
 from benchctl.gateway import http11
 from benchctl.gateway.body_limits import BodyBudget, BodyLimits
+from benchctl.gateway.context import CallObserver, RouteHandler
 from benchctl.gateway.exchange import SANDBOX_TOKEN, handle_connection  # SANDBOX_TOKEN: re-exported
 from benchctl.gateway.fallback import ModelRouter
 from benchctl.gateway.pricing import PriceTable
@@ -40,20 +41,6 @@ from benchctl.transcript import Redactor, TranscriptWriter
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
 RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
 
-RouteHandler = Callable[[str, str, bytes], "tuple[int, dict[str, str], bytes]"]
-
-
-class CallObserver(Protocol):
-    """Told what the gateway itself sees of every generation call it forwards, for host-side checks
-    that must not trust the sandbox (harnesses/hooks/ledger.py). Called on the gateway's event loop:
-    be quick, and lock what another thread reads."""
-
-    def request(self, headers: dict[str, str], wire_api: str, body: dict[str, Any]) -> None:
-        """A request is about to be forwarded (before any answer)."""
-
-    def response(self, headers: dict[str, str], wire_api: str, tool_call_ids: list[str], outcome: str) -> None:
-        """Its answer was recorded (before the client has its last byte): the tool calls it asked for
-        (when the outcome is `ok`) and how it ended."""
 
 
 @dataclass

@@ -27,6 +27,7 @@ from types import FrameType
 from typing import Any, Callable
 
 from benchctl.sandbox.base import LABEL_KEY, LABEL_MANAGED
+from benchctl.sandbox.docker_client import CLEANUP_TIMEOUT, docker_client
 
 LABEL_OWNER_PID = "benchctl.owner_pid"
 LABEL_OWNER_HOST = "benchctl.owner_host"
@@ -78,9 +79,8 @@ def remove_all_live() -> list[str]:
     names = live_containers()
     if not names or os.getpid() != _owner_pid:
         return []  # nothing to do, or a forked child: the containers belong to the parent
-    import docker
     try:
-        client = docker.from_env(timeout=30)  # a fresh client: the main one may be mid-request
+        client = docker_client(CLEANUP_TIMEOUT)  # a fresh client: the main one may be mid-request
     except Exception:
         # The engine is unreachable (this connects to ask its API version). Raising here would replace
         # a SIGINT's KeyboardInterrupt; the names stay registered for a later attempt.

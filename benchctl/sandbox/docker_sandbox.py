@@ -28,6 +28,7 @@ from typing import Any
 
 from benchctl.sandbox import artifacts, cleanup
 from benchctl.sandbox.base import (DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec)
+from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, DockerUnavailable, docker_client
 from benchctl.sandbox.docker_exec import FrameReader, StreamCapture
 from benchctl.sandbox.limits import LimitError, check_limits, memory_bytes, work_bytes
 
@@ -49,14 +50,10 @@ class SandboxError(RuntimeError):
 
 
 def _client() -> Any:
-    import docker
     try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except Exception as e:
-        raise SandboxError(f"Docker Engine not reachable ({e}); start it or set DOCKER_HOST, "
-                           "then check with `benchctl doctor`") from e
-    return client
+        return docker_client(SANDBOX_TIMEOUT)
+    except DockerUnavailable as e:
+        raise SandboxError(str(e)) from e
 
 
 class DockerSandbox:
@@ -69,6 +66,7 @@ class DockerSandbox:
         self.container_id: str | None = None
         self.name = f"benchctl-{_slug(spec.run_id)}-{uuid.uuid4().hex[:8]}"
         self._client = client
+        self._owns_client = client is None   # made here on first use, so closed here by stop()
         self._lock = threading.Lock()
         self._oom_seen = 0
         self._stopped = False
@@ -189,6 +187,8 @@ class DockerSandbox:
         # Only forget the container once it is really gone, so atexit/signal cleanup can retry.
         cleanup._remove_one(self.client, self.container_id or self.name)
         cleanup.unregister(self.name)
+        if self._owns_client:   # its connections; a late call from another thread reconnects by itself
+            self.client.close()
 
     def __enter__(self) -> "DockerSandbox":
         self.start()

@@ -34,7 +34,7 @@ def expand_tool_configs(task_dir: str | Path, specs: list[Any], configs: list[st
         return specs
     names = list(dict.fromkeys(configs or [DEFAULT_CONFIG]))
     file = Path(task_dir) / "task.toml"
-    from benchctl.run_setup import check_model      # keys / base URLs / scripts, before anything runs
+    from benchctl.preflight import check_model      # keys / base URLs / scripts, before anything runs
     check_model(hb.target.model, f"{file}: key `target.model`")
     for name in names:
         try:

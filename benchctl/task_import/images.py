@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchctl.sandbox.docker_client import DockerUnavailable, docker_client
 from benchctl.task_import.pin import content_hash, file_digests
 
 TAG_PREFIX = "benchctl-task-"
@@ -31,18 +32,11 @@ def local_tag(name: str, context: Path) -> str:
     return f"{TAG_PREFIX}{name.lower()}:{content_hash(file_digests(context)).split(':', 1)[1][:12]}"
 
 
-def _client() -> Any:
-    import docker
-    client = docker.from_env(timeout=60)
-    client.ping()
-    return client
-
-
 def client_or_none() -> Any:
     """One Docker client to probe many images with (None without a reachable engine)."""
     try:
-        return _client()
-    except Exception:
+        return docker_client()
+    except DockerUnavailable:
         return None
 
 
@@ -53,9 +47,9 @@ def probe(name: str | None, client: Any = None) -> ImageProbe:
     try:
         import docker.errors
         own = client is None
-        client = client or _client()
-    except Exception as e:
-        return ImageProbe(name, problem=f"Docker Engine not reachable ({e})")
+        client = client or docker_client()
+    except DockerUnavailable as e:
+        return ImageProbe(name, problem=str(e))
     try:
         info = client.api.inspect_image(name)
     except docker.errors.ImageNotFound:
@@ -79,13 +73,11 @@ def build(context: Path, tag: str, *, timeout: float = 600, labels: dict[str, st
         return existing
     if not (context / "Dockerfile").is_file():
         raise ImageBuildError(f"{context}/Dockerfile does not exist")
-    import docker
     import docker.errors
     try:
-        client = docker.from_env(timeout=int(timeout))
-        client.ping()
-    except Exception as e:
-        raise ImageBuildError(f"Docker Engine not reachable ({e})") from None
+        client = docker_client(timeout)   # the build's own limit: a build step may stay silent for long
+    except DockerUnavailable as e:
+        raise ImageBuildError(str(e)) from None
     try:
         client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, labels=labels or {},
                             timeout=int(timeout))
