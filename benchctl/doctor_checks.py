@@ -18,9 +18,6 @@ from typing import Any
 
 import typer
 
-PROVIDER_KEYS = (("anthropic", ("ANTHROPIC_API_KEY",)), ("openai", ("OPENAI_API_KEY",)),
-                 ("google", ("GOOGLE_API_KEY", "GEMINI_API_KEY")))
-
 
 @dataclass
 class Check:
@@ -92,7 +89,9 @@ def check_binaries() -> list[Check]:
 
 def check_keys() -> list[Check]:
     checks = []
-    for provider, names in PROVIDER_KEYS:
+    from benchctl.gateway.provider_env import PROVIDERS
+    for provider, env in PROVIDERS.items():
+        names = env.keys
         present = [n for n in names if os.environ.get(n)]
         if present:
             checks.append(Check(f"key: {provider}", "ok", f"{present[0]} is set"))

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Coroutine, TypeVar
 
+from benchctl.gateway.provider_env import PROVIDERS
 from benchctl.gateway.upstream import ModelId, ModelIdError, Upstream, UpstreamCall
 from benchctl.transcript import TranscriptWriter
 
@@ -43,13 +43,6 @@ WIRE_FOR_PROVIDER = {
 
 # provider -> (key variables, base-URL variable): a missing key is only an error when the
 # vendor's real endpoint would be used (a base-URL override may be a keyless proxy or a fake).
-KEYS = {
-    "anthropic": (("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL"),
-    "openai": (("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
-    "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GOOGLE_GEMINI_BASE_URL"),
-}
-
-
 @dataclass
 class Completion:
     text: str
@@ -132,12 +125,10 @@ def build_request(model: ModelId, messages: list[dict[str, Any]], system: str | 
 
 
 def _check_key(model: ModelId) -> None:
-    if model.provider not in KEYS:
-        return
-    names, base_var = KEYS[model.provider]
-    if not any(os.environ.get(n) for n in names) and not os.environ.get(base_var):
-        raise ModelCallError(f"cannot call {model}: set {' or '.join(names)} in the environment "
-                             f"(or {base_var} to a proxy that needs no key)")
+    env = PROVIDERS.get(model.provider)
+    if env is not None and not env.configured():
+        raise ModelCallError(f"cannot call {model}: set {' or '.join(env.keys)} in the environment "
+                             f"(or {env.base_url_var} to a proxy that needs no key)")
 
 
 # ---------------------------------------------------------------- the shared loop and upstreams

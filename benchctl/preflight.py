@@ -7,18 +7,12 @@ a `RunError` whose message names where the bad value came from and the fix.
 """
 from __future__ import annotations
 
-import os
 from contextlib import closing
 
 from benchctl.sandbox.docker_client import DockerUnavailable, docker_client
 from benchctl.tasks import DEFAULT_IMAGE, Task
 
 # provider -> (key variables, base-url variables): a key is needed unless a base URL points elsewhere
-_KEYS = {"anthropic": (("ANTHROPIC_API_KEY",), ("ANTHROPIC_BASE_URL",)),
-         "openai": (("OPENAI_API_KEY",), ("OPENAI_BASE_URL",)),
-         "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), ("GOOGLE_GEMINI_BASE_URL",))}
-
-
 class RunError(ValueError):
     pass
 
@@ -47,11 +41,11 @@ def check_model(model: str, what: str = "--model") -> None:
         except Exception as e:
             raise RunError(f"{label}: {e}") from None
         return
-    if mid.provider in _KEYS:
-        keys, bases = _KEYS[mid.provider]
-        if not any(os.environ.get(k) for k in keys) and not any(os.environ.get(b) for b in bases):
-            raise RunError(f"{label}: no API key; export {keys[0]}=... on the host "
-                           f"(it stays in the gateway and never reaches the sandbox)")
+    from benchctl.gateway.provider_env import PROVIDERS
+    env = PROVIDERS.get(mid.provider)
+    if env is not None and not env.configured():
+        raise RunError(f"{label}: no API key; export {env.keys[0]}=... on the host "
+                       f"(it stays in the gateway and never reaches the sandbox)")
     if mid.provider == "openai-compatible":
         try:
             from benchctl.gateway.http_upstreams import http_upstream

@@ -25,6 +25,7 @@ from typing import AsyncIterator, Mapping
 import httpx2
 import orjson
 
+from benchctl.gateway.provider_env import PROVIDERS
 from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, ConnectionPool, RawResponse
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
@@ -146,8 +147,8 @@ class AnthropicUpstream(HttpUpstream):
     wire_apis = ("anthropic_messages", "anthropic_count_tokens")
 
     def __init__(self, model: ModelId) -> None:
-        super().__init__(model, os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com",
-                         os.environ.get("ANTHROPIC_API_KEY", ""))
+        env = PROVIDERS["anthropic"]
+        super().__init__(model, env.base_url(), env.api_key())
 
     def url(self, call: UpstreamCall) -> str:
         return self.base_url + call.path  # /v1/messages, /v1/messages/count_tokens
@@ -164,8 +165,8 @@ class OpenAIUpstream(HttpUpstream):
     wire_apis = ("openai_responses", "openai_chat")
 
     def __init__(self, model: ModelId, base_url: str | None = None, api_key: str | None = None) -> None:
-        super().__init__(model, base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1",
-                         os.environ.get("OPENAI_API_KEY", "") if api_key is None else api_key)
+        env = PROVIDERS["openai"]
+        super().__init__(model, base_url or env.base_url(), env.api_key() if api_key is None else api_key)
 
     def url(self, call: UpstreamCall) -> str:
         # The client spoke /v1/<endpoint>; vendor base URLs include the /v1 (OpenAI SDK convention).
@@ -196,8 +197,8 @@ class GoogleUpstream(HttpUpstream):
     wire_apis = ("gemini",)
 
     def __init__(self, model: ModelId) -> None:
-        super().__init__(model, os.environ.get("GOOGLE_GEMINI_BASE_URL") or "https://generativelanguage.googleapis.com",
-                         os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY", ""))
+        env = PROVIDERS["google"]
+        super().__init__(model, env.base_url(), env.api_key())
 
     def url(self, call: UpstreamCall) -> str:
         return self.base_url + call.path  # /v1beta/models/<name>:(stream)generateContent
