@@ -23,7 +23,7 @@ from benchctl.grading.config import GradingConfig, GradingConfigError, check_gra
 from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
 from benchctl.grading.record import GradeJob
 from benchctl.jsonio import read_json, write_json_atomic
-from benchctl.layout import FINAL_STATUSES, grade_path, iter_runs
+from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
 
 
 @dataclass
@@ -115,8 +115,10 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
         run_id = meta.get("run_id") or run_path.name
         if opts.run_glob and not fnmatch.fnmatch(run_id, opts.run_glob):
             continue
-        if meta.get("status") not in FINAL_STATUSES:
-            session.skipped_runs.append((run_id, f"status {meta.get('status')!r} is not finished"))
+        if meta.get("status") not in GRADED_STATUSES:
+            why = (": stopped by a cost cap (not graded, never averaged)" if meta.get("status") == "budget_exhausted"
+                   else " is not finished")
+            session.skipped_runs.append((run_id, f"status {meta.get('status')!r}{why}"))
             continue
         task_dir = opts.task_dir or (meta.get("spec") or {}).get("task_dir")
         if not task_dir:

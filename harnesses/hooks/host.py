@@ -27,7 +27,7 @@ import orjson
 
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import WORK_DIR
-from harnesses.base import HarnessContext, fallback_count, tool_notices
+from harnesses.base import HarnessContext, cost_stopped, fallback_count, tool_notices
 
 ROUTE_PREFIX = "/benchctl/hooks/"
 FALLBACK_CONTINUE = ("Your previous response was not delivered. Continue the task from where you left off; "
@@ -108,6 +108,8 @@ class HookHost:
         tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=inp.get("tool_name"),
                 tool_id=tool_id, file_changed=payload.get("file") is not None, **ids)
         parts = tool_notices(self.ctx, tool_id, self._file_text(payload), now, **ids)
+        if cost_stopped(self.ctx):     # the final notice (recorded when the cap was reached); the CLI ends next
+            parts.append(str(self.ctx.stop.info.get("notice") or self.ctx.stop.reason))
         if self._tokens is not None:
             tokens = self._tokens.after_tool(self.ctx, tool_id, now)
             if tokens:
@@ -119,6 +121,10 @@ class HookHost:
     def stop(self, payload: dict[str, Any]) -> dict[str, Any]:
         inp = payload.get("input") or {}
         ctx, tr, pol, now = self.ctx, self.ctx.transcript, self.ctx.policies, self.clock()
+        if cost_stopped(ctx):          # a cost cap: let it stop, never ask for more
+            tr.emit("hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"),
+                    decision="stop")
+            return {}
         decision = stop_decision(ctx.budget, now, ctx.stop_state, pol.early_exit, pol.length, self._file_text(payload))
         last = inp.get("last_assistant_message")
         kind, message = decision.kind, decision.message
