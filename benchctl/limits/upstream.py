@@ -28,10 +28,8 @@ class LimitedUpstream:
     async def send(self, call: UpstreamCall) -> UpstreamResponse:
         call_id = getattr(call, "call_id", None)
         call.waiting_for_limit = True         # a call cut off now was never sent (exchange.record)
-        try:
-            grant = await self.limits.acquire(self.keys, self.model, call_id)
-        finally:
-            call.waiting_for_limit = False
+        grant = await self.limits.acquire(self.keys, self.model, call_id)
+        call.waiting_for_limit = False
         try:
             response = await self.inner.send(call)
         except BaseException:
