@@ -27,10 +27,11 @@ from typing import Any, Callable, Protocol
 @dataclass
 class Grant:
     """A call may go: what it holds (release it when the call ends), and how long it waited."""
-    permit: Any                 # state.Permit, or None when nothing needs releasing
+    permit: Any                 # the limiter's handle for `release` (None when nothing needs releasing)
     waited_s: float = 0.0
     reason: str | None = None   # why it waited: max_connections | requests_per_minute | tokens_per_minute
                                 # | retry_after | rate_limit_headers (None: it did not wait)
+    tracked: bool = False       # it holds a connection slot or owes tokens: release it when the call's body ends
 
 
 class Limiter(Protocol):

@@ -127,7 +127,7 @@ class LocalLimiter:
         if isinstance(result, Exhausted):
             raise result
         waited = max(0.0, self.clock() - t0) if t.reason else 0.0
-        return Grant(result, waited, t.reason)
+        return Grant(result, waited, t.reason, tracked=result.tracked)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -56,10 +56,9 @@ class LimiterActor:
             return ("cancelled",)
         finally:
             self._acquiring.pop(ticket, None)
-        permit = grant.permit
-        if permit is not None and permit.tracked:
-            self._granted[ticket] = permit
-        return ("granted", permit is not None and permit.tracked, grant.waited_s, grant.reason)
+        if grant.tracked:
+            self._granted[ticket] = grant.permit
+        return ("granted", grant.tracked, grant.waited_s, grant.reason)
 
     def cancel(self, ticket: str) -> None:
         """The client gave up on this call: stop its wait, or free what it was granted."""
@@ -155,7 +154,7 @@ class RayLimiter:
         if result[0] != "granted":
             raise asyncio.CancelledError()
         _, tracked, waited, reason = result
-        return Grant(ticket if tracked else None, float(waited), reason)
+        return Grant(ticket if tracked else None, float(waited), reason, tracked=bool(tracked))
 
     def release(self, permit: Any, tokens: int = 0) -> None:
         if permit is not None:

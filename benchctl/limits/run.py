@@ -180,7 +180,7 @@ class RunLimits:
         if self.stop.is_set():        # a cap was reached while this call waited
             self.limiter.release(grant.permit, 0)
             raise CallRefused(f"benchctl: {self.stop.reason}; the run is stopping")
-        if self.track_calls or (grant.permit is not None and grant.permit.tracked):
+        if self.track_calls or grant.tracked:
             with self._lock:
                 self._active += 1
         return grant
@@ -188,13 +188,13 @@ class RunLimits:
     def finished(self, grant: Grant, tokens: int) -> None:
         """A call granted by `acquire` ended (its body read, or it failed)."""
         self.limiter.release(grant.permit, tokens)
-        if self.track_calls or (grant.permit is not None and grant.permit.tracked):
+        if self.track_calls or grant.tracked:
             with self._lock:
                 self._active = max(0, self._active - 1)
 
     def follows(self, grant: Grant) -> bool:
         """Whether this call must be followed to the end of its body."""
-        return self.track_calls or (grant.permit is not None and grant.permit.tracked)
+        return self.track_calls or grant.tracked
 
     def observe(self, keys: tuple[str, ...], status: int, headers: dict[str, str]) -> None:
         """A response head arrived: a 429's retry-after or a spent rate-limit header holds the model's key."""
