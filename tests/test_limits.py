@@ -347,3 +347,114 @@ def test_a_call_waiting_when_the_sweeps_money_runs_out_is_refused() -> None:
             await waiting
         assert second.stop.is_set() and second.stop.info["cap"] == "sweep"
     asyncio.run(scenario())
+
+
+# ---------------------------------------------------------------- the Ray actor's leases, without Ray
+
+def test_the_ray_limiter_frees_the_permits_of_a_run_whose_node_went_silent() -> None:
+    from benchctl.limits.ray_limiter import LimiterActor
+
+    async def scenario() -> None:
+        actor = LimiterActor(LimitsConfig(max_connections=1), 0.0, lease_s=0.6)
+        keys = ["anthropic", MODEL]
+        assert (await actor.acquire(keys, "lost-node-run", "t1"))[:2] == ("granted", True)
+        waiting = asyncio.ensure_future(actor.acquire(keys, "live-run", "t2"))
+        for _ in range(4):                 # the live run renews its lease; the lost one never does
+            await asyncio.sleep(0.3)
+            assert not actor.renew(["live-run"])
+        kind, tracked, waited, reason = await asyncio.wait_for(waiting, 5)
+        assert (kind, tracked, reason) == ("granted", True, "max_connections") and waited >= 0.5
+        assert actor.stats()["anthropic"]["in_flight"] == 1        # the lost run's slot came back, once
+        actor.cancel("t2")                 # a client that gave up after its grant gives the slot back
+        assert actor.stats()["anthropic"]["in_flight"] == 0
+    asyncio.run(scenario())
+
+
+# ---------------------------------------------------------------- what a resumed sweep has spent
+
+def test_spend_on_disk_counts_finished_unfinished_and_earlier_attempts(tmp_path: Path) -> None:
+    import orjson
+
+    from benchctl.limits.spend import spent_on_disk
+
+    def write(d: Path, meta: dict[str, Any] | None, events: list[dict[str, Any]]) -> None:
+        d.mkdir(parents=True)
+        if meta is not None:
+            (d / "meta.json").write_bytes(orjson.dumps(meta))
+        (d / "transcript.jsonl").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events) + b'{"torn')
+    call = lambda c: {"type": "model_call", "cost_usd": c}       # noqa: E731
+    runs = tmp_path / "runs"
+    write(runs / "a", {"status": "completed", "cost_usd": 0.5}, [call(9.0)])          # meta wins: 0.5
+    write(runs / "b", {"status": "completed", "cost_usd": 0.25,
+                       "target_tools": {"target": {"cost_usd": 0.1}, "auxiliary": {"cost_usd": 0.05}}}, [])
+    write(runs / "c", {"status": "completed", "cost_usd": None},                     # unknown: its transcript
+          [call(0.2), call(None), {"type": "refusal", "action": "retry", "cost_usd": 0.03},
+           {"type": "refusal", "action": "fallback", "cost_usd": 7.0}, {"type": "target_call", "cost_usd": 0.02}])
+    write(runs / "d", None, [call(0.4), {"type": "rate_limit_wait", "wait_s": 3.0}])   # unfinished
+    write(runs / "d" / "attempts" / "1", {"status": "error", "cost_usd": 0.11}, [])
+    write(runs / "d" / "attempts" / "2", None, [call(0.07)])
+    assert spent_on_disk(tmp_path) == pytest.approx(0.5 + 0.4 + 0.25 + 0.4 + 0.11 + 0.07)
+    assert spent_on_disk(tmp_path / "nothing-here") == 0.0
+
+
+# ---------------------------------------------------------------- configuration, before anything runs
+
+def test_cost_caps_refuse_unpriced_models_and_bad_limits_name_their_source(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchctl.run_setup import RunError, resolve_config
+    from tests._run_helpers import make_task
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-0123456789")
+    task, _ = make_task(tmp_path, [], name="capped")
+    base = dict(task=task, harnesses=[], budgets=["1m"], seeds=1, out=tmp_path / "out", concurrency=None,
+                fallback=None, variants=[], sweep=None)
+    with pytest.raises(RunError, match=r"--max-cost: a cost cap cannot count what unpriced models spend: "
+                                       r"anthropic/claude-sonnet-5-5 .*--allow-unpriced"):
+        resolve_config(models=["anthropic/claude-sonnet-5-5", MODEL], max_cost=5.0, **base)
+    r = resolve_config(models=["anthropic/claude-sonnet-5-5"], max_cost=5.0, allow_unpriced=True,
+                       max_connections=4, **base)
+    assert r.sweep.limits.max_cost == 5.0 and r.sweep.limits.max_connections == 4
+    resolve_config(models=[MODEL], max_cost=5.0, **base)     # priced: fine
+    with pytest.raises(RunError, match="--max-connections: 0 must be >= 1"):
+        resolve_config(models=[MODEL], max_connections=0, **base)
+    # a run's own cap lives in the task's [limits]; a bad one names the file and the key
+    (task / "task.toml").write_text((task / "task.toml").read_text() + "[limits]\nmax_cost = -1\n")
+    with pytest.raises(RunError, match=r"task.toml: key `limits.max_cost`: -1 is not a positive amount of USD"):
+        resolve_config(models=[MODEL], **base)
+    (task / "task.toml").write_text((task / "task.toml").read_text().replace("max_cost = -1", "max_cost = 2\nmax_costs = 1"))
+    with pytest.raises(RunError, match=r"key `limits.max_costs`: unknown key. Fix: use one of: cpus, memory, pids, max_cost"):
+        resolve_config(models=[MODEL], **base)
+    (task / "task.toml").write_text((task / "task.toml").read_text().replace("\nmax_costs = 1", ""))
+    with pytest.raises(RunError, match=r"task.toml: key `limits.max_cost`: .*unpriced models spend: anthropic/claude-sonnet-5-5"):
+        resolve_config(models=["anthropic/claude-sonnet-5-5"], **base)
+    assert resolve_config(models=[MODEL], **base).task.max_cost == 2.0
+    # a sweep file's [limits]: its errors name the file and key; flags override it
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'task = "capped"\nmodels = ["{MODEL}"]\nout = "o"\n[limits]\nmax_cost = 3\n'
+                     '[limits.providers.anthropic]\nmax_connections = "8"\n')
+    sweep_base = {**base, "task": None, "out": None, "sweep": sweep}
+    with pytest.raises(RunError, match=r"sweep.toml: key `limits.providers.anthropic.max_connections`: '8' is not"):
+        resolve_config(models=[], **sweep_base)
+    sweep.write_text(sweep.read_text().replace('"8"', "8"))
+    r = resolve_config(models=[], **sweep_base)
+    assert r.sweep.limits.max_cost == 3 and r.sweep.limits.limit_for("anthropic").max_connections == 8
+    assert resolve_config(models=[], max_cost=9.0, **sweep_base).sweep.limits.max_cost == 9.0
+    assert r.sweep.to_dict()["limits"]["providers"] == {"anthropic": {"max_connections": 8}}
+
+
+def test_the_cli_hooks_and_react_tell_the_agent_the_same_paused_time(tmp_path: Path) -> None:
+    from benchctl.policies import RunPolicies
+    from harnesses.base import HarnessContext, tool_notices
+    from harnesses.hooks.host import HookHost
+
+    paused = [0.0]
+    now = 2000.0
+    ctx = HarnessContext(run_id="r", model=MODEL, instructions="x", sandbox=None, gateway=None,  # type: ignore[arg-type]
+                         transcript=TranscriptWriter(None), budget=Budget(1900.0, 600.0, paused=lambda: paused[0]),
+                         policies=RunPolicies(), run_dir=tmp_path)
+    paused[0] = 75.0
+    host = HookHost(ctx, "claude-code", clock=lambda: now)
+    hook = host.post_tool_use({"input": {"tool_use_id": "t1", "tool_name": "Bash"}})
+    react = tool_notices(ctx, "t1", None, now)        # what ReAct appends to its tool result
+    assert hook["hookSpecificOutput"]["additionalContext"] == "\n".join(react) == (
+        "[benchctl] Time remaining: 9m 35s of 10m 00s (the clock was paused for 1m 15s while rate limits held "
+        "your model calls back).")

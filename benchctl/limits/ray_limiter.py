@@ -33,9 +33,10 @@ WAIT_NOTICE_S = 0.25   # an acquire unanswered for this long counts as a wait (t
 class LimiterActor:
     """Runs as `ray.remote(LimiterActor)` (async methods: many calls wait at once on one loop)."""
 
-    def __init__(self, config: LimitsConfig, spent: float) -> None:
+    def __init__(self, config: LimitsConfig, spent: float, lease_s: float = LEASE_S) -> None:
         from benchctl.limits.local import LocalLimiter
         self.limiter = LocalLimiter(config, spent)
+        self.lease_s = lease_s
         self._acquiring: dict[str, asyncio.Task[Any]] = {}   # client ticket -> its acquire
         self._granted: dict[str, Permit] = {}               # client ticket -> permit (tracked ones)
         self._seen: dict[str, float] = {}                    # holder -> last heard of
@@ -105,8 +106,8 @@ class LimiterActor:
 
     async def _reap(self) -> None:
         while True:
-            await asyncio.sleep(RENEW_S)
-            cutoff = time.monotonic() - LEASE_S
+            await asyncio.sleep(min(RENEW_S, self.lease_s / 2))
+            cutoff = time.monotonic() - self.lease_s
             for holder in [h for h, t in self._seen.items() if t < cutoff]:
                 del self._seen[holder]
                 self._drop_holder(holder)
