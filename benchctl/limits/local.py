@@ -33,14 +33,17 @@ class LocalLimiter:
 
     async def acquire(self, keys: tuple[str, ...], holder: str, on_wait: Callable[[], None] | None = None) -> Grant:
         """Wait until a call on `keys` may go; raises Exhausted when the sweep's money is spent."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Any] = loop.create_future()
         now = self.clock()
         with self._lock:
+            permit = self._state.grant_now(keys, holder, now)    # the common case: room at once, no wait
+            if permit is not None:
+                return Grant(permit, 0.0, None, tracked=permit.tracked)
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[Any] = loop.create_future()
             ticket = self._state.enqueue(keys, holder, now)
             self._waiters[ticket.id] = (loop, fut)
             self._pump(now)
-        if fut.done():                      # the common case: room at once, no wait
+        if fut.done():                      # room after all (the clock moved on)
             return self._grant(fut, ticket, now)
         if on_wait is not None:
             on_wait()

@@ -198,9 +198,7 @@ class RunLimits:
 
     def observe(self, keys: tuple[str, ...], status: int, headers: dict[str, str]) -> None:
         """A response head arrived: a 429's retry-after or a spent rate-limit header holds the model's key."""
-        if status < 400 and not any(h.startswith(("anthropic-ratelimit-", "x-ratelimit-")) for h in headers):
-            return
-        held = hold_until(status, headers, self.clock())
+        held = hold_until(status, headers, self.clock())     # a few dict lookups when nothing is spent
         if held is not None:
             self.limiter.hold(keys[-1], held[0], held[1])
 

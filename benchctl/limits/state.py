@@ -151,6 +151,18 @@ class LimitState:
             out.append((t, self._grant(t, now)))
         return out
 
+    def grant_now(self, keys: tuple[str, ...], holder: str, now: float) -> Permit | None:
+        """The fast path: a permit at once when nobody waits and every key has room, else None
+        (then the caller waits as a ticket). Raises Exhausted when the sweep's money is spent."""
+        if self.exhausted():
+            raise Exhausted()
+        if self._waiting:
+            return None
+        for name in keys:
+            if self._blocked(self.key(name, now), now):
+                return None
+        return self._grant(Ticket(next(self._ids), tuple(keys), holder, now), now)
+
     def _grant(self, t: Ticket, now: float) -> Permit:
         keys = [self.key(name, now) for name in t.keys]
         # Only a permit that holds a connection slot or owes tokens is kept (and must be released):
