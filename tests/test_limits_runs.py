@@ -166,3 +166,30 @@ def test_rate_limit_waits_extend_the_deadline_and_the_time_notice_says_so(tmp_pa
         assert (said in after[0]) is pause
         tool_result = next(e for e in events if e["type"] == "tool_result" and e["seq"] > wait["seq"])
         assert after[0] in tool_result["output"]                 # what the model received
+
+
+@pytest.mark.cli_binaries
+def test_a_cost_cap_ends_an_agent_cli_cleanly(tmp_path: Path, sandbox_image: str) -> None:
+    """Claude Code keeps asking for more: after the run's cap the gateway refuses its calls and the
+    CLI is ended once none is in flight — no call cut off, every call priced."""
+    bash = {"text": "Looking.", "tool_calls": [{"name": "Bash", "input": {"command": "sleep 1; ls /data"}}],
+            "usage": {"input_tokens": 100_000, "output_tokens": 0}}
+    up = FakeUpstreamServer({"turns": [bash], "after_end": "repeat_last"}).start()
+    try:
+        task, out = task_dir(tmp_path, "[limits]\nmax_cost = 0.25\n"), tmp_path / "out"
+        r = run(task, out, up, "--harness", "claude-code")
+        assert r.returncode == 0, r.stderr
+        (p,) = runs(out)
+        meta, events = read_json(p / "meta.json"), read_jsonl(p / "transcript.jsonl")
+        sent = len(up.generation_requests())
+    finally:
+        up.close()
+    assert meta["status"] == "budget_exhausted" and meta["cost_cap"]["cap"] == "run", meta.get("error")
+    calls = [e for e in events if e["type"] == "model_call" and e.get("wire_api") == "anthropic_messages"]
+    priced = [c for c in calls if c.get("status") == 200]
+    assert len(priced) == sent == meta["gateway"]["calls"] and sent >= 3       # what reached the provider
+    assert all(c["outcome"] == "ok" and c["cost_usd"] == pytest.approx(0.1) for c in priced)   # nothing cut off
+    assert meta["cost_usd"] == pytest.approx(0.1 * sent) and meta["cost_usd"] >= 0.25
+    cap_at = next(e["seq"] for e in events if e["type"] == "notice" and e["kind"] == "cost_cap")
+    assert all(c["seq"] < cap_at for c in priced)                 # no call went out after the cap
+    assert "cost cap" in (meta["error"] or "")
