@@ -35,6 +35,7 @@ from benchctl.gateway.registry import resolve_upstream
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream
 from benchctl.gateway.wire_parse import USAGE_KEYS
+from benchctl.limits.run import RunLimits
 from benchctl.transcript import Redactor, TranscriptWriter
 
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
@@ -92,7 +93,6 @@ class Gateway:
         self.redact = Redactor()   # secret values of this host's environment, scrubbed from what clients get
         self.routes: list[tuple[str, RouteHandler]] = []
         self.last_headers: dict[str, dict[str, str]] = {}   # wire api -> pass-through headers last recorded
-        from benchctl.limits.run import RunLimits
         self.limits = config.limits if config.limits is not None else RunLimits(None, self.transcript)
         self._deadline = config.deadline
         self.phase = 0                     # +1 at each set_deadline (the run, then each follow-up)
@@ -111,6 +111,7 @@ class Gateway:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[asyncio.AbstractServer] = []
+        self._watcher: asyncio.Future[None] | None = None
         self._conn_tasks: set[asyncio.Task[None]] = set()
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._closed = False
@@ -224,9 +225,8 @@ class Gateway:
             self._tmpdir.cleanup()
 
     async def _shutdown(self) -> None:
-        watcher = getattr(self, "_watcher", None)
-        if watcher is not None:
-            watcher.cancel()
+        if self._watcher is not None:
+            self._watcher.cancel()
         for server in self._servers:
             server.close()
         for task in list(self._conn_tasks):

@@ -96,17 +96,19 @@ class RunStop:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
         self.reason: str | None = None
         self.info: dict[str, Any] = {}
         self.busy: Callable[[], int] = lambda: 0
 
     def request(self, reason: str, **info: Any) -> bool:
         """True the first time (the first reason wins)."""
-        if self._event.is_set():
-            return False
-        self.reason, self.info = reason, dict(info)
-        self._event.set()
-        return True
+        with self._lock:
+            if self._event.is_set():
+                return False
+            self.reason, self.info = reason, dict(info)
+            self._event.set()
+            return True
 
     def is_set(self) -> bool:
         return self._event.is_set()
