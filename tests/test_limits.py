@@ -458,3 +458,21 @@ def test_the_cli_hooks_and_react_tell_the_agent_the_same_paused_time(tmp_path: P
     assert hook["hookSpecificOutput"]["additionalContext"] == "\n".join(react) == (
         "[benchctl] Time remaining: 9m 35s of 10m 00s (the clock was paused for 1m 15s while rate limits held "
         "your model calls back).")
+
+
+def test_a_stream_its_client_abandons_gives_its_slot_back_at_once(fleet_factory: Any) -> None:
+    slow = {"turns": [{"text": "one two three four five six", "chunks": 6, "chunk_delay": 1.0}],
+            "after_end": "repeat_last"}
+    fleet = fleet_factory(slow, LimitsConfig(max_connections=1), n=2)
+    a, b = fleet.gws
+    with anthropic_client(a, max_retries=0).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+        next(iter(s.text_stream))                     # the first words, then the client hangs up
+    end = time.monotonic() + 10
+    while not fleet.events(0, "model_call") and time.monotonic() < end:
+        time.sleep(0.02)
+    (cut,) = fleet.events(0, "model_call")
+    assert cut["outcome"] == "cancelled" and cut["partial"] is True
+    time.sleep(0.2)
+    assert fleet.limiter.stats()["anthropic"]["in_flight"] == 0     # its slot is free, 5 s before its stream's end
+    r = anthropic_client(b, max_retries=0, timeout=30).messages.create(model="m", max_tokens=5, messages=MSG)
+    assert r.content[0].text.startswith("one") and fleet.events(1, "rate_limit_wait") == []

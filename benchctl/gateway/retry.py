@@ -117,9 +117,14 @@ def parse_retry_after(headers: dict[str, str]) -> float | None:
 
 
 async def _prepend(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    yield first
-    async for chunk in rest:
-        yield chunk
+    try:
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:    # closing this closes the body behind it at once (its connection, its limiter slot)
+        close = getattr(rest, "aclose", None)
+        if close is not None:
+            await close()
 
 
 async def _empty() -> AsyncIterator[bytes]:
