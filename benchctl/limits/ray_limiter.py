@@ -202,8 +202,9 @@ class RayLimiter:
             time.sleep(RENEW_S)
             with self._lock:
                 holders = list(self._holders)
-            if not holders:
-                continue
+                if not holders:          # no run of this process holds anything: the next acquire starts a new one
+                    self._renewer = None
+                    return
             try:
                 self._exhausted = bool(ray.get(self.actor.renew.remote(holders), timeout=30))
             except Exception:
