@@ -357,14 +357,17 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     try:
         with prog:
             results = runner.run_all(r.specs)
-        spent = plan.limiter.spent()
+        try:
+            spent: float | None = plan.limiter.spent()
+        except Exception:           # the limiter went away (its Ray node died): the runs are recorded anyway
+            spent = None
     finally:
         restore()
         executor.close()
     if runner.cancel.is_set():
         print("interrupted: unfinished runs will be redone when you rerun the same command", file=sys.stderr)
         return 130
-    if cap is not None and progress_mode != "quiet":
+    if cap is not None and spent is not None and progress_mode != "quiet":
         print(f"spent ${spent:.4f} of the sweep's ${cap:.2f} cost cap (priced calls of every run in {r.out})",
               file=sys.stderr)
     if runner.not_started:

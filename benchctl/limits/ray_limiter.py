@@ -215,9 +215,14 @@ async def _awaited(ref: Any) -> Any:
     return await ref
 
 
+HEAD_NODE = "node:__internal_head__"   # the resource only the head node has (Ray Train's state actor uses it too)
+
+
 def start_actor(ray: Any, config: LimitsConfig, spent: float) -> RayLimiter:
-    """The driver's side: one named limiter actor for this sweep (it ends with the driver)."""
+    """The driver's side: one named limiter actor for this sweep, on the head node — a worker node
+    that dies must not take the sweep's limits and spend count with it; without its head the
+    cluster is gone anyway. It ends with the driver."""
     name = f"{ACTOR_PREFIX}{uuid.uuid4().hex[:12]}"
-    actor = ray.remote(LimiterActor).options(name=name, num_cpus=0, max_concurrency=10_000,
-                                             max_restarts=0).remote(config, spent)
+    actor = ray.remote(LimiterActor).options(name=name, num_cpus=0, max_concurrency=10_000, max_restarts=0,
+                                             resources={HEAD_NODE: 0.001}).remote(config, spent)
     return RayLimiter(actor, name)
