@@ -26,9 +26,12 @@ META = "meta.json"
 TRANSCRIPT = "transcript.jsonl"
 ARTIFACTS = "artifacts"
 
-RunStatus = Literal["running", "completed", "timeout", "refused", "error"]
+RunStatus = Literal["running", "completed", "timeout", "refused", "error", "budget_exhausted"]
 # A run in one of these states is finished: resume skips it. `error` runs are redone.
-FINAL_STATUSES: frozenset[str] = frozenset({"completed", "timeout", "refused"})
+# `budget_exhausted`: a cost cap stopped it cleanly (benchctl/limits); finished, but not graded
+# and never averaged into scores (the report counts and lists it).
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "timeout", "refused", "budget_exhausted"})
+GRADED_STATUSES: frozenset[str] = frozenset({"completed", "timeout", "refused"})
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -115,6 +118,8 @@ class RunMeta(TypedDict, total=False):
     pin: dict[str, Any]              # imported tasks: source, commit, content hash, image (+ digest), verified/changed
     task_tests: dict[str, Any]       # imported tasks: run_task_tests available (or why not), calls and rewards
     node: dict[str, Any]             # runs on Ray: the node it ran on (id, ip, hostname)
+    rate_limits: dict[str, Any]      # waits for the limiter / 429 backoff and the budget pause (benchctl/limits/run.py)
+    cost_cap: dict[str, Any]         # when a cost cap was reached: cap (run|sweep), max_cost_usd, spent_usd
 
 
 META_SCHEMA = 1

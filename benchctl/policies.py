@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 def format_duration(seconds: float) -> str:
@@ -39,28 +40,42 @@ def parse_duration(text: str) -> float:
 
 @dataclass(frozen=True)
 class Budget:
-    """A time budget that started at `start` (unix seconds) and lasts `seconds`."""
+    """A time budget that started at `start` (unix seconds) and lasts `seconds`, paused while
+    `paused()` grows: the seconds the run's model calls spent held back by rate limits in this
+    phase (benchctl/limits, `pause_budget_on_rate_limit`). The deadline moves by that much, and
+    the time used is the time since `start` minus it. The gateway's deadline is the same number
+    (`Gateway.deadline`), so the agent's notices, the early-exit rule, the CLI's kill and the
+    gateway's refusal all agree."""
     start: float
     seconds: float
+    paused: Callable[[], float] | None = field(default=None, compare=False, repr=False)
+
+    def pause_s(self) -> float:
+        return max(0.0, self.paused()) if self.paused is not None else 0.0
 
     @property
     def deadline(self) -> float:
-        return self.start + self.seconds
+        return self.start + self.seconds + self.pause_s()
 
     def remaining(self, now: float) -> float:
         return max(0.0, self.deadline - now)
 
     def fraction_used(self, now: float) -> float:
-        return 1.0 if self.seconds <= 0 else min(1.0, max(0.0, (now - self.start) / self.seconds))
+        used = now - self.start - self.pause_s()
+        return 1.0 if self.seconds <= 0 else min(1.0, max(0.0, used / self.seconds))
 
     def expired(self, now: float) -> bool:
         return now >= self.deadline
 
 
 def time_notice(budget: Budget, now: float) -> str:
-    """The text an agent sees after every tool call."""
-    return (f"[benchctl] Time remaining: {format_duration(budget.remaining(now))} "
-            f"of {format_duration(budget.seconds)}.")
+    """The text an agent sees after every tool call (with the pause, when rate limits added time)."""
+    text = (f"[benchctl] Time remaining: {format_duration(budget.remaining(now))} "
+            f"of {format_duration(budget.seconds)}")
+    paused = budget.pause_s()
+    if paused >= 1.0:
+        text += f" (the clock was paused for {format_duration(paused)} while rate limits held your model calls back)"
+    return text + "."
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,13 @@ class RunLine:
     ended: float | None = None
 
 
+def rate_limit_wait(meta: dict[str, Any]) -> float:
+    """Seconds the run's calls were held back by rate limits (overlapping waits once; meta rate_limits.paused_s)."""
+    rl = meta.get("rate_limits")
+    v = rl.get("paused_s") if isinstance(rl, dict) else None
+    return float(v) if isinstance(v, (int, float)) else 0.0
+
+
 def _tokens(usage: Any) -> int:
     if not isinstance(usage, dict):
         return 0
@@ -47,6 +54,7 @@ class Progress:
         self.lines: dict[str, RunLine] = {}
         self.finished_metas: list[dict[str, Any]] = []
         self.skipped_ids: list[str] = []
+        self.not_started_ids: list[str] = []      # kept from starting by the sweep's cost cap
         self._lock = threading.Lock()
 
     def started(self, spec: Any) -> None:
@@ -88,6 +96,10 @@ class Progress:
         with self._lock:
             self.skipped_ids.append(spec.run_id)
 
+    def not_started(self, spec: Any, reason: str) -> None:
+        with self._lock:
+            self.not_started_ids.append(spec.run_id)
+
     def summary(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
         cost, unknown = 0.0, False
@@ -97,8 +109,11 @@ class Progress:
                 cost += m["cost_usd"]
             elif m.get("status") != "error":
                 unknown = True
-        return {"finished": len(self.finished_metas), "skipped": len(self.skipped_ids), "by_status": counts,
-                "cost_usd": None if unknown else round(cost, 6)}
+        out = {"finished": len(self.finished_metas), "skipped": len(self.skipped_ids), "by_status": counts,
+               "cost_usd": None if unknown else round(cost, 6)}
+        if self.not_started_ids:
+            out["not_started"] = len(self.not_started_ids)
+        return out
 
     def __enter__(self) -> "Progress":
         return self
@@ -127,11 +142,15 @@ class JsonLinesProgress(Progress):
         super().finished(spec, meta)
         self._out({"event": "run_finished", "run_id": spec.run_id, "status": meta.get("status"),
                    "elapsed_s": meta.get("elapsed_s"), "turns": meta.get("turns"), "cost_usd": meta.get("cost_usd"),
-                   "error": meta.get("error")})
+                   "rate_limit_wait_s": rate_limit_wait(meta), "error": meta.get("error")})
 
     def skipped(self, spec: Any, meta: dict[str, Any] | None) -> None:
         super().skipped(spec, meta)
         self._out({"event": "run_skipped", "run_id": spec.run_id, "status": (meta or {}).get("status")})
+
+    def not_started(self, spec: Any, reason: str) -> None:
+        super().not_started(spec, reason)
+        self._out({"event": "run_not_started", "run_id": spec.run_id, "reason": reason})
 
     def __exit__(self, *exc: object) -> None:
         self._out({"event": "summary", **self.summary()})
@@ -172,10 +191,17 @@ class RichProgress(Progress):
     def finished(self, spec: Any, meta: dict[str, Any]) -> None:
         super().finished(spec, meta)
         status = meta.get("status")
-        colour = {"completed": "green", "timeout": "yellow", "refused": "magenta"}.get(str(status), "red")
+        colour = {"completed": "green", "timeout": "yellow", "refused": "magenta",
+                  "budget_exhausted": "yellow"}.get(str(status), "red")
         err = f" ({meta.get('error')})" if meta.get("error") else ""
+        waited = rate_limit_wait(meta)
+        wait = f"  rate-limit wait {format_duration(waited)}" if waited else ""
         self.console.print(f"[{colour}]{status:9}[/] {spec.run_id}  {format_duration(meta.get('elapsed_s') or 0)}"
-                           f"  turns={meta.get('turns')}{err}")
+                           f"  turns={meta.get('turns')}{wait}{err}")
+
+    def not_started(self, spec: Any, reason: str) -> None:
+        super().not_started(spec, reason)
+        self.console.print(f"[red]not started[/] {spec.run_id}  ({reason})")
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
@@ -183,8 +209,9 @@ class RichProgress(Progress):
         s = self.summary()
         by = ", ".join(f"{k}={v}" for k, v in sorted(s["by_status"].items())) or "nothing run"
         cost = "unknown" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"
+        not_started = f", {s['not_started']} not started (cost cap)" if s.get("not_started") else ""
         self.console.print(f"[bold]Summary:[/] {s['finished']} finished ({by}), {s['skipped']} skipped "
-                           f"(already finished), cost {cost}")
+                           f"(already finished){not_started}, cost {cost}")
 
 
 PROGRESS_MODES = ("auto", "rich", "json", "quiet")

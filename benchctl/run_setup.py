@@ -44,7 +44,9 @@ def _origin(flag: str, given: bool, sweep_file: Path | None, key: str) -> str:
 
 def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str],
                    seeds: int | None, out: Path | None, concurrency: int | None, fallback: str | None, variants: list[str],
-                   sweep: Path | None, tools: list[str] | None = None, allow_changed: bool = False) -> ResolvedRun:
+                   sweep: Path | None, tools: list[str] | None = None, allow_changed: bool = False,
+                   max_cost: float | None = None, max_connections: int | None = None,
+                   allow_unpriced: bool = False) -> ResolvedRun:
     from harnesses import registry
     sweep_file = sweep.expanduser().resolve() if sweep is not None else None
     try:
@@ -83,6 +85,11 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
             raise RunError(f"--seeds: {e}") from None
     if tools:
         cfg.tools = list(tools)
+    from benchctl.limits.config import LimitsConfigError, apply_flags
+    try:
+        apply_flags(cfg.limits, max_cost=max_cost, max_connections=max_connections, allow_unpriced=allow_unpriced)
+    except LimitsConfigError as e:
+        raise RunError(str(e)) from None
     where = {k: _origin(flag, given, sweep_file, k) for k, flag, given in (
         ("task", "TASK", task is not None), ("models", "--model", bool(models)),
         ("harnesses", "--harness", bool(harnesses)), ("budgets", "--budget", bool(budgets)),
@@ -124,7 +131,34 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
         specs = expand_tool_configs(t.task_dir, specs, cfg.tools, origin=where["tools"])
     except ValueError as e:
         raise RunError(str(e)) from None
+    _check_priced(t, cfg, max_cost is not None, sweep_file)
     return ResolvedRun(task=t, sweep=cfg, specs=specs, out=cfg.out)
+
+
+def _check_priced(task: Task, cfg: SweepConfig, flag: bool, sweep_file: Path | None) -> None:
+    """A cost cap counts priced spend: a model without a price would spend uncounted, so a cap
+    refuses to start with one unless `allow_unpriced` (their calls then count $0 toward it)."""
+    if cfg.limits.allow_unpriced or (cfg.limits.max_cost is None and task.max_cost is None):
+        return
+    from benchctl.limits.config import unpriced_models
+    models = [*cfg.models, *([cfg.fallback] if cfg.fallback else [])]
+    from benchctl.targets.spec import load_hidden_behaviour    # audits: their target and auxiliary models spend too
+    hb = load_hidden_behaviour(task.task_dir)
+    if hb is not None:
+        models += [m for m in (hb.target.model, *(c.auxiliary_model for c in hb.tools.configs.values())) if m]
+    try:
+        missing = unpriced_models(models)
+    except ValueError as e:          # a broken price file (BENCHCTL_PRICES)
+        raise RunError(str(e)) from None
+    if not missing:
+        return
+    if cfg.limits.max_cost is not None:
+        cap = "--max-cost" if flag or sweep_file is None else f"{sweep_file}: key `limits.max_cost`"
+    else:
+        cap = f"{task.task_file}: key `limits.max_cost`"
+    raise RunError(f"{cap}: a cost cap cannot count what unpriced models spend: {', '.join(missing)} "
+                   f"(no entry in the price table). Fix: add their prices (a TOML file in BENCHCTL_PRICES, see "
+                   f"the README's Prices), or pass --allow-unpriced to run them with their calls counted as $0")
 
 
 def _load_task(task_dir: Path, sweep_origin: str | None) -> Task:
@@ -201,7 +235,8 @@ def write_sweep_json(r: ResolvedRun) -> None:
 
 def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = None,
             gateway_factory: Any = None, executor: Any = None) -> int:
-    """Run everything; returns the exit code (0 all finished, 1 some error, 130 interrupted).
+    """Run everything; returns the exit code (0 all finished, 1 some error, 3 the sweep's cost cap kept
+    runs from starting, 130 interrupted).
 
     `executor` decides where runs execute (benchctl/executors): None = this machine (`local`,
     with the given sandbox / gateway factories), or e.g. a `RayExecutor`."""
@@ -239,22 +274,55 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
         _remove_dead_owners_containers(redo)
         _remove_dead_owners_gateway_dirs(redo)
 
+    plan = _limits_plan(r, executor)
+    cap = r.sweep.limits.max_cost
+    if pending and plan.limiter.exhausted():
+        print(f"error: the sweep's cost cap of ${cap:.2f} is reached: the runs in {r.out} spent "
+              f"${plan.limiter.spent():.2f}; {len(pending)} run(s) not started. Fix: raise --max-cost (or "
+              f"[limits] max_cost in the sweep file) to continue", file=sys.stderr)
+        executor.close()
+        return EXIT_COST_CAP
     prog = make_progress(len(r.specs), progress_mode)
     runner = Runner(r.task, r.out, data, concurrency=executor.parallelism(r.sweep.concurrency), progress=prog,
-                    executor=executor)
+                    executor=executor, limits=plan)
     restore = _install_signals(runner)
     try:
         with prog:
             results = runner.run_all(r.specs)
+        try:
+            spent: float | None = plan.limiter.spent()
+        except Exception:           # the limiter went away (its Ray node died): the runs are recorded anyway
+            spent = None
     finally:
         restore()
         executor.close()
     if runner.cancel.is_set():
         print("interrupted: unfinished runs will be redone when you rerun the same command", file=sys.stderr)
         return 130
+    if cap is not None and spent is not None and progress_mode != "quiet":
+        print(f"spent ${spent:.4f} of the sweep's ${cap:.2f} cost cap (priced calls of every run in {r.out})",
+              file=sys.stderr)
+    if runner.not_started:
+        print(f"the sweep's cost cap of ${cap:.2f} is reached: {len(runner.not_started)} run(s) not started; "
+              f"raise --max-cost and rerun the same command to continue", file=sys.stderr)
+        return EXIT_COST_CAP
     if progress_mode != "quiet":
         print(f"results in {r.out}; next: benchctl grade {r.out} && benchctl report {r.out}", file=sys.stderr)
     return 1 if any(m is None or m.get("status") == "error" for _, m in results) else 0
+
+
+EXIT_COST_CAP = 3     # the sweep's cost cap kept runs from starting
+
+
+def _limits_plan(r: ResolvedRun, executor: Any) -> Any:
+    """The sweep's one limiter (on this machine, or a Ray actor every node shares), its spend
+    continuing from what the runs already on disk spent, and the task's per-run settings."""
+    from benchctl.limits.run import LimitsPlan
+    from benchctl.limits.spend import spent_on_disk
+    limits = r.sweep.limits
+    spent = spent_on_disk(r.out) if limits.max_cost is not None else 0.0
+    return LimitsPlan(executor.limiter(limits, spent), limits, pause_budget=r.task.pause_budget_on_rate_limit,
+                      run_max_cost=r.task.max_cost)
 
 
 def _warn_changed_skips(out: Path, skipped: list[RunSpec]) -> None:

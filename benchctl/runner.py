@@ -70,11 +70,14 @@ def move_attempt_aside(path: Path) -> Path:
 
 class Runner:
     def __init__(self, task: Task, out: Path, data: dict[str | None, PreparedData], *,
-                 concurrency: int = 1, progress: Any = None, executor: Executor | None = None) -> None:
+                 concurrency: int = 1, progress: Any = None, executor: Executor | None = None,
+                 limits: Any = None) -> None:
         self.task, self.out, self.data = task, Path(out), data
         self.concurrency = max(1, concurrency)
         self.progress = progress
         self.executor: Executor = executor or LocalExecutor()
+        self.limits = limits            # benchctl.limits.run.LimitsPlan (shared limiter, caps) or None
+        self.not_started: list[str] = []   # runs the sweep's cost cap kept from starting
         self.cancel = threading.Event()
         from benchctl.task_import.run_checks import pin_meta
         self._pin = pin_meta(task)      # an imported task's pin and what was verified against it; else None
@@ -100,6 +103,11 @@ class Runner:
     def _run_guarded(self, spec: RunSpec) -> RunMeta | None:
         if self.cancel.is_set():
             return None            # never started: nothing written, resume will do it
+        if self.limits is not None and self.limits.limiter.exhausted():
+            self.not_started.append(spec.run_id)     # the sweep's money is spent: nothing written
+            if self.progress and hasattr(self.progress, "not_started"):
+                self.progress.not_started(spec, "the sweep's cost cap is reached")
+            return None
         try:
             meta, lost = self._attempt(spec)
             retries = self.executor.retries
@@ -127,7 +135,7 @@ class Runner:
             self.progress.started(spec)
             transcript.listeners.append(lambda ev, s=spec: self.progress.event(s, ev))
         prepared = self.data[spec.variant]
-        job = RunJob(spec, self.task, prepared, path, self._base_meta(spec, prepared))
+        job = RunJob(spec, self.task, prepared, path, self._base_meta(spec, prepared), self.limits)
         try:
             outcome = self.executor.execute(job, transcript, self.cancel)
         except Exception as e:     # the executor itself failed (not the run): record it, redo on resume
@@ -165,6 +173,7 @@ class Runner:
         if result.details:
             meta["harness_details"] = result.details
         transcript.emit("run_end", "runner", status=result.status, error=result.error, usage=meta.get("usage"),
-                        cost_usd=meta.get("cost_usd"), turns=result.turns, elapsed_s=meta["elapsed_s"])
+                        cost_usd=meta.get("cost_usd"), turns=result.turns, elapsed_s=meta["elapsed_s"],
+                        **({"rate_limits": meta["rate_limits"]} if "rate_limits" in meta else {}))
         transcript.close()
         write_json_atomic(path / META, meta)      # last: this is what makes the run finished

@@ -18,6 +18,9 @@ Sweep file:
     out = "results/demo"            # relative to the sweep file; --out overrides
     [harness_options]               # merged over the task's
     reasoning_effort = "high"
+    [limits]                        # the sweep's: cost cap, provider rate limits (benchctl/limits/config.py)
+    max_cost = 50
+    max_connections = 8
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.layout import make_run_id
+from benchctl.limits.config import LimitsConfig, LimitsConfigError, parse_sweep_limits
 from benchctl.policies import parse_duration
 
 BASE_VARIANTS = ("", "base", "none")
@@ -69,11 +73,13 @@ class SweepConfig:
     out: Path | None = None
     harness_options: dict[str, Any] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)      # tool configurations (hidden-behaviour tasks)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)   # cost cap, provider rate limits
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["task_dir"] = str(self.task_dir)
         d["out"] = str(self.out) if self.out else None
+        d["limits"] = self.limits.to_dict()
         return d
 
 
@@ -125,7 +131,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{file}: not valid TOML ({e})") from None
     allowed = {"task", "models", "harnesses", "budgets", "seeds", "variants", "concurrency", "fallback", "out",
-               "harness_options", "tools"}
+               "harness_options", "tools", "limits"}
     for k in raw:
         if k not in allowed:
             raise SweepError(f"{file}: key `{k}`: unknown key. Fix: use one of {', '.join(sorted(allowed))}")
@@ -157,6 +163,10 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
     opts = raw.get("harness_options", {})
     if not isinstance(opts, dict):
         raise SweepError(f"{file}: key `harness_options`: must be a table")
+    try:
+        limits = parse_sweep_limits(raw.get("limits", {}), str(file))
+    except LimitsConfigError as e:
+        raise SweepError(str(e)) from None
     return SweepConfig(
         task_dir=(file.parent / raw["task"]).resolve(),
         models=strlist("models", True),
@@ -169,4 +179,5 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
         out=(file.parent / raw["out"]).resolve() if isinstance(raw.get("out"), str) else None,
         harness_options=dict(opts),
         tools=strlist("tools", False),
+        limits=limits,
     )

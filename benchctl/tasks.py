@@ -31,7 +31,7 @@ DEFAULT_IMAGE = "benchctl-sandbox:latest"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = {"name", "description", "instructions", "instructions_file", "data", "image", "artifacts",
              "budgets", "early_exit", "length", "notices", "followups", "variants", "harness_options",
-             "limits", "grading", "tool_timeout",
+             "limits", "grading", "tool_timeout", "pause_budget_on_rate_limit",
              "target", "tools",     # hidden-behaviour audits: parsed and validated by benchctl.targets.spec
              "pin", "task_tests"}   # imported tasks: benchctl.task_import.pin / .open_book
 
@@ -80,6 +80,8 @@ class Task:
     tool_timeout: float = 120.0
     description: str = ""
     pin: Any = None                         # benchctl.task_import.pin.Pin of an imported task, else None
+    max_cost: float | None = None           # [limits] max_cost: USD one run may spend (benchctl/limits)
+    pause_budget_on_rate_limit: bool = True # rate-limit waits extend the run's deadline (benchctl/limits)
 
     def options_for(self, harness: str) -> dict[str, Any]:
         """Harness options: top-level keys, overridden by a sub-table named after the harness."""
@@ -176,16 +178,27 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     for key in ("harness_options", "limits", "grading"):
         if key in raw and not isinstance(raw[key], dict):
             raise _err(file, key, "must be a table", f"write it as [{key}]")
+    limits_table = dict(raw.get("limits", {}))
+    max_cost = None
+    if "max_cost" in limits_table:     # money, not the sandbox's: benchctl/limits enforces it
+        from benchctl.limits.config import LimitsConfigError, check_max_cost
+        try:
+            max_cost = check_max_cost(limits_table.pop("max_cost"), str(file), "limits.max_cost")
+        except LimitsConfigError as e:
+            raise TaskError(str(e)) from None
     try:
-        limits = parse_limits(raw.get("limits", {}))
+        limits = parse_limits(limits_table, also_allowed=("max_cost",))
     except LimitError as e:
         raise _err(file, f"limits.{e.key}", e.problem, e.fix) from None
+    pause = _typed(file, raw, "pause_budget_on_rate_limit", bool, "pause_budget_on_rate_limit = true (or false)") \
+        if "pause_budget_on_rate_limit" in raw else True
     pin = _pin(file, raw, data_dir)
     return Task(name=name, task_dir=task_dir, task_file=file, instructions=instructions, data_dir=data_dir,
                 image=image, artifacts=list(artifacts), budgets=budgets, policies=policies, followups=followups,
                 variants=variants, harness_options=dict(raw.get("harness_options", {})), limits=limits,
                 grading=dict(raw.get("grading", {})), tool_timeout=tool_timeout,
-                description=str(raw.get("description", "")), pin=pin)
+                description=str(raw.get("description", "")), pin=pin, max_cost=max_cost,
+                pause_budget_on_rate_limit=pause)
 
 
 def _pin(file: Path, raw: dict[str, Any], data_dir: Path | None) -> Any:

@@ -31,7 +31,8 @@ EVENT_TYPES = {
     "assistant",        # harness: assistant text
     "tool_call",        # harness: the agent called a tool (name, input)
     "tool_result",      # harness: what the tool returned (output, exit code, truncated)
-    "notice",           # policy: text injected into the agent's context (kind: time|words|tokens)
+    "notice",           # policy: text injected into the agent's context (kind: time|words|tokens|cost_cap|...)
+    "rate_limit_wait",  # gateway: a call held back by the limiter or a 429/529 backoff (reason, wait_s)
     "reprompt",         # policy: the agent tried to stop early and was told to continue
     "revision_request", # policy: the report was over the length limit on stop
     "hook",             # harness: a CLI hook fired

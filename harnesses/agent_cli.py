@@ -7,9 +7,10 @@ the same socket reader the sandbox uses (`benchctl.sandbox.docker_exec.FrameRead
 every stdout line to a callback. Other sandboxes (fakes in tests) fall back to the blocking
 `exec`, with lines parsed after the fact.
 
-At the deadline (or when `cancel` is set) every process started by the exec is killed
-(SIGKILL), found by a marker variable in its environment — the same way DockerSandbox cleans
-up, so processes that call setsid are caught too.
+At the deadline (or when `cancel` is set, or `stop` says so) every process started by the exec
+is killed (SIGKILL), found by a marker variable in its environment — the same way DockerSandbox
+cleans up, so processes that call setsid are caught too. The deadline may be a function: it
+moves while the run's model calls wait for rate limits (benchctl/limits).
 
 Config files the agent must not touch (Codex's CODEX_HOME) go into a DockerSandbox the same
 direct way: `put_root_owned`, one put_archive whose tar headers carry root ownership and the
@@ -50,6 +51,7 @@ class CliExit:
     stderr: str
     duration_s: float
     first_output_s: float | None   # seconds from exec to the first stdout line (CLI start-up)
+    stopped: bool = False          # killed because `stop` said so (a cost cap: budget_exhausted)
 
 
 class _LineCapture:
@@ -95,13 +97,18 @@ class _LineCapture:
                 pass
 
 
-def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], workdir: str, deadline: float | None,
-                  cancel: threading.Event, on_line: Callable[[str], None], user: str | None = None) -> CliExit:
-    """Run `argv` in the sandbox until it exits, `deadline` (unix seconds) passes, or `cancel` is set."""
+def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], workdir: str,
+                  deadline: float | None | Callable[[], float | None],
+                  cancel: threading.Event, on_line: Callable[[str], None], user: str | None = None,
+                  stop: Callable[[], bool] | None = None) -> CliExit:
+    """Run `argv` in the sandbox until it exits, `deadline` (unix seconds, or a function giving
+    them now) passes, `cancel` is set, or `stop()` is true."""
+    deadline_now: Callable[[], float | None] = deadline if callable(deadline) else (lambda: deadline)  # type: ignore[assignment,return-value]
     client = getattr(sandbox, "client", None)
     container_id = getattr(sandbox, "container_id", None)
     if client is None or container_id is None:
-        return _run_blocking(sandbox, argv, env=env, workdir=workdir, deadline=deadline, on_line=on_line, user=user)
+        return _run_blocking(sandbox, argv, env=env, workdir=workdir, deadline=deadline_now(), on_line=on_line,
+                             user=user)
     from benchctl.sandbox.docker_exec import FrameReader
 
     marker = uuid.uuid4().hex
@@ -113,20 +120,24 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
     exec_id = api.exec_create(container_id, argv, stdout=True, stderr=True, stdin=False,
                               environment={**env, MARKER_VAR: marker}, workdir=workdir, user=user)["Id"]
     reader = FrameReader(api.exec_start(exec_id, socket=True))
-    timed_out = cancelled = False
+    timed_out = cancelled = stopped = False
     try:
         while not reader.eof:
             step = time.monotonic() + 0.25
-            if deadline is not None:
-                step = min(step, started + (deadline - started_wall))
+            deadline_at = deadline_now()
+            if deadline_at is not None:
+                step = min(step, started + (deadline_at - started_wall))
             reader.pump(capture, step)  # type: ignore[arg-type]
             if reader.eof:
                 break
+            deadline_at = deadline_now()
             if cancel.is_set():
                 cancelled = True
-            elif deadline is not None and time.time() >= deadline:
+            elif deadline_at is not None and time.time() >= deadline_at:
                 timed_out = True
-            if timed_out or cancelled:
+            elif stop is not None and stop():
+                stopped = True
+            if timed_out or cancelled or stopped:
                 # SIGKILL at once, not TERM-then-KILL: a TERM reaches the agent's running tool too,
                 # and the CLI would take the tool's death as a result and start its next turn after
                 # the budget. Both CLIs append their session logs as they go, so a killed session
@@ -148,11 +159,11 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
         # A cancel stops the sandbox right away, so the stream may end before the loop saw the
         # flag: that is still a cancellation, not a CLI failure.
         cancelled = True
-    if timed_out or cancelled:
+    if timed_out or cancelled or stopped:
         _signal(api, container_id, marker, "KILL", user)   # anything that outlived the CLI itself
         exit_code = None
     return CliExit(exit_code, timed_out, cancelled, capture.stderr.decode("utf-8", "replace"),
-                   time.monotonic() - started, first[0] if first else None)
+                   time.monotonic() - started, first[0] if first else None, stopped)
 
 
 def _signal(api: Any, container_id: str, marker: str, sig: str, user: str) -> None:

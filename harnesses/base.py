@@ -14,7 +14,8 @@ from benchctl.policies import Budget, RunPolicies, StopState, length_notice, tim
 from benchctl.sandbox.base import Mount, Sandbox
 from benchctl.transcript import TranscriptWriter
 
-Outcome = Literal["completed", "timeout", "refused", "error"]
+# budget_exhausted: a cost cap (benchctl/limits) stopped the run cleanly; finished, never averaged into scores
+Outcome = Literal["completed", "timeout", "refused", "error", "budget_exhausted"]
 
 
 @dataclass
@@ -36,6 +37,14 @@ class HarnessContext:
     # (TokenBudget); None for other tasks. ReAct uses them natively; CLIs get the tools over MCP.
     target_tools: Any = None
     token_budget: Any = None
+    # benchctl.limits.run.RunStop: set when a cost cap is reached; the harness then stops the agent
+    # (ReAct before its next model call; a CLI once no call is in flight) and returns budget_exhausted.
+    stop: Any = None
+
+
+def cost_stopped(ctx: HarnessContext) -> bool:
+    """A cost cap stopped the run (see HarnessContext.stop)."""
+    return ctx.stop is not None and ctx.stop.is_set()
 
 
 def fallback_count(ctx: HarnessContext) -> int:

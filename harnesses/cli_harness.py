@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from benchctl.binaries import BinaryInfo
 from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount
 from harnesses.agent_cli import CallTracker, CliExit, PhaseFiles, put_root_owned, run_streaming
-from harnesses.base import HarnessContext, HarnessResult
+from harnesses.base import HarnessContext, HarnessResult, cost_stopped
 from harnesses.hooks import host as hook_host
 from harnesses.tool_outputs import CliRules, ToolOutputJoin
 
@@ -226,8 +226,10 @@ class CliHarness:
 
         started = time.time()
         try:
-            res = run_streaming(ctx.sandbox, argv, env=env, workdir=WORK_DIR, deadline=ctx.budget.deadline,
-                                cancel=ctx.cancel, on_line=on_line)
+            # the deadline moves while rate limits hold calls back; a cost cap ends the CLI once no call is in flight
+            res = run_streaming(ctx.sandbox, argv, env=env, workdir=WORK_DIR, deadline=lambda: ctx.budget.deadline,
+                                cancel=ctx.cancel, on_line=on_line,
+                                stop=ctx.stop.settled if ctx.stop is not None else None)
         except Exception as e:
             res = CliExit(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
             status, error = "error", f"could not run {self.name} in the sandbox: {type(e).__name__}: {e}"
@@ -265,9 +267,13 @@ class CliHarness:
     def _outcome(self, ctx: HarnessContext, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
         if res.cancelled:
             return "error", "cancelled"
+        if res.stopped:
+            return "budget_exhausted", ctx.stop.reason   # ended by a cost cap once no call was in flight
         if res.timed_out:
             return "timeout", None
         status, error = self.cli_outcome(parser, res, tracker)
+        if status == "error" and cost_stopped(ctx):
+            return "budget_exhausted", ctx.stop.reason   # it failed on the calls the gateway refused after the cap
         if status == "error" and ctx.budget.expired(time.time()):
             return "timeout", None   # the gateway refuses calls past the deadline; that is a timeout
         return status, error

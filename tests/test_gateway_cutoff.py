@@ -80,14 +80,19 @@ def test_call_waiting_for_its_answer_when_the_gateway_closes_is_recorded_once(ri
 
 @pytest.mark.parametrize("deadline_passed", [False, True])
 def test_client_leaving_stops_the_upstream_call_and_records_it_at_once(rig: Rig, deadline_passed: bool) -> None:
-    rig.gw.set_deadline(time.time() + (0.2 if deadline_passed else 3600))
+    client = anthropic_client(rig.gw, max_retries=0, timeout=1.5)   # like ReAct's: gives up at its own time
     rig.up.stall_next()
-    client = anthropic_client(rig.gw, max_retries=0, timeout=1.0)   # like ReAct's: gives up at its own time
-    with pytest.raises(anthropic.APITimeoutError):
+    rig.gw.set_deadline(time.time() + (0.5 if deadline_passed else 3600))
+    # Past the deadline the gateway cuts the call itself (before the client's own timeout) and says why.
+    with pytest.raises(anthropic.BadRequestError if deadline_passed else anthropic.APITimeoutError) as err:
         client.messages.create(model="m", max_tokens=5, messages=MSG)
     (call,) = rig.wait_for("model_call")                       # recorded while the gateway still runs
     assert call["outcome"] == ("timeout" if deadline_passed else "cancelled")
-    assert call["error"].startswith("the client went away after")
+    if deadline_passed:
+        assert "time budget exhausted" in str(err.value)
+        assert call["error"].startswith("cut off by the gateway after")
+    else:
+        assert call["error"].startswith("the client went away after")
     assert call["error"].endswith(", past the run's deadline") == deadline_passed
     wait_until(lambda: rig.up.abandoned == 1, "the gateway to drop the upstream call")
     # The next call is served normally on a new connection.

@@ -211,3 +211,29 @@ def test_grade_with_one_tournament_auditor_notes_it_and_exits_1(tmp_path: Path) 
     assert "1 auditor(s) played no match (m1): a tournament needs at least two auditors" in out
     (row,) = read_json(results / "grades" / "tournament" / "ratings.json")["leaderboard"]
     assert row["lo"] is None and row["rank"] is None
+
+
+def test_max_cost_stops_new_judge_calls_and_leaves_their_items_unscored(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchctl.testing.fake_upstream import FakeUpstreamServer
+    results = results_with_runs(tmp_path)
+    make_run(results, "demo__react__m__2m__s2", tmp_path / "task", {"report.md": GOOD_REPORT}, status="budget_exhausted")
+    with FakeUpstreamServer("py:benchctl.grading.fake_judge:judge") as up:     # the fake judge, priced as haiku
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", up.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-judge-0123456789")
+        refused = runner.invoke(app, ["grade", str(results), "--judge", "anthropic/claude-sonnet-5-5",
+                                      "--max-cost", "1"])
+        assert refused.exit_code == 2 and "unpriced judge anthropic/claude-sonnet-5-5" in refused.output
+        assert "--allow-unpriced" in refused.output and up.generation_requests() == []
+        # the first call spends more than $0.000001: every later one is not made
+        r = runner.invoke(app, ["grade", str(results), "--judge", "anthropic/claude-haiku-4-5", "--concurrency", "1",
+                                "--max-cost", "0.000001"])
+        assert len(up.generation_requests()) == 1
+    assert r.exit_code == 1, r.output
+    assert "judge calls: 1" in r.output and "5 judge call(s) not made" in r.output
+    assert "status 'budget_exhausted': stopped by a cost cap (not graded, never averaged)" in r.output
+    assert not grade_path(results, "coverage", "demo__react__m__2m__s2").exists()
+    cov = [read_json(grade_path(results, "coverage", f"demo__react__m__2m__s{i}")) for i in (0, 1)]
+    unscored = [it for g in cov for it in g["items"] if it["score"] is None]
+    assert unscored and all("grading cost cap of $0.00 is reached" in it["error"] for it in unscored)
+    assert all(g["score"] is None or g["status"] == "partial" for g in cov)     # never a 0 for what was not asked

@@ -141,6 +141,42 @@ def test_keys_reach_the_nodes_gateway_and_nothing_else(cluster: RayCluster, tmp_
     assert key not in stdout and key not in err
 
 
+def test_two_nodes_share_one_connection_limit_and_one_cost_cap(cluster: RayCluster, tmp_path: Path) -> None:
+    """benchctl/limits on Ray: every node's gateways ask the sweep's one limiter actor."""
+    port = 19000 + os.getpid() % 1000
+    stats_file = tmp_path / "upstream-stats.json"
+    up = cluster.spawn([sys.executable, str(REPO / "tests" / "ray_limits_upstream.py"),
+                        "py:tests.limits_scripts:three_calls", str(port), str(stats_file)], cwd=str(REPO))
+    stats = lambda: json.loads(stats_file.read_text())           # noqa: E731
+    env = {"ANTHROPIC_API_KEY": "sk-test-limits-0123456789", "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
+    try:
+        wait_for(stats_file.exists, 30, "the fake upstream")
+        task, _ = make_task(tmp_path, [], "[early_exit]\nenabled = false\n", name=f"raylim{uuid.uuid4().hex[:6]}")
+        base = [str(task), "--model", "anthropic/claude-haiku-4-5", "--budget", "2m", "--seeds", "4"]
+        out = tmp_path / "out"
+        rc, _, err = run_ray(cluster, [*base, "--out", str(out), "--max-connections", "1"], tmp_path, env=env)
+        assert rc == 0, err
+        assert stats()["requests"] == 12 and stats()["max_in_flight"] == 1     # 4 runs at once, one call at a time
+        metas = [read_json(r / "meta.json") for r in runs(out)]
+        assert {m["status"] for m in metas} == {"completed"}
+        assert len({m["node"]["id"] for m in metas}) == 2                      # both nodes, one limit
+        waits = [e for r in runs(out) for e in read_jsonl(r / "transcript.jsonl") if e["type"] == "rate_limit_wait"]
+        assert len(waits) >= 4 and {e["reason"] for e in waits} == {"max_connections"}
+        assert sum(m["rate_limits"]["waits"] for m in metas) == len(waits)
+
+        # one purse: $0.30 a run, 4 at once on two nodes; the sweep stops once $0.50 is spent
+        capped = tmp_path / "capped"
+        rc, _, err = run_ray(cluster, [*base, "--out", str(capped), "--max-cost", "0.5", "--seeds", "6"], tmp_path,
+                             env=env)
+        assert rc == 3, err                                       # runs were left unstarted
+        metas = [read_json(r / "meta.json") for r in runs(capped)]
+        assert any(m["status"] == "budget_exhausted" and m["cost_cap"]["cap"] == "sweep" for m in metas)
+        assert 0.5 <= sum(m["cost_usd"] for m in metas) <= 0.5 + 4 * 0.1 + 1e-9   # past the cap by calls in flight only
+        assert len(metas) < 6 and '"run_not_started"' in err
+    finally:
+        cluster.signal(up, signal.SIGKILL)
+
+
 def test_ctrl_c_stops_every_remote_run_and_leaves_no_container(cluster: RayCluster, tmp_path: Path) -> None:
     name = f"rayint{uuid.uuid4().hex[:6]}"
     task, model = make_task(tmp_path, [bash("sleep 120")], name=name, after_end="repeat_last")

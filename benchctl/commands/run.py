@@ -31,6 +31,16 @@ def run(
                                     "(default, prefill, sample_user, complete, scaffolded_*); repeat for several."),
     allow_changed: bool = typer.Option(False, "--allow-changed", help="Run an imported task even though its files "
                                        "no longer match their pin (meta.json records what changed)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD",
+                                             help="Cost cap for the whole sweep: when the priced spend of its runs "
+                                             "reaches it, no new run starts and running agents stop "
+                                             "(budget_exhausted). A rerun continues the count from disk."),
+    max_connections: Optional[int] = typer.Option(None, "--max-connections", metavar="N",
+                                                  help="Model calls in flight at once per provider key, shared by "
+                                                  "every run (and every Ray node). Per-provider and per-model limits: "
+                                                  "[limits] in a sweep file."),
+    allow_unpriced: bool = typer.Option(False, "--allow-unpriced", help="With a cost cap, run models without a price "
+                                        "too (their calls count $0 toward the cap)."),
     ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS",
                                       help="Run on a Ray cluster: HOST:PORT, ray://HOST:PORT, auto (RAY_ADDRESS, else "
                                       "the cluster `ray start` runs here) or local. Each node needs Docker, the "
@@ -47,7 +57,8 @@ def run(
     try:
         cfg = resolve_config(task=task, models=model, harnesses=harness, budgets=budget, seeds=seeds, out=out,
                              concurrency=concurrency, fallback=fallback, variants=variant, sweep=sweep,
-                             tools=tools, allow_changed=allow_changed)
+                             tools=tools, allow_changed=allow_changed, max_cost=max_cost,
+                             max_connections=max_connections, allow_unpriced=allow_unpriced)
     except RunError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)

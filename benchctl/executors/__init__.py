@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchctl.layout import RunMeta
 from benchctl.sweep import RunSpec
@@ -40,6 +40,7 @@ class RunJob:
     data: PreparedData
     run_dir: Path            # the run's directory in the driver's results dir
     meta: RunMeta            # the base meta the runner made; the run body fills in the rest
+    limits: Any = None       # benchctl.limits.run.LimitsPlan: the sweep's shared limiter and caps (None: none)
 
 
 @dataclass
@@ -61,6 +62,11 @@ class Executor(Protocol):
 
     def parallelism(self, requested: int) -> int:
         """How many runs to keep in flight when `requested` (--concurrency) were asked for."""
+        ...
+
+    def limiter(self, config: Any, spent: float) -> Any:
+        """The sweep's one Limiter (benchctl/limits) for `config` (a LimitsConfig), its spend starting
+        at `spent` USD, shared by every run wherever it executes."""
         ...
 
     def execute(self, job: RunJob, transcript: TranscriptWriter, cancel: threading.Event) -> RunOutcome:

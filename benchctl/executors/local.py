@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from benchctl.executors import RunJob, RunOutcome
 from benchctl.executors.run_body import GatewayFactory, LiveRuns, SandboxFactory, docker_sandbox, real_gateway, run_body
@@ -30,6 +31,10 @@ class LocalExecutor:
 
     def parallelism(self, requested: int) -> int:
         return requested
+
+    def limiter(self, config: Any, spent: float) -> Any:
+        from benchctl.limits.local import LocalLimiter
+        return LocalLimiter(config, spent)
 
     def _live_runs(self, cancel: threading.Event) -> LiveRuns:
         with self._lock:     # one runner (so one cancel event) per executor

@@ -146,6 +146,7 @@ class RayExecutor:
         self._running: dict[str, Any] = {}      # run id -> the actor running it
         self._all_actors: list[Any] = []
         self._idle: list[Any] = []              # actors whose run ended: reused by the next run
+        self._limiter: Any = None               # the sweep's limiter actor's client, once made
         self._lock = threading.Lock()
         from benchctl.executors.ray_node import RunActor
         self._actor_cls = self.ray.remote(RunActor)
@@ -157,6 +158,12 @@ class RayExecutor:
         """No more run threads than the cluster has slots now: idle actors keep their slots for
         the whole sweep, so a thread beyond the slots could wait for one until the end."""
         return max(1, min(requested, self.slots()))
+
+    def limiter(self, config: Any, spent: float) -> Any:
+        """One named limiter actor for the sweep: every node's gateways ask it (benchctl/limits/ray_limiter.py)."""
+        from benchctl.limits.ray_limiter import start_actor
+        self._limiter = start_actor(self.ray, config, spent)
+        return self._limiter
 
     # ---- before anything starts ------------------------------------------------------------
 
@@ -306,6 +313,9 @@ class RayExecutor:
     def close(self) -> None:
         with self._lock:
             actors, self._all_actors, self._idle = self._all_actors, [], []
+        if self._limiter is not None:
+            actors.append(self._limiter.actor)
+            self._limiter = None
         for a in actors:
             try:
                 self.ray.kill(a)

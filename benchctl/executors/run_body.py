@@ -12,6 +12,7 @@ import shutil
 import threading
 import time
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,7 +30,7 @@ from harnesses.base import HarnessContext, HarnessResult
 SOCKET_NAME = "gw.sock"
 
 SandboxFactory = Callable[[SandboxSpec], Sandbox]
-GatewayFactory = Callable[[RunSpec, Path, TranscriptWriter], Any]
+GatewayFactory = Callable[[RunSpec, Path, TranscriptWriter, Any], Any]   # (..., the run's RunLimits)
 
 
 def docker_sandbox(spec: SandboxSpec) -> Sandbox:
@@ -37,9 +38,9 @@ def docker_sandbox(spec: SandboxSpec) -> Sandbox:
     return DockerSandbox(spec)
 
 
-def real_gateway(spec: RunSpec, socket_path: Path, transcript: TranscriptWriter) -> Any:
+def real_gateway(spec: RunSpec, socket_path: Path, transcript: TranscriptWriter, limits: Any = None) -> Any:
     from benchctl.gateway.server import Gateway, GatewayConfig
-    cfg = GatewayConfig(model=spec.model, fallback=spec.fallback, socket_path=socket_path)
+    cfg = GatewayConfig(model=spec.model, fallback=spec.fallback, socket_path=socket_path, limits=limits)
     gw = Gateway(cfg, transcript)
     gw.start()
     return gw
@@ -102,10 +103,14 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
     sockdir = gwdir.mounted
     sandbox = gateway = targets = None
     result = HarnessResult("error", error="run did not start")
+    # the sweep's shared limiter as this run sees it: waits, budget pause, spend and cost caps (benchctl/limits)
+    from benchctl.limits.run import RunLimits
+    limits = RunLimits(job.limits, transcript, holder=f"{spec.run_id}:{uuid.uuid4().hex[:8]}")
+    transcript.listeners.append(limits.on_event)
     try:
         harness = registry.create(spec.harness, spec.options)
         meta["tool_versions"] = dict(harness.tool_versions())
-        gateway = gateway_factory(spec, sockdir / SOCKET_NAME, transcript)
+        gateway = gateway_factory(spec, sockdir / SOCKET_NAME, transcript, limits)
         live.register(spec.run_id, None, gateway)
         from benchctl.targets.runs import RunTargets     # hidden-behaviour audits; None for other tasks
         from benchctl.task_import.open_book import RunTaskTests   # imported tasks' run_task_tests; else None
@@ -119,10 +124,10 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
             raise Cancelled()
         sandbox.start()
         meta["image_digest"] = getattr(sandbox, "image_digest", None)
-        budget = Budget(time.time(), spec.budget_s)
+        budget = Budget(time.time(), spec.budget_s, paused=_pause_of(limits))
         meta["started_at"] = budget.start
         if hasattr(gateway, "set_deadline"):
-            gateway.set_deadline(budget.deadline)
+            gateway.set_deadline(budget.start + budget.seconds)   # the phase starts: its pause is 0
         where = {"node": meta["node"]} if "node" in meta else {}
         transcript.emit("run_start", "runner", run_id=spec.run_id, spec=meta["spec"], task_hash=prepared.task_hash,
                         image=task.image, image_digest=meta["image_digest"], budget_s=spec.budget_s, **where)
@@ -131,7 +136,7 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
                              policies=task.policies, run_dir=workdir,
                              options={"tool_timeout": task.tool_timeout, **spec.options},
                              cancel=cancel, target_tools=targets.tools if targets else None,
-                             token_budget=targets.token_budget if targets else None)
+                             token_budget=targets.token_budget if targets else None, stop=limits.stop)
         try:
             result = harness.run(ctx)
         finally:       # a crashed harness still leaves its files to look at
@@ -139,7 +144,8 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
             meta["revision_requests"] = ctx.stop_state.revisions
             if not cancel.is_set():
                 _collect(task, sandbox, workdir, meta, transcript)
-        if result.status in ("completed", "timeout") and task.followups and not cancel.is_set():
+        if result.status in ("completed", "timeout") and task.followups and not cancel.is_set() \
+                and not limits.stop.is_set():
             meta["followups"] = _followups(task, spec, ctx, harness, result, sandbox, workdir, meta, transcript,
                                            cancel)
     except Cancelled:
@@ -159,7 +165,21 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
                 transcript.emit("error", "runner", message=f"cleanup: {type(e).__name__}: {e}")
         live.forget(spec.run_id)
         gwdir.remove()
+        limits.close()
+    meta["rate_limits"] = limits.summary()
+    if limits.stop.is_set():      # a cost cap was reached during this run (it may still have finished first)
+        meta["cost_cap"] = {k: v for k, v in limits.stop.info.items() if k != "notice"}
+        if result.status == "error" and result.error != "cancelled":
+            # its calls were refused after the cap (a harness that does not know the stop fails on them):
+            # a finished run stopped by the cap, kept out of scores
+            result = HarnessResult("budget_exhausted", error=limits.stop.reason, exit_code=result.exit_code,
+                                   turns=result.turns, session_id=result.session_id, details=result.details)
     return RunOutcome(result, meta)
+
+
+def _pause_of(limits: Any) -> Callable[[], float] | None:
+    """The Budget's pause: the rate-limit waits of the current phase, when the task pauses for them."""
+    return limits.extension if limits.pause_budget else None
 
 
 def _collect(task: Task, sandbox: Sandbox, path: Path, meta: RunMeta, transcript: TranscriptWriter,
@@ -183,10 +203,10 @@ def _followups(task: Task, spec: RunSpec, ctx: HarnessContext, harness: Any, pre
         if cancel.is_set():
             break
         seconds = parse_duration(f.budget) if f.budget else spec.budget_s
-        ctx.budget = Budget(time.time(), seconds)
+        ctx.budget = Budget(time.time(), seconds, paused=ctx.budget.paused)
         ctx.stop_state = StopState()
         if hasattr(ctx.gateway, "set_deadline"):
-            ctx.gateway.set_deadline(ctx.budget.deadline)
+            ctx.gateway.set_deadline(ctx.budget.start + seconds)   # (a new phase: its pause starts at 0)
         transcript.emit("followup", "runner", index=i, prompt=f.prompt, budget_s=seconds)
         prev = harness.followup(ctx, f.prompt, prev)
         tmp = path / f".followup-{i}"

@@ -159,6 +159,9 @@ def _shell(run: ev.Run, config: ev.Config, epoch: int) -> EvalSample:
                       traceback_ansi="") if status == "error" else None
     budget = num(m.get("budget_s"))
     limit = EvalSampleLimit(type="time", limit=budget) if status == "timeout" and budget is not None else None
+    cap = num((m.get("cost_cap") or {}).get("max_cost_usd"))
+    if status == "budget_exhausted" and cap is not None:      # a cost cap stopped it (benchctl/limits)
+        limit = EvalSampleLimit(type="cost", limit=cap)
     served = m.get("served_models") or {}
     fallbacks = [ModelFallback(model=str(f.get("from") or m.get("model")), fallback_model=str(f["to"]),
                                count=int(served.get(str(f["to"])) or 0))     # calls it served (all of them here)

@@ -200,6 +200,9 @@ class Exchange:
         if gw.deadline is not None and time.time() > gw.deadline:
             return self.fail(400, "benchctl: time budget exhausted", "invalid_request_error",
                              event_type="model_error", served_model=str(served))
+        if gw.limits.stop.is_set():    # a cost cap is reached (benchctl/limits): no new calls
+            return self.fail(400, f"benchctl: {gw.limits.stop.reason}; the run is stopping", "invalid_request_error",
+                             event_type="model_error", served_model=str(served))
         encoding = req.headers.get("content-encoding", "identity").lower()
         if encoding not in ("identity", "gzip", "deflate"):
             return self.fail(415, f"benchctl gateway: request content-encoding {encoding!r} is not supported "
@@ -249,8 +252,10 @@ class Exchange:
     async def forward(self, call: UpstreamCall, requested: str | None) -> bool:
         """Forward one generation call and record it exactly once, however it ends: answered, failed,
         or cut off because the client went away or the gateway closed (the run ended, Ctrl-C)."""
-        self.call_id = self.gw.next_call_id()
+        self.call_id = call.call_id = self.gw.next_call_id()
         self.deadline = self.gw.deadline    # in force when the call started: a cut after it is a `timeout`
+        self.phase = self.gw.phase          # (the deadline of this phase moves with rate-limit waits)
+        self.deadline_cut = False
         self.status: int | None = None      # the upstream's HTTP status, once its head arrived
         self.parts: list[bytes] = []        # the response bytes received so far
         self.attempts: list[dict[str, Any]] = []   # of earlier sends (refusal retries)
@@ -266,6 +271,8 @@ class Exchange:
 
         if watch:
             protocol.on_client_gone = gone
+        self.task = task
+        self.gw._forwarding.add(self)
         try:
             return await self._forward(call, requested)
         except asyncio.CancelledError:
@@ -273,12 +280,37 @@ class Exchange:
                 self.record(call, requested, cut=f"the client went away after {self.elapsed():.1f} s")
                 task.uncancel()  # type: ignore[union-attr]  # our own cancel: this connection is done
                 return False
+            if self.deadline_cut:
+                self.record(call, requested, cut=f"cut off by the gateway after {self.elapsed():.1f} s")
+                task.uncancel()  # type: ignore[union-attr]
+                self.answer_cut(call.wire_api)
+                return False
             self.record(call, requested, cut=f"the gateway closed after {self.elapsed():.1f} s "
                                              "(the run ended or was interrupted)")
             raise
         finally:
+            self.gw._forwarding.discard(self)
             if watch:
                 protocol.on_client_gone = None
+
+    def cut_at_deadline(self) -> None:
+        """Called by the gateway's deadline watcher: stop this call now (recorded as `timeout`)."""
+        if not self.deadline_cut and not self.recorded and self.task is not None:
+            self.deadline_cut = True
+            self.task.cancel()
+
+    def answer_cut(self, wire: str) -> None:
+        """Tell the client its call was cut at the deadline: an error answer, or an error event when a
+        stream had started; the connection then closes."""
+        message = "benchctl: time budget exhausted (the call was cut off at the run's deadline)"
+        try:
+            if self.ttfb is None:
+                self.send_whole(400, {**JSON, "x-should-retry": "false"},
+                                error_body(wire, 400, message, "invalid_request_error"))
+            else:
+                self.writer.write(http11.chunk(stream_error_event(wire, message)) + http11.LAST_CHUNK)
+        except Exception:
+            pass
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -423,11 +455,17 @@ class Exchange:
         upstream_status = self.status
         s = summarize(call.wire_api, call.stream, data, upstream_status) if upstream_status is not None \
             else ResponseSummary(usage=empty_usage())
-        if upstream_status is None and not (cut or timed_out):
+        # cut while the limiter held it back (benchctl/limits): never sent, so nothing generated or counted
+        never_sent = call.waiting_for_limit and not call.attempts
+        if never_sent and cut is not None:
+            cut += " (it was waiting for the rate limit; nothing was sent)"
+            sent = False
+        if upstream_status is None and (never_sent or not (cut or timed_out)):
             s.usage_final = True    # no upstream answer and none pending: nothing was generated
         if cut is not None and s.error == STREAM_UNFINISHED:
             s.error = None   # unfinished because it was cut: that is the cut, not an upstream fault
-        past_deadline = self.deadline is not None and time.time() >= self.deadline
+        deadline = self.gw.deadline if self.phase == self.gw.phase else self.deadline   # moved by rate-limit waits
+        past_deadline = deadline is not None and time.time() >= deadline
         if s.error is not None:    # what arrived says the upstream failed (error event, malformed data)
             outcome = "error"
         elif cut is not None:
@@ -452,7 +490,7 @@ class Exchange:
             ids = [str(c["id"]) for c in s.tool_calls if c.get("id")] if outcome == "ok" else []
             gw.observe("response", self.req.headers, call.wire_api, ids, outcome)
         attempts = self.attempts + call.attempts
-        if cut is not None and upstream_status is None:   # cut during the send: the attempt in flight
+        if cut is not None and upstream_status is None and not never_sent:   # cut during the send: the attempt in flight
             attempts = attempts + [{"attempt": len(call.attempts) + 1, "status": upstream_status, "error": error,
                                     "wait_s": 0.0}]
         # Fields that are almost always empty or derivable are left out when so (a 200-turn run writes

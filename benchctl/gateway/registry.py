@@ -7,7 +7,7 @@ fake (imported lazily so real runs never load it). Every upstream comes back wra
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from benchctl.gateway.retry import RetryingUpstream, RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream
@@ -24,8 +24,19 @@ def raw_upstream(model: ModelId, policy: RetryPolicy | None = None) -> Upstream:
 
 
 def resolve_upstream(model: ModelId | str, retry: RetryPolicy | None = None,
-                     deadline: Callable[[], float | None] | None = None) -> Upstream:
-    """`deadline()` (unix seconds or None), when given, stops retries that would wait past it."""
+                     deadline: Callable[[], float | None] | None = None, limits: Any = None) -> Upstream:
+    """`deadline()` (unix seconds or None), when given, stops retries that would wait past it.
+    `limits` (a run's benchctl.limits.run.RunLimits), when given, makes every attempt ask the
+    sweep's shared limiter first and records rate-limit waits (benchctl/limits/upstream.py)."""
     model_id = model if isinstance(model, ModelId) else ModelId.parse(model)
     policy = retry or RetryPolicy()
-    return RetryingUpstream(raw_upstream(model_id, policy), policy, deadline)
+    return wrap_upstream(raw_upstream(model_id, policy), model_id, policy, deadline, limits)
+
+
+def wrap_upstream(inner: Upstream, model: ModelId, policy: RetryPolicy | None = None,
+                  deadline: Callable[[], float | None] | None = None, limits: Any = None) -> Upstream:
+    """A provider's upstream with what every caller gets: the run's limits (when given), then retries."""
+    if limits is not None:
+        from benchctl.limits.upstream import LimitedUpstream
+        inner = LimitedUpstream(inner, limits, model)
+    return RetryingUpstream(inner, policy, deadline, waits=limits, model=str(model))

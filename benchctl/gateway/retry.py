@@ -45,6 +45,13 @@ class stop_when(stop_base):
 
 
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
+RATE_LIMIT_STATUSES = frozenset({429, 529})     # "slow down": waiting on them is a rate-limit wait
+
+
+def _rate_limited(state: RetryCallState) -> bool:
+    exc = state.outcome.exception() if state.outcome else None
+    response = getattr(exc, "response", None)
+    return response is not None and response.status in RATE_LIMIT_STATUSES
 
 
 def is_retryable_status(status: int) -> bool:
@@ -110,9 +117,14 @@ def parse_retry_after(headers: dict[str, str]) -> float | None:
 
 
 async def _prepend(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    yield first
-    async for chunk in rest:
-        yield chunk
+    try:
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:    # closing this closes the body behind it at once (its connection, its limiter slot)
+        close = getattr(rest, "aclose", None)
+        if close is not None:
+            await close()
 
 
 async def _empty() -> AsyncIterator[bytes]:
@@ -135,14 +147,22 @@ class RetryingUpstream:
     """Wraps an Upstream; `send` returns a response whose first chunk has already arrived."""
 
     def __init__(self, inner: Upstream, policy: RetryPolicy | None = None,
-                 deadline: Callable[[], float | None] | None = None) -> None:
+                 deadline: Callable[[], float | None] | None = None, waits: Any = None, model: str = "") -> None:
         self.inner = inner
         self.policy = policy or RetryPolicy()
         self.deadline = deadline  # unix seconds (or None); no retry wait may end past it
+        # A run's benchctl.limits.run.RunLimits, or None: waits after a 429 / 529 are rate-limit waits,
+        # recorded there, and (with the budget pause on) they move the deadline with them.
+        self.waits = waits
+        self.model = model
 
     def _past_deadline(self, state: RetryCallState) -> bool:
         deadline = self.deadline() if self.deadline else None
-        return deadline is not None and time.time() + self._wait_preview(state) > deadline
+        if deadline is None:
+            return False
+        if self.waits is not None and self.waits.pauses_backoff() and _rate_limited(state):
+            return False          # the budget is paused while it waits: this wait cannot end past the deadline
+        return time.time() + self._wait_preview(state) > deadline
 
     def _wait_preview(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -208,11 +228,24 @@ class RetryingUpstream:
         attempts: list[dict[str, Any]] = call.attempts
         last = first
 
+        failed: list[RetryableFailure] = []     # the failure the next sleep follows
+
         def before_sleep(state: RetryCallState) -> None:
             attempts[-1]["wait_s"] = round(state.next_action.sleep if state.next_action else 0.0, 3)
+            exc = state.outcome.exception() if state.outcome else None
+            failed[:] = [exc] if isinstance(exc, RetryableFailure) else []
+
+        async def sleep(seconds: float) -> None:
+            e = failed[0] if failed else None
+            if self.waits is not None and e is not None and e.response is not None and \
+                    e.response.status in RATE_LIMIT_STATUSES:
+                await self.waits.backoff(seconds, e.response.status, e.retry_after is not None, self.model,
+                                         call.call_id)
+            else:
+                await asyncio.sleep(seconds)
 
         stop = stop_after_attempt(max(1, self.policy.max_attempts)) | stop_when(self._past_deadline)
-        retrying = AsyncRetrying(stop=stop, wait=self._wait,
+        retrying = AsyncRetrying(stop=stop, wait=self._wait, sleep=sleep,
                                  retry=retry_if_exception_type(RetryableFailure), before_sleep=before_sleep,
                                  reraise=True)
         try:

@@ -21,6 +21,7 @@ import socket
 import stat
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,12 @@ from benchctl.gateway.registry import resolve_upstream
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream
 from benchctl.gateway.wire_parse import USAGE_KEYS
+from benchctl.limits.run import RunLimits
 from benchctl.transcript import Redactor, TranscriptWriter
 
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
 RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
+DEADLINE_TICK_S = 0.25                      # how often the deadline watcher looks (while no deadline is near)
 
 
 
@@ -56,6 +59,9 @@ class GatewayConfig:
     other_model_policy: str = "serve"      # serve: answer with the run's model, record requested_model; reject: 400
     retry: RetryPolicy | None = None       # upstream retry policy (default: RetryPolicy())
     body_limits: BodyLimits | None = None  # request body caps (default: BodyLimits(), from the environment)
+    # The run's benchctl.limits.run.RunLimits (shared limiter, rate-limit waits, budget pause, cost stop);
+    # default: a private limiter with no limits of its own (it still honours 429s' retry-after).
+    limits: Any = None
 
 
 class GatewayError(RuntimeError):
@@ -92,13 +98,15 @@ class Gateway:
         self.routes: list[tuple[str, RouteHandler]] = []
         self.observers: list[CallObserver] = []
         self.last_headers: dict[str, dict[str, str]] = {}   # wire api -> pass-through headers last recorded
+        self.limits = config.limits if config.limits is not None else RunLimits(None, self.transcript)
         self._deadline = config.deadline
         self.body_budget = BodyBudget(self.body_limits.max_buffered)
         self._connections = 0
         self._refused: dict[str, int] = {}       # requests the gateway refused itself, by status
+        self.phase = 0                     # +1 at each set_deadline (the run, then each follow-up)
+        self._forwarding: set[Any] = set() # exchanges with a call in flight (cut at the deadline)
         # Resolve upstreams now so a misconfigured model fails before the run starts.
-        self._upstreams: dict[ModelId, Upstream] = {m: resolve_upstream(m, config.retry, lambda: self._deadline)
-                                                    for m in (primary, fallback) if m is not None}
+        self._upstreams: dict[ModelId, Upstream] = {m: self._resolve(m) for m in (primary, fallback) if m is not None}
         self._stats_lock = threading.Lock()
         self._calls = 0
         self._usage = {k: 0 for k in USAGE_KEYS}
@@ -111,6 +119,7 @@ class Gateway:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[asyncio.AbstractServer] = []
+        self._watcher: asyncio.Future[None] | None = None
         self._conn_tasks: set[asyncio.Task[None]] = set()
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._closed = False
@@ -184,6 +193,19 @@ class Gateway:
             os.chmod(path, 0o666)
             self.socket_path = path
         self._servers.append(server)
+        self._watcher = asyncio.ensure_future(self._watch_deadline())
+
+    async def _watch_deadline(self) -> None:
+        """Cut the calls still in flight when the run's deadline passes. The deadline moves with the
+        rate-limit pause (benchctl/limits), so no client-side timeout set at a call's start can do this."""
+        while True:
+            deadline = self.deadline
+            now = time.time()
+            if deadline is not None and now >= deadline and self._forwarding:
+                for exchange in list(self._forwarding):
+                    exchange.cut_at_deadline()
+            nap = DEADLINE_TICK_S if deadline is None or now >= deadline else min(DEADLINE_TICK_S, deadline - now)
+            await asyncio.sleep(max(nap, 0.005))
 
     def close(self) -> None:
         if self._closed:
@@ -211,6 +233,8 @@ class Gateway:
             self._tmpdir.cleanup()
 
     async def _shutdown(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
         for server in self._servers:
             server.close()
         for task in list(self._conn_tasks):
@@ -235,11 +259,18 @@ class Gateway:
     # ------------------------------------------------------------------ run-facing API
 
     def set_deadline(self, unix_seconds: float | None) -> None:
+        """Start a phase (the run, a follow-up) with this deadline; its rate-limit pause starts at 0."""
+        self.limits.new_phase()
+        self.phase += 1
         self._deadline = unix_seconds
 
     @property
     def deadline(self) -> float | None:
-        return self._deadline
+        """The phase's deadline, moved by the time its calls waited for rate limits when the run
+        pauses its budget then (benchctl/limits/run.py; the harness's Budget moves the same way)."""
+        if self._deadline is None:
+            return None
+        return self._deadline + self.limits.extension()
 
     def add_route(self, prefix: str, handler: RouteHandler) -> None:
         """Serve `prefix*` paths with `handler(method, path, body) -> (status, headers, body)` in a worker thread.
@@ -288,8 +319,11 @@ class Gateway:
     def upstream_for(self, model: ModelId) -> Upstream:
         upstream = self._upstreams.get(model)
         if upstream is None:
-            upstream = self._upstreams[model] = resolve_upstream(model, self.config.retry, lambda: self._deadline)
+            upstream = self._upstreams[model] = self._resolve(model)
         return upstream
+
+    def _resolve(self, model: ModelId) -> Upstream:
+        return resolve_upstream(model, self.config.retry, lambda: self.deadline, limits=self.limits)
 
     def next_call_id(self) -> str:
         with self._stats_lock:

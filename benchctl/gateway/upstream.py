@@ -86,6 +86,8 @@ class UpstreamCall:
     # Attempts of the send in progress that have ended, kept up to date by the retry layer: a caller
     # cut off before `send` returns (deadline, Ctrl-C) still records them.
     attempts: list[dict[str, Any]] = field(default_factory=list)
+    call_id: str | None = None      # the gateway's id for this call (names it in `rate_limit_wait` events)
+    waiting_for_limit: bool = False # True while the limiter holds it back (benchctl/limits): not sent yet
 
 
 @dataclass

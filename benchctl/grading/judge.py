@@ -69,10 +69,16 @@ class Structured(Generic[T]):
 
 class Judge:
     def __init__(self, model: str, *, concurrency: int = 16, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 temperature: float | None = 0.0) -> None:
+                 temperature: float | None = 0.0, max_cost: float | None = None) -> None:
         if concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
         self.model = model
+        # `benchctl grade --max-cost`: once this session's priced judge spend reaches it, no new judge
+        # call starts; their items stay unscored (never 0) and a rerun with a higher cap scores them.
+        # Calls already in flight finish, so the spend can pass the cap by those calls.
+        self.max_cost = max_cost
+        self.spent = 0.0
+        self.capped = 0                 # judge calls not made because of the cap
         self.max_tokens = max_tokens    # default; call sites whose answers grow pass their own
         # 0 for repeatable grades; benchctl.models drops it for models that reject temperature
         self.temperature = temperature
@@ -87,6 +93,11 @@ class Judge:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         async with self._sem:
+            if self.max_cost is not None and self.spent >= self.max_cost:
+                self.capped += 1
+                log["error"] = (f"not asked: the grading cost cap of ${self.max_cost:.2f} is reached "
+                                f"(${self.spent:.2f} spent); rerun with a higher --max-cost to score this")
+                raise JudgeFailed(log["error"])
             self.calls += 1
             t0 = time.perf_counter()
             try:
@@ -98,6 +109,7 @@ class Judge:
                            error=f"judge call failed after retries: {e}")
                 raise JudgeFailed(log["error"]) from None
         tally.add(completion)
+        self.spent += completion.cost_usd or 0.0     # an unknown price counts 0 (allowed by --allow-unpriced)
         log.update(answer=completion.text or "", stop_reason=completion.stop_reason, refusal=completion.refusal,
                    served_model=completion.served_model, usage=dict(completion.usage or {}),
                    cost_usd=completion.cost_usd, latency_s=round(completion.latency_s, 4))

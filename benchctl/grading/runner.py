@@ -23,7 +23,7 @@ from benchctl.grading.config import GradingConfig, GradingConfigError, check_gra
 from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
 from benchctl.grading.record import GradeJob
 from benchctl.jsonio import read_json, write_json_atomic
-from benchctl.layout import FINAL_STATUSES, grade_path, iter_runs
+from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
 
 
 @dataclass
@@ -35,6 +35,7 @@ class GradeOptions:
     task_dir: Path | None = None           # overrides meta.spec.task_dir for every run
     run_glob: str | None = None            # fnmatch over run ids
     auditor_key: str = "model"             # tournament: meta fields that name an auditor, e.g. model+harness
+    max_cost: float | None = None          # USD this session's judge calls may spend (--max-cost)
 
 
 @dataclass
@@ -58,6 +59,8 @@ class Session:
     skipped_runs: list[tuple[str, str]] = field(default_factory=list)   # (run_id, why not graded)
     judge_calls: int = 0                   # every judge call of the session, the tournament's included
     tournament_judge_calls: int = 0
+    judge_spent_usd: float = 0.0           # priced spend of this session's judge calls
+    judge_calls_capped: int = 0            # judge calls not made: the --max-cost cap was reached
     tournament: bool = False
     # tasks of the planned runs that asked for the tournament grader: the tournament covers every
     # finished run of these tasks (auditors of one environment are rated against each other)
@@ -115,8 +118,10 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
         run_id = meta.get("run_id") or run_path.name
         if opts.run_glob and not fnmatch.fnmatch(run_id, opts.run_glob):
             continue
-        if meta.get("status") not in FINAL_STATUSES:
-            session.skipped_runs.append((run_id, f"status {meta.get('status')!r} is not finished"))
+        if meta.get("status") not in GRADED_STATUSES:
+            why = (": stopped by a cost cap (not graded, never averaged)" if meta.get("status") == "budget_exhausted"
+                   else " is not finished")
+            session.skipped_runs.append((run_id, f"status {meta.get('status')!r}{why}"))
             continue
         task_dir = opts.task_dir or (meta.get("spec") or {}).get("task_dir")
         if not task_dir:
@@ -151,7 +156,7 @@ async def grade_results(results: Path, opts: GradeOptions,
     jobs, session = plan(results, opts)
     if on_plan:
         on_plan(sum(len([g for g in gs if g in GRADERS or g in DERIVED]) for _, gs in jobs))
-    judge = Judge(opts.judge, concurrency=opts.concurrency)
+    judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost)
 
     async def finish(rec: dict[str, Any], reused: bool, tally: Tally | None = None) -> None:
         if not reused:
@@ -192,6 +197,7 @@ async def grade_results(results: Path, opts: GradeOptions,
             raise GradingConfigError(f"tournament: {e}") from None
         session.tournament_judge_calls = judge.calls - before
     session.judge_calls = judge.calls
+    session.judge_spent_usd, session.judge_calls_capped = round(judge.spent, 6), judge.capped
     return session
 
 

@@ -99,6 +99,9 @@ def print_summary(session: Session) -> None:
     console.print(f"judge calls: {session.judge_calls}" + (f" ({session.tournament_judge_calls} by the tournament)"
                                                             if session.tournament else "")
                   + "; exchanges in grades/<grader>/judge_log/")
+    if session.judge_calls_capped:
+        console.print(f"cost cap: ${session.judge_spent_usd:.4f} spent; {session.judge_calls_capped} judge call(s) not "
+                      f"made, their items are unscored (rerun with a higher --max-cost to score them)")
     lines, warnings = tournament_lines(session.tournament_ratings)
     for line in lines:
         console.print(line)

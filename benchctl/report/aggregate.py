@@ -6,8 +6,8 @@ value in the results are left out of the row label. Honesty rules, enforced here
 - a run counts towards a mean only if its headline grade has a score (an unscored grade is
   never 0) and the run did not end in `error` or is still `running`; every mean says
   "k of m scored";
-- error and unfinished runs are counted in their row and listed, with their reason, in the
-  `unscored` table — never silently averaged;
+- error and unfinished runs, and runs a cost cap stopped (`budget_exhausted`), are counted in
+  their row and listed, with their reason, in the `unscored` table — never silently averaged;
 - runs that fell back to another model are labelled in their row ("2/3 fell back to X"), can
   be shown as separate rows (`separate_fallback`) or excluded (`exclude_fallback`, with a note).
 """
@@ -25,7 +25,8 @@ from benchctl.report.stats import mean_ci, mean_or_none
 HEADLINE_ORDER = ("combined", "coverage", "tldr")
 # "running" is what meta.json says while a run is in progress (never on disk from benchctl itself);
 # UNFINISHED is a run directory without meta.json (killed, or still running).
-NOT_AVERAGED = frozenset({"error", "running", UNFINISHED})
+# `budget_exhausted`: a cost cap stopped the run (benchctl/limits): finished, but cut short by money, not skill.
+NOT_AVERAGED = frozenset({"error", "running", UNFINISHED, "budget_exhausted"})
 
 
 @dataclass(frozen=True, order=True)
@@ -198,6 +199,17 @@ def token_counts(run: Run) -> tuple[int, int, int] | None:
     return int(inp + out), int(inp), int(0 + out)
 
 
+def wait_share(run: Run) -> float | None:
+    """Share of the run's budget its calls spent held back by rate limits (meta rate_limits.paused_s:
+    overlapping waits once); None for runs recorded before benchctl kept it."""
+    rl = run.meta.get("rate_limits")
+    paused = rl.get("paused_s") if isinstance(rl, dict) else None
+    s, _ = budget_label(run)
+    if not isinstance(paused, (int, float)) or s in (0, math.inf):
+        return None
+    return float(paused) / s
+
+
 def leaderboard(grouping: Grouping, headline: str | None) -> Table:
     rows = []
     for c in grouping.sorted_keys():
@@ -250,6 +262,8 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
             "fallback_runs": sum(fell_back(r) for r in runs), "fallback_label": fallback_label(runs),
             "refused": statuses.get("refused", 0), "timeouts": statuses.get("timeout", 0),
             "errors": statuses.get("error", 0), "unfinished": statuses.get("running", 0) + statuses.get(UNFINISHED, 0),
+            "budget_exhausted": statuses.get("budget_exhausted", 0),
+            "wait_share_mean": mean_or_none([w for r in runs if (w := wait_share(r)) is not None]),
             "cost_mean_usd": mean_or_none(costs), "n_priced": len(costs),
             "tokens_mean": mean_or_none(toks),
             "input_tokens_mean": mean_or_none(in_toks),
@@ -270,6 +284,7 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         Column("fallback_runs", "fallback runs", "int"), Column("fallback_label", "fallback"),
         Column("refused", "refused", "int"), Column("timeouts", "timeouts", "int"),
         Column("errors", "errors", "int"), Column("unfinished", "unfinished", "int"),
+        Column("budget_exhausted", "cost-capped", "int"), Column("wait_share_mean", "rate-limit wait", "pct"),
         Column("cost_mean_usd", "mean cost", "usd"), Column("n_priced", "priced runs", "int"),
         Column("tokens_mean", "mean tokens", "int"),
         Column("input_tokens_mean", "mean input tokens", "int", hidden=True),
@@ -289,20 +304,25 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         ("TLDR", lambda r: _part(r, "tldr_mean", "n_tldr")),
         ("fallback", lambda r: r["fallback_label"] or ""),
         ("refused", lambda r: str(r["refused"]) if r["refused"] else ""),
-        ("errors", lambda r: ", ".join(f"{r[k]} {lbl}" for k, lbl in (("errors", "error"), ("unfinished", "unfinished")) if r[k])),
+        ("errors", lambda r: ", ".join(f"{r[k]} {lbl}" for k, lbl in (("errors", "error"), ("unfinished", "unfinished"),
+                                                                       ("budget_exhausted", "cost-capped")) if r[k])),
         ("mean cost", lambda r: fmt("usd", r["cost_mean_usd"]) + ("" if r["n_priced"] in (0, r["n_runs"]) else f" ({r['n_priced']} priced)")),
         ("tokens", lambda r: fmt("int", r["tokens_mean"])),
         ("time", lambda r: fmt("seconds", r["elapsed_mean_s"])
             + (f" ({fmt('pct', r['budget_used'])})" if r["budget_used"] is not None else "")),
         ("$/point", lambda r: fmt("usd", r["cost_per_point_usd"])),
     ]
+    if any(r["wait_share_mean"] for r in rows):    # shown when some run waited for rate limits
+        display.insert(-1, ("rate-limit wait", lambda r: fmt("pct", r["wait_share_mean"])))
     if headline is None:
         notes = ["No grades yet, so no scores: run `benchctl grade RESULTS_DIR --judge MODEL` to score these runs. "
                  "Error and unfinished runs are counted, never averaged."]
     else:
         notes = [f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
                  f"(exact t quantile; clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; "
-                 f"error and unfinished runs are not averaged. $/point = agent cost / (100 × score), over runs with a known cost."]
+                 f"error, unfinished and cost-capped (budget_exhausted) runs are not averaged. $/point = agent cost / "
+                 f"(100 × score), over runs with a known cost. Rate-limit wait: mean share of the budget the run's model "
+                 f"calls spent held back by rate limits (a paused budget gave that time back)."]
     return Table("leaderboard", "Leaderboard", cols, rows, notes, display)
 
 
@@ -325,6 +345,8 @@ def unscored_runs(runs: list[Run], headline: str | None) -> Table:
             reason = "run unfinished (meta.json says running)"
         elif status == UNFINISHED:
             reason = unfinished_reason(r)
+        elif status == "budget_exhausted":
+            reason = f"stopped by a cost cap: {r.meta.get('error') or 'budget exhausted'} (not graded, never averaged)"
         elif headline is None:
             reason = "not graded yet"
         elif g is None:

@@ -101,12 +101,13 @@ def check_limits(lim: Limits) -> None:
                          f"use a value from {MIN_PIDS} to {MAX_PIDS}, e.g. pids = 256 (the default)")
 
 
-def parse_limits(table: dict[str, Any]) -> Limits:
-    """A `[limits]` table (missing keys take the defaults), checked with `check_limits`."""
+def parse_limits(table: dict[str, Any], also_allowed: tuple[str, ...] = ()) -> Limits:
+    """A `[limits]` table (missing keys take the defaults), checked with `check_limits`.
+    `also_allowed`: other keys of the same table that the caller has taken out (named in the fix)."""
     allowed = [f.name for f in fields(Limits)]
     for key in table:
         if key not in allowed:
-            raise LimitError(key, "unknown key", f"use one of: {', '.join(allowed)}")
+            raise LimitError(key, "unknown key", f"use one of: {', '.join(allowed + list(also_allowed))}")
     lim = Limits(**table)
     check_limits(lim)
     return replace(lim, cpus=float(lim.cpus))

@@ -30,8 +30,8 @@ from typing import Any
 import orjson
 
 from benchctl.gateway.pricing import PriceTable
-from benchctl.gateway.registry import resolve_upstream
-from benchctl.gateway.retry import RetryingUpstream, RetryPolicy
+from benchctl.gateway.registry import resolve_upstream, wrap_upstream
+from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream, UpstreamCall
 from benchctl.gateway.wire_parse import empty_usage, summarize
 from benchctl.models import build_request
@@ -53,33 +53,34 @@ class Reply:
     request: dict[str, Any] = field(default_factory=dict)   # what was sent, minus the system prompt
 
 
-def _completions_upstream(model: ModelId, retry: RetryPolicy | None) -> Upstream:
+def _completions_upstream(model: ModelId, retry: RetryPolicy | None, limits: Any = None) -> Upstream:
     """An openai-compatible upstream that also passes POST /v1/completions (wire 'other')."""
     from benchctl.gateway.http_upstreams import OpenAICompatibleUpstream
 
     class CompletionsUpstream(OpenAICompatibleUpstream):
         wire_apis = OpenAICompatibleUpstream.wire_apis + ("other",)
 
-    return RetryingUpstream(CompletionsUpstream(model), retry)
+    return wrap_upstream(CompletionsUpstream(model), model, retry, limits=limits)
 
 
 class ModelCaller:
     """Upstreams per model id for one run; must be used from one event loop (TargetTools owns it)."""
 
-    def __init__(self, retry: RetryPolicy | None = None, prices: PriceTable | None = None) -> None:
+    def __init__(self, retry: RetryPolicy | None = None, prices: PriceTable | None = None, limits: Any = None) -> None:
         self.retry = retry
         self.prices = prices or PriceTable()
+        self.limits = limits      # the run's benchctl.limits.run.RunLimits: the sweep's limiter and cost caps
         self._upstreams: dict[tuple[str, str], Upstream] = {}
 
     def upstream(self, model: ModelId, kind: str = "chat") -> Upstream:
         key = (str(model), kind)
         if key not in self._upstreams:
             if kind == "completions" and model.provider == "openai-compatible":
-                self._upstreams[key] = _completions_upstream(model, self.retry)
+                self._upstreams[key] = _completions_upstream(model, self.retry, self.limits)
             elif kind == "completions":
                 return self.upstream(model, "chat")      # scripted: the same script state as chat
             else:
-                self._upstreams[key] = resolve_upstream(model, self.retry)
+                self._upstreams[key] = resolve_upstream(model, self.retry, limits=self.limits)
         return self._upstreams[key]
 
     async def aclose(self) -> None:

@@ -69,7 +69,8 @@ class RunTargets:
         from benchctl.targets.token_budget import TokenBudget
         from benchctl.targets.tools import TargetTools
         config = hb.config(str((spec.options or {}).get(OPTION) or DEFAULT_CONFIG))
-        tools = TargetTools(hb.target, config, transcript)
+        from benchctl.targets.backend import ModelCaller    # through the run's limits, like the agent's calls
+        tools = TargetTools(hb.target, config, transcript, caller=ModelCaller(limits=getattr(gateway, "limits", None)))
         server = mcp.mount(gateway, tools) if hasattr(gateway, "add_route") else None
         tb = TokenBudget(hb.tools.token_budget, hb.tools.token_grace) if hb.tools.token_budget else None
         transcript.emit("harness_event", "targets", kind="target_tools", tool_config=config.name,

@@ -22,8 +22,11 @@ separate writes, the second once `event` is set: a chosen read boundary for the 
 vendor's in-stream error event, e.g. Anthropic `event: error` overloaded_error, then the end of a
 200 stream), `stall_next(after_pieces)` (take the request and go silent — before the response
 head by default, else after that many pieces of the body — until the client gives up; each such
-give-up is counted in `abandoned`), and `latency` (seconds before every response). Every request
-is recorded in `requests` (path, query, lowercased headers, JSON body).
+give-up is counted in `abandoned`), `headers_next(headers)` (extra response headers, e.g. a
+provider's rate-limit headers), and `latency` (seconds before every response). Every request
+is recorded in `requests` (path, query, lowercased headers, JSON body); `in_flight` and
+`max_in_flight` count generation requests being answered at once (what a concurrency limit
+must hold, measured where the provider would see it).
 
 Sockets use TCP_NODELAY and whole-buffer writes so keep-alive clients see no delayed-ACK stalls.
 """
@@ -72,6 +75,7 @@ class Fault:
     after_pieces: int | None = 1      # stall: None = before the response head
     event: threading.Event | None = None
     split_after: bytes = b""          # split: cut the body right after these bytes
+    headers: dict[str, str] | None = None   # status: extra response headers (rate-limit headers)
 
 
 def _split_at(pieces: list[bytes], fault: Fault) -> tuple[list[bytes], Fault | None]:
@@ -145,6 +149,16 @@ class _Handler(BaseHTTPRequestHandler):
         except orjson.JSONDecodeError:
             body = None
         wire_api, path_model = route(self.command, path)
+        if wire_api not in GENERATION_APIS:
+            return self._answer(wire_api, path, query, path_model, body, raw)
+        owner._enter()           # in flight from its arrival until its last byte is written
+        try:
+            return self._answer(wire_api, path, query, path_model, body, raw)
+        finally:
+            owner._leave()
+
+    def _answer(self, wire_api: str, path: str, query: str, path_model: str | None, body: Any, raw: bytes) -> None:
+        owner = self.server.owner
         owner._record(RecordedRequest(self.command, path, query, {k.lower(): v for k, v in self.headers.items()},
                                       body, raw, wire_api))
         if owner.latency:
@@ -158,9 +172,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_whole(status, {"content-type": "application/json"},
                                     wf.error_body("anthropic_messages" if wire_api == "other" else wire_api,
                                                   status, msg))
+        extra = owner._take_headers() if wire_api in GENERATION_APIS else {}
         fault = owner._take_fault() if wire_api in GENERATION_APIS else None
         if fault is not None and fault.kind == "status":
-            return self._send_whole(fault.status, wf.error_headers(fault.retry_after),
+            return self._send_whole(fault.status, {**wf.error_headers(fault.retry_after), **(fault.headers or {}), **extra},
                                     wf.error_body(wire_api, fault.status, fault.message or f"injected {fault.status}"))
         if fault is not None and fault.kind == "stall" and fault.after_pieces is None:
             return self._stall()   # request taken, nothing sent: no script turn is used
@@ -173,6 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:  # a broken script: say so in the vendor's error shape, don't hang the client
             return self._send_whole(500, {"content-type": "application/json"},
                                     wf.error_body(wire_api, 500, f"fake upstream script error: {e}"))
+        if extra:
+            rendered.headers = {**rendered.headers, **extra}
         if rendered.delay:
             time.sleep(rendered.delay)
         if not stream or rendered.status != 200:
@@ -279,7 +296,10 @@ class FakeUpstreamServer:
         self.models = models
         self.requests: list[RecordedRequest] = []
         self.abandoned = 0            # stalled responses whose client closed the connection
+        self.in_flight = 0            # generation requests being answered now
+        self.max_in_flight = 0        # the most at once since start (or since a test set it to 0)
         self._faults: list[Fault] = []
+        self._headers_next: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._connections: set[socket.socket] = set()
@@ -340,9 +360,30 @@ class FakeUpstreamServer:
         with self._lock:
             self._faults.extend(Fault(**fault.__dict__) for _ in range(times))
 
-    def fail_next(self, status: int, *, retry_after: float | None = None, message: str = "", times: int = 1) -> None:
-        """The next `times` generation requests get HTTP `status` with the vendor's error body."""
-        self._add(Fault("status", status, retry_after, message), times)
+    def fail_next(self, status: int, *, retry_after: float | None = None, message: str = "", times: int = 1,
+                  headers: dict[str, str] | None = None) -> None:
+        """The next `times` generation requests get HTTP `status` with the vendor's error body (and
+        `retry-after` / `retry-after-ms` when given, plus any extra `headers`)."""
+        self._add(Fault("status", status, retry_after, message, headers=headers), times)
+
+    def headers_next(self, headers: dict[str, str], times: int = 1) -> None:
+        """The next `times` generation responses carry these extra headers, e.g. Anthropic's
+        `anthropic-ratelimit-requests-remaining: 0` with its `...-reset`, or OpenAI's `x-ratelimit-*`."""
+        with self._lock:
+            self._headers_next.extend(dict(headers) for _ in range(times))
+
+    def _take_headers(self) -> dict[str, str]:
+        with self._lock:
+            return self._headers_next.pop(0) if self._headers_next else {}
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def reset_next(self, after_pieces: int = 1, times: int = 1) -> None:
         """The next response is cut by a TCP reset after `after_pieces` stream events."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-from benchctl.layout import FINAL_STATUSES, iter_runs
+from benchctl.layout import GRADED_STATUSES, iter_runs
 
 AUDITOR_FIELDS = ("task", "harness", "model", "budget", "variant", "tools", "seed")
 
@@ -66,7 +66,7 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
     found: list[tuple[Participant, bool | None]] = []
     configs: dict[str, tuple[bool | None, str | None]] = {}
     for path, meta in iter_runs(results):
-        if meta.get("status") not in FINAL_STATUSES:
+        if meta.get("status") not in GRADED_STATUSES:
             continue
         info = run_info(meta)
         if tasks is not None and info.get("task") not in tasks:

@@ -42,7 +42,7 @@ import orjson
 
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import WORK_DIR
-from harnesses.base import HarnessContext, fallback_count, tool_notices
+from harnesses.base import HarnessContext, cost_stopped, fallback_count, tool_notices
 from harnesses.hooks.ledger import HookLedger
 
 ROUTE_PREFIX = "/benchctl/hooks/"
@@ -166,6 +166,8 @@ class HookHost:
         tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=tool_name,
                 tool_id=tool_id, file_changed=text is not None, **ids)
         parts = tool_notices(self.ctx, tool_id, text, now, **ids)
+        if cost_stopped(self.ctx):     # the final notice (recorded when the cap was reached); the CLI ends next
+            parts.append(str(self.ctx.stop.info.get("notice") or self.ctx.stop.reason))
         if self._tokens is not None:
             tokens = self._tokens.after_tool(self.ctx, tool_id, now)
             if tokens:
@@ -185,6 +187,11 @@ class HookHost:
                     repeat=True)
             return self._stop_answers[key]
         self._count("stop")
+        if cost_stopped(ctx):          # a cost cap: let it stop, never ask for more
+            tr.emit("hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"),
+                    decision="stop")
+            self._stop_answers[key] = {}
+            return {}
         data = self._read_policy_file() if pol.length is not None else None
         text = data.decode("utf-8", errors="replace") if data is not None else None
         decision = stop_decision(ctx.budget, now, ctx.stop_state, pol.early_exit, pol.length, text)

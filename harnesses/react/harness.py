@@ -14,7 +14,7 @@ from typing import Any, Callable
 from benchctl.gateway.upstream import ModelId
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
-from harnesses.base import HarnessContext, HarnessResult, fallback_count, tool_notices
+from harnesses.base import HarnessContext, HarnessResult, cost_stopped, fallback_count, tool_notices
 from harnesses.react.tools import ToolBox, ToolOutcome, resolve
 from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
 from harnesses.tool_outputs import warn_rejected
@@ -25,6 +25,9 @@ SYSTEM_PROMPT = (
     "file you are asked to produce there. Use the tools to investigate; call `submit` when done."
 )
 MAX_REFUSAL_RETRIES = 3      # a fallback model gets the refused turn again, at most this often
+# When rate-limit waits can move the deadline (the budget pauses), the gateway cuts a call at the
+# deadline as it moves; the client's own timeout is then only a backstop against a stuck gateway.
+PAUSABLE_BACKSTOP_S = 3600.0
 
 
 class ReactHarness:
@@ -137,16 +140,21 @@ class ReactHarness:
         while True:
             if ctx.cancel.is_set():
                 return result("error", "cancelled")
+            if cost_stopped(ctx):     # a cost cap: stop before the next model call (its notice is recorded)
+                return result("budget_exhausted", ctx.stop.reason)
             now = self.clock()
             if budget.expired(now):
                 tr.emit("notice", "policy", kind="deadline", text="Time is up; the agent was stopped.")
                 return result("timeout")
             fallbacks_before = fallback_count(ctx)
+            backstop = PAUSABLE_BACKSTOP_S if budget.paused is not None else 0.0
             try:
-                turn: Turn = conv.call(timeout=budget.remaining(now) + 2.0)
+                turn: Turn = conv.call(timeout=budget.remaining(now) + 2.0 + backstop)
             except Exception as e:
                 if ctx.cancel.is_set():
                     return result("error", "cancelled")
+                if cost_stopped(ctx):
+                    return result("budget_exhausted", ctx.stop.reason)
                 if budget.expired(self.clock()):
                     tr.emit("notice", "policy", kind="deadline", text="Time is up during a model call; the agent was stopped.")
                     return result("timeout")
