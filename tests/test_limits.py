@@ -421,7 +421,7 @@ def test_cost_caps_refuse_unpriced_models_and_bad_limits_name_their_source(tmp_p
     with pytest.raises(RunError, match=r"task.toml: key `limits.max_cost`: -1 is not a positive amount of USD"):
         resolve_config(models=[MODEL], **base)
     (task / "task.toml").write_text((task / "task.toml").read_text().replace("max_cost = -1", "max_cost = 2\nmax_costs = 1"))
-    with pytest.raises(RunError, match=r"key `limits.max_costs`: unknown key. Fix: use one of: cpus, memory, pids, max_cost"):
+    with pytest.raises(RunError, match=r"key `limits.max_costs`: unknown key. Fix: use one of: cpus, memory, pids, work, max_cost"):
         resolve_config(models=[MODEL], **base)
     (task / "task.toml").write_text((task / "task.toml").read_text().replace("\nmax_costs = 1", ""))
     with pytest.raises(RunError, match=r"task.toml: key `limits.max_cost`: .*unpriced models spend: anthropic/claude-sonnet-5-5"):
@@ -453,7 +453,8 @@ def test_the_cli_hooks_and_react_tell_the_agent_the_same_paused_time(tmp_path: P
                          policies=RunPolicies(), run_dir=tmp_path)
     paused[0] = 75.0
     host = HookHost(ctx, "claude-code", clock=lambda: now)
-    hook = host.post_tool_use({"input": {"tool_use_id": "t1", "tool_name": "Bash"}})
+    host.ledger.response({}, "anthropic_messages", ["t1"], "ok")     # the model asked for t1 (the gateway saw it)
+    hook = host.post_tool_use({"tool_use_id": "t1", "tool_name": "Bash"})
     react = tool_notices(ctx, "t1", None, now)        # what ReAct appends to its tool result
     assert hook["hookSpecificOutput"]["additionalContext"] == "\n".join(react) == (
         "[benchctl] Time remaining: 9m 35s of 10m 00s (the clock was paused for 1m 15s while rate limits held "

@@ -51,6 +51,9 @@ class GatewayContext(Protocol):
     body_limits: BodyLimits                        # per-request and per-gateway body caps
     body_budget: BodyBudget                        # bytes of request bodies held right now
     observers: list[CallObserver]                  # host-side checks told of every call (hooks ledger)
+    limits: Any                                    # the run's benchctl.limits.run.RunLimits (limiter, cost stop)
+    phase: int                                     # +1 at each set_deadline: the run, then each follow-up
+    forwarding: set[Any]                           # exchanges with a call in flight (cut at the deadline)
 
     @property
     def deadline(self) -> float | None: ...        # unix seconds, None: no deadline

@@ -272,7 +272,7 @@ class Exchange:
         if watch:
             protocol.on_client_gone = gone
         self.task = task
-        self.gw._forwarding.add(self)
+        self.gw.forwarding.add(self)
         try:
             return await self._forward(call, requested)
         except asyncio.CancelledError:
@@ -289,7 +289,7 @@ class Exchange:
                                              "(the run ended or was interrupted)")
             raise
         finally:
-            self.gw._forwarding.discard(self)
+            self.gw.forwarding.discard(self)
             if watch:
                 protocol.on_client_gone = None
 

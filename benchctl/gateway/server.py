@@ -104,7 +104,7 @@ class Gateway:
         self._connections = 0
         self._refused: dict[str, int] = {}       # requests the gateway refused itself, by status
         self.phase = 0                     # +1 at each set_deadline (the run, then each follow-up)
-        self._forwarding: set[Any] = set() # exchanges with a call in flight (cut at the deadline)
+        self.forwarding: set[Any] = set()  # exchanges with a call in flight (cut at the deadline)
         # Resolve upstreams now so a misconfigured model fails before the run starts.
         self._upstreams: dict[ModelId, Upstream] = {m: self._resolve(m) for m in (primary, fallback) if m is not None}
         self._stats_lock = threading.Lock()
@@ -201,8 +201,8 @@ class Gateway:
         while True:
             deadline = self.deadline
             now = time.time()
-            if deadline is not None and now >= deadline and self._forwarding:
-                for exchange in list(self._forwarding):
+            if deadline is not None and now >= deadline and self.forwarding:
+                for exchange in list(self.forwarding):
                     exchange.cut_at_deadline()
             nap = DEADLINE_TICK_S if deadline is None or now >= deadline else min(DEADLINE_TICK_S, deadline - now)
             await asyncio.sleep(max(nap, 0.005))
