@@ -2,16 +2,23 @@
 """Added latency of the model gateway: calling the fake upstream directly vs through the gateway.
 
 Three processes: the fake upstream (benchctl.testing.fake_upstream, TCP), the gateway
-(`benchctl gateway`, unix socket, its Anthropic upstream pointed at the fake), and this
-client: a lean asyncio HTTP/1.1 client on keep-alive connections, so the numbers are the
-server side's, not an SDK's. For each concurrency (1 and 32 callers) it measures:
+(`benchctl gateway`, unix socket, its Anthropic upstream pointed at the fake, writing a
+transcript as a run's gateway does), and this client: a lean asyncio HTTP/1.1 client on
+keep-alive connections, so the numbers are the server side's, not an SDK's. For each
+concurrency (1 and 32 callers) it measures:
 
   plain   total time of a non-streaming /v1/messages call
   ttfb    time to the first body byte of a streaming call (the first SSE event)
 
-and prints median and p99 for direct, via the gateway, and the difference.
+and prints median and p99 for direct, via the gateway, and the difference, and the gateway
+process's CPU time per call (user + system, from /proc: the figure least moved by other load
+on the machine). With --repeat N every cell is measured N times (direct and gateway in turn)
+and the medians of those N figures are printed. With --against DIR a second gateway runs from
+another checkout (e.g. `git archive main | tar -x -C /tmp/base`), measured in turn with this
+one, so old and new code see the same load.
 
-    python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32]
+    python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--repeat 1]
+                                    [--no-transcript] [--against DIR]
 """
 from __future__ import annotations
 
@@ -19,6 +26,8 @@ import argparse
 import asyncio
 import json
 import os
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +44,7 @@ print(up.url, flush=True)
 sys.stdin.read()
 """
 TOKEN = "benchctl-sandbox-token"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def request_bytes(stream: bool) -> bytes:
@@ -75,7 +85,6 @@ async def connect(target: str) -> tuple[asyncio.StreamReader, asyncio.StreamWrit
         return await asyncio.open_unix_connection(target[5:])
     host, port = target.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
-    import socket
     writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return reader, writer
 
@@ -104,43 +113,76 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def pct(values: list[float], p: float) -> float:
+def ms(values: list[float], p: float) -> float:
     return percentile(values, p) * 1000
+
+
+class GatewayProcess:
+    """`benchctl gateway` from the checkout `tree`, on a unix socket, in front of the fake upstream."""
+
+    def __init__(self, tree: Path, upstream: str, tmp: Path, label: str, transcript: bool) -> None:
+        self.label, self.sock = label, tmp / f"{label}.sock"
+        env = {**os.environ, "PYTHONPATH": str(tree), "ANTHROPIC_BASE_URL": upstream,
+               "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"}
+        extra = ["--transcript", str(tmp / f"{label}.jsonl")] if transcript else []
+        self.proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
+                                      "--socket", str(self.sock), "--model", "anthropic/claude-sonnet-5-5", *extra],
+                                     cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
+        if "listening" not in line:
+            raise RuntimeError(f"gateway from {tree} did not start: {line}{self.proc.stderr.read()}")  # type: ignore[union-attr]
+
+    def measure(self, stream: bool, calls: int, concurrency: int) -> tuple[list[float], float]:
+        """Latencies, and the gateway's CPU milliseconds per call (warm-up calls included)."""
+        cpu0 = cpu_seconds(self.proc.pid)
+        via = asyncio.run(measure(f"unix:{self.sock}", stream, calls, concurrency))
+        return via, (cpu_seconds(self.proc.pid) - cpu0) / (len(via) + 3 * concurrency) * 1000
+
+    def stop(self) -> None:
+        self.proc.send_signal(2)
+        self.proc.wait(10)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=400)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--repeat", type=int, default=1, help="measure every cell N times; print the medians")
+    ap.add_argument("--no-transcript", action="store_true", help="the gateway writes no transcript")
+    ap.add_argument("--against", type=Path, help="also measure a gateway from this other checkout, in turn")
     args = ap.parse_args()
-    fake = subprocess.Popen([sys.executable, "-c", FAKE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    tmp = tempfile.mkdtemp(prefix="bench-gw-")
-    sock = Path(tmp) / "gw.sock"
-    gw = None
+    fake = subprocess.Popen([sys.executable, "-c", FAKE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gw-"))
+    gateways: list[GatewayProcess] = []
     try:
         url = fake.stdout.readline().strip()  # type: ignore[union-attr]
-        env = {**os.environ, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"}
-        gw = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway", "--socket",
-                               str(sock), "--model", "anthropic/claude-sonnet-5-5"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        gw.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
-        print(f"fake upstream {url}; gateway unix:{sock}; {args.calls} calls per cell; {os.cpu_count()} cpus\n")
-        print(f"{'metric':<8} {'callers':>7} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} {'p99':>8} | "
-              f"{'added p50':>9} {'p99':>8} | {'gw CPU/call':>11}   (ms)")
+        gateways.append(GatewayProcess(REPO, url, tmp, "this", not args.no_transcript))
+        if args.against is not None:
+            gateways.append(GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript))
+        print(f"fake upstream {url}; gateways {', '.join(f'{g.label}: unix:{g.sock}' for g in gateways)}; "
+              f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell, "
+              f"medians of {args.repeat} rounds; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
+        print(f"{'metric':<6} {'callers':>7} {'gateway':>8} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} "
+              f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11}   (ms)")
         for concurrency in args.concurrency:
             for stream in (False, True):
-                direct = asyncio.run(measure(url, stream, args.calls, concurrency))
-                cpu0 = cpu_seconds(gw.pid)
-                via = asyncio.run(measure(f"unix:{sock}", stream, args.calls, concurrency))
-                cpu = (cpu_seconds(gw.pid) - cpu0) / (len(via) + 3 * concurrency) * 1000
-                d50, d99, v50, v99 = pct(direct, 50), pct(direct, 99), pct(via, 50), pct(via, 99)
-                name = "ttfb" if stream else "plain"
-                print(f"{name:<8} {concurrency:>7} | {d50:>10.3f} {d99:>8.3f} | {v50:>11.3f} {v99:>8.3f} | "
-                      f"{v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f}")
+                rows: dict[str, list[tuple[float, ...]]] = {g.label: [] for g in gateways}
+                for _ in range(args.repeat):
+                    for g in gateways:   # direct right before each gateway: both see the same load
+                        direct = asyncio.run(measure(url, stream, args.calls, concurrency))
+                        via, cpu = g.measure(stream, args.calls, concurrency)
+                        d50, d99, v50, v99 = ms(direct, 50), ms(direct, 99), ms(via, 50), ms(via, 99)
+                        rows[g.label].append((d50, d99, v50, v99, v50 - d50, v99 - d99, cpu))
+                for label, figures in rows.items():
+                    med = [statistics.median(col) for col in zip(*figures)]
+                    print(f"{'ttfb' if stream else 'plain':<6} {concurrency:>7} {label:>8} | {med[0]:>10.3f} "
+                          f"{med[1]:>8.3f} | {med[2]:>11.3f} {med[3]:>8.3f} | {med[4]:>9.3f} {med[5]:>8.3f} | "
+                          f"{med[6]:>11.3f}", flush=True)
+        print(f"\nload {os.getloadavg()[0]:.1f} at the end")
     finally:
-        if gw is not None:
-            gw.send_signal(2)
-            gw.wait(10)
+        for g in gateways:
+            g.stop()
         fake.stdin.close()  # type: ignore[union-attr]
         fake.wait(10)
     return 0
