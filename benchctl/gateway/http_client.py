@@ -17,6 +17,7 @@ the pool's idle timeout, except while waiting for the response head when the req
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 import ssl
 from collections import defaultdict
@@ -82,7 +83,8 @@ class RawResponse:
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         """The body, de-chunked, as it arrives. Everything received so far leaves as one piece (so
-        several SSE events that arrived together cost one write downstream); nothing is held back."""
+        several SSE events that arrived together cost one write downstream); nothing is held back,
+        and no piece is empty. Closing the generator before its end gives the connection up."""
         reusable = self.headers.get("connection", "").lower() != "close"
         try:
             if self._method == "HEAD" or self.status in (204, 304):
@@ -149,9 +151,20 @@ class RawResponse:
             self._released = True
             self._pool.finished(self._conn, reusable)
 
-    async def aclose(self) -> None:
-        if not self._done:
-            self._release(False)
+
+@functools.lru_cache(maxsize=256)   # an upstream's calls go to one or two URLs: parsed once
+def _split_url(url: str) -> tuple[Origin, str, str]:
+    """(origin, request target, host header) of an http(s) URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        # Named without user:password@ and ?query: a base URL may carry a credential there, and
+        # this message reaches the transcript and the agent.
+        shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
+        raise ValueError(f"upstream URL {shown!r} must be http(s)://host[:port]/path; check the provider's "
+                         "base-URL variable (e.g. ANTHROPIC_BASE_URL)")
+    origin: Origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return origin, target, parts.netloc.rsplit("@", 1)[-1]
 
 
 class ConnectionPool:
@@ -216,21 +229,15 @@ class ConnectionPool:
                       head_timeout: float | None = None) -> RawResponse:
         """Send a request; returns once the status and headers arrived. `head_timeout`: the silence
         allowed before the head (default: the pool's idle timeout, which applies to the body)."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            # Named without user:password@ and ?query: a base URL may carry a credential there, and
-            # this message reaches the transcript and the agent.
-            shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
-            raise ValueError(f"upstream URL {shown!r} must be http(s)://host[:port]/path; check the provider's "
-                             "base-URL variable (e.g. ANTHROPIC_BASE_URL)")
-        origin: Origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        host = parts.netloc.rsplit("@", 1)[-1]
-        lines = [f"{method} {target} HTTP/1.1", f"host: {host}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
+        origin, target, host = _split_url(url)
+        head = [f"{method} {target} HTTP/1.1\r\nhost: {host}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
         if body is not None:
-            lines.append(f"content-length: {len(body)}")
-        payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+            head.append(f"content-length: {len(body)}")
+        head.append("\r\n")
+        payload = "\r\n".join(head).encode("latin-1")
+        if body:
+            payload += body
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
         idle = self._idle.get(origin)
