@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import orjson
 
 SCHEMA_VERSION = 1
+_DUMP_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 
 EVENT_TYPES = {
     "run_start",        # spec, task hash, image digest
@@ -143,14 +144,15 @@ class TranscriptWriter:
         with self._lock:
             event["seq"] = self._seq
             self._seq += 1
-            line = self._redact(orjson.dumps(event, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)) + b"\n"
+            line = self._redact(orjson.dumps(event, option=_DUMP_OPTIONS))
             if self._f is not None:
                 self._f.write(line)
-        for listener in self.listeners:
-            try:
-                listener(event)
-            except Exception:  # a broken progress display must never break a run
-                pass
+        if self.listeners:
+            for listener in self.listeners:
+                try:
+                    listener(event)
+                except Exception:  # a broken progress display must never break a run
+                    pass
         return event
 
     def close(self) -> None:

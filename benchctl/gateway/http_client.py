@@ -21,6 +21,7 @@ import functools
 import socket
 import ssl
 from collections import defaultdict
+from time import monotonic   # not loop.time(): asyncio.get_running_loop() costs a getpid() call
 from typing import AsyncIterator
 from urllib.parse import urlsplit
 
@@ -49,7 +50,7 @@ class _Conn:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, origin: Origin) -> None:
         self.reader, self.writer, self.origin = reader, writer, origin
-        self.last_read = 0.0   # loop time of the last bytes received while a request is in flight
+        self.last_read = 0.0   # time.monotonic() of the last bytes received while a request is in flight
         self.limit = IDLE_TIMEOUT   # seconds of silence allowed now (set per request by the pool)
         self.timed_out = False      # closed by the sweeper for silence
 
@@ -187,7 +188,7 @@ class ConnectionPool:
             raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
         if not data and conn.timed_out:
             raise conn.idle_error()
-        conn.last_read = asyncio.get_running_loop().time()
+        conn.last_read = monotonic()
         return data
 
     def finished(self, conn: _Conn, reusable: bool) -> None:
@@ -199,11 +200,10 @@ class ConnectionPool:
             idle.append(conn)
 
     async def _sweep(self) -> None:
-        loop = asyncio.get_running_loop()
         while not self._closed:
             # A quarter of the shortest limit in force: a stall is noticed within 125 % of its limit.
             await asyncio.sleep(min([5.0, self.idle_timeout / 4] + [c.limit / 4 for c in self._active]))
-            now = loop.time()
+            now = monotonic()
             for conn in list(self._active):
                 if now - conn.last_read > conn.limit:
                     conn.timed_out = True
@@ -255,7 +255,7 @@ class ConnectionPool:
         return await self._exchange(await self._connect(origin), payload, method, head_timeout)
 
     async def _exchange(self, conn: _Conn, payload: bytes, method: str, head_timeout: float | None) -> RawResponse:
-        conn.last_read = asyncio.get_running_loop().time()
+        conn.last_read = monotonic()
         conn.limit = head_timeout or self.idle_timeout
         conn.timed_out = False
         self._active.add(conn)

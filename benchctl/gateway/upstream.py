@@ -100,7 +100,10 @@ class UpstreamResponse:
     async def read(self) -> bytes:
         """The whole body; read once (by the retry layer, for a non-streaming answer), then kept."""
         if self.data is None:
-            self.data = b"".join([c async for c in self.body])
+            chunks = []
+            async for chunk in self.body:
+                chunks.append(chunk)
+            self.data = b"".join(chunks)
         return self.data
 
 
