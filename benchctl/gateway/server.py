@@ -37,11 +37,6 @@ from benchctl.gateway.upstream import ModelId, Upstream
 from benchctl.gateway.wire_parse import USAGE_KEYS
 from benchctl.transcript import Redactor, TranscriptWriter
 
-try:   # uvloop: the same asyncio API with the loop and transports in C, about a third less CPU per call
-    from uvloop import new_event_loop
-except ImportError:   # e.g. a platform without wheels: asyncio's own loop serves the same way, slower
-    from asyncio import new_event_loop
-
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
 RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
 
@@ -128,7 +123,7 @@ class Gateway:
             return self
         ready = threading.Event()
         failure: list[BaseException] = []
-        self._loop = new_event_loop()
+        self._loop = asyncio.new_event_loop()
 
         def run() -> None:
             assert self._loop is not None
