@@ -92,6 +92,9 @@ class StreamRedactor:
     def __init__(self, secrets: list[bytes]) -> None:
         self._secrets = secrets
         self._held = b""
+        # The bytes a proper prefix of a secret can end in: a piece that ends in any other byte (an SSE
+        # event ends in a newline) holds nothing back, and the search for a held tail is skipped.
+        self._prefix_ends = frozenset(b for s in secrets for b in s[:-1])
 
     def feed(self, data: bytes) -> bytes:
         if not self._secrets:
@@ -100,7 +103,7 @@ class StreamRedactor:
         for s in self._secrets:
             if s in buf:
                 buf = buf.replace(s, b"[REDACTED]")
-        cut = len(buf) - self._secret_start_at_end(buf)
+        cut = len(buf) - (self._secret_start_at_end(buf) if buf and buf[-1] in self._prefix_ends else 0)
         self._held = buf[cut:]
         return buf[:cut]
 

@@ -12,12 +12,13 @@ concurrency (1 and 32 callers) it measures:
 
 and prints median and p99 for direct, via the gateway, and the difference, and the gateway
 process's CPU time per call (user + system, from /proc: the figure least moved by other load
-on the machine). With --repeat N every cell is measured N times (direct and gateway in turn)
-and the medians of those N figures are printed. With --against DIR a second gateway runs from
-another checkout (e.g. `git archive main | tar -x -C /tmp/base`), measured in turn with this
-one, so old and new code see the same load.
+on the machine). Direct and gateway calls take turns of --turn calls per caller on connections
+kept open, so both see the same load, which on a shared machine moves from second to second;
+the percentiles are over all calls of a kind. With --against DIR a second gateway runs from
+another checkout (e.g. `git archive main | tar -x -C /tmp/base`) and takes its turn in every
+round too, so old and new code are compared under the same load.
 
-    python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--repeat 1]
+    python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--turn 25]
                                     [--no-transcript] [--against DIR]
 """
 from __future__ import annotations
@@ -27,7 +28,6 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +45,7 @@ sys.stdin.read()
 """
 TOKEN = "benchctl-sandbox-token"
 REPO = Path(__file__).resolve().parent.parent
+Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 def request_bytes(stream: bool) -> bytes:
@@ -80,7 +81,7 @@ async def one_call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, r
     return ttfb, time.perf_counter() - t0
 
 
-async def connect(target: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def connect(target: str) -> Conn:
     if target.startswith("unix:"):
         return await asyncio.open_unix_connection(target[5:])
     host, port = target.removeprefix("http://").split(":")
@@ -89,21 +90,16 @@ async def connect(target: str) -> tuple[asyncio.StreamReader, asyncio.StreamWrit
     return reader, writer
 
 
-async def measure(target: str, stream: bool, calls: int, concurrency: int) -> list[float]:
-    req = request_bytes(stream)
-    per_worker = max(1, calls // concurrency)
+async def calls(conns: list[Conn], req: bytes, per_conn: int, stream: bool) -> list[float]:
+    """`per_conn` calls on each connection at once: the latencies (first byte or total)."""
     out: list[float] = []
 
-    async def worker() -> None:
-        reader, writer = await connect(target)
-        for _ in range(3):  # warm-up: connections, upstream keep-alive
-            await one_call(reader, writer, req)
-        for _ in range(per_worker):
+    async def caller(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(per_conn):
             ttfb, total = await one_call(reader, writer, req)
             out.append(ttfb if stream else total)
-        writer.close()
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(caller(r, w) for r, w in conns))
     return out
 
 
@@ -121,33 +117,50 @@ class GatewayProcess:
     """`benchctl gateway` from the checkout `tree`, on a unix socket, in front of the fake upstream."""
 
     def __init__(self, tree: Path, upstream: str, tmp: Path, label: str, transcript: bool) -> None:
-        self.label, self.sock = label, tmp / f"{label}.sock"
+        self.label, self.target = label, f"unix:{tmp / f'{label}.sock'}"
         env = {**os.environ, "PYTHONPATH": str(tree), "ANTHROPIC_BASE_URL": upstream,
                "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"}
         extra = ["--transcript", str(tmp / f"{label}.jsonl")] if transcript else []
         self.proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
-                                      "--socket", str(self.sock), "--model", "anthropic/claude-sonnet-5-5", *extra],
+                                      "--socket", self.target[5:], "--model", "anthropic/claude-sonnet-5-5", *extra],
                                      cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
         if "listening" not in line:
             raise RuntimeError(f"gateway from {tree} did not start: {line}{self.proc.stderr.read()}")  # type: ignore[union-attr]
-
-    def measure(self, stream: bool, calls: int, concurrency: int) -> tuple[list[float], float]:
-        """Latencies, and the gateway's CPU milliseconds per call (warm-up calls included)."""
-        cpu0 = cpu_seconds(self.proc.pid)
-        via = asyncio.run(measure(f"unix:{self.sock}", stream, calls, concurrency))
-        return via, (cpu_seconds(self.proc.pid) - cpu0) / (len(via) + 3 * concurrency) * 1000
 
     def stop(self) -> None:
         self.proc.send_signal(2)
         self.proc.wait(10)
 
 
+async def cell(direct: str, gateways: list[GatewayProcess], stream: bool, n_calls: int, concurrency: int,
+               per_conn: int) -> dict[str, tuple[list[float], float]]:
+    """label -> (latencies, gateway CPU ms per call) for direct and each gateway, measured in turns."""
+    req = request_bytes(stream)
+    targets = {"direct": direct, **{g.label: g.target for g in gateways}}
+    pids = {g.label: g.proc.pid for g in gateways}
+    conns = {label: [await connect(t) for _ in range(concurrency)] for label, t in targets.items()}
+    for label in targets:   # warm-up: connections, the gateway's upstream keep-alive pool
+        await calls(conns[label], req, 3, stream)
+    samples: dict[str, list[float]] = {label: [] for label in targets}
+    cpu = {label: 0.0 for label in targets}
+    order = list(targets)
+    for turn in range(max(1, n_calls // (per_conn * concurrency))):
+        for label in order[turn % len(order):] + order[:turn % len(order)]:   # each goes first in turn
+            cpu0 = cpu_seconds(pids[label]) if label in pids else 0.0
+            samples[label] += await calls(conns[label], req, per_conn, stream)
+            cpu[label] += cpu_seconds(pids[label]) - cpu0 if label in pids else 0.0
+    for label in targets:
+        for _reader, writer in conns[label]:
+            writer.close()
+    return {label: (samples[label], cpu[label] / len(samples[label]) * 1000) for label in targets}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--calls", type=int, default=400)
+    ap.add_argument("--calls", type=int, default=400, help="calls per cell, per target")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
-    ap.add_argument("--repeat", type=int, default=1, help="measure every cell N times; print the medians")
+    ap.add_argument("--turn", type=int, default=25, help="calls per caller in a row to one target, then the next's turn")
     ap.add_argument("--no-transcript", action="store_true", help="the gateway writes no transcript")
     ap.add_argument("--against", type=Path, help="also measure a gateway from this other checkout, in turn")
     args = ap.parse_args()
@@ -160,25 +173,20 @@ def main() -> int:
         gateways.append(GatewayProcess(REPO, url, tmp, "this", not args.no_transcript))
         if args.against is not None:
             gateways.append(GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript))
-        print(f"fake upstream {url}; gateways {', '.join(f'{g.label}: unix:{g.sock}' for g in gateways)}; "
-              f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell, "
-              f"medians of {args.repeat} rounds; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
+        print(f"fake upstream {url}; gateways {', '.join(f'{g.label}: {g.target}' for g in gateways)}; "
+              f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell and target, in turns "
+              f"of {args.turn} per caller; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
         print(f"{'metric':<6} {'callers':>7} {'gateway':>8} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} "
               f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11}   (ms)")
         for concurrency in args.concurrency:
             for stream in (False, True):
-                rows: dict[str, list[tuple[float, ...]]] = {g.label: [] for g in gateways}
-                for _ in range(args.repeat):
-                    for g in gateways:   # direct right before each gateway: both see the same load
-                        direct = asyncio.run(measure(url, stream, args.calls, concurrency))
-                        via, cpu = g.measure(stream, args.calls, concurrency)
-                        d50, d99, v50, v99 = ms(direct, 50), ms(direct, 99), ms(via, 50), ms(via, 99)
-                        rows[g.label].append((d50, d99, v50, v99, v50 - d50, v99 - d99, cpu))
-                for label, figures in rows.items():
-                    med = [statistics.median(col) for col in zip(*figures)]
-                    print(f"{'ttfb' if stream else 'plain':<6} {concurrency:>7} {label:>8} | {med[0]:>10.3f} "
-                          f"{med[1]:>8.3f} | {med[2]:>11.3f} {med[3]:>8.3f} | {med[4]:>9.3f} {med[5]:>8.3f} | "
-                          f"{med[6]:>11.3f}", flush=True)
+                got = asyncio.run(cell(url, gateways, stream, args.calls, concurrency, args.turn))
+                direct = got.pop("direct")[0]
+                d50, d99 = ms(direct, 50), ms(direct, 99)
+                for label, (via, cpu) in got.items():
+                    v50, v99 = ms(via, 50), ms(via, 99)
+                    print(f"{'ttfb' if stream else 'plain':<6} {concurrency:>7} {label:>8} | {d50:>10.3f} {d99:>8.3f} | "
+                          f"{v50:>11.3f} {v99:>8.3f} | {v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f}", flush=True)
         print(f"\nload {os.getloadavg()[0]:.1f} at the end")
     finally:
         for g in gateways:
