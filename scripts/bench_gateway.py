@@ -10,9 +10,11 @@ concurrency (1 and 32 callers) it measures:
   plain   total time of a non-streaming /v1/messages call
   ttfb    time to the first body byte of a streaming call (the first SSE event)
 
-and prints median and p99 for direct, via the gateway, and the difference, and the gateway
+and prints median and p99 for direct, via the gateway, and the difference, the gateway
 process's CPU time per call (user + system, from /proc: the figure least moved by other load
-on the machine). Direct and gateway calls take turns of --turn calls per caller on connections
+on the machine), and the cores the calls got (CPU time of the fake upstream, the gateway and
+this client per second of the turns: at 32 callers the calls are CPU-bound, so the added
+latency is about callers × gateway CPU per call / cores). Direct and gateway calls take turns of --turn calls per caller on connections
 kept open, so both see the same load, which on a shared machine moves from second to second;
 the percentiles are over all calls of a kind. With --against DIR a second gateway runs from
 another checkout (e.g. `git archive main | tar -x -C /tmp/base`) and takes its turn in every
@@ -133,27 +135,36 @@ class GatewayProcess:
         self.proc.wait(10)
 
 
-async def cell(direct: str, gateways: list[GatewayProcess], stream: bool, n_calls: int, concurrency: int,
-               per_conn: int) -> dict[str, tuple[list[float], float]]:
-    """label -> (latencies, gateway CPU ms per call) for direct and each gateway, measured in turns."""
+async def cell(direct: str, gateways: list[GatewayProcess], fake_pid: int, stream: bool, n_calls: int,
+               concurrency: int, per_conn: int) -> dict[str, tuple[list[float], float, float]]:
+    """label -> (latencies, gateway CPU ms per call, cores used) for direct and each gateway, measured
+    in turns. Cores used: CPU seconds of the fake upstream, the gateway and this client over the wall
+    time of that target's turns, i.e. the share of the machine the calls got."""
     req = request_bytes(stream)
     targets = {"direct": direct, **{g.label: g.target for g in gateways}}
     pids = {g.label: g.proc.pid for g in gateways}
+    me = os.getpid()
     conns = {label: [await connect(t) for _ in range(concurrency)] for label, t in targets.items()}
     for label in targets:   # warm-up: connections, the gateway's upstream keep-alive pool
         await calls(conns[label], req, 3, stream)
     samples: dict[str, list[float]] = {label: [] for label in targets}
     cpu = {label: 0.0 for label in targets}
+    used = {label: 0.0 for label in targets}
+    wall = {label: 0.0 for label in targets}
     order = list(targets)
     for turn in range(max(1, n_calls // (per_conn * concurrency))):
         for label in order[turn % len(order):] + order[:turn % len(order)]:   # each goes first in turn
-            cpu0 = cpu_seconds(pids[label]) if label in pids else 0.0
+            procs = [fake_pid, me] + ([pids[label]] if label in pids else [])
+            cpu0, used0, t0 = cpu_seconds(pids.get(label, me)), sum(map(cpu_seconds, procs)), time.perf_counter()
             samples[label] += await calls(conns[label], req, per_conn, stream)
-            cpu[label] += cpu_seconds(pids[label]) - cpu0 if label in pids else 0.0
+            wall[label] += time.perf_counter() - t0
+            used[label] += sum(map(cpu_seconds, procs)) - used0
+            cpu[label] += cpu_seconds(pids.get(label, me)) - cpu0
     for label in targets:
         for _reader, writer in conns[label]:
             writer.close()
-    return {label: (samples[label], cpu[label] / len(samples[label]) * 1000) for label in targets}
+    return {label: (samples[label], cpu[label] / len(samples[label]) * 1000, used[label] / wall[label])
+            for label in targets}
 
 
 def main() -> int:
@@ -177,16 +188,17 @@ def main() -> int:
               f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell and target, in turns "
               f"of {args.turn} per caller; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
         print(f"{'metric':<6} {'callers':>7} {'gateway':>8} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} "
-              f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11}   (ms)")
+              f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11} | cores: direct gateway   (ms)")
         for concurrency in args.concurrency:
             for stream in (False, True):
-                got = asyncio.run(cell(url, gateways, stream, args.calls, concurrency, args.turn))
-                direct = got.pop("direct")[0]
+                got = asyncio.run(cell(url, gateways, fake.pid, stream, args.calls, concurrency, args.turn))
+                direct, _, direct_cores = got.pop("direct")
                 d50, d99 = ms(direct, 50), ms(direct, 99)
-                for label, (via, cpu) in got.items():
+                for label, (via, cpu, cores) in got.items():
                     v50, v99 = ms(via, 50), ms(via, 99)
                     print(f"{'ttfb' if stream else 'plain':<6} {concurrency:>7} {label:>8} | {d50:>10.3f} {d99:>8.3f} | "
-                          f"{v50:>11.3f} {v99:>8.3f} | {v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f}", flush=True)
+                          f"{v50:>11.3f} {v99:>8.3f} | {v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f} | "
+                          f"{direct_cores:>5.2f} {cores:>5.2f}", flush=True)
         print(f"\nload {os.getloadavg()[0]:.1f} at the end")
     finally:
         for g in gateways:
