@@ -150,12 +150,11 @@ class TranscriptWriter:
             line = self._redact(orjson.dumps(event, option=_DUMP_OPTIONS))
             if self._f is not None:
                 self._f.write(line)
-        if self.listeners:
-            for listener in self.listeners:
-                try:
-                    listener(event)
-                except Exception:  # a broken progress display must never break a run
-                    pass
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:  # a broken progress display must never break a run
+                pass
         return event
 
     def close(self) -> None:

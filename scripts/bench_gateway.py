@@ -14,11 +14,12 @@ and prints median and p99 for direct, via the gateway, and the difference, the g
 process's CPU time per call (user + system, from /proc: the figure least moved by other load
 on the machine), and the cores the calls got (CPU time of the fake upstream, the gateway and
 this client per second of the turns: at 32 callers the calls are CPU-bound, so the added
-latency is about callers × gateway CPU per call / cores). Direct and gateway calls take turns of --turn calls per caller on connections
-kept open, so both see the same load, which on a shared machine moves from second to second;
-the percentiles are over all calls of a kind. With --against DIR a second gateway runs from
-another checkout (e.g. `git archive main | tar -x -C /tmp/base`) and takes its turn in every
-round too, so old and new code are compared under the same load.
+latency is about callers × gateway CPU per call / cores). Direct and gateway calls take turns
+of --turn calls per caller on connections kept open, so both see the same load, which on a
+shared machine moves from second to second; the percentiles are over all calls of a kind.
+With --against DIR a second gateway runs from another checkout (e.g. `git archive main | tar
+-x -C /tmp/base`) and takes its turn in every round too, so old and new code are compared
+under the same load.
 
     python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--turn 25]
                                     [--no-transcript] [--against DIR]
@@ -171,7 +172,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=400, help="calls per cell, per target")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
-    ap.add_argument("--turn", type=int, default=25, help="calls per caller in a row to one target, then the next's turn")
+    ap.add_argument("--turn", type=int, default=25, help="calls per caller to one target before the next's turn")
     ap.add_argument("--no-transcript", action="store_true", help="the gateway writes no transcript")
     ap.add_argument("--against", type=Path, help="also measure a gateway from this other checkout, in turn")
     args = ap.parse_args()

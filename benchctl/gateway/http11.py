@@ -108,7 +108,8 @@ async def read_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits a second for this before big bodies
     if req.length is not None:
         # A small body in one call; a big one into one buffer of its size (no second copy).
-        req.body = await (reader.readexactly(req.length) if req.length <= READ_SIZE else _read_exactly(reader, req.length))
+        small = req.length <= READ_SIZE
+        req.body = await (reader.readexactly(req.length) if small else _read_exactly(reader, req.length))
         req.body_complete = True
         return
     body = bytearray()
