@@ -100,7 +100,7 @@ class UpstreamResponse:
     async def read(self) -> bytes:
         """The whole body; read once (by the retry layer, for a non-streaming answer), then kept."""
         if self.data is None:
-            chunks = []
+            chunks: list[bytes] = []
             async for chunk in self.body:
                 chunks.append(chunk)
             self.data = b"".join(chunks)
