@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable
 import orjson
 
 SCHEMA_VERSION = 1
+_DUMP_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 
 EVENT_TYPES = {
     "run_start",        # spec, task hash, image digest
@@ -94,6 +95,9 @@ class StreamRedactor:
     def __init__(self, secrets: list[bytes]) -> None:
         self._secrets = secrets
         self._held = b""
+        # The bytes a proper prefix of a secret can end in: a piece that ends in any other byte (an SSE
+        # event ends in a newline) holds nothing back, and the search for a held tail is skipped.
+        self._prefix_ends = frozenset(b for s in secrets for b in s[:-1])
 
     def feed(self, data: bytes) -> bytes:
         if not self._secrets:
@@ -102,7 +106,7 @@ class StreamRedactor:
         for s in self._secrets:
             if s in buf:
                 buf = buf.replace(s, b"[REDACTED]")
-        cut = len(buf) - self._secret_start_at_end(buf)
+        cut = len(buf) - (self._secret_start_at_end(buf) if buf and buf[-1] in self._prefix_ends else 0)
         self._held = buf[cut:]
         return buf[:cut]
 
@@ -177,7 +181,7 @@ class TranscriptWriter:
         with self._lock:
             event["seq"] = self._seq
             self._seq += 1
-            line = self._redact(orjson.dumps(event, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)) + b"\n"
+            line = self._redact(orjson.dumps(event, option=_DUMP_OPTIONS))
             if self._f is not None:
                 self._f.write(line)
             if self._sink is not None:

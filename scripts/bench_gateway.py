@@ -2,16 +2,27 @@
 """Added latency of the model gateway: calling the fake upstream directly vs through the gateway.
 
 Three processes: the fake upstream (benchctl.testing.fake_upstream, TCP), the gateway
-(`benchctl gateway`, unix socket, its Anthropic upstream pointed at the fake), and this
-client: a lean asyncio HTTP/1.1 client on keep-alive connections, so the numbers are the
-server side's, not an SDK's. For each concurrency (1 and 32 callers) it measures:
+(`benchctl gateway`, unix socket, its Anthropic upstream pointed at the fake, writing a
+transcript as a run's gateway does), and this client: a lean asyncio HTTP/1.1 client on
+keep-alive connections, so the numbers are the server side's, not an SDK's. For each
+concurrency (1 and 32 callers) it measures:
 
   plain   total time of a non-streaming /v1/messages call
   ttfb    time to the first body byte of a streaming call (the first SSE event)
 
-and prints median and p99 for direct, via the gateway, and the difference.
+and prints median and p99 for direct, via the gateway, and the difference, the gateway
+process's CPU time per call (user + system, from /proc: the figure least moved by other load
+on the machine), and the cores the calls got (CPU time of the fake upstream, the gateway and
+this client per second of the turns: at 32 callers the calls are CPU-bound, so the added
+latency is about callers × gateway CPU per call / cores). Direct and gateway calls take turns
+of --turn calls per caller on connections kept open, so both see the same load, which on a
+shared machine moves from second to second; the percentiles are over all calls of a kind.
+With --against DIR a second gateway runs from another checkout (e.g. `git archive main | tar
+-x -C /tmp/base`) and takes its turn in every round too, so old and new code are compared
+under the same load.
 
-    python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32]
+    python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--turn 25]
+                                    [--no-transcript] [--against DIR]
 """
 from __future__ import annotations
 
@@ -19,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +47,8 @@ print(up.url, flush=True)
 sys.stdin.read()
 """
 TOKEN = "benchctl-sandbox-token"
+REPO = Path(__file__).resolve().parent.parent
+Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 def request_bytes(stream: bool) -> bytes:
@@ -70,31 +84,25 @@ async def one_call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, r
     return ttfb, time.perf_counter() - t0
 
 
-async def connect(target: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def connect(target: str) -> Conn:
     if target.startswith("unix:"):
         return await asyncio.open_unix_connection(target[5:])
     host, port = target.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
-    import socket
     writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return reader, writer
 
 
-async def measure(target: str, stream: bool, calls: int, concurrency: int) -> list[float]:
-    req = request_bytes(stream)
-    per_worker = max(1, calls // concurrency)
+async def calls(conns: list[Conn], req: bytes, per_conn: int, stream: bool) -> list[float]:
+    """`per_conn` calls on each connection at once: the latencies (first byte or total)."""
     out: list[float] = []
 
-    async def worker() -> None:
-        reader, writer = await connect(target)
-        for _ in range(3):  # warm-up: connections, upstream keep-alive
-            await one_call(reader, writer, req)
-        for _ in range(per_worker):
+    async def caller(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(per_conn):
             ttfb, total = await one_call(reader, writer, req)
             out.append(ttfb if stream else total)
-        writer.close()
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(caller(r, w) for r, w in conns))
     return out
 
 
@@ -104,45 +112,103 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def pct(values: list[float], p: float) -> float:
+def ms(values: list[float], p: float) -> float:
     return percentile(values, p) * 1000
+
+
+class GatewayProcess:
+    """`benchctl gateway` from the checkout `tree`, on a unix socket, in front of the fake upstream."""
+
+    def __init__(self, tree: Path, upstream: str, tmp: Path, label: str, transcript: bool) -> None:
+        self.label, self.target = label, f"unix:{tmp / f'{label}.sock'}"
+        env = {**os.environ, "PYTHONPATH": str(tree), "ANTHROPIC_BASE_URL": upstream,
+               "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"}
+        extra = ["--transcript", str(tmp / f"{label}.jsonl")] if transcript else []
+        self.proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
+                                      "--socket", self.target[5:], "--model", "anthropic/claude-sonnet-5-5", *extra],
+                                     cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
+        if "listening" not in line:
+            raise RuntimeError(f"gateway from {tree} did not start: {line}{self.proc.stderr.read()}")  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        self.proc.send_signal(2)
+        self.proc.wait(10)
+
+
+async def cell(direct: str, gateways: list[GatewayProcess], fake_pid: int, stream: bool, n_calls: int,
+               concurrency: int, per_conn: int) -> dict[str, tuple[list[float], float, float]]:
+    """label -> (latencies, gateway CPU ms per call, cores used) for direct and each gateway, measured
+    in turns. Cores used: CPU seconds of the fake upstream, the gateway and this client over the wall
+    time of that target's turns, i.e. the share of the machine the calls got."""
+    req = request_bytes(stream)
+    targets = {"direct": direct, **{g.label: g.target for g in gateways}}
+    pids = {g.label: g.proc.pid for g in gateways}
+    me = os.getpid()
+    conns = {label: [await connect(t) for _ in range(concurrency)] for label, t in targets.items()}
+    for label in targets:   # warm-up: connections, the gateway's upstream keep-alive pool
+        await calls(conns[label], req, 3, stream)
+    samples: dict[str, list[float]] = {label: [] for label in targets}
+    cpu = {label: 0.0 for label in targets}
+    used = {label: 0.0 for label in targets}
+    wall = {label: 0.0 for label in targets}
+    order = list(targets)
+    for turn in range(max(1, n_calls // (per_conn * concurrency))):
+        for label in order[turn % len(order):] + order[:turn % len(order)]:   # each goes first in turn
+            procs = [fake_pid, me] + ([pids[label]] if label in pids else [])
+            cpu0, used0, t0 = cpu_seconds(pids.get(label, me)), sum(map(cpu_seconds, procs)), time.perf_counter()
+            samples[label] += await calls(conns[label], req, per_conn, stream)
+            wall[label] += time.perf_counter() - t0
+            used[label] += sum(map(cpu_seconds, procs)) - used0
+            cpu[label] += cpu_seconds(pids.get(label, me)) - cpu0
+    for label in targets:
+        for _reader, writer in conns[label]:
+            writer.close()
+    return {label: (samples[label], cpu[label] / len(samples[label]) * 1000, used[label] / wall[label])
+            for label in targets}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--calls", type=int, default=400)
+    ap.add_argument("--calls", type=int, default=400, help="calls per cell, per target")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--turn", type=int, default=25, help="calls per caller to one target before the next's turn")
+    ap.add_argument("--no-transcript", action="store_true", help="the gateway writes no transcript")
+    ap.add_argument("--against", type=Path, help="also measure a gateway from this other checkout, in turn")
     args = ap.parse_args()
-    fake = subprocess.Popen([sys.executable, "-c", FAKE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    tmp = tempfile.mkdtemp(prefix="bench-gw-")
-    sock = Path(tmp) / "gw.sock"
-    gw = None
+    fake = subprocess.Popen([sys.executable, "-c", FAKE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gw-"))
+    gateways: list[GatewayProcess] = []
     try:
         url = fake.stdout.readline().strip()  # type: ignore[union-attr]
-        env = {**os.environ, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"}
-        gw = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway", "--socket",
-                               str(sock), "--model", "anthropic/claude-sonnet-5-5"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        gw.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
-        print(f"fake upstream {url}; gateway unix:{sock}; {args.calls} calls per cell; {os.cpu_count()} cpus\n")
-        print(f"{'metric':<8} {'callers':>7} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} {'p99':>8} | "
-              f"{'added p50':>9} {'p99':>8} | {'gw CPU/call':>11}   (ms)")
+        gateways.append(GatewayProcess(REPO, url, tmp, "this", not args.no_transcript))
+        if args.against is not None:
+            gateways.append(GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript))
+        print(f"fake upstream {url}; gateways {', '.join(f'{g.label}: {g.target}' for g in gateways)}; "
+              f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell and target, in turns "
+              f"of {args.turn} per caller; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
+        print(f"{'metric':<6} {'callers':>7} {'gateway':>8} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} "
+              f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11} | cores: direct gateway   (ms)")
         for concurrency in args.concurrency:
             for stream in (False, True):
-                direct = asyncio.run(measure(url, stream, args.calls, concurrency))
-                cpu0 = cpu_seconds(gw.pid)
-                via = asyncio.run(measure(f"unix:{sock}", stream, args.calls, concurrency))
-                cpu = (cpu_seconds(gw.pid) - cpu0) / (len(via) + 3 * concurrency) * 1000
-                d50, d99, v50, v99 = pct(direct, 50), pct(direct, 99), pct(via, 50), pct(via, 99)
-                name = "ttfb" if stream else "plain"
-                print(f"{name:<8} {concurrency:>7} | {d50:>10.3f} {d99:>8.3f} | {v50:>11.3f} {v99:>8.3f} | "
-                      f"{v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f}")
+                got = asyncio.run(cell(url, gateways, fake.pid, stream, args.calls, concurrency, args.turn))
+                direct, _, direct_cores = got.pop("direct")
+                d50, d99 = ms(direct, 50), ms(direct, 99)
+                for label, (via, cpu, cores) in got.items():
+                    v50, v99 = ms(via, 50), ms(via, 99)
+                    print(f"{'ttfb' if stream else 'plain':<6} {concurrency:>7} {label:>8} | {d50:>10.3f} {d99:>8.3f} | "
+                          f"{v50:>11.3f} {v99:>8.3f} | {v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f} | "
+                          f"{direct_cores:>5.2f} {cores:>5.2f}", flush=True)
+        print(f"\nload {os.getloadavg()[0]:.1f} at the end")
     finally:
-        if gw is not None:
-            gw.send_signal(2)
-            gw.wait(10)
+        for g in gateways:
+            g.stop()
         fake.stdin.close()  # type: ignore[union-attr]
-        fake.wait(10)
+        try:
+            fake.wait(10)
+        except subprocess.TimeoutExpired:   # its threads may take longer under load: the results are printed
+            fake.kill()
     return 0
 
 

@@ -78,7 +78,7 @@ def authorized(headers: dict[str, str], query: str, token: str) -> bool:
         return True
     if headers.get("authorization") == f"Bearer {token}":
         return True
-    return f"key={token}" in query.split("&")
+    return bool(query) and f"key={token}" in query.split("&")
 
 
 async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -106,7 +106,7 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
             if req is None:
                 break
             try:
-                keep = await Exchange(gw, req, reader, writer).run()
+                keep = await Exchange(gw, req, reader, writer, task).run()
             finally:
                 gw.body_budget.give(req.reserved)
                 req.reserved = 0
@@ -140,8 +140,9 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
 
 class Exchange:
     def __init__(self, gw: GatewayContext, req: http11.Request, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+                 writer: asyncio.StreamWriter, task: "asyncio.Task[None] | None" = None) -> None:
         self.gw, self.req, self.reader, self.writer = gw, req, reader, writer
+        self.task = task   # the connection's task: cancelled when the client goes away mid-call
         self.t0 = time.perf_counter()
         self.ttfb: float | None = None
         self.wire: str | None = None
@@ -239,7 +240,7 @@ class Exchange:
             body["model"] = served.name
         if self.wire == "anthropic_count_tokens" and served.provider != "anthropic":
             return self.estimate_tokens(body, requested, served, gemini=False)
-        headers = {k: v for k, v in req.headers.items() if k in PASS_HEADERS}
+        headers = {k: req.headers[k] for k in PASS_HEADERS if k in req.headers}
         # The sandbox token may come as ?key= (Gemini style): it is ours, never forwarded.
         query = "&".join(p for p in req.query.split("&") if p and not p.startswith("key=")) if req.query else ""
         call = UpstreamCall(self.wire, req.method, path, served, body, stream, query, headers)  # type: ignore[arg-type]
@@ -261,7 +262,7 @@ class Exchange:
         self.attempts: list[dict[str, Any]] = []   # of earlier sends (refusal retries)
         self.recorded = False
         self.client_gone = False
-        task = asyncio.current_task()
+        task = self.task
         protocol = self.writer.transport.get_protocol()
         watch = isinstance(protocol, http11.ClientProtocol) and task is not None
 
@@ -271,7 +272,6 @@ class Exchange:
 
         if watch:
             protocol.on_client_gone = gone
-        self.task = task
         self.gw.forwarding.add(self)
         try:
             return await self._forward(call, requested)

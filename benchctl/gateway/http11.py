@@ -107,7 +107,9 @@ async def read_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
     if req.headers.get("expect", "").lower() == "100-continue":
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits a second for this before big bodies
     if req.length is not None:
-        req.body = await _read_exactly(reader, req.length)
+        # A small body in one call; a big one into one buffer of its size (no second copy).
+        small = req.length <= READ_SIZE
+        req.body = await (reader.readexactly(req.length) if small else _read_exactly(reader, req.length))
         req.body_complete = True
         return
     body = bytearray()

@@ -17,9 +17,11 @@ the pool's idle timeout, except while waiting for the response head when the req
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 import ssl
 from collections import defaultdict
+from time import monotonic   # not loop.time(): asyncio.get_running_loop() costs a getpid() call
 from typing import AsyncIterator
 from urllib.parse import urlsplit
 
@@ -48,7 +50,7 @@ class _Conn:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, origin: Origin) -> None:
         self.reader, self.writer, self.origin = reader, writer, origin
-        self.last_read = 0.0   # loop time of the last bytes received while a request is in flight
+        self.last_read = 0.0   # time.monotonic() of the last bytes received while a request is in flight
         self.limit = IDLE_TIMEOUT   # seconds of silence allowed now (set per request by the pool)
         self.timed_out = False      # closed by the sweeper for silence
 
@@ -82,7 +84,8 @@ class RawResponse:
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         """The body, de-chunked, as it arrives. Everything received so far leaves as one piece (so
-        several SSE events that arrived together cost one write downstream); nothing is held back."""
+        several SSE events that arrived together cost one write downstream); nothing is held back,
+        and no piece is empty. Closing the generator before its end gives the connection up."""
         reusable = self.headers.get("connection", "").lower() != "close"
         try:
             if self._method == "HEAD" or self.status in (204, 304):
@@ -149,9 +152,20 @@ class RawResponse:
             self._released = True
             self._pool.finished(self._conn, reusable)
 
-    async def aclose(self) -> None:
-        if not self._done:
-            self._release(False)
+
+@functools.lru_cache(maxsize=256)   # an upstream's calls go to one or two URLs: parsed once
+def _split_url(url: str) -> tuple[Origin, str, str]:
+    """(origin, request target, host header) of an http(s) URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        # Named without user:password@ and ?query: a base URL may carry a credential there, and
+        # this message reaches the transcript and the agent.
+        shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
+        raise ValueError(f"upstream URL {shown!r} must be http(s)://host[:port]/path; check the provider's "
+                         "base-URL variable (e.g. ANTHROPIC_BASE_URL)")
+    origin: Origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return origin, target, parts.netloc.rsplit("@", 1)[-1]
 
 
 class ConnectionPool:
@@ -174,7 +188,7 @@ class ConnectionPool:
             raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
         if not data and conn.timed_out:
             raise conn.idle_error()
-        conn.last_read = asyncio.get_running_loop().time()
+        conn.last_read = monotonic()
         return data
 
     def finished(self, conn: _Conn, reusable: bool) -> None:
@@ -186,11 +200,10 @@ class ConnectionPool:
             idle.append(conn)
 
     async def _sweep(self) -> None:
-        loop = asyncio.get_running_loop()
         while not self._closed:
             # A quarter of the shortest limit in force: a stall is noticed within 125 % of its limit.
             await asyncio.sleep(min([5.0, self.idle_timeout / 4] + [c.limit / 4 for c in self._active]))
-            now = loop.time()
+            now = monotonic()
             for conn in list(self._active):
                 if now - conn.last_read > conn.limit:
                     conn.timed_out = True
@@ -216,21 +229,15 @@ class ConnectionPool:
                       head_timeout: float | None = None) -> RawResponse:
         """Send a request; returns once the status and headers arrived. `head_timeout`: the silence
         allowed before the head (default: the pool's idle timeout, which applies to the body)."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            # Named without user:password@ and ?query: a base URL may carry a credential there, and
-            # this message reaches the transcript and the agent.
-            shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
-            raise ValueError(f"upstream URL {shown!r} must be http(s)://host[:port]/path; check the provider's "
-                             "base-URL variable (e.g. ANTHROPIC_BASE_URL)")
-        origin: Origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        host = parts.netloc.rsplit("@", 1)[-1]
-        lines = [f"{method} {target} HTTP/1.1", f"host: {host}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
+        origin, target, host = _split_url(url)
+        head = [f"{method} {target} HTTP/1.1\r\nhost: {host}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
         if body is not None:
-            lines.append(f"content-length: {len(body)}")
-        payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+            head.append(f"content-length: {len(body)}")
+        head.append("\r\n")
+        payload = "\r\n".join(head).encode("latin-1")
+        if body:
+            payload += body
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
         idle = self._idle.get(origin)
@@ -248,7 +255,7 @@ class ConnectionPool:
         return await self._exchange(await self._connect(origin), payload, method, head_timeout)
 
     async def _exchange(self, conn: _Conn, payload: bytes, method: str, head_timeout: float | None) -> RawResponse:
-        conn.last_read = asyncio.get_running_loop().time()
+        conn.last_read = monotonic()
         conn.limit = head_timeout or self.idle_timeout
         conn.timed_out = False
         self._active.add(conn)

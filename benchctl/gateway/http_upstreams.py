@@ -25,8 +25,8 @@ from typing import AsyncIterator, Mapping
 import httpx2
 import orjson
 
+from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, ConnectionPool
 from benchctl.gateway.provider_env import PROVIDERS
-from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, ConnectionPool, RawResponse
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 # Headers from the upstream that are about the hop, not the content; we set our own.
@@ -100,6 +100,7 @@ class HttpUpstream:
         url = self.url(call)
         if call.query:
             url += ("&" if "?" in url else "?") + call.query
+        # The client's pass-through headers may replace the defaults, never the key.
         headers = {**self.default_headers(), **call.headers, **self.auth_headers(), "accept-encoding": "identity"}
         content = None
         if call.body is not None:
@@ -108,7 +109,8 @@ class HttpUpstream:
         head_timeout = self.idle_timeout if call.stream else max(self.idle_timeout, self.answer_timeout)
         if self._pool is not None:
             raw = await self._pool.request(call.method, url, headers, content, head_timeout)
-            return UpstreamResponse(status=raw.status, headers=response_headers(raw.headers), body=_iter_raw(raw))
+            headers = {k: v for k, v in raw.headers.items() if k not in HOP_HEADERS}   # (names already lower-case)
+            return UpstreamResponse(status=raw.status, headers=headers, body=raw.aiter_raw())
         assert self._client is not None
         # httpx2 has one read timeout per request: the head's limit, which then also bounds each body read.
         timeout = httpx2.Timeout(connect=15.0, read=head_timeout, write=60.0, pool=60.0)
@@ -122,15 +124,6 @@ class HttpUpstream:
             await self._client.aclose()
         if self._pool is not None:
             await self._pool.aclose()
-
-
-async def _iter_raw(raw: RawResponse) -> AsyncIterator[bytes]:
-    try:
-        async for chunk in raw.aiter_raw():
-            if chunk:
-                yield chunk
-    finally:
-        await raw.aclose()
 
 
 async def _iter_body(response: httpx2.Response) -> AsyncIterator[bytes]:

@@ -49,15 +49,21 @@ class PriceTable:
         path = override or os.environ.get("BENCHCTL_PRICES")
         if path:
             self.table.update(_load(Path(path)))
+        self._found: dict[str, dict[str, float] | None] = {}   # model -> its entry: the gateway asks per call
 
     def lookup(self, model: str) -> dict[str, float] | None:
-        if model in self.table:
-            return self.table[model]
-        best = None
-        for key, entry in self.table.items():   # longest matching prefix wins
-            if key.endswith("*") and model.startswith(key[:-1]) and (best is None or len(key) > len(best[0])):
-                best = (key, entry)
-        return best[1] if best else None
+        if model in self._found:
+            return self._found[model]
+        found = self.table.get(model)
+        if found is None:
+            best = None
+            for key, entry in self.table.items():   # longest matching prefix wins
+                if key.endswith("*") and model.startswith(key[:-1]) and (best is None or len(key) > len(best[0])):
+                    best = (key, entry)
+            found = best[1] if best else None
+        if len(self._found) < 1024:   # model names come from upstream answers too: bounded
+            self._found[model] = found
+        return found
 
     def cost(self, model: str, usage: Mapping[str, Any]) -> float | None:
         """USD for one call, or None when any token kind it used has no price."""

@@ -40,6 +40,12 @@ from benchctl.gateway.wire_parse import USAGE_KEYS
 from benchctl.limits.run import RunLimits
 from benchctl.transcript import Redactor, TranscriptWriter
 
+try:   # uvloop: asyncio's API with the loop and transports in C; at 32 callers a fifth less CPU per
+    # call and less added latency than asyncio's own loop (scripts/bench_gateway.py --against)
+    from uvloop import new_event_loop
+except ImportError:   # a platform without its wheels: asyncio's own loop serves the same way
+    from asyncio import new_event_loop
+
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
 RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
 DEADLINE_TICK_S = 0.25                      # how often the deadline watcher looks (while no deadline is near)
@@ -133,7 +139,7 @@ class Gateway:
             return self
         ready = threading.Event()
         failure: list[BaseException] = []
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop()
 
         def run() -> None:
             assert self._loop is not None

@@ -97,10 +97,16 @@ class UpstreamResponse:
     body: AsyncIterator[bytes]      # raw bytes, yielded as they arrive from upstream
     served_model: str | None = None # what the upstream says served it, when known
     attempts: list[dict[str, Any]] = field(default_factory=list)  # retries: {"attempt", "status", "error", "wait_s"}
+    data: bytes | None = None       # the whole body, once `read()` has read it
 
     async def read(self) -> bytes:
-        chunks = [c async for c in self.body]
-        return b"".join(chunks)
+        """The whole body; read once (by the retry layer, for a non-streaming answer), then kept."""
+        if self.data is None:
+            chunks: list[bytes] = []
+            async for chunk in self.body:
+                chunks.append(chunk)
+            self.data = b"".join(chunks)
+        return self.data
 
 
 class Upstream(Protocol):

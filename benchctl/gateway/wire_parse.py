@@ -20,6 +20,7 @@ text so far, and tool calls with their arguments as received (a string when not 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
@@ -66,8 +67,30 @@ def iter_sse(body: bytes) -> Iterator[tuple[str | None, str]]:
             yield event, "\n".join(data)
 
 
-def _loads_json_events(body: bytes, summary: ResponseSummary) -> list[tuple[str | None, Any]]:
-    """Parse every SSE data payload as JSON; a bad payload marks the summary as malformed."""
+# A `data:` line that ends its event: a blank line follows (not consumed: it may precede the next one).
+_LAST_DATA_LINE = re.compile(rb"\ndata: ?(.*)\n(?=\n)")
+
+
+def _event_data(body: bytes) -> list[bytes] | None:
+    """The data of every event, in one regex pass (an eighth of iter_sse's time: the gateway reads
+    each streamed answer), when each event has at most one `data:` line, as the vendors send them,
+    and no CR; else None. Event names are not read."""
+    if b"\r" in body:
+        return None
+    lines = b"\n" + body   # every line now starts after a newline
+    found = _LAST_DATA_LINE.findall(lines)
+    # As many data lines ending their events as data lines at all: no event has two.
+    return found if len(found) == lines.count(b"\ndata:") else None
+
+
+def _loads_json_events(body: bytes, summary: ResponseSummary, names: bool = True) -> list[tuple[str | None, Any]]:
+    """Parse every SSE data payload as JSON; a bad payload marks the summary as malformed.
+    names=False: the caller ignores event names (they may be None), which allows the fast path."""
+    if not names and (data := _event_data(body)) is not None:
+        try:
+            return [(None, orjson.loads(d)) for d in data if d.strip() != b"[DONE]"]
+        except orjson.JSONDecodeError:
+            pass   # a bad payload (or bytes that are not UTF-8): read again below, which names it
     out: list[tuple[str | None, Any]] = []
     for event, data in iter_sse(body):
         if data.strip() == "[DONE]":
@@ -119,7 +142,7 @@ def _anthropic_message(msg: dict[str, Any], s: ResponseSummary) -> None:
 
 def _anthropic_stream(body: bytes, s: ResponseSummary) -> None:
     blocks: dict[int, dict[str, Any]] = {}
-    for _event, ev in _loads_json_events(body, s):
+    for _event, ev in _loads_json_events(body, s, names=False):
         kind = ev.get("type")
         if kind == "message_start":
             msg = ev.get("message") or {}
@@ -199,7 +222,10 @@ def _responses_stream(body: bytes, s: ResponseSummary) -> None:
     final: dict[str, Any] | None = None
     deltas: list[str] = []
     items: dict[int, dict[str, Any]] = {}    # output items as they arrived, for a stream cut before its end
-    for _event, ev in _loads_json_events(body, s):
+    events = _loads_json_events(body, s, names=False)
+    if any(name is None and isinstance(ev, dict) and "type" not in ev for name, ev in events):
+        events = _loads_json_events(body, s)   # an event said what it is only by its name: read the names
+    for _event, ev in events:
         kind = ev.get("type", _event)
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             final = ev.get("response") or {}
@@ -264,7 +290,7 @@ def _chat_object(obj: dict[str, Any], s: ResponseSummary) -> None:
 def _chat_stream(body: bytes, s: ResponseSummary) -> None:
     texts: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
-    for _event, ev in _loads_json_events(body, s):
+    for _event, ev in _loads_json_events(body, s, names=False):
         if "error" in ev and not ev.get("choices"):
             s.error = _error_message(ev)
             continue
@@ -328,7 +354,7 @@ def _gemini_chunk(obj: dict[str, Any], s: ResponseSummary, texts: list[str]) -> 
 def _gemini(body: bytes, stream: bool, s: ResponseSummary) -> None:
     texts: list[str] = []
     if stream:
-        for _event, ev in _loads_json_events(body, s):
+        for _event, ev in _loads_json_events(body, s, names=False):
             _gemini_chunk(ev, s, texts)
     else:
         obj = orjson.loads(body)
