@@ -151,11 +151,25 @@ class _Handler(BaseHTTPRequestHandler):
         wire_api, path_model = route(self.command, path)
         if wire_api not in GENERATION_APIS:
             return self._answer(wire_api, path, query, path_model, body, raw)
-        owner._enter()           # in flight from its arrival until its last byte is written
+        # In flight from its arrival until its last byte is handed to the socket. It stops counting
+        # just BEFORE that write: once the client has the last byte it may start its next request,
+        # which must never find this one still counted (that would over-report concurrency).
+        owner._enter()
+        self._counted = True
         try:
             return self._answer(wire_api, path, query, path_model, body, raw)
         finally:
-            owner._leave()
+            self._uncount()
+
+    def _uncount(self) -> None:
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.server.owner._leave()
+
+    def _write_last(self, data: bytes) -> None:
+        """The response's last bytes: this request stops being in flight first (see _handle)."""
+        self._uncount()
+        self.wfile.write(data)
 
     def _answer(self, wire_api: str, path: str, query: str, path_model: str | None, body: Any, raw: bytes) -> None:
         owner = self.server.owner
@@ -219,7 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     def _send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.wfile.write(self._head(status, headers, {"content-length": str(len(body))}) + body)
+        self._write_last(self._head(status, headers, {"content-length": str(len(body))}) + body)
 
     def _send_paced(self, rendered: RenderedReply, fault: Fault | None, stream: bool, wire_api: str) -> None:
         pieces = list(rendered.pieces)
@@ -250,12 +264,12 @@ class _Handler(BaseHTTPRequestHandler):
                 if fault.kind == "error_event":
                     # A 200 stream that fails midway: the vendor's error event, then the end of the body.
                     self._chunk(wf.stream_error_event(wire_api, fault.message or "Overloaded", fault.status))
-                    self.wfile.write(b"0\r\n\r\n")
+                    self._write_last(b"0\r\n\r\n")
                     return
             if i and rendered.chunk_delay:
                 time.sleep(rendered.chunk_delay)
             self._chunk(piece)
-        self.wfile.write(b"0\r\n\r\n")
+        self._write_last(b"0\r\n\r\n")
 
     def _stall(self) -> None:
         """Send nothing more until the client closes the connection (counted in `abandoned`) or the
