@@ -2,7 +2,7 @@
 the most generation requests it answered at once (what a shared limit must hold across nodes)
 and how many it got. The rig kills this process when the test ends.
 
-    python tests/ray_limits_upstream.py SCRIPT PORT STATS_OUT      (SCRIPT: a file or py:module:function)
+    python -m tests.ray_limits_upstream SCRIPT PORT STATS_OUT    (from the repo root; SCRIPT: a file or py:module:function)
 """
 from __future__ import annotations
 

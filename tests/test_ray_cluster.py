@@ -145,7 +145,8 @@ def test_two_nodes_share_one_connection_limit_and_one_cost_cap(cluster: RayClust
     """benchctl/limits on Ray: every node's gateways ask the sweep's one limiter actor."""
     port = 19000 + os.getpid() % 1000
     stats_file = tmp_path / "upstream-stats.json"
-    up = cluster.spawn([sys.executable, str(REPO / "tests" / "ray_limits_upstream.py"),
+    # `-m` from the repo root: the script is `py:tests.limits_scripts:...`, so `tests` must be importable
+    up = cluster.spawn([sys.executable, "-m", "tests.ray_limits_upstream",
                         "py:tests.limits_scripts:three_calls", str(port), str(stats_file)], cwd=str(REPO))
     stats = lambda: json.loads(stats_file.read_text())           # noqa: E731
     env = {"ANTHROPIC_API_KEY": "sk-test-limits-0123456789", "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}

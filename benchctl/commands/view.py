@@ -53,6 +53,9 @@ def view(
     except (FileNotFoundError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)
+    # Listen before printing the URL: a client that reads the URL and connects at once queues in the
+    # backlog until uvicorn accepts, instead of being refused while the app still starts.
+    sock.listen(128)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     url = f"http://{shown}:{bound}/"
