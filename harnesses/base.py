@@ -6,16 +6,130 @@ runner owns the sandbox, the gateway and the transcript; a harness only drives t
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from benchctl.policies import Budget, RunPolicies, StopState, length_notice, time_notice
 from benchctl.sandbox.base import Mount, Sandbox
 from benchctl.transcript import TranscriptWriter
 
+if TYPE_CHECKING:     # names for annotations only: defining a harness loads neither the gateway nor the targets
+    from benchctl.gateway.context import CallObserver, RouteHandler
+    from benchctl.targets.token_budget import TokenBudget
+
 # budget_exhausted: a cost cap (benchctl/limits) stopped the run cleanly; finished, never averaged into scores
 Outcome = Literal["completed", "timeout", "refused", "error", "budget_exhausted"]
+
+
+# ---- what a harness may call on the context's objects ------------------------------------------
+# Each protocol lists exactly the members the built-in harnesses (and the helpers they call with
+# the context) use; the real implementations are named in the docstrings and checked to conform
+# by tests/test_harness_protocols.py (mypy, and isinstance plus parameter names at run time). Need
+# another member? Add it here first, where a harness author looks.
+
+@runtime_checkable
+class HarnessGateway(Protocol):
+    """The run's model gateway as a harness sees it (`benchctl.gateway.server.Gateway`), already
+    listening. Every model call of the agent goes through it: a CLI through its unix socket (the
+    socket's directory is mounted at /gateway), ReAct through the SDK clients of
+    `benchctl.gateway.clients`, which take this object and read `socket_path` / `url`. The other
+    members are host-side: counters, the deadline, and routes for the sandbox to call back on."""
+
+    @property
+    def socket_path(self) -> Path | None:
+        """The unix socket on the host (None when it listens on TCP only, or before it starts)."""
+        ...
+
+    @property
+    def url(self) -> str | None:
+        """Its TCP address when it listens on one (`benchctl gateway --listen`), else None."""
+        ...
+
+    def summary(self) -> dict[str, Any]:
+        """Its counters so far: `usage` (the token budget reads `output_tokens`), `fallbacks` (one
+        entry per switch to the fallback model after a refusal), calls, cost, refusals, errors."""
+        ...
+
+    def set_deadline(self, unix_seconds: float | None) -> None:
+        """Start a phase ending at `unix_seconds`: from then on the gateway refuses new model calls
+        and cuts those in flight (a spent token budget ends the run's time this way)."""
+        ...
+
+    def add_route(self, prefix: str, handler: RouteHandler) -> None:
+        """Serve requests from the sandbox under `prefix` on the host: `handler(method, path, body)
+        -> (status, headers, body)` in a worker thread (the CLI hook host; MCP tools)."""
+        ...
+
+    def add_observer(self, observer: CallObserver) -> None:
+        """Tell `observer` what the gateway itself sees of every model call from now on (the hook
+        ledger checks each CLI hook against it)."""
+        ...
+
+    def refused(self, status: int | str, why: str) -> bool:
+        """Count a request refused on the host side (e.g. "forged_hook"); True while it should also
+        be written to the transcript (the first few of each kind; the rest are only counted)."""
+        ...
+
+
+class HostToolResult(Protocol):
+    """What one host tool call gives back: the text the model gets as the tool result."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+
+@runtime_checkable
+class HostTools(Protocol):
+    """Tools that run on the host, not in the sandbox: a hidden-behaviour audit's target tools
+    (`benchctl.targets.tools.TargetTools`) or an imported task's `run_task_tests`
+    (`benchctl.task_import.open_book.TaskTestsTool`). ReAct offers `specs()` to the model beside
+    its sandbox tools and runs a call to one of `names` with `call`. The CLIs reach the same object
+    over MCP on the gateway (mounted by the runner), so they only check that the run has it."""
+
+    @property
+    def names(self) -> Collection[str]:
+        """The tools' names, as in `specs()`."""
+        ...
+
+    def specs(self) -> list[dict[str, Any]]:
+        """One JSON-schema definition per tool: {"name", "description", "parameters"}, the shape of
+        ReAct's own tool specs."""
+        ...
+
+    def call(self, name: str, args: dict[str, Any], timeout: float | None = None) -> HostToolResult:
+        """Run one tool with the model's arguments, blocking at most `timeout` seconds; a failure is
+        a result with `is_error`, never an exception."""
+        ...
+
+
+@runtime_checkable
+class CostStop(Protocol):
+    """A run's cost-cap stop, the side a harness reads (`benchctl.limits.run.RunStop`; the run's
+    limits set it when a cost cap is reached). Once set, the harness stops the agent — ReAct before
+    its next model call, a CLI once `settled()` — and returns `budget_exhausted` with `reason`."""
+
+    @property
+    def reason(self) -> str | None:
+        """Which cap was reached (None until set)."""
+        ...
+
+    @property
+    def info(self) -> Mapping[str, Any]:
+        """The cap's numbers, and under "notice" the text the agent is told."""
+        ...
+
+    def is_set(self) -> bool:
+        """A cost cap is reached: no new model call may start."""
+        ...
+
+    def settled(self) -> bool:
+        """Set, and none of the run's model calls is in flight any more: the agent can be ended."""
+        ...
 
 
 @dataclass
@@ -25,7 +139,7 @@ class HarnessContext:
     model: str                      # the run's configured model id (the gateway serves it)
     instructions: str               # the task prompt given to the agent
     sandbox: Sandbox                # already started
-    gateway: Any                    # benchctl.gateway.Gateway, already listening
+    gateway: HarnessGateway         # already listening
     transcript: TranscriptWriter
     budget: Budget
     policies: RunPolicies
@@ -33,18 +147,24 @@ class HarnessContext:
     options: dict[str, Any] = field(default_factory=dict)   # harness options from task/sweep (e.g. reasoning_effort, disallowed_tools)
     stop_state: StopState = field(default_factory=StopState)
     cancel: threading.Event = field(default_factory=threading.Event)  # set on SIGINT/SIGTERM
-    # hidden-behaviour audits (benchctl.targets): the target tools (TargetTools) and a token budget
-    # (TokenBudget); None for other tasks. ReAct uses them natively; CLIs get the tools over MCP.
-    target_tools: Any = None
-    token_budget: Any = None
-    # benchctl.limits.run.RunStop: set when a cost cap is reached; the harness then stops the agent
-    # (ReAct before its next model call; a CLI once no call is in flight) and returns budget_exhausted.
-    stop: Any = None
+    # hidden-behaviour audits (benchctl.targets) and imported tasks' tests: tools that run on the host
+    # (ReAct uses them natively; CLIs get them over MCP), and an audit's token budget (a value:
+    # harnesses apply it with benchctl.targets.token_budget.TokenBudgetHook); None for other tasks.
+    target_tools: HostTools | None = None
+    token_budget: TokenBudget | None = None
+    # set when a cost cap is reached; the harness then stops the agent (ReAct before its next model
+    # call; a CLI once no call is in flight) and returns budget_exhausted. The runner always gives one.
+    stop: CostStop | None = None
 
 
 def cost_stopped(ctx: HarnessContext) -> bool:
     """A cost cap stopped the run (see HarnessContext.stop)."""
     return ctx.stop is not None and ctx.stop.is_set()
+
+
+def stop_reason(ctx: HarnessContext) -> str | None:
+    """Which cost cap stopped the run: the error of its `budget_exhausted` result (None: none did)."""
+    return ctx.stop.reason if ctx.stop is not None and ctx.stop.is_set() else None
 
 
 def fallback_count(ctx: HarnessContext) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from benchctl.binaries import BinaryInfo
 from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount
 from harnesses.agent_cli import CallTracker, CliExit, PhaseFiles, put_root_owned, run_streaming
-from harnesses.base import HarnessContext, HarnessResult, cost_stopped
+from harnesses.base import HarnessContext, HarnessResult, cost_stopped, stop_reason
 from harnesses.hooks import host as hook_host
 from harnesses.tool_outputs import CliRules, ToolOutputJoin
 
@@ -268,12 +268,12 @@ class CliHarness:
         if res.cancelled:
             return "error", "cancelled"
         if res.stopped:
-            return "budget_exhausted", ctx.stop.reason   # ended by a cost cap once no call was in flight
+            return "budget_exhausted", stop_reason(ctx)   # ended by a cost cap once no call was in flight
         if res.timed_out:
             return "timeout", None
         status, error = self.cli_outcome(parser, res, tracker)
         if status == "error" and cost_stopped(ctx):
-            return "budget_exhausted", ctx.stop.reason   # it failed on the calls the gateway refused after the cap
+            return "budget_exhausted", stop_reason(ctx)   # it failed on the calls the gateway refused after the cap
         if status == "error" and ctx.budget.expired(time.time()):
             return "timeout", None   # the gateway refuses calls past the deadline; that is a timeout
         return status, error

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchctl.layout import make_run_id
 from benchctl.targets.spec import HiddenBehaviourTask, TargetSpecError, check_config, load_hidden_behaviour
+
+if TYPE_CHECKING:     # loaded by start() only when a task has a [target]
+    from benchctl.targets.token_budget import TokenBudget
+    from benchctl.targets.tools import TargetTools
 
 OPTION = "tools"
 DEFAULT_CONFIG = "default"
@@ -55,8 +59,8 @@ def expand_tool_configs(task_dir: str | Path, specs: list[Any], configs: list[st
 @dataclass
 class RunTargets:
     task: HiddenBehaviourTask
-    tools: Any                      # TargetTools
-    token_budget: Any = None        # TokenBudget | None
+    tools: TargetTools              # HarnessContext.target_tools (a harnesses.base.HostTools)
+    token_budget: TokenBudget | None = None
     mcp: Any = None
     meta_key = "target_tools"       # where the runner puts summary() in meta.json
 

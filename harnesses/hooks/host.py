@@ -166,8 +166,9 @@ class HookHost:
         tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=tool_name,
                 tool_id=tool_id, file_changed=text is not None, **ids)
         parts = tool_notices(self.ctx, tool_id, text, now, **ids)
-        if cost_stopped(self.ctx):     # the final notice (recorded when the cap was reached); the CLI ends next
-            parts.append(str(self.ctx.stop.info.get("notice") or self.ctx.stop.reason))
+        stop = self.ctx.stop
+        if stop is not None and stop.is_set():   # the final notice (recorded when the cap was reached); the CLI ends next
+            parts.append(str(stop.info.get("notice") or stop.reason))
         if self._tokens is not None:
             tokens = self._tokens.after_tool(self.ctx, tool_id, now)
             if tokens:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from benchctl.gateway.upstream import ModelId
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
-from harnesses.base import HarnessContext, HarnessResult, cost_stopped, fallback_count, tool_notices
+from harnesses.base import HarnessContext, HarnessResult, cost_stopped, fallback_count, stop_reason, tool_notices
 from harnesses.react.tools import ToolBox, ToolOutcome, resolve
 from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
 from harnesses.tool_outputs import warn_rejected
@@ -141,7 +141,7 @@ class ReactHarness:
             if ctx.cancel.is_set():
                 return result("error", "cancelled")
             if cost_stopped(ctx):     # a cost cap: stop before the next model call (its notice is recorded)
-                return result("budget_exhausted", ctx.stop.reason)
+                return result("budget_exhausted", stop_reason(ctx))
             now = self.clock()
             if budget.expired(now):
                 tr.emit("notice", "policy", kind="deadline", text="Time is up; the agent was stopped.")
@@ -154,7 +154,7 @@ class ReactHarness:
                 if ctx.cancel.is_set():
                     return result("error", "cancelled")
                 if cost_stopped(ctx):
-                    return result("budget_exhausted", ctx.stop.reason)
+                    return result("budget_exhausted", stop_reason(ctx))
                 if budget.expired(self.clock()):
                     tr.emit("notice", "policy", kind="deadline", text="Time is up during a model call; the agent was stopped.")
                     return result("timeout")
