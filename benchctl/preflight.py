@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from contextlib import closing
 
+from benchctl.images import DEFAULT_TAG
 from benchctl.sandbox.docker_client import DockerUnavailable, docker_client
-from benchctl.tasks import DEFAULT_IMAGE, Task
+from benchctl.tasks import Task
 
-# provider -> (key variables, base-url variables): a key is needed unless a base URL points elsewhere
+
 class RunError(ValueError):
     pass
 
@@ -56,7 +57,7 @@ def check_model(model: str, what: str = "--model") -> None:
 
 def image_origin(task: Task) -> str | None:
     """The task file key that chose a non-default image, for error messages (None: the default)."""
-    return f"{task.task_file}: key `image`" if task.image != DEFAULT_IMAGE else None
+    return f"{task.task_file}: key `image`" if task.image != DEFAULT_TAG else None
 
 
 def check_image(image: str, origin: str | None = None) -> str | None:
@@ -72,6 +73,6 @@ def check_image(image: str, origin: str | None = None) -> str | None:
         except Exception:
             if origin:
                 return (f"{origin}: sandbox image {image} not found; build it (`benchctl images build --tag {image}` "
-                        f"builds the standard sandbox under that name), or remove the key to use {DEFAULT_IMAGE}")
+                        f"builds the standard sandbox under that name), or remove the key to use {DEFAULT_TAG}")
             return f"sandbox image {image} not found; build it with `benchctl images build`"
     return None

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchctl.images import DEFAULT_TAG
 from benchctl.policies import EarlyExitPolicy, LengthPolicy, RunPolicies, parse_duration
 from benchctl.sandbox.base import Limits
 from benchctl.sandbox.limits import LimitError, check_fits_host, parse_limits
 from benchctl.sweep import BASE_VARIANTS
 
 TASK_FILE = "task.toml"
-DEFAULT_IMAGE = "benchctl-sandbox:latest"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP_KEYS = {"name", "description", "instructions", "instructions_file", "data", "image", "artifacts",
              "budgets", "early_exit", "length", "notices", "followups", "variants", "harness_options",
@@ -68,7 +68,7 @@ class Task:
     task_file: Path
     instructions: str
     data_dir: Path | None
-    image: str = DEFAULT_IMAGE
+    image: str = DEFAULT_TAG                # $BENCHCTL_IMAGE or benchctl-sandbox:latest
     artifacts: list[str] = field(default_factory=lambda: ["report.md"])
     budgets: list[str] = field(default_factory=list)
     policies: RunPolicies = field(default_factory=RunPolicies)
@@ -153,7 +153,7 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     if data_dir is not None:
         _keep_secrets_out_of_data(file, raw, task_dir, data_dir)
 
-    image = _typed(file, raw, "image", str, 'e.g. image = "benchctl-sandbox:latest"') if "image" in raw else DEFAULT_IMAGE
+    image = _typed(file, raw, "image", str, 'e.g. image = "benchctl-sandbox:latest"') if "image" in raw else DEFAULT_TAG
     artifacts = ["report.md"]
     if "artifacts" in raw:
         artifacts = _typed(file, raw, "artifacts", list, 'e.g. artifacts = ["report.md"]')

@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
+from benchctl.gateway.provider_env import PROVIDERS
+
 SCHEMA_VERSION = 1
 _DUMP_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 
@@ -46,9 +48,9 @@ EVENT_TYPES = {
     "error",            # anything: an error with a message
 }
 
-# Environment variables whose values must never be written anywhere.
-SECRET_ENV_VARS = (
-    "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+# Environment variables whose values must never be written anywhere: every provider's key
+# variables (from provider_env.py, the one table of them) and other known credentials.
+SECRET_ENV_VARS = tuple(k for env in PROVIDERS.values() for k in env.keys) + (
     "OPENAI_COMPATIBLE_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_AUTH_TOKEN",
 )
 # Any variable named like a credential counts too (e.g. OPENAI_COMPATIBLE_PRISM_API_KEY,

@@ -39,10 +39,18 @@ import orjson
 from benchctl.transcript import TranscriptWriter
 
 MAX_TEXT = 200_000      # characters of a tool result the transcript keeps (the model got it whole)
+MAX_RAW = 4_000         # of a CLI event passed through as a harness_event (the raw stream is on disk whole)
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> tuple[str, bool]:
     return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def small_json(value: Any) -> Any:
+    """`value` itself when its JSON has at most MAX_RAW bytes, else the first MAX_RAW bytes of
+    that JSON as text (what both CLI stream parsers keep of an event they pass through)."""
+    raw = orjson.dumps(value)
+    return value if len(raw) <= MAX_RAW else raw[:MAX_RAW].decode("utf-8", "replace")
 
 
 def output_text(value: Any) -> str:

@@ -1,6 +1,7 @@
 """DockerSandbox refuses bad specs before touching Docker (no engine needed)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,18 @@ def test_limits_that_docker_would_misread_are_refused(limits: dict, key: str) ->
     from benchctl.sandbox.base import Limits
     with pytest.raises(SandboxError, match=f"limits.{key}"):
         _start(SandboxSpec(image="x", run_id="r", limits=Limits(**limits)))
+
+
+# Docker's rule for a container name (moby daemon/names: RestrictedNamePattern).
+_DOCKER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]+$")
+
+
+@pytest.mark.parametrize("run_id, part", [
+    ("demo__react__scripted-x__5m__s0", "demo__react__scripted-x__5m__s0"),   # a make_run_id id, as it is
+    ("naïve/run id", "na-ve-run-id"),    # layout.slug: ASCII only (str.isalnum would keep "ï", Docker refuses it)
+    ("x" * 100, "x" * 60),
+])
+def test_container_name_is_the_layout_slug_of_the_run_id(run_id: str, part: str) -> None:
+    box = DockerSandbox(SandboxSpec(image="x", run_id=run_id), client=NoDocker())
+    assert re.fullmatch(rf"benchctl-{re.escape(part)}-[0-9a-f]{{8}}", box.name), box.name
+    assert _DOCKER_NAME.match(box.name)

@@ -1,10 +1,14 @@
 """Task files: parsing, validation messages, variants and content hashes (no Docker)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from benchctl.images import DEFAULT_TAG
 from benchctl.tasks import TaskError, apply_variant, load_task, prepare_data, task_hash
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,9 +31,26 @@ def test_minimal_task_defaults(tmp_path: Path) -> None:
     t = load_task(write_task(tmp_path, MINIMAL, {"a.log": "x\n"}))
     assert t.name == "t" and t.instructions == "Investigate."
     assert t.data_dir == (tmp_path / "data").resolve()
-    assert t.artifacts == ["report.md"] and t.image == "benchctl-sandbox:latest"
+    assert t.artifacts == ["report.md"] and t.image == DEFAULT_TAG   # see the $BENCHCTL_IMAGE test below
     assert t.policies.early_exit is not None and t.policies.early_exit.fraction == 0.75
     assert t.policies.length is None and t.followups == [] and t.variants == {}
+
+
+@pytest.mark.parametrize("env_image, want", [(None, "benchctl-sandbox:latest"), ("my-sandbox:dev", "my-sandbox:dev")])
+def test_a_task_without_an_image_key_runs_in_the_image_benchctl_builds(tmp_path: Path, env_image: str | None,
+                                                                       want: str) -> None:
+    """The default image is the one `benchctl images build` makes: $BENCHCTL_IMAGE when set. In a
+    fresh interpreter, since the variable is read once, at import."""
+    task_dir = write_task(tmp_path / "t", MINIMAL, {"a.log": "x\n"})
+    env = {k: v for k, v in os.environ.items() if k != "BENCHCTL_IMAGE"} | {"PYTHONPATH": str(REPO)}
+    if env_image is not None:
+        env["BENCHCTL_IMAGE"] = env_image
+    code = ("import sys; from pathlib import Path; from benchctl.tasks import load_task; "
+            "from benchctl.preflight import image_origin; from benchctl.images import DEFAULT_TAG; "
+            "t = load_task(Path(sys.argv[1])); print(t.image, DEFAULT_TAG, image_origin(t))")
+    out = subprocess.run([sys.executable, "-c", code, str(task_dir)], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [want, want, "None"]     # and no "task file key" blamed when that image is missing
 
 
 def test_full_task(tmp_path: Path) -> None:

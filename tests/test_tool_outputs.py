@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from benchctl.transcript import TranscriptWriter
 from harnesses.claude_code.stream import ClaudeStreamParser
 from harnesses.codex.stream import CodexStreamParser
-from harnesses.tool_outputs import MAX_TEXT, ClaudeRules, CodexRules, ToolOutputJoin
+from harnesses.tool_outputs import MAX_RAW, MAX_TEXT, ClaudeRules, CodexRules, ToolOutputJoin, small_json
 
 TWO_BURSTS = "/bin/bash -lc 'echo A-FIRST; sleep 0.2; echo B-LAST'"
 RECEIVED = "Chunk ID: b1e125\nWall time: 0.0651 seconds\nProcess exited with code 0\nOriginal token count: 4\nOutput:\nA-FIRST\nB-LAST\n"
@@ -150,3 +151,31 @@ def test_only_the_transcript_copy_is_capped(tmp_path: Path) -> None:
     _responses_call(tr, [{"type": "function_call_output", "call_id": "call_B", "output": big}])
     (res,) = _events(tmp_path, "tool_result")
     assert res["truncated"] is True and res["output"] == big[:MAX_TEXT]
+
+
+def test_small_json_keeps_a_small_value_and_cuts_a_big_ones_json() -> None:
+    small = {"a": [1, 2], "b": "x"}
+    assert small_json(small) is small
+    big = {"note": "é" * MAX_RAW}           # 2 bytes a character: the cut may split one
+    cut = small_json(big)
+    assert isinstance(cut, str) and cut.startswith('{"note":"éé') and len(cut.encode()) <= MAX_RAW + 2
+
+
+@pytest.mark.parametrize("cli", ["claude-code", "codex"])
+@pytest.mark.parametrize("size", [100, MAX_RAW + 100])
+def test_both_parsers_keep_a_passed_through_event_whole_up_to_max_raw(tmp_path: Path, cli: str, size: int) -> None:
+    """An event neither parser maps (a new Claude `system` subtype, a new Codex item type) goes
+    into a harness_event as it is, or as the first MAX_RAW bytes of its JSON when bigger."""
+    tr, parser, _ = _setup(tmp_path, cli)
+    note = "n" * size
+    if cli == "codex":
+        parser.feed(_item("completed", "item_1", "brand_new", note=note))
+        kind, key = "item_brand_new", "item"
+    else:
+        parser.feed(json.dumps({"type": "system", "subtype": "brand_new", "note": note}))
+        kind, key = "brand_new", "fields"
+    (ev,) = [e for e in _events(tmp_path, "harness_event") if e["kind"] == kind]
+    if size < MAX_RAW:
+        assert ev[key]["note"] == note
+    else:
+        assert isinstance(ev[key], str) and len(ev[key]) == MAX_RAW and ev[key].endswith("nnn")

@@ -45,3 +45,12 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     with open(path, "ab") as f:
         f.write(b'{"v": 1, "seq": 1, "ty')       # a process killed mid-write
     assert [e["type"] for e in read_jsonl(path)] == ["run_start"]
+
+
+def test_every_provider_key_variable_is_redacted() -> None:
+    """The key names come from provider_env.py's one table: a provider added there is redacted
+    and refused in a sandbox's environment without a second list to update."""
+    from benchctl.gateway.provider_env import PROVIDERS
+    from benchctl.transcript import SECRET_ENV_VARS
+    assert {k for env in PROVIDERS.values() for k in env.keys} <= set(SECRET_ENV_VARS)
+    assert {"ANTHROPIC_AUTH_TOKEN", "OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"} <= set(SECRET_ENV_VARS)

@@ -96,8 +96,8 @@ def runs(
                         force=force, task_dir=task, run_glob=run, auditor_key=auditor_key, max_cost=max_cost)
     from rich.progress import Progress
 
-    from benchctl.grading.summary import make_console
-    console = make_console()
+    from benchctl.console import wide_console
+    console = wide_console()
     with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         bar = progress.add_task("grading", total=None)
         try:

@@ -78,17 +78,13 @@ def report(
         typer.echo(f"wrote {len(rep.tables)} CSV files to {output}", err=True)
         return
     if format is Format.table:
-        import sys
-
-        from rich.console import Console
+        from benchctl.console import wide_console
+        from benchctl.report.render_terminal import REPORT_WIDTH, print_report
         if output is not None:
             with output.open("w", encoding="utf-8") as f:
-                from benchctl.report.render_terminal import print_report
-                print_report(rep, Console(file=f, width=200, no_color=True))
+                print_report(rep, wide_console(REPORT_WIDTH, file=f, no_color=True))
             return
-        from benchctl.report.render_terminal import print_report
-        # Piped output gets a wide fixed width instead of rich's 80 columns (tables would fold).
-        print_report(rep, Console(width=None if sys.stdout.isatty() else 200))
+        print_report(rep)
         return
     from benchctl.report import render_text
     try:

@@ -37,6 +37,7 @@ from inspect_ai.viewer import ViewerConfig
 
 from benchctl.export import events as ev
 from benchctl.export.inspect_stream import SampleWriter, Usage, as_int, num, short_hash
+from benchctl.stats import mean_or_none
 from benchctl.transcript import Redactor
 
 
@@ -108,9 +109,10 @@ def _results(samples: list[EvalSample]) -> EvalResults:
         for name, score in (s.scores or {}).items():
             by_name[name].append(float(score.value))  # type: ignore[arg-type]
             scorer_of[name] = (score.metadata or {}).get("grader", name)
+    # `or 0.0` only for the type checker: a name is in by_name once it has a value, so never None.
     scores = [EvalScore(name=name, scorer=scorer_of[name], scored_samples=len(vals),
                         unscored_samples=len(samples) - len(vals),
-                        metrics={"mean": EvalMetric(name="mean", value=sum(vals) / len(vals))})
+                        metrics={"mean": EvalMetric(name="mean", value=mean_or_none(vals) or 0.0)})
               for name, vals in sorted(by_name.items())]
     return EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=scores)
 

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from benchctl.stats import mean_or_none
+
 # The two-sided 95 % normal quantile Φ⁻¹(0.975) = 1.95996398454005423552..., as the nearest
 # double (equal to scipy.stats.norm.ppf(0.975); tested). Not the rounded 1.96: a published
 # interval must be reproducible to the last digit.
@@ -34,17 +36,12 @@ def wilson_interval(k: int, n: int, z: float = Z975) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def mean(xs: Sequence[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
-
-
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     if len(xs) != len(ys):
         raise ValueError("pearson needs two sequences of equal length")
-    n = len(xs)
-    if n < 2:
+    mx, my = mean_or_none(xs), mean_or_none(ys)
+    if len(xs) < 2 or mx is None or my is None:
         return None
-    mx, my = sum(xs) / n, sum(ys) / n
     sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
     sxx = sum((x - mx) ** 2 for x in xs)
     syy = sum((y - my) ** 2 for y in ys)

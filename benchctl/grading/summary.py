@@ -2,19 +2,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.stats import wilson_interval
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from benchctl.stats import mean_or_none
 
 
 def _mean_cell(scores: list[float], n_unscored_runs: int) -> str:
-    if not scores:
+    m = mean_or_none(scores)
+    if m is None:
         return "n/a (no scored runs)"
-    text = f"{sum(scores) / len(scores):.3f} over {len(scores)}"
+    text = f"{m:.3f} over {len(scores)}"
     if n_unscored_runs:
         text += f" ({n_unscored_runs} unscored run(s) excluded)"
     return text
@@ -70,17 +69,11 @@ def tournament_lines(ratings: dict[str, Any] | None) -> tuple[list[str], list[st
     return lines, [f"tournament: {w}" for w in unscored_notes(ratings)]
 
 
-def make_console() -> "Console":
-    """A console that does not squeeze tables into 80 columns when output is piped or captured."""
-    from rich.console import Console
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
-
-
 def print_summary(session: Session) -> None:
     from rich.table import Table
 
-    console = make_console()
+    from benchctl.console import wide_console
+    console = wide_console()
     table = Table(title="grades")
     cols = ["grader", "grades", "reused", "scored", "partial", "unscored", "items_unscored", "mean", "cost"]
     for c in cols:

@@ -26,7 +26,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchctl.grading.stats import PairCounts, krippendorff_alpha_interval, mean, pair_counts, pearson, spearman
+from benchctl.grading.stats import PairCounts, krippendorff_alpha_interval, pair_counts, pearson, spearman
+from benchctl.stats import mean_or_none
 from benchctl.jsonio import read_json
 
 Unit = tuple[str, str, str | None, str]   # (grader, run_id, artifact_tag, item)
@@ -95,14 +96,14 @@ def load_judge(grades: Path) -> dict[Unit, float]:
 def _metrics(units: list[Unit], human: dict[Unit, dict[str, float]], judge: dict[Unit, float],
              holistic: bool) -> dict[str, Any]:
     both = [u for u in units if u in judge]
-    h = [mean(list(human[u].values())) for u in both]
+    h = [mean_or_none(list(human[u].values())) for u in both]
     j = [judge[u] for u in both]
     diffs = [b - a for a, b in zip(h, j)]  # type: ignore[operator]
     raters = sorted({r for u in units for r in human[u]})
     m: dict[str, Any] = {
         "n": len(both), "missing_judge": len(units) - len(both), "raters": raters,
-        "mae": mean([abs(d) for d in diffs]), "bias": mean(diffs),
-        "within_0_1": mean([1.0 if abs(d) <= 0.1 + 1e-9 else 0.0 for d in diffs]),
+        "mae": mean_or_none([abs(d) for d in diffs]), "bias": mean_or_none(diffs),
+        "within_0_1": mean_or_none([1.0 if abs(d) <= 0.1 + 1e-9 else 0.0 for d in diffs]),
         "pearson": pearson(h, j), "spearman": spearman(h, j),  # type: ignore[arg-type]
         "alpha": krippendorff_alpha_interval([[human[u].get(r) for r in raters] + [judge[u]] for u in both]),
         "alpha_humans": (krippendorff_alpha_interval([[human[u].get(r) for r in raters] for u in units])
@@ -115,7 +116,7 @@ def _metrics(units: list[Unit], human: dict[Unit, dict[str, float]], judge: dict
         for u in both:
             groups[(u[0], u[2])].append(u)
         for us in groups.values():
-            counts += pair_counts([mean(list(human[u].values())) for u in us], [judge[u] for u in us])  # type: ignore[misc]
+            counts += pair_counts([mean_or_none(list(human[u].values())) for u in us], [judge[u] for u in us])  # type: ignore[misc]
         m.update(pairwise_accuracy=counts.accuracy, pairs=counts.pairs, pairs_same=counts.same,
                  pairs_tied=counts.tied, pairs_reversed=counts.reversed)
     return m
@@ -145,7 +146,7 @@ def _fmt(v: Any) -> str:
 def print_validation(report: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from benchctl.grading.summary import make_console
+    from benchctl.console import wide_console
     cols = ["grader", "level", "n", "missing_judge", "mae", "bias", "within_0_1", "pearson", "spearman",
             "pairwise_accuracy", "pairs", "alpha", "alpha_humans"]
     t = Table(title="judge vs human")
@@ -156,4 +157,4 @@ def print_validation(report: dict[str, Any]) -> None:
         split = (f"{g['pairs_same']} / {g['pairs_tied']} / {g['pairs_reversed']}"
                  if g["level"] == "holistic" else "")
         t.add_row(*(_fmt(g.get(c)) for c in cols), split)
-    make_console().print(t)
+    wide_console().print(t)

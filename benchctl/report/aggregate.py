@@ -20,7 +20,8 @@ from typing import Any, Iterable
 
 from benchctl.report.load import UNFINISHED, Results, Run
 from benchctl.report.model import NA, Column, Table, fmt, fmt_interval
-from benchctl.report.stats import mean_ci, mean_or_none
+from benchctl.report.stats import mean_ci
+from benchctl.stats import mean_or_none
 
 HEADLINE_ORDER = ("combined", "coverage", "tldr")
 # "running" is what meta.json says while a run is in progress (never on disk from benchctl itself);

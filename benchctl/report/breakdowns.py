@@ -14,7 +14,8 @@ from typing import Any
 
 from benchctl.report.aggregate import Config, Grouping, averaged, clip_interval
 from benchctl.report.model import Column, Table, fmt, fmt_interval
-from benchctl.report.stats import mean_ci, mean_or_none
+from benchctl.report.stats import mean_ci
+from benchctl.stats import mean_or_none
 
 
 def _natural(s: str) -> tuple:

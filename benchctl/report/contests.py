@@ -16,6 +16,7 @@ from typing import Any
 
 from benchctl.report.aggregate import Grouping, averaged
 from benchctl.report.model import NA, Column, Table, fmt
+from benchctl.stats import mean_or_none
 
 ANY_OF_N = "any_of_n"
 
@@ -39,7 +40,7 @@ def target_cost(meta: dict[str, Any], role: str | None = None) -> float | None:
 def _mean_known(values: list[float | None]) -> tuple[float | None, int]:
     """(mean over the known values, how many are known)."""
     known = [v for v in values if v is not None]
-    return (sum(known) / len(known) if known else None), len(known)
+    return mean_or_none(known), len(known)
 
 
 def _cost_cell(mean: float | None, n_priced: int, n: int) -> str:

@@ -5,6 +5,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from benchctl.console import wide_console
 from benchctl.report.model import Report
 from benchctl.report.provenance import provenance_lines
 
@@ -12,10 +13,12 @@ from benchctl.report.provenance import provenance_lines
 # Long per-run listings are cut in the terminal (rich renders ~1 ms per row); the note says how
 # to get all of them. Tables of configurations are never cut.
 LISTINGS = frozenset({"unscored", "matches"})
+# Columns of a report printed anywhere but a terminal (report tables have more columns than grading's).
+REPORT_WIDTH = 200
 
 
 def print_report(report: Report, console: Console | None = None, max_listing_rows: int = 40) -> None:
-    console = console or Console()
+    console = console or wide_console(REPORT_WIDTH)
     for w in report.warnings:
         console.print(Text(f"WARNING: {w}", style="bold yellow"))
     for t in report.tables:

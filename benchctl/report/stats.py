@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from benchctl.report.t975_table import T975
+from benchctl.stats import mean_or_none
 
 
 @lru_cache(maxsize=256)
@@ -36,19 +37,15 @@ def t975(df: int) -> float:
 
 def mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
     """(mean, lo, hi) with a 95 % t-interval; (None, None, None) for no values, no interval for one."""
-    n = len(values)
-    if n == 0:
+    m = mean_or_none(values)
+    if m is None:
         return None, None, None
-    m = math.fsum(values) / n
+    n = len(values)
     if n == 1:
         return m, None, None
     var = math.fsum((v - m) ** 2 for v in values) / (n - 1)
     half = t975(n - 1) * math.sqrt(var / n)
     return m, m - half, m + half
-
-
-def mean_or_none(values: Sequence[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from benchctl.layout import slug
 from benchctl.sandbox import artifacts, cleanup
 from benchctl.sandbox.base import (DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec)
 from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, DockerUnavailable, docker_client
@@ -64,7 +65,8 @@ class DockerSandbox:
         self.run_id = spec.run_id
         self.image_digest: str | None = None
         self.container_id: str | None = None
-        self.name = f"benchctl-{_slug(spec.run_id)}-{uuid.uuid4().hex[:8]}"
+        # A slug is ASCII [A-Za-z0-9._-], which a Docker container name needs; 60 keeps names short.
+        self.name = f"benchctl-{slug(spec.run_id)[:60]}-{uuid.uuid4().hex[:8]}"
         self._client = client
         self._owns_client = client is None   # made here on first use, so closed here by stop()
         self._lock = threading.Lock()
@@ -438,8 +440,3 @@ def _abs(path: str) -> str:
     if not path.startswith("/"):
         raise ValueError(f"sandbox paths must be absolute (e.g. /work/report.md), got {path!r}")
     return posixpath.normpath(path)
-
-
-def _slug(run_id: str) -> str:
-    keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in run_id)
-    return keep[:60] or "run"

@@ -25,6 +25,7 @@ from typing import Any, Coroutine, TypeVar
 
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.wire_parse import USAGE_KEYS
+from benchctl.output_cap import head_and_tail
 from benchctl.targets import scaffold
 from benchctl.targets.backend import ModelCaller, Reply, TargetCallError
 from benchctl.targets.spec import SCAFFOLDED, TargetSpec, ToolConfig
@@ -89,10 +90,7 @@ def _scrub(text: str) -> str:
 
 
 def _cap(text: str) -> str:
-    if len(text) <= MAX_OUTPUT_CHARS:
-        return text
-    half = MAX_OUTPUT_CHARS // 2
-    return text[:half] + f"\n[... {len(text) - MAX_OUTPUT_CHARS} characters cut ...]\n" + text[-half:]
+    return head_and_tail(text, MAX_OUTPUT_CHARS)[0]
 
 
 class _Tally:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from benchctl.output_cap import head_and_tail
 from benchctl.sandbox.base import ExecResult, Limits, Sandbox, SandboxSpec
 from benchctl.targets.tools import ToolOutput
 
@@ -111,10 +112,7 @@ def tool_spec(cfg: TaskTestsConfig) -> dict[str, Any]:
 
 
 def _cap(text: str) -> str:
-    if len(text) <= SECTION_CHARS:
-        return text
-    half = SECTION_CHARS // 2
-    return text[:half] + f"\n[... {len(text) - SECTION_CHARS} characters cut ...]\n" + text[-half:]
+    return head_and_tail(text, SECTION_CHARS)[0]
 
 
 def _section(title: str, r: ExecResult) -> str:

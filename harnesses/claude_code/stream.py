@@ -25,9 +25,7 @@ from typing import Any
 import orjson
 
 from benchctl.transcript import TranscriptWriter
-from harnesses.tool_outputs import ClaudeRules, ToolOutputJoin, clip, output_text
-
-MAX_RAW = 4_000           # raw events kept per transcript event; the raw stream is kept in full on disk
+from harnesses.tool_outputs import MAX_RAW, ClaudeRules, ToolOutputJoin, clip, output_text, small_json
 
 
 class ClaudeStreamParser:
@@ -116,9 +114,7 @@ class ClaudeStreamParser:
                          output=out, truncated=cut)
             return
         fields = {k: v for k, v in ev.items() if k not in ("type", "subtype", "uuid", "session_id")}
-        raw = orjson.dumps(fields)
-        self.tr.emit("harness_event", "harness", cli=self.cli, kind=str(sub),
-                     fields=orjson.loads(raw) if len(raw) <= MAX_RAW else raw[:MAX_RAW].decode("utf-8", "replace"))
+        self.tr.emit("harness_event", "harness", cli=self.cli, kind=str(sub), fields=small_json(fields))
 
     def _result(self, ev: dict[str, Any]) -> None:
         self.result = ev

@@ -47,9 +47,7 @@ from typing import Any
 import orjson
 
 from benchctl.transcript import TranscriptWriter
-from harnesses.tool_outputs import CodexRules, ToolOutputJoin, clip, command_matches, output_text
-
-MAX_RAW = 4_000
+from harnesses.tool_outputs import MAX_RAW, CodexRules, ToolOutputJoin, clip, command_matches, output_text, small_json
 
 
 # Hook tool_name -> the stream's item type for that tool (CLI_FACTS.md; MCP tools are mcp__<server>__<tool>).
@@ -205,14 +203,9 @@ class CodexStreamParser:
         elif itype in ("web_search", "collab_tool_call"):
             name = item.get("tool") or item.get("query") and "web_search" or itype
             if phase == "started":
-                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name=str(name), input=_small(item))
+                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name=str(name), input=small_json(item))
             elif phase == "completed":
-                self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name=str(name), output=_small(item),
+                self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name=str(name), output=small_json(item),
                              is_error=item.get("status") == "failed")
         elif phase == "completed":
-            self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"item_{itype}", item=_small(item))
-
-
-def _small(item: dict[str, Any]) -> Any:
-    raw = orjson.dumps(item)
-    return item if len(raw) <= MAX_RAW else raw[:MAX_RAW].decode("utf-8", "replace")
+            self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"item_{itype}", item=small_json(item))

@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from benchctl.output_cap import head_and_tail
 from benchctl.sandbox.base import WORK_DIR, Sandbox
 
 MAX_OUTPUT_CHARS = 20_000
@@ -60,13 +61,6 @@ class ToolOutcome:
     rejected: str | None = None        # not run: "unknown_tool" or "invalid_input"
 
 
-def cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> tuple[str, bool]:
-    if len(text) <= limit:
-        return text, False
-    half = limit // 2
-    return text[:half] + f"\n[... {len(text) - limit} characters cut ...]\n" + text[-half:], True
-
-
 def resolve(path: str) -> str:
     return posixpath.normpath(path if path.startswith("/") else posixpath.join(WORK_DIR, path))
 
@@ -106,7 +100,7 @@ class ToolBox:
         if r.timed_out:
             parts.append(f"[killed after {timeout:.0f}s timeout]")
         parts.append(f"[exit code: {r.exit_code}]")
-        text, cut = cap("\n".join(parts))
+        text, cut = head_and_tail("\n".join(parts), MAX_OUTPUT_CHARS)
         return ToolOutcome(text, is_error=bool(r.timed_out or r.exit_code), exit_code=r.exit_code,
                            timed_out=r.timed_out, truncated=cut or r.truncated)
 
@@ -129,7 +123,7 @@ class ToolBox:
             start = max(1, rng[0])
             end = len(lines) if rng[1] == -1 else min(len(lines), rng[1])
         body = "\n".join(f"{i:6d}\t{lines[i - 1]}" for i in range(start, end + 1))
-        out, cut = cap(body)
+        out, cut = head_and_tail(body, MAX_OUTPUT_CHARS)
         return ToolOutcome(out or "(empty file)", truncated=cut)
 
     def _create(self, a: dict[str, Any], time_left: float) -> ToolOutcome:
