@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from benchctl.gateway import http11
+from benchctl.gateway import wire_format as wf
 from benchctl.gateway.context import GatewayContext
 from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
 from benchctl.gateway.retry import UpstreamUnavailable, is_timeout
@@ -45,26 +46,6 @@ SANDBOX_TOKEN = "benchctl-sandbox-token"   # the only credential agents ever see
 PASS_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 JSON = {"content-type": "application/json"}
 DRAIN_ABOVE = 1 << 16
-
-
-def error_body(wire: str | None, status: int, message: str, kind: str) -> bytes:
-    if wire == "gemini":
-        return orjson.dumps({"error": {"code": status, "message": message, "status": kind.upper()}})
-    if wire in ("openai_responses", "openai_chat"):
-        return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": kind}})
-    # Anthropic shape; OpenAI-style readers find error.message in it too.
-    return orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
-
-
-def stream_error_event(wire: str, message: str) -> bytes:
-    if wire == "anthropic_messages":
-        return b"event: error\ndata: " + orjson.dumps({"type": "error", "error": {"type": "api_error", "message": message}}) + b"\n\n"
-    if wire == "openai_responses":
-        return b"event: error\ndata: " + orjson.dumps({"type": "error", "code": "server_error", "message": message,
-                                                       "param": None, "sequence_number": 0}) + b"\n\n"
-    if wire == "gemini":
-        return b"data: " + orjson.dumps({"error": {"code": 500, "message": message, "status": "INTERNAL"}}) + b"\n\n"
-    return b"data: " + orjson.dumps({"error": {"message": message, "type": "server_error"}}) + b"\n\n"
 
 
 def set_nodelay(writer: asyncio.StreamWriter) -> None:
@@ -88,10 +69,10 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
     set_nodelay(writer)
     if not gw.open_connection():
         # Every connection may hold a request head in memory: their number is capped. Nothing of this
-        # one is read, so its wire format is unknown: the Anthropic shape, which OpenAI readers read too.
+        # one is read, so its wire format is unknown (None: the Anthropic shape, see wire_format).
         gw.refused(503, "too many connections")
-        body = error_body(None, 503, f"benchctl gateway: more than {http11.MAX_CONNECTIONS} connections at once",
-                          "overloaded_error")
+        body = wf.error_body(None, 503, f"benchctl gateway: more than {http11.MAX_CONNECTIONS} connections at once",
+                             "overloaded_error")
         writer.write(http11.whole_response(503, {**JSON, "retry-after": "1"}, body, keep_alive=False))
         writer.close()
         return
@@ -100,8 +81,8 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
             try:
                 req = await http11.read_head(reader)
             except (http11.BadRequest, ValueError) as e:
-                writer.write(http11.whole_response(400, JSON, error_body(None, 400, f"benchctl gateway: {e}",
-                                                                         "invalid_request_error"), keep_alive=False))
+                writer.write(http11.whole_response(400, JSON, wf.error_body(None, 400, f"benchctl gateway: {e}"),
+                                                   keep_alive=False))
                 break
             if req is None:
                 break
@@ -121,12 +102,12 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
     except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
         pass
     except http11.BadRequest as e:    # a malformed body
-        writer.write(http11.whole_response(400, JSON, error_body(None, 400, f"benchctl gateway: {e}",
-                                                                 "invalid_request_error"), keep_alive=False))
+        writer.write(http11.whole_response(400, JSON, wf.error_body(None, 400, f"benchctl gateway: {e}"),
+                                           keep_alive=False))
     except Exception as e:  # a gateway bug: tell the client and the transcript, keep serving others
         gw.transcript.emit("error", source="gateway", error=f"gateway internal error: {type(e).__name__}: {e}")
         try:
-            body = error_body(None, 500, f"benchctl gateway internal error: {type(e).__name__}: {e}", "api_error")
+            body = wf.error_body(None, 500, f"benchctl gateway internal error: {type(e).__name__}: {e}")
             writer.write(http11.whole_response(500, JSON, gw.redact(body), keep_alive=False))
         except Exception:
             pass
@@ -158,17 +139,18 @@ class Exchange:
         keep_alive = self.req.keep_alive and self.req.body_complete   # an unread body: the connection ends
         self.writer.write(http11.whole_response(status, headers, self.gw.redact(body), keep_alive))
 
-    def fail(self, status: int, message: str, kind: str, event_type: str = "model_call",
+    def fail(self, status: int, message: str, event_type: str = "model_call",
              headers: dict[str, str] | None = None, **fields: Any) -> bool:
         """Answer with an error in the caller's wire format and record it (the first few of each status
-        in full, then only counted: an agent must not be able to fill the host's disk with refusals)."""
+        in full, then only counted: an agent must not be able to fill the host's disk with refusals).
+        The vendor's error type (Gemini: status name) follows from the HTTP status, in wire_format."""
         self.gw.account("", {}, 0.0, False, True, counted=False)
         if self.gw.refused(status, message):
             self.gw.transcript.emit(event_type, source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
                                     method=self.req.method, path=self.req.path, status=status, outcome="error",
                                     latency_ms=self.ms(time.perf_counter()), error=message, **fields)
         self.send_whole(status, {**JSON, "x-should-retry": "false", **(headers or {})},
-                        error_body(self.wire, status, message, kind))
+                        wf.error_body(self.wire, status, message))
         return True
 
     async def run(self) -> bool:
@@ -180,54 +162,52 @@ class Exchange:
         # The token first, then the caps, and only then is a byte of the body read.
         if not authorized(req.headers, req.query, SANDBOX_TOKEN):
             return self.fail(401, "benchctl gateway: invalid API key; agents must use the sandbox token the harness "
-                                  "gave them (real keys stay on the host)", "authentication_error")
+                                  "gave them (real keys stay on the host)")
         try:
             await http11.read_body(self.reader, self.writer, req, gw.body_limits.max_body, gw.body_budget)
         except http11.BodyRefused as e:
             if e.status == 429:   # the client may try again: the SDKs and CLIs do, after retry-after
-                return self.fail(429, f"benchctl gateway: {e}", "rate_limit_error",
+                return self.fail(429, f"benchctl gateway: {e}",
                                  headers={"retry-after": "1", "x-should-retry": "true"})
-            return self.fail(413, f"benchctl gateway: {e}", "request_too_large")
+            return self.fail(413, f"benchctl gateway: {e}")
         if route is not None:
             return await self.extra_route(route)
         if self.wire is None:
             return self.fail(404, f"benchctl gateway: no route for {req.method} {req.path}; served: POST /v1/messages, "
                                   "/v1/messages/count_tokens, /v1/responses, /v1/chat/completions, "
-                                  "/v1beta/models/M:generateContent|streamGenerateContent, GET /v1/models",
-                             "not_found_error")
+                                  "/v1beta/models/M:generateContent|streamGenerateContent, GET /v1/models")
         served = gw.router.current
         if self.wire == "models_list":
             return self.models_list(served)
         if gw.deadline is not None and time.time() > gw.deadline:
-            return self.fail(400, "benchctl: time budget exhausted", "invalid_request_error",
+            return self.fail(400, "benchctl: time budget exhausted",
                              event_type="model_error", served_model=str(served))
         if gw.limits.stop.is_set():    # a cost cap is reached (benchctl/limits): no new calls
-            return self.fail(400, f"benchctl: {gw.limits.stop.reason}; the run is stopping", "invalid_request_error",
+            return self.fail(400, f"benchctl: {gw.limits.stop.reason}; the run is stopping",
                              event_type="model_error", served_model=str(served))
         encoding = req.headers.get("content-encoding", "identity").lower()
         if encoding not in ("identity", "gzip", "deflate"):
             return self.fail(415, f"benchctl gateway: request content-encoding {encoding!r} is not supported "
-                                  "(send identity, gzip or deflate)", "invalid_request_error")
+                                  "(send identity, gzip or deflate)")
         try:
             raw = req.body if encoding == "identity" else self.inflate(encoding)
         except http11.BodyRefused as e:
             if e.status == 429:
-                return self.fail(429, f"benchctl gateway: {e}", "rate_limit_error",
+                return self.fail(429, f"benchctl gateway: {e}",
                                  headers={"retry-after": "1", "x-should-retry": "true"})
-            return self.fail(413, f"benchctl gateway: {e}", "request_too_large")
+            return self.fail(413, f"benchctl gateway: {e}")
         except zlib.error as e:
-            return self.fail(400, f"benchctl gateway: request body is not valid {encoding}: {e}",
-                             "invalid_request_error")
+            return self.fail(400, f"benchctl gateway: request body is not valid {encoding}: {e}")
         try:
             body = orjson.loads(raw) if raw else {}
             if not isinstance(body, dict):
                 raise ValueError("request body must be a JSON object")
         except ValueError as e:
-            return self.fail(400, f"benchctl gateway: request body is not valid JSON: {e}", "invalid_request_error")
+            return self.fail(400, f"benchctl gateway: request body is not valid JSON: {e}")
         requested = path_model or body.get("model")
         if requested and requested != served.name and gw.config.other_model_policy == "reject":
             return self.fail(400, f"benchctl gateway: this run serves {served.name}, not {requested}",
-                             "invalid_request_error", requested_model=requested)
+                             requested_model=requested)
         if self.wire == "gemini":
             stream = action == "streamGenerateContent"
             ver = req.path.split("/")[1]
@@ -305,10 +285,9 @@ class Exchange:
         message = "benchctl: time budget exhausted (the call was cut off at the run's deadline)"
         try:
             if self.ttfb is None:
-                self.send_whole(400, {**JSON, "x-should-retry": "false"},
-                                error_body(wire, 400, message, "invalid_request_error"))
-            else:
-                self.writer.write(http11.chunk(stream_error_event(wire, message)) + http11.LAST_CHUNK)
+                self.send_whole(400, {**JSON, "x-should-retry": "false"}, wf.error_body(wire, 400, message))
+            else:   # the same status, said in the stream the client is already reading
+                self.writer.write(http11.chunk(wf.stream_error_event(wire, message, 400)) + http11.LAST_CHUNK)
         except Exception:
             pass
 
@@ -345,7 +324,7 @@ class Exchange:
                 message = f"upstream stream failed: {type(e).__name__}: {e}"
                 self.record(call, requested, message, timed_out=is_timeout(e), answered=502)
                 self.send_whole(502, {**JSON, "x-should-retry": "false"},
-                                error_body(call.wire_api, 502, f"benchctl gateway: {message}", "api_error"))
+                                wf.error_body(call.wire_api, 502, f"benchctl gateway: {message}"))
                 return True
             data = b"".join(self.parts)
             s = summarize(call.wire_api, call.stream, data, resp.status)
@@ -411,7 +390,9 @@ class Exchange:
             self.record(call, requested, error, timed_out=timed_out)
             if error is not None:
                 # Cannot retry (the client has part of it): end the stream with an error event it understands.
-                writer.write(http11.chunk(gw_redact(stream_error_event(call.wire_api, f"benchctl gateway: {error}"))))
+                # 502, as a whole answer would say (the upstream failed, not the gateway).
+                event = wf.stream_error_event(call.wire_api, f"benchctl gateway: {error}", 502)
+                writer.write(http11.chunk(gw_redact(event)))
             writer.write(http11.LAST_CHUNK)
         else:
             status = resp.status
@@ -423,7 +404,7 @@ class Exchange:
             self.ttfb = time.perf_counter()
             self.record(call, requested, error, answered=502 if error else None)
             data = b"".join(self.parts) if error is None else \
-                error_body(call.wire_api, 502, f"benchctl gateway: {error}", "api_error")
+                wf.error_body(call.wire_api, 502, f"benchctl gateway: {error}")
             self.send_whole(status, headers, data)
         if writer.transport.get_write_buffer_size() > 0:
             await writer.drain()
@@ -529,7 +510,7 @@ class Exchange:
                         timed_out: bool = False, sent: bool = True) -> bool:
         self.record(call, requested, message, timed_out=timed_out, answered=status, sent=sent)
         self.send_whole(status, {**JSON, "x-should-retry": "false"},
-                        error_body(call.wire_api, status, f"benchctl gateway: {message}", "api_error"))
+                        wf.error_body(call.wire_api, status, f"benchctl gateway: {message}"))
         return True
 
     # ------------------------------------------------------------------ answered locally
@@ -588,7 +569,7 @@ class Exchange:
             status, headers, body = await asyncio.to_thread(handler, self.req.method, self.req.path,
                                                             bytes(self.req.body))
         except Exception as e:
-            status, headers, body = 500, JSON, error_body(None, 500, f"benchctl gateway route error: {e}", "api_error")
+            status, headers, body = 500, JSON, wf.error_body(None, 500, f"benchctl gateway route error: {e}")
         self.send_whole(status, dict(headers), body)
         await self.writer.drain()
         return True

@@ -483,17 +483,35 @@ def encode(wire_api: str, reply: Reply, *, stream: bool, include_usage: bool = T
     raise ValueError(f"no reply encoder for wire API {wire_api!r}")
 
 
+# The one place vendor error bytes are built: the gateway's own errors (gateway/exchange.py), the
+# scripted upstream's and the fake upstream's all come from here, and tests/test_gateway_error_bytes.py
+# feeds what the gateway sends to the official SDKs.
 _ANTHROPIC_ERR = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                  404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
+                  404: "not_found_error", 413: "request_too_large", 415: "invalid_request_error",
+                  429: "rate_limit_error", 529: "overloaded_error"}
 _OPENAI_ERR = {400: "invalid_request_error", 401: "invalid_request_error", 403: "invalid_request_error",
-               404: "invalid_request_error", 429: "rate_limit_exceeded"}
+               404: "invalid_request_error", 413: "request_too_large", 415: "invalid_request_error",
+               429: "rate_limit_exceeded"}
+# google.rpc.Code names by HTTP status, as Google APIs put them in error.status. 413 and 415 have
+# no canonical code: the request itself is unacceptable, which is INVALID_ARGUMENT; 502 and 529
+# (overloaded) are a service that cannot answer now: UNAVAILABLE.
 _GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                  429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+                  409: "ABORTED", 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
+                  499: "CANCELLED", 500: "INTERNAL", 501: "UNIMPLEMENTED", 502: "UNAVAILABLE",
+                  503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED", 529: "UNAVAILABLE"}
 
 
-def error_body(wire_api: str, status: int, message: str, error_type: str | None = None) -> bytes:
-    """The vendor's error JSON for an HTTP error `status`."""
-    if wire_api.startswith("anthropic") or wire_api in ("models_list", "other"):
+def _anthropic_shaped(wire_api: str | None) -> bool:
+    # None (and the fake upstream's "other"): nothing of the request says which vendor's client sent
+    # it (a head that did not parse, an unknown path, too many connections). The Anthropic shape is
+    # the one all three SDKs read a message from: each looks for error.message, and it is there.
+    return wire_api is None or wire_api.startswith("anthropic") or wire_api in ("models_list", "other")
+
+
+def error_body(wire_api: str | None, status: int, message: str, error_type: str | None = None) -> bytes:
+    """The vendor's error JSON for an HTTP error `status`. error_type overrides the type the status
+    implies (Anthropic/OpenAI `type`, Gemini `status`): only for a caller that means that vendor's word."""
+    if _anthropic_shaped(wire_api):
         kind = error_type or _ANTHROPIC_ERR.get(status, "api_error")
         return _j({"type": "error", "error": {"type": kind, "message": message},
                    "request_id": new_id("req_011")})
@@ -513,7 +531,8 @@ def error_headers(retry_after: float | None) -> dict[str, str]:
 
 
 def stream_error_event(wire_api: str, message: str, status: int = 529) -> bytes:
-    """The in-stream error event a vendor sends when a 200 stream fails midway (e.g. overload)."""
+    """The in-stream error event a vendor sends when a 200 stream fails midway (e.g. overload), with
+    the line endings of that vendor's stream (Gemini's are CRLF, as in gemini_sse)."""
     if wire_api == "anthropic_messages":
         kind = _ANTHROPIC_ERR.get(status, "api_error")
         return _sse("error", {"type": "error", "error": {"type": kind, "message": message}})
@@ -522,6 +541,6 @@ def stream_error_event(wire_api: str, message: str, status: int = 529) -> bytes:
                               "sequence_number": 0})
     if wire_api == "gemini":
         return b"data: " + _j({"error": {"code": status, "message": message,
-                                         "status": _GOOGLE_STATUS.get(status, "UNAVAILABLE")}}) + b"\r\n\r\n"
+                                         "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}}) + b"\r\n\r\n"
     return b"data: " + _j({"error": {"message": message, "type": "server_error", "param": None,
                                      "code": "server_error"}}) + b"\n\n"
