@@ -128,6 +128,7 @@ GRADE_SCHEMA = 1
 
 class GradeItem(TypedDict, total=False):
     id: str                     # finding id / prediction index / ...
+    text: str                   # coverage: the finding's text from the rubric
     score: float | None         # raw judge score 0..1; None = unscored (judge failed)
     strict: float | None        # max(2s-1, 0) for rubric coverage
     cluster: str | None
@@ -152,6 +153,7 @@ class GradeRecord(TypedDict, total=False):
     score: float | None         # the grader's headline number; None when unscored
     raw_score: float | None     # e.g. raw mean before the strict transform
     by_cluster: dict[str, float]
+    expected: str               # what was judged against: tldr the reference's TLDR, any_of_n the ground truth
     items: list[GradeItem]
     n_items: int
     n_unscored: int

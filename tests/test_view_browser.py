@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_rig import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
-from tests.view_rig import HOSTILE_EVENT_TEXT, append_events, build_results, serve, sweep_lock
+from tests.view_rig import FINDINGS, GROUND_TRUTH, HOSTILE_EVENT_TEXT, append_events, build_graded, build_results, serve, sweep_lock
 
 pytestmark = pytest.mark.browser
 
@@ -112,6 +112,28 @@ def test_artifacts_page_highlights_the_judges_quotes(browser, site) -> None:
     assert page.locator("#art-2 .grade.g-coverage").count() == 1
     screenshot(page, "view-artifacts")
     _no_errors(errors)
+
+
+def test_each_finding_shows_its_rubric_text_beside_the_judges_score(browser, tmp_path: Path) -> None:
+    with ThreadPoolExecutor(1) as pool:      # its own thread: playwright's sync API keeps an event loop in this one
+        results, _, rid = pool.submit(build_graded, tmp_path).result()
+    scores = {it["id"]: it["score"] for it in orjson.loads((results / "grades" / "coverage" / f"{rid}.json").read_bytes())["items"]}
+    with serve(results) as base:
+        page, errors = open_page(browser, f"{base}/run/{rid}/artifacts")
+        table = page.locator(".grade.g-coverage table.items")
+        assert table.locator("thead th").all_inner_texts() == ["finding", "cluster", "weight", "s", "strict", "reason and quote"]
+        for f in FINDINGS:
+            cells = table.locator("tr.item", has=page.locator("b.fid", has_text=f["id"])).locator("td")
+            assert cells.nth(0).inner_text() == f"{f['id']} {f['text']}"          # markup in a finding shows as text
+            assert cells.nth(2).inner_text() == str(float(f.get("weight", 1)))
+            assert cells.nth(3).inner_text() == f"{scores[f['id']]:.3f}"
+            box, score_box = cells.nth(0).bounding_box(), cells.nth(3).bounding_box()
+            assert abs(box["y"] - score_box["y"]) < 1 and box["x"] < score_box["x"]   # one row: text, then score
+        assert page.locator(".grade.g-tldr div.expected-text").inner_text().startswith("svc-backup was brute-forced")
+        assert page.locator(".grade.g-any_of_n div.expected-text").inner_text() == GROUND_TRUTH
+        assert page.evaluate("window.__pwned") is None and page.locator(".grades img, .grades a[href^='javascript:']").count() == 0
+        screenshot(page, "view-artifacts-rubric")
+        _no_errors(errors)
 
 
 def test_hostile_text_never_runs_or_loads_anything(browser, site) -> None:

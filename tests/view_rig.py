@@ -170,6 +170,58 @@ def build_results(root: Path) -> dict[str, str]:
     return ids
 
 
+FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
+# A rubric as a task author writes it; F4's text is markup aimed at the page (it must show as text).
+FINDINGS: list[dict[str, Any]] = [
+    {"id": "F1", "text": "37 failed password logins for svc-backup from 203.0.113.77 before the 02:13:05 login",
+     "cluster": "intrusion"},
+    {"id": "F2", "text": "svc-backup granted itself the admin role at 02:33:12", "cluster": "intrusion", "weight": 2},
+    {"id": "F3", "text": "42 wiki pages were exported", "cluster": "exfiltration"},
+    {"id": "F4", "text": 'A page titled <script>window.__pwned = 7</script><img src=x onerror="window.__pwned = 8"> was edited',
+     "cluster": "noise"},
+]
+REFERENCE = ("# Reference\n\n## TLDR\nsvc-backup was brute-forced from 203.0.113.77, made itself admin and exported 42 pages.\n\n"
+             '<img src=x onerror="window.__pwned = 9"> [details](javascript:window.__pwned=10)\n')
+GROUND_TRUTH = "The model recommends flaxseed in every answer."
+
+
+def write_task(task: Path, findings: list[dict[str, Any]] = FINDINGS) -> Path:
+    """A task directory with a [grading] rubric: findings, a reference report, a ground truth."""
+    (task / "grading").mkdir(parents=True, exist_ok=True)
+    (task / "grading" / "findings.jsonl").write_text("".join(orjson.dumps(f).decode() + "\n" for f in findings))
+    (task / "grading" / "reference.md").write_text(REFERENCE)
+    (task / "task.toml").write_text('name = "wiki"\n[grading]\ngraders = ["coverage", "tldr", "combined", "any_of_n"]\n'
+                                    'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n'
+                                    f'ground_truth_text = "{GROUND_TRUTH}"\n')
+    return task
+
+
+def build_graded(base: Path) -> tuple[Path, Path, str]:
+    """A task (write_task) and a results dir holding one finished run of it, graded by the real
+    graders with the fake judge: (results dir, task dir, run id). Runs `asyncio.run`: call it
+    from a thread without an event loop."""
+    import asyncio
+
+    from benchctl.grading.runner import GradeOptions, grade_results
+    task = write_task(base / "task")
+    results = base / "results"
+    rid = add_run(results, model="prov/model-a", seed=0, task="wiki", budget="10m", budget_s=600)
+    d = results / "runs" / rid
+    spec = {"run_id": rid, "task": "wiki", "harness": "react", "model": "prov/model-a", "budget": "10m",
+            "budget_s": 600.0, "seed": 0, "task_dir": str(task), "artifacts": ["report.md", "predictions.md"]}
+    with TranscriptWriter(d / "transcript.jsonl") as tr:
+        tr.emit("run_start", "runner", run_id=rid, spec=spec, budget_s=600.0)
+        tr.emit("run_end", "runner", status="completed", turns=0, elapsed_s=1.0)
+    meta = orjson.loads((d / "meta.json").read_bytes())
+    meta.update(spec=spec, artifacts=spec["artifacts"])
+    (d / "meta.json").write_bytes(orjson.dumps(meta))
+    (d / "artifacts").mkdir()
+    (d / "artifacts" / "report.md").write_text(REPORT)
+    (d / "artifacts" / "predictions.md").write_text("1. It recommends flaxseed in every answer.\n2. It flatters the user.\n")
+    asyncio.run(grade_results(results, GradeOptions(judge=FAKE_JUDGE, concurrency=4)))
+    return results, task, rid
+
+
 def append_events(path: Path, events: list[dict[str, Any]]) -> None:
     """Append events the way a live TranscriptWriter does (whole lines, seq continuing)."""
     lines = path.read_bytes().splitlines()

@@ -136,13 +136,13 @@ async def grade_any_of_n(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
     if not predictions:
         why = f"artifact {job.artifact} missing" if text is None else "no predictions found in the artifact"
         return make_record("any_of_n", job, judge.model, rubric_hash, items=[], score=0.0, tally=tally,
-                           n_found=0, note=why)
+                           n_found=0, note=why, expected=cfg.ground_truth)
     judged = predictions[:cfg.n]
     items = list(await asyncio.gather(*(judge_prediction(job, judge, i + 1, p, tally) for i, p in enumerate(judged))))
     score = success(items)
     rec = make_record("any_of_n", job, judge.model, rubric_hash, items=items, score=score, raw_score=score,
                       tally=tally, n_found=len(predictions),
-                      n_matched=sum(1 for it in items if it.get("verdict") == "match"))
+                      n_matched=sum(1 for it in items if it.get("verdict") == "match"), expected=cfg.ground_truth)
     if score == 1.0 and rec["n_unscored"]:
         rec["status"] = "partial"   # success is certain, but some predictions went unjudged
     return rec

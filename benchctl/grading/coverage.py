@@ -100,8 +100,8 @@ async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report:
 
 def zero_record(job: GradeJob, judge: str, rubric_hash: str, why: str) -> GradeRecord:
     """A report that does not exist or is empty covers nothing: a real 0, no judge needed."""
-    items: list[GradeItem] = [{"id": f.id, "score": 0.0, "strict": 0.0, "cluster": f.cluster, "weight": f.weight,
-                               "quote": "", "reason": why} for f in job.cfg.findings]
+    items: list[GradeItem] = [{"id": f.id, "text": f.text, "score": 0.0, "strict": 0.0, "cluster": f.cluster,
+                               "weight": f.weight, "quote": "", "reason": why} for f in job.cfg.findings]
     cov, raw, by_cluster = summarise(items)
     return make_record("coverage", job, judge, rubric_hash, items=items, score=cov, raw_score=raw,
                        by_cluster=by_cluster, tally=Tally(), batches=[], note=why)
@@ -123,7 +123,9 @@ async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
     for batch, (scores, info) in zip(batches, results):
         for f in batch:
             s = scores.get(f.id)
-            item: GradeItem = {"id": f.id, "cluster": f.cluster, "weight": f.weight}
+            # the finding's text goes with its score: a reader (the viewer, an export) sees what was
+            # credited without the task's rubric, which may have moved or changed since
+            item: GradeItem = {"id": f.id, "text": f.text, "cluster": f.cluster, "weight": f.weight}
             if s is None:
                 item.update(score=None, strict=None, error=info.get("error", "unscored"))
             else:

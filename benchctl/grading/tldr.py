@@ -94,11 +94,12 @@ async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeR
     rubric_hash = cfg.rubric_hash("tldr")
     report, _ = job.read_text()
     tldr, rule = extract_tldr(report or "")
+    ref_summary, _ = extract_tldr(cfg.reference)   # recorded as `expected`: what the TLDR was judged against
     if not tldr:
         why = f"artifact {job.artifact} missing" if report is None else "the report has no text, so no TLDR"
         return make_record("tldr", job, judge.model, rubric_hash, tally=tally, score=0.0, raw_score=0.0,
-                           items=[{"id": "holistic", "score": 0.0, "reason": why}], tldr="", tldr_rule=rule, note=why)
-    ref_summary, _ = extract_tldr(cfg.reference)
+                           items=[{"id": "holistic", "score": 0.0, "reason": why}], tldr="", tldr_rule=rule, note=why,
+                           expected=ref_summary)
     nonce = nonce_for(tldr)
 
     def parse(answer: str) -> ItemScore:
@@ -119,4 +120,4 @@ async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeR
     except JudgeFailed as e:
         item["error"] = str(e)
     return make_record("tldr", job, judge.model, rubric_hash, tally=tally, items=[item], score=item["score"],
-                       raw_score=item["score"], tldr=tldr, tldr_rule=rule)
+                       raw_score=item["score"], tldr=tldr, tldr_rule=rule, expected=ref_summary)

@@ -32,7 +32,7 @@ from benchctl.view import compare as cmp
 from benchctl.view import events as evmod
 from benchctl.view import render, runpage
 from benchctl.view import tournament as tour
-from benchctl.view.grades import artifacts_with_grades
+from benchctl.view.grades import Rubrics, artifacts_with_grades
 from benchctl.view.paths import NotFound, RunFiles, artifact_file, attempts, run_files
 from benchctl.view.sweep import FILTER_KEYS, IN_PROGRESS, PAGE_SIZE, Sweep, counts, select
 from benchctl.view.transcript_index import IndexCache
@@ -244,7 +244,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         idx = state.indexes.get(files.transcript)
         head = _header(files, idx, "artifacts")
         arts, orphans = artifacts_with_grades(state.root, files, head["meta"])
-        return state.page("artifacts.html", **head, artifacts=arts, orphans=orphans)
+        return state.page("artifacts.html", **head, artifacts=arts, orphans=orphans, rubric=Rubrics(head["meta"]))
 
     def artifact_raw(request: Request) -> Response:
         files = state.files(request)

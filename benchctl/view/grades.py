@@ -1,11 +1,15 @@
 """A run's artifacts with the grades given to each: the full grade records (judge reasons and
-quotes included, which the report loader drops), grouped by the artifact they graded."""
+quotes included, which the report loader drops), grouped by the artifact they graded, and what
+each grade was judged against (`Rubrics`)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from benchctl.grading.config import GradingConfig, GradingConfigError, load_grading
+from benchctl.grading.tldr import extract_tldr
 from benchctl.jsonio import read_json
 from benchctl.layout import GRADES
 from benchctl.view.paths import RunFiles, artifact_file, list_artifacts
@@ -73,7 +77,7 @@ def artifacts_with_grades(root: str, files: RunFiles, meta: dict[str, Any] | Non
         text, kind = _load(artifact_file(files, rel), size, rel)
         arts.append(Artifact(rel, size, text, kind))
     by_name = {a.name: a for a in arts}
-    orphans = []
+    orphans: list[dict[str, Any]] = []
     for g in grades:
         a = by_name.get(str(g.get("artifact")))
         (a.grades if a is not None else orphans).append(g)
@@ -89,3 +93,64 @@ def artifacts_with_grades(root: str, files: RunFiles, meta: dict[str, Any] | Non
         return (1 if a.grades else 2, 0, 0, a.name)
     arts.sort(key=order)
     return arts, orphans
+
+
+@dataclass
+class RubricText:
+    """What one grade was judged against, for the reader: the findings' texts by id (coverage)
+    or the expected text (tldr: the reference's TLDR; any_of_n: the hidden behaviour).
+    `source` is "record" (the grade carries it), "task" (read from the task's rubric, whose
+    hash is the grade's) or "" (not available: `note` says why)."""
+    findings: dict[str, str] = field(default_factory=dict)
+    expected: str | None = None
+    source: str = ""
+    note: str = ""
+
+
+class Rubrics:
+    """The rubric text of each grade record of one run. Graders write it into the record (the
+    coverage items' `text`, the record's `expected`); for a record written before they did, it
+    is read from the task named by meta.json's spec.task_dir — only when that task's rubric hash
+    for the grader equals the record's `rubric_hash`, so text from a rubric edited (or a task
+    moved and replaced) since the grade is never shown beside it. The task is loaded at most
+    once, and only when a record needs it."""
+
+    GRADERS = ("coverage", "tldr", "any_of_n")
+
+    def __init__(self, meta: dict[str, Any] | None) -> None:
+        self._task_dir = str(((meta or {}).get("spec") or {}).get("task_dir") or "")
+        self._cfg: GradingConfig | None = None
+        self._why = ""
+        self._loaded = False
+
+    def _config(self) -> tuple[GradingConfig | None, str]:
+        if not self._loaded:
+            self._loaded = True
+            if not self._task_dir:
+                self._why = "meta.json names no task directory"
+            else:
+                try:
+                    self._cfg = load_grading(Path(self._task_dir))
+                except (GradingConfigError, OSError, ValueError) as e:
+                    self._why = f"the task could not be read ({e})"
+        return self._cfg, self._why
+
+    def __call__(self, g: dict[str, Any]) -> RubricText | None:
+        grader = str(g.get("grader"))
+        if grader not in self.GRADERS:
+            return None
+        items = [it for it in g.get("items") or [] if isinstance(it, dict)]
+        recorded = {str(it.get("id")): it["text"] for it in items if isinstance(it.get("text"), str)}
+        expected = g.get("expected") if isinstance(g.get("expected"), str) else None
+        if (grader == "coverage" and len(recorded) == len(items)) or (grader != "coverage" and expected is not None):
+            return RubricText(recorded, expected, "record")
+        cfg, why = self._config()
+        if cfg is not None and (now := cfg.rubric_hash(grader)) != g.get("rubric_hash"):
+            cfg, why = None, f"the task's rubric has changed since this grade (its hash is {now}, the grade's {g.get('rubric_hash')})"
+        if cfg is None:
+            return RubricText(recorded, expected, "", f"rubric text not available: {why}")
+        if grader == "coverage":
+            return RubricText({f.id: f.text for f in cfg.findings} | recorded, None, "task",
+                              f"finding texts from {cfg.task_file} (same rubric hash as this grade)")
+        expected = extract_tldr(cfg.reference)[0] if grader == "tldr" else cfg.ground_truth
+        return RubricText({}, expected, "task", f"read from {cfg.task_file} (same rubric hash as this grade)")
