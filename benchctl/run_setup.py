@@ -140,25 +140,20 @@ def _check_priced(task: Task, cfg: SweepConfig, flag: bool, sweep_file: Path | N
     refuses to start with one unless `allow_unpriced` (their calls then count $0 toward it)."""
     if cfg.limits.allow_unpriced or (cfg.limits.max_cost is None and task.max_cost is None):
         return
-    from benchctl.limits.config import unpriced_models
+    from benchctl.limits.config import refuse_unpriced
     models = [*cfg.models, *([cfg.fallback] if cfg.fallback else [])]
     from benchctl.targets.spec import load_hidden_behaviour    # audits: their target and auxiliary models spend too
     hb = load_hidden_behaviour(task.task_dir)
     if hb is not None:
         models += [m for m in (hb.target.model, *(c.auxiliary_model for c in hb.tools.configs.values())) if m]
-    try:
-        missing = unpriced_models(models)
-    except ValueError as e:          # a broken price file (BENCHCTL_PRICES)
-        raise RunError(str(e)) from None
-    if not missing:
-        return
     if cfg.limits.max_cost is not None:
         cap = "--max-cost" if flag or sweep_file is None else f"{sweep_file}: key `limits.max_cost`"
     else:
         cap = f"{task.task_file}: key `limits.max_cost`"
-    raise RunError(f"{cap}: a cost cap cannot count what unpriced models spend: {', '.join(missing)} "
-                   f"(no entry in the price table). Fix: add their prices (a TOML file in BENCHCTL_PRICES, see "
-                   f"the README's Prices), or pass --allow-unpriced to run them with their calls counted as $0")
+    try:
+        refuse_unpriced(models, cap)
+    except ValueError as e:          # unpriced models, or a broken price file (BENCHCTL_PRICES)
+        raise RunError(str(e)) from None
 
 
 def _load_task(task_dir: Path, sweep_origin: str | None) -> Task:

@@ -223,7 +223,7 @@ def test_max_cost_stops_new_judge_calls_and_leaves_their_items_unscored(tmp_path
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-judge-0123456789")
         refused = runner.invoke(app, ["grade", str(results), "--judge", "anthropic/claude-sonnet-5-5",
                                       "--max-cost", "1"])
-        assert refused.exit_code == 2 and "unpriced judge anthropic/claude-sonnet-5-5" in refused.output
+        assert refused.exit_code == 2 and "unpriced models spend: anthropic/claude-sonnet-5-5" in refused.output
         assert "--allow-unpriced" in refused.output and up.generation_requests() == []
         # the first call spends more than $0.000001: every later one is not made
         r = runner.invoke(app, ["grade", str(results), "--judge", "anthropic/claude-haiku-4-5", "--concurrency", "1",

@@ -13,6 +13,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from benchctl.commands.limit_options import allow_unpriced_option, cli_limits, max_cost_option
+
 DEFAULT_COMMAND = "runs"
 
 
@@ -44,11 +46,11 @@ def runs(
         help="Tournament grader only: what one auditor is, as meta.json fields joined by '+': model (default), "
              "model+harness, model+budget, model+harness+budget, ... (fields: task, harness, model, budget, "
              "variant, tools, seed)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD",
-                                             help="Cost cap for this grading session's judge calls: once reached, no "
-                                             "new judge call starts and their items stay unscored (never 0)."),
-    allow_unpriced: bool = typer.Option(False, "--allow-unpriced", help="With --max-cost, grade with a judge that "
-                                        "has no price (its calls count $0 toward the cap)."),
+    max_cost: Optional[float] = max_cost_option(
+        "for grading: once the judge spend of the graders being run reaches it — every judge call of theirs "
+        "recorded in RESULTS_DIR, earlier sessions' too — no new judge call starts and their items stay unscored "
+        "(never 0). A rerun continues the count from disk."),
+    allow_unpriced: bool = allow_unpriced_option(),
 ) -> None:
     """Grade every finished run in RESULTS_DIR (the default command of `benchctl grade`).
 
@@ -73,19 +75,7 @@ def runs(
     except ModelIdError as e:
         typer.echo(f"error: --judge: {e}", err=True)
         raise typer.Exit(2) from None
-    if max_cost is not None:
-        import math
-
-        from benchctl.limits.config import unpriced_models
-        if not math.isfinite(max_cost) or max_cost <= 0:
-            typer.echo(f"error: --max-cost: {max_cost!r} is not a positive amount of USD. Fix: e.g. --max-cost 5",
-                       err=True)
-            raise typer.Exit(2)
-        if not allow_unpriced and unpriced_models([judge]):
-            typer.echo(f"error: --max-cost: a cost cap cannot count what the unpriced judge {judge} spends (no entry "
-                       f"in the price table). Fix: add its price (a TOML file in BENCHCTL_PRICES), or pass "
-                       f"--allow-unpriced to count its calls as $0", err=True)
-            raise typer.Exit(2)
+    limits = cli_limits(max_cost=max_cost, max_connections=None, allow_unpriced=allow_unpriced, models=[judge])
     from benchctl.tournament.participants import parse_auditor_key
     try:
         parse_auditor_key(auditor_key)     # fail before any judge call, not after the rubric graders
@@ -93,7 +83,8 @@ def runs(
         typer.echo(f"error: --auditor-key: {e}", err=True)
         raise typer.Exit(2) from None
     opts = GradeOptions(judge=judge, graders=list(grader) if grader else None, concurrency=concurrency,
-                        force=force, task_dir=task, run_glob=run, auditor_key=auditor_key, max_cost=max_cost)
+                        force=force, task_dir=task, run_glob=run, auditor_key=auditor_key,
+                        max_cost=limits.max_cost)
     from rich.progress import Progress
 
     from benchctl.console import wide_console

@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from benchctl.commands.limit_options import allow_unpriced_option, max_connections_option, max_cost_option
+
 
 def register(app: typer.Typer) -> None:
     app.command("run", help=run.__doc__)(run)
@@ -31,16 +33,12 @@ def run(
                                     "(default, prefill, sample_user, complete, scaffolded_*); repeat for several."),
     allow_changed: bool = typer.Option(False, "--allow-changed", help="Run an imported task even though its files "
                                        "no longer match their pin (meta.json records what changed)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD",
-                                             help="Cost cap for the whole sweep: when the priced spend of its runs "
-                                             "reaches it, no new run starts and running agents stop "
-                                             "(budget_exhausted). A rerun continues the count from disk."),
-    max_connections: Optional[int] = typer.Option(None, "--max-connections", metavar="N",
-                                                  help="Model calls in flight at once per provider key, shared by "
-                                                  "every run (and every Ray node). Per-provider and per-model limits: "
-                                                  "[limits] in a sweep file."),
-    allow_unpriced: bool = typer.Option(False, "--allow-unpriced", help="With a cost cap, run models without a price "
-                                        "too (their calls count $0 toward the cap)."),
+    max_cost: Optional[float] = max_cost_option(
+        "for the whole sweep: when the priced spend of its runs reaches it, no new run starts and running agents "
+        "stop (budget_exhausted). A rerun continues the count from disk."),
+    max_connections: Optional[int] = max_connections_option(   # \\[: rich markup would eat "[limits]"
+        ", shared by every run (and every Ray node). Per-provider and per-model limits: \\[limits] in a sweep file."),
+    allow_unpriced: bool = allow_unpriced_option(),
     ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS",
                                       help="Run on a Ray cluster: HOST:PORT, ray://HOST:PORT, auto (RAY_ADDRESS, else "
                                       "the cluster `ray start` runs here) or local. Each node needs Docker, the "

@@ -12,6 +12,8 @@ never a score of 0, and never a re-ask (a refusal is the judge's answer, not a f
 
 Each exchange is recorded in the `Tally` of the grade it belongs to, and `write_judge_log`
 writes them to `grades/<grader>/judge_log/<name>.json` (format in the README, "Judge logs").
+Each call's cost is also appended to its grader's spend log as soon as the answer arrives
+(`spend.py`), which `benchctl grade --max-cost` reads to continue its count on a rerun.
 """
 from __future__ import annotations
 
@@ -22,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
+from benchctl.grading.spend import JUDGE_LOG_DIR, append_spend, spend_log_path
 from benchctl.jsonio import write_json_atomic
 from benchctl.judge_json import JudgeParseError
 from benchctl.layout import GRADES
 
 T = TypeVar("T")
 
-JUDGE_LOG_DIR = "judge_log"
 JUDGE_LOG_SCHEMA = 1
 DEFAULT_MAX_TOKENS = 4096
 # stop reasons meaning "cut off at max_tokens", per wire API (Anthropic, Responses, chat, Gemini)
@@ -42,11 +44,19 @@ class JudgeFailed(Exception):
 @dataclass
 class Tally:
     """Usage, cost and exchanges of the judge calls behind one grade record (or one tournament
-    environment or extraction); `exchanges` become its judge log."""
+    environment or extraction); `exchanges` become its judge log. `spend_log`: where each call's
+    cost is appended as it arrives (spend.py; None: not recorded, for a Tally outside a results dir)."""
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = 0.0
     calls: int = 0
     exchanges: list[dict[str, Any]] = field(default_factory=list)
+    spend_log: Path | None = None
+    subject: str = ""                  # the judge log's name: run_id, run_id~followup-1, env, run_id~extract
+
+    @classmethod
+    def for_grade(cls, results: Path, grader: str, subject: str) -> "Tally":
+        """A Tally whose calls' costs go to the grader's spend log in `results`."""
+        return cls(spend_log=spend_log_path(results, grader), subject=subject)
 
     def add(self, completion: Any) -> None:
         self.calls += 1
@@ -69,15 +79,16 @@ class Structured(Generic[T]):
 
 class Judge:
     def __init__(self, model: str, *, concurrency: int = 16, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 temperature: float | None = 0.0, max_cost: float | None = None) -> None:
+                 temperature: float | None = 0.0, max_cost: float | None = None, spent: float = 0.0) -> None:
         if concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
         self.model = model
-        # `benchctl grade --max-cost`: once this session's priced judge spend reaches it, no new judge
-        # call starts; their items stay unscored (never 0) and a rerun with a higher cap scores them.
-        # Calls already in flight finish, so the spend can pass the cap by those calls.
+        # `benchctl grade --max-cost`: once the grading spend reaches it — `spent`, what the spend logs
+        # of the graders being run already hold (spend.py), plus this session's priced judge calls —
+        # no new judge call starts; their items stay unscored (never 0) and a rerun with a higher cap
+        # scores them. Calls already in flight finish, so the spend can pass the cap by those calls.
         self.max_cost = max_cost
-        self.spent = 0.0
+        self.spent = float(spent)
         self.capped = 0                 # judge calls not made because of the cap
         self.max_tokens = max_tokens    # default; call sites whose answers grow pass their own
         # 0 for repeatable grades; benchctl.models drops it for models that reject temperature
@@ -110,6 +121,9 @@ class Judge:
                 raise JudgeFailed(log["error"]) from None
         tally.add(completion)
         self.spent += completion.cost_usd or 0.0     # an unknown price counts 0 (allowed by --allow-unpriced)
+        if tally.spend_log is not None:              # on disk at once: an interrupted session's spend counts too
+            append_spend(tally.spend_log, judge=self.model, subject=tally.subject, ask=str(log.get("ask", "")),
+                         attempt=int(log.get("attempt", 1)), cost_usd=completion.cost_usd)
         log.update(answer=completion.text or "", stop_reason=completion.stop_reason, refusal=completion.refusal,
                    served_model=completion.served_model, usage=dict(completion.usage or {}),
                    cost_usd=completion.cost_usd, latency_s=round(completion.latency_s, 4))

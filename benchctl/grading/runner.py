@@ -7,6 +7,10 @@ done, just after its judge log, so an interrupted session loses at most the grad
 re-running skips grades already on disk for the same judge and rubric hash whose status is
 "scored" (partial and unscored grades are retried — judge failures are usually transient).
 `force` regrades everything.
+
+With a cost cap (`max_cost`), the grading spend is every judge call the spend logs of the graders
+being run hold (grading/spend.py: all sessions, judges and runs of the results directory), so a
+rerun — after an interruption, or after the cap stopped it — continues the count.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from benchctl.grading.combined import grade_combined
 from benchctl.grading.config import GradingConfig, GradingConfigError, check_graders, load_grading
 from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
 from benchctl.grading.record import GradeJob
+from benchctl.grading.spend import judge_spent_on_disk
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
 
@@ -35,7 +40,7 @@ class GradeOptions:
     task_dir: Path | None = None           # overrides meta.spec.task_dir for every run
     run_glob: str | None = None            # fnmatch over run ids
     auditor_key: str = "model"             # tournament: meta fields that name an auditor, e.g. model+harness
-    max_cost: float | None = None          # USD this session's judge calls may spend (--max-cost)
+    max_cost: float | None = None          # USD the grading spend may reach (--max-cost; earlier sessions' count)
 
 
 @dataclass
@@ -60,6 +65,8 @@ class Session:
     judge_calls: int = 0                   # every judge call of the session, the tournament's included
     tournament_judge_calls: int = 0
     judge_spent_usd: float = 0.0           # priced spend of this session's judge calls
+    judge_spent_before_usd: float = 0.0    # with a cost cap: what the graders' spend logs held before it
+    judge_max_cost: float | None = None    # the session's cost cap (--max-cost)
     judge_calls_capped: int = 0            # judge calls not made: the --max-cost cap was reached
     tournament: bool = False
     # tasks of the planned runs that asked for the tournament grader: the tournament covers every
@@ -156,7 +163,10 @@ async def grade_results(results: Path, opts: GradeOptions,
     jobs, session = plan(results, opts)
     if on_plan:
         on_plan(sum(len([g for g in gs if g in GRADERS or g in DERIVED]) for _, gs in jobs))
-    judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost)
+    spent = 0.0
+    if opts.max_cost is not None:    # the count continues from what earlier sessions spent
+        spent = judge_spent_on_disk(results, graders_run(jobs, session))
+    judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost, spent=spent)
 
     async def finish(rec: dict[str, Any], reused: bool, tally: Tally | None = None) -> None:
         if not reused:
@@ -174,7 +184,7 @@ async def grade_results(results: Path, opts: GradeOptions,
         if old is not None:
             await finish(old, True)
             return
-        tally = Tally()
+        tally = Tally.for_grade(results, grader, grade_path(results, grader, job.run_id, job.artifact_tag).stem)
         await finish(dict(await GRADERS[grader](job, judge, tally)), False, tally)
 
     async def unit(job: GradeJob, graders: list[str]) -> None:
@@ -197,8 +207,17 @@ async def grade_results(results: Path, opts: GradeOptions,
             raise GradingConfigError(f"tournament: {e}") from None
         session.tournament_judge_calls = judge.calls - before
     session.judge_calls = judge.calls
-    session.judge_spent_usd, session.judge_calls_capped = round(judge.spent, 6), judge.capped
+    session.judge_spent_usd, session.judge_calls_capped = round(judge.spent - spent, 6), judge.capped
+    session.judge_spent_before_usd, session.judge_max_cost = round(spent, 6), opts.max_cost
     return session
+
+
+def graders_run(jobs: list[tuple[GradeJob, list[str]]], session: Session) -> list[str]:
+    """The graders of a session that ask the judge: whose spend a cost cap counts."""
+    names = {g for _, gs in jobs for g in gs if g in GRADERS}
+    if session.tournament:
+        names.update(WHOLE_RESULTS)
+    return sorted(names)
 
 
 def write_grade(results: Path, rec: dict[str, Any], tally: Tally | None) -> None:

@@ -92,9 +92,14 @@ def print_summary(session: Session) -> None:
     console.print(f"judge calls: {session.judge_calls}" + (f" ({session.tournament_judge_calls} by the tournament)"
                                                             if session.tournament else "")
                   + "; exchanges in grades/<grader>/judge_log/")
+    if session.judge_max_cost is not None:
+        total = session.judge_spent_before_usd + session.judge_spent_usd
+        console.print(f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls "
+                      f"(${session.judge_spent_before_usd:.4f} before this session; "
+                      f"grades/<grader>/judge_log/spend.jsonl)")
     if session.judge_calls_capped:
-        console.print(f"cost cap: ${session.judge_spent_usd:.4f} spent; {session.judge_calls_capped} judge call(s) not "
-                      f"made, their items are unscored (rerun with a higher --max-cost to score them)")
+        console.print(f"cost cap reached: {session.judge_calls_capped} judge call(s) not made, their items are "
+                      f"unscored (raise --max-cost and rerun to score them)")
     lines, warnings = tournament_lines(session.tournament_ratings)
     for line in lines:
         console.print(line)

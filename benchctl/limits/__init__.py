@@ -10,13 +10,16 @@ retry-after held for the whole key), or no (the sweep's cost cap is spent).
   nodes of a Ray cluster; every node's gateways ask it, so every run on one key shares one limit.
 
 Around it:
-- `config`       the sweep's `[limits]` / `--max-connections` / `--max-cost` / `--allow-unpriced`;
+- `config`       the sweep's `[limits]` / `--max-connections` / `--max-cost` / `--allow-unpriced`
+                 (the flags, shared by run, gateway and grade: benchctl/commands/limit_options.py);
 - `state`        the bookkeeping (keys, buckets, holds, spend), pure;
 - `headers`      retry-after and the providers' rate-limit headers;
 - `upstream`     `LimitedUpstream`: asks the limiter before each attempt, releases after its body;
 - `run`          `RunLimits`: one run's view — its waits (transcript `rate_limit_wait`, meta.json
                  `rate_limits`), the budget pause, its cost cap and its `RunStop`;
 - `spend`        the priced spend of a results directory on disk (resume continues the count).
+
+`benchctl gateway` gets a LocalLimiter of its own with the same flags (cost cap scope `gateway`).
 """
 from __future__ import annotations
 

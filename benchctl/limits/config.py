@@ -173,6 +173,19 @@ def apply_flags(cfg: LimitsConfig, *, max_cost: float | None, max_connections: i
     return cfg
 
 
+def refuse_unpriced(models: list[str], where: str, prices: Any = None) -> None:
+    """A cost cap counts priced spend, so a model without a price would spend uncounted: raise
+    LimitsConfigError naming them (`where`: the cap's flag or file key). Callers skip this check
+    when unpriced models are allowed (`--allow-unpriced`: their calls count $0). A broken price
+    file raises ValueError."""
+    missing = unpriced_models(models, prices)
+    if missing:
+        raise LimitsConfigError(f"{where}: a cost cap cannot count what unpriced models spend: {', '.join(missing)} "
+                                f"(no entry in the price table). Fix: add their prices (a TOML file in "
+                                f"BENCHCTL_PRICES, see the README's Prices), or pass --allow-unpriced to count "
+                                f"their calls as $0")
+
+
 def unpriced_models(models: list[str], prices: Any = None) -> list[str]:
     """The models of `models` the price table has no price for (their spend cannot be counted)."""
     if prices is None:

@@ -45,6 +45,8 @@ class LimitsPlan:
     config: LimitsConfig
     pause_budget: bool = True               # the task's pause_budget_on_rate_limit
     run_max_cost: float | None = None       # the task's [limits] max_cost
+    scope: str = "sweep"                    # what the shared cap (config.max_cost) belongs to: sweep | gateway
+                                            # (`benchctl gateway --max-cost`: one gateway, no sweep)
 
 
 def event_cost(ev: dict[str, Any]) -> float:
@@ -127,6 +129,7 @@ class RunLimits:
         self.config = plan.config
         self.pause_budget = plan.pause_budget
         self.run_max_cost = plan.run_max_cost
+        self.scope = plan.scope
         self.transcript = transcript
         self.holder = holder or uuid.uuid4().hex
         self.clock = clock
@@ -249,11 +252,12 @@ class RunLimits:
 
     def _sweep_cap_reached(self) -> None:
         if self.config.max_cost is not None:
-            self._request_stop("sweep", self.config.max_cost, self.limiter.spent())
+            self._request_stop(self.scope, self.config.max_cost, self.limiter.spent())
 
     def _request_stop(self, cap: str, max_cost: float, spent: float) -> None:
-        text = COST_NOTICE.format(cap="sweep's" if cap == "sweep" else "run's", max_cost=max_cost, spent=spent)
-        reason = f"the {'sweep' if cap == 'sweep' else 'run'}'s cost cap of ${max_cost:.2f} is reached"
+        """`cap`: run, or the shared cap's scope (sweep | gateway)."""
+        text = COST_NOTICE.format(cap=f"{cap}'s", max_cost=max_cost, spent=spent)
+        reason = f"the {cap}'s cost cap of ${max_cost:.2f} is reached"
         if self.stop.request(reason, cap=cap, max_cost_usd=max_cost, spent_usd=round(spent, 6), notice=text):
             self.transcript.emit("notice", "policy", kind="cost_cap", text=text, cap=cap, max_cost_usd=max_cost,
                                  spent_usd=round(spent, 6))

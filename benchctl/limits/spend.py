@@ -4,6 +4,8 @@ Every run directory and every earlier attempt (`attempts/<n>/`) counts: a finish
 meta.json (`cost_usd`, plus its target and auxiliary models' cost for audits), anything else —
 an unfinished run, a meta whose cost is unknown (`null`) — by adding up its transcript's priced
 events, the same rule a live run uses (`run.event_cost`). An unknown cost counts 0.
+A standalone gateway's cap counts its --transcript with `transcript_spend`; the judges' spend of
+`benchctl grade --max-cost` is in benchctl/grading/spend.py (same rule).
 """
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: Ju
                       f"the new runs to the file by hand.", file=sys.stderr)
                 return old
 
-    tally = Tally()
+    tally = Tally.for_grade(results, TOURNAMENT, path.stem)
     issues, error = await dedup_env(env, issues_by_run, judge, tally)
     write_judge_log(judge_log_path(results, TOURNAMENT, path.stem), grader=TOURNAMENT, subject=env,
                     judge=judge.model, tally=tally, prompt_version=PROMPT_VERSION)
@@ -149,7 +149,7 @@ async def _read_issues(results: Path, p: Participant, judge: Judge, force: bool)
         if old.get("key") == key and old.get("status") == "ok":
             return {**old, "cost_usd": 0.0}     # paid for in an earlier grading pass
     text = art.read_text(encoding="utf-8", errors="replace")[:MAX_REPORT_CHARS]
-    tally = Tally()
+    tally = Tally.for_grade(results, TOURNAMENT, f"{p.run_id}~extract")
     try:
         got = await judge.ask_structured(EXTRACT_PROMPT.format(report=text), parse_extraction,
                                          lambda exc: REASK.format(error=exc), system=EXTRACT_SYSTEM, tally=tally,

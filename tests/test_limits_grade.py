@@ -1,0 +1,151 @@
+"""`benchctl grade --max-cost` across sessions: the grading spend continues from disk (the graders'
+spend logs), whether the cap stopped the last session or it was interrupted with calls in flight.
+The judge is the fake judge at $0.10 a call, served as a priced model by the fake upstream (real
+HTTP, the judge's real upstream layer pricing the usage)."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from benchctl.cli import app
+from benchctl.grading.spend import judge_spent_on_disk, logged_spend, spend_log_path
+from benchctl.jsonio import read_json
+from benchctl.layout import grade_path
+from benchctl.models import reset_upstreams
+from benchctl.testing.fake_upstream import FakeUpstreamServer
+from tests import limits_scripts
+from test_grading_fixtures import GOOD_REPORT, WEAK_REPORT, make_run, make_task
+
+pytestmark = pytest.mark.timeout(120)
+JUDGE = "anthropic/claude-haiku-4-5"     # priced: the script's usage makes each call $0.10
+RUNS = ("t__react__m__2m__s0", "t__react__m__2m__s1")
+
+
+@pytest.fixture
+def judge_upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeUpstreamServer]:
+    with FakeUpstreamServer("py:tests.limits_scripts:priced_judge") as up:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", up.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-judge-0123456789")
+        reset_upstreams()          # judge upstreams are cached per model: this test's base URL, not an earlier one's
+        yield up
+    reset_upstreams()
+
+
+def two_runs(tmp_path: Path) -> Path:
+    """Two runs of the demo rubric: coverage asks 2 batches (F1-F5, F6-F7) and tldr 1 question
+    per run, so grading both is 6 judge calls, $0.60."""
+    task = make_task(tmp_path)
+    results = tmp_path / "results"
+    for run_id, report in zip(RUNS, (GOOD_REPORT, WEAK_REPORT)):
+        make_run(results, run_id, task, {"report.md": report})
+    return results
+
+
+def grade(results: Path, *args: str) -> Any:
+    return CliRunner().invoke(app, ["grade", str(results), "--judge", JUDGE, "--concurrency", "1", *args])
+
+
+def test_a_grade_the_cap_stopped_continues_its_count_on_a_rerun(tmp_path: Path,
+                                                                judge_upstream: FakeUpstreamServer) -> None:
+    results = two_runs(tmp_path)
+    first = grade(results, "--max-cost", "0.25")          # $0.10, $0.20, $0.30: the third call reaches it
+    assert first.exit_code == 1, first.output
+    assert len(judge_upstream.generation_requests()) == 3
+    assert "3 judge call(s) not made" in first.output
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == pytest.approx(0.30)
+
+    again = grade(results, "--max-cost", "0.25")          # the count starts at $0.30: no judge call at all
+    assert again.exit_code == 1, again.output
+    assert len(judge_upstream.generation_requests()) == 3
+    out = " ".join(again.output.split())
+    assert "cost cap: $0.3000 of $0.25 spent by these graders' judge calls ($0.3000 before this session" in out
+    assert "judge calls: 0" in out
+
+    more = grade(results, "--max-cost", "0.45")           # $0.30 + $0.10 + $0.10 reaches $0.45: two calls
+    assert more.exit_code == 1, more.output
+    assert len(judge_upstream.generation_requests()) == 5
+    assert "judge calls: 2" in more.output and "$0.5000 of $0.45" in " ".join(more.output.split())
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == pytest.approx(0.50)
+    # per grader: the cap counts the graders being run, not everything under grades/
+    assert judge_spent_on_disk(results, ["tldr"]) + judge_spent_on_disk(results, ["coverage"]) == pytest.approx(0.50)
+
+    done = grade(results, "--max-cost", "2")               # enough: the rest is graded, scored grades kept
+    assert done.exit_code == 0, done.output
+    for run_id in RUNS:
+        for g in ("coverage", "tldr"):
+            assert read_json(grade_path(results, g, run_id))["status"] == "scored"
+
+
+def test_an_interrupted_grade_counts_the_calls_it_made_before_the_interruption(
+        tmp_path: Path, judge_upstream: FakeUpstreamServer) -> None:
+    from benchctl.grading.runner import GradeOptions, grade_results
+    results = two_runs(tmp_path)
+    gate = threading.Event()
+    limits_scripts.F6_GATE.append(gate)       # each run's second coverage batch waits: its grade is never written
+    logs = [spend_log_path(results, g) for g in ("coverage", "tldr")]
+
+    def lines() -> int:
+        return sum(len(p.read_bytes().splitlines()) for p in logs if p.exists())
+
+    async def interrupted() -> None:
+        task = asyncio.create_task(grade_results(results, GradeOptions(judge=JUDGE, max_cost=5.0)))
+        deadline = time.monotonic() + 60
+        # the 4 other calls answered (and logged), the 2 F6 batches in flight at the upstream: interrupt
+        while not (lines() == 4 and len(judge_upstream.generation_requests()) == 6):
+            assert time.monotonic() < deadline and not task.done(), "grading did not reach the interruption point"
+            await asyncio.sleep(0.05)
+        task.cancel()            # what Ctrl-C does to `benchctl grade` (asyncio.run cancels its task)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    try:
+        asyncio.run(interrupted())
+    finally:
+        limits_scripts.F6_GATE.clear()
+        gate.set()
+    # the coverage grades were never written, so their first batches' $0.20 is only in the spend log
+    for run_id in RUNS:
+        assert not grade_path(results, "coverage", run_id).exists()
+        assert read_json(grade_path(results, "tldr", run_id))["cost_usd"] == pytest.approx(0.10)
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == pytest.approx(0.40)
+
+    before = len(judge_upstream.generation_requests())
+    r = grade(results, "--max-cost", "0.45")    # $0.40 already: one call ($0.50) reaches the cap
+    assert r.exit_code == 1, r.output
+    assert len(judge_upstream.generation_requests()) == before + 1
+    assert "3 judge call(s) not made" in r.output      # the coverage grades' 4 calls, less the one made
+    assert "($0.4000 before this session" in " ".join(r.output.split())
+
+
+def test_spend_logs_count_priced_calls_and_an_unpriced_judge_counts_zero(
+        tmp_path: Path, judge_upstream: FakeUpstreamServer) -> None:
+    results = two_runs(tmp_path)
+    unpriced = "anthropic/claude-sonnet-5-5"       # no entry in the price table: its cost is unknown (null)
+    refused = CliRunner().invoke(app, ["grade", str(results), "--judge", unpriced, "--max-cost", "1"])
+    assert refused.exit_code == 2 and "unpriced models spend: anthropic/claude-sonnet-5-5" in refused.output
+    assert judge_upstream.generation_requests() == []
+    # allowed with --allow-unpriced: each call is logged with a null cost, which counts 0 (as a run's does)
+    r = CliRunner().invoke(app, ["grade", str(results), "--judge", unpriced, "--max-cost", "1", "--allow-unpriced"])
+    assert r.exit_code == 0, r.output
+    tldr = spend_log_path(results, "tldr")
+    rows = [orjson.loads(line) for line in tldr.read_bytes().splitlines()]
+    assert sorted((row["subject"], row["ask"], row["judge"], row["cost_usd"]) for row in rows) == \
+        [(run_id, "tldr", unpriced, None) for run_id in RUNS]
+    assert len(spend_log_path(results, "coverage").read_bytes().splitlines()) == 4
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == 0.0
+    assert "cost cap: $0.0000 of $1.00 spent" in " ".join(r.output.split())
+    # priced lines add up; a torn last line (a session killed mid-write) is skipped
+    with open(tldr, "ab") as f:
+        f.write(b'{"cost_usd": 0.25}\n{"cost_usd": 0.5')
+    assert logged_spend(tldr) == pytest.approx(0.25)
+    assert judge_spent_on_disk(results, ["tldr", "tldr"]) == pytest.approx(0.25)
+    assert judge_spent_on_disk(results, ["coverage"]) == 0.0
+    # the judge logs and the report's grade readers are untouched: only *.json are grades or judge logs
+    assert not list(tldr.parent.glob("spend*.json"))
