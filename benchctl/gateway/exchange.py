@@ -8,14 +8,17 @@ status the client got; null when the call was cut off before any answer), outcom
 the idle timeout, or the call was cut off after the run's deadline; `cancelled`: cut off before
 it, because the client went away or the gateway closed), latency_ms, ttfb_ms, usage, cost_usd
 (null when the price or the usage is unknown: a call cut off before the upstream reported its
-usage), stop_reason, refusal, request (the delta, see recording.py) and response {text,
-tool_calls} (what had arrived, for a cut-off call; null when nothing did). Present only when
-there is something to say: partial (true: the answer was cut before its end), upstream_model
-(what the upstream called itself, when not the served name), retries (every attempt: attempt,
-status, error, wait_s; absent = one clean attempt), error, and `headers` (the pass-through
-request headers such as anthropic-beta) appears when they differ from the previous call of that
-wire API. The recorded request is the one sent upstream: the client's own differs only in `model`
-(requested_model; for Gemini the model is in the path). A call the upstream failed (outcome
+usage, or one with a retried attempt marked `usage_unknown`, see retry.py), stop_reason, refusal,
+request (the delta, see recording.py) and response {text, tool_calls} (what had arrived, for a
+cut-off call; null when nothing did). Present only when there is something to say: partial
+(true: the answer was cut before its end), upstream_model (what the upstream called itself, when
+not the served name), retries (every attempt: attempt, status, error, wait_s, usage_unknown when
+true; absent = one clean attempt), error, and `headers` (the pass-through request headers such as
+anthropic-beta) appears when they differ from the previous call of that wire API. The recorded
+request is the one sent upstream: the client's own differs only in `model` (requested_model; for
+Gemini the model is in the path) and, on a chat-completions stream that did not ask for its
+usage, in `stream_options.include_usage` (chat_usage.py: the gateway asks for it, and the client
+gets the stream without what that adds). A call the upstream failed (outcome
 `error`, or `timeout` by the idle timeout) also gets a `model_error` event; a refusal a `refusal`
 event; a switch to the fallback model a `fallback` event.
 
