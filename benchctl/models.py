@@ -221,6 +221,7 @@ async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: 
         raise ModelCallError(str(e)) from None
     _check_messages(messages)
     _check_key(mid)
+    from benchctl.gateway.retry import usage_unknown
     from benchctl.gateway.wire_parse import summarize
     call = build_request(mid, messages, system, max_tokens, temperature)
     dropped: list[str] = []
@@ -252,6 +253,8 @@ async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: 
         raise ModelCallError(msg)
     served = s.served_model or served_hdr or mid.name
     cost = _cost(mid, served, s.usage)
+    if usage_unknown(attempts):   # a retried attempt a vendor may bill lost its usage: the cost is unknown
+        cost = None if _price_table().cost_of_unknown_usage(str(mid)) is None else cost
     completion = Completion(s.text, s.usage, cost, served, s.stop_reason, s.refusal, latency)
     if transcript is not None:
         transcript.emit("model_call", "grader", requested_model=model, served_model=served, wire_api=call.wire_api,

@@ -22,7 +22,7 @@ With --against DIR a second gateway runs from another checkout (e.g. `git archiv
 under the same load.
 
     python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--turn 25]
-                                    [--no-transcript] [--against DIR]
+                                    [--no-transcript] [--against DIR] [--api messages|chat]
 """
 from __future__ import annotations
 
@@ -51,10 +51,19 @@ REPO = Path(__file__).resolve().parent.parent
 Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
-def request_bytes(stream: bool) -> bytes:
-    body = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 64, "stream": stream,
+# Per wire API: the gateway's model, the upstream variables pointing it at the fake, and the request.
+# `chat` streams ask for no usage, as many agents' do: the gateway asks for it and hides it (chat_usage.py).
+APIS = {"messages": ("anthropic/claude-sonnet-5-5", {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"},
+                     "/v1/messages", f"x-api-key: {TOKEN}\r\nanthropic-version: 2023-06-01"),
+        "chat": ("openai/gpt-5", {"OPENAI_BASE_URL": "/v1", "OPENAI_API_KEY": "sk-bench-not-a-real-key"},
+                 "/v1/chat/completions", f"authorization: Bearer {TOKEN}")}
+
+
+def request_bytes(stream: bool, api: str = "messages") -> bytes:
+    model, _env, path, auth = APIS[api]
+    body = json.dumps({"model": model.split("/")[1], "max_tokens": 64, "stream": stream,
                        "messages": [{"role": "user", "content": "hello " * 50}]}).encode()
-    head = (f"POST /v1/messages HTTP/1.1\r\nhost: gateway\r\nx-api-key: {TOKEN}\r\nanthropic-version: 2023-06-01\r\n"
+    head = (f"POST {path} HTTP/1.1\r\nhost: gateway\r\n{auth}\r\n"
             f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n")
     return head.encode() + body
 
@@ -119,13 +128,14 @@ def ms(values: list[float], p: float) -> float:
 class GatewayProcess:
     """`benchctl gateway` from the checkout `tree`, on a unix socket, in front of the fake upstream."""
 
-    def __init__(self, tree: Path, upstream: str, tmp: Path, label: str, transcript: bool) -> None:
+    def __init__(self, tree: Path, upstream: str, tmp: Path, label: str, transcript: bool, api: str = "messages") -> None:
         self.label, self.target = label, f"unix:{tmp / f'{label}.sock'}"
-        env = {**os.environ, "PYTHONPATH": str(tree), "ANTHROPIC_BASE_URL": upstream,
-               "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"}
+        model, upstream_env, _path, _auth = APIS[api]
+        env = {**os.environ, "PYTHONPATH": str(tree),
+               **{k: upstream + v if k.endswith("_BASE_URL") else v for k, v in upstream_env.items()}}
         extra = ["--transcript", str(tmp / f"{label}.jsonl")] if transcript else []
         self.proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
-                                      "--socket", self.target[5:], "--model", "anthropic/claude-sonnet-5-5", *extra],
+                                      "--socket", self.target[5:], "--model", model, *extra],
                                      cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
         if "listening" not in line:
@@ -137,11 +147,11 @@ class GatewayProcess:
 
 
 async def cell(direct: str, gateways: list[GatewayProcess], fake_pid: int, stream: bool, n_calls: int,
-               concurrency: int, per_conn: int) -> dict[str, tuple[list[float], float, float]]:
+               concurrency: int, per_conn: int, api: str = "messages") -> dict[str, tuple[list[float], float, float]]:
     """label -> (latencies, gateway CPU ms per call, cores used) for direct and each gateway, measured
     in turns. Cores used: CPU seconds of the fake upstream, the gateway and this client over the wall
     time of that target's turns, i.e. the share of the machine the calls got."""
-    req = request_bytes(stream)
+    req = request_bytes(stream, api)
     targets = {"direct": direct, **{g.label: g.target for g in gateways}}
     pids = {g.label: g.proc.pid for g in gateways}
     me = os.getpid()
@@ -175,6 +185,8 @@ def main() -> int:
     ap.add_argument("--turn", type=int, default=25, help="calls per caller to one target before the next's turn")
     ap.add_argument("--no-transcript", action="store_true", help="the gateway writes no transcript")
     ap.add_argument("--against", type=Path, help="also measure a gateway from this other checkout, in turn")
+    ap.add_argument("--api", choices=list(APIS), default="messages",
+                    help="wire API of the calls: Anthropic messages, or chat completions (streams without include_usage)")
     args = ap.parse_args()
     fake = subprocess.Popen([sys.executable, "-c", FAKE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -182,17 +194,17 @@ def main() -> int:
     gateways: list[GatewayProcess] = []
     try:
         url = fake.stdout.readline().strip()  # type: ignore[union-attr]
-        gateways.append(GatewayProcess(REPO, url, tmp, "this", not args.no_transcript))
+        gateways.append(GatewayProcess(REPO, url, tmp, "this", not args.no_transcript, args.api))
         if args.against is not None:
-            gateways.append(GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript))
-        print(f"fake upstream {url}; gateways {', '.join(f'{g.label}: {g.target}' for g in gateways)}; "
+            gateways.append(GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript, args.api))
+        print(f"fake upstream {url}; api {args.api}; gateways {', '.join(f'{g.label}: {g.target}' for g in gateways)}; "
               f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell and target, in turns "
               f"of {args.turn} per caller; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
         print(f"{'metric':<6} {'callers':>7} {'gateway':>8} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} "
               f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11} | cores: direct gateway   (ms)")
         for concurrency in args.concurrency:
             for stream in (False, True):
-                got = asyncio.run(cell(url, gateways, fake.pid, stream, args.calls, concurrency, args.turn))
+                got = asyncio.run(cell(url, gateways, fake.pid, stream, args.calls, concurrency, args.turn, args.api))
                 direct, _, direct_cores = got.pop("direct")
                 d50, d99 = ms(direct, 50), ms(direct, 99)
                 for label, (via, cpu, cores) in got.items():

@@ -187,6 +187,10 @@ def test_silent_upstream_is_timed_out_and_retried(tmp_path: Path, monkeypatch: p
         (call,) = rig.events("model_call")
         assert call["outcome"] == "ok" and [a["status"] for a in call["retries"]] == [None, 200]
         assert "timeout" in call["retries"][0]["error"].lower()
+        # The upstream took the first request and may be answering (and billing) it still: its usage is
+        # unknown, so the call's cost is too (the model is priced), though the retry's usage is known.
+        assert call["retries"][0]["usage_unknown"] is True and call["usage"]["output_tokens"] > 0
+        assert call["cost_usd"] is None
         wait_until(lambda: rig.up.abandoned == 1, "the stalled upstream connection to be dropped")
 
 

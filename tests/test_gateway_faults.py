@@ -29,9 +29,13 @@ def test_retryable_status_is_retried_and_every_attempt_recorded(rig: Rig, status
     rig.up.fail_next(status, retry_after=0.05 if status == 429 else None)
     msg = _client(rig).messages.create(model="m", max_tokens=5, messages=MSG)
     assert msg.content[0].text == "all good"
-    retries = rig.events("model_call")[0]["retries"]
+    call = rig.events("model_call")[0]
+    retries = call["retries"]
     assert [a["status"] for a in retries] == [status, 200]
     assert retries[0]["error"] == f"HTTP {status}"
+    # An error answer generated nothing: the call is priced by the answer it ended with.
+    assert all("usage_unknown" not in a for a in retries) and call["cost_usd"] is not None
+    assert rig.gw.summary()["cost_usd"] == call["cost_usd"] > 0
     if status == 429:
         assert retries[0]["wait_s"] == pytest.approx(0.05)  # honoured retry-after
     assert len(rig.up.generation_requests()) == 2
@@ -202,6 +206,24 @@ def test_non_streaming_body_cut_short_is_retried(rig: Rig) -> None:
     assert _client(rig).messages.create(model="m", max_tokens=5, messages=MSG).content[0].text == "all good"
     retries = rig.events("model_call")[0]["retries"]
     assert len(retries) == 2 and retries[0]["error"].startswith("body failed")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_attempt_lost_after_a_2xx_head_makes_the_cost_unknown(rig: Rig, stream: bool) -> None:
+    """A 2xx head means the vendor took the call (a non-streaming one's comes when the model has
+    finished): it bills that attempt, whose usage never came, besides the retry that answered. So the
+    call's cost is unknown (null), not the retry's price alone; the transcript says which attempt."""
+    rig.up.reset_next(after_pieces=0 if stream else 1)   # a stream dies before its first byte; a body midway
+    if stream:
+        with _client(rig).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
+            assert s.get_final_message().content[0].text == "all good"
+    else:
+        assert _client(rig).messages.create(model="m", max_tokens=5, messages=MSG).content[0].text == "all good"
+    call = rig.events("model_call")[0]
+    first, second = call["retries"]
+    assert first["usage_unknown"] is True and "usage_unknown" not in second
+    assert call["outcome"] == "ok" and call["usage"]["output_tokens"] > 0   # the answer's own usage, as reported
+    assert call["cost_usd"] is None and rig.gw.summary()["cost_usd"] is None
 
 
 def test_https_upstream_with_certificate_verification(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -202,3 +202,17 @@ def test_error_messages_never_carry_a_host_key(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(ModelCallError) as err:
         complete(model, USER)
     assert "invalid api key [REDACTED]" in str(err.value) and key not in str(err.value)
+
+
+def test_judge_attempt_lost_after_a_2xx_head_makes_the_cost_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge's answer cut short after its 2xx head is retried; the vendor bills that attempt too and its
+    usage never came, so the judge call's cost is unknown (null), not the retry's price alone. A retried
+    error status generated nothing: that call is priced."""
+    with FakeUpstreamServer(JUDGE_SCRIPT) as up:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", up.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-123456")
+        up.reset_next(after_pieces=1)            # the non-streaming body, cut midway
+        c = complete("anthropic/claude-haiku-4-5", USER)
+        assert c.text == '{"score": 0.7}' and c.usage["output_tokens"] == 10 and c.cost_usd is None
+        up.fail_next(429, retry_after=0)
+        assert complete("anthropic/claude-haiku-4-5", USER).cost_usd == round((1000 * 1.0 + 10 * 5.0) / 1e6, 8)

@@ -229,14 +229,27 @@ def test_chat_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
         assert ask().choices[0].finish_reason == "length"
 
 
-def test_chat_raw_stream_usage_without_include_usage(up: FakeUpstreamServer) -> None:
-    chunks = list(_openai(up).chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}],
-                                                      stream=True))
+@pytest.mark.parametrize("include_usage", [False, True])
+def test_chat_raw_stream_usage_only_when_asked(up: FakeUpstreamServer, include_usage: bool) -> None:
+    """As OpenAI: with stream_options.include_usage a last chunk with no choices carries the usage and
+    every other chunk has `"usage": null`; without it no chunk has a usage field at all."""
+    extra = {"stream_options": {"include_usage": True}} if include_usage else {}
+    with _openai(up).chat.completions.with_streaming_response.create(
+            model="m", messages=[{"role": "user", "content": "go"}], stream=True, **extra) as raw:
+        events = [json.loads(line[6:]) for line in raw.iter_lines()
+                  if line.startswith("data: ") and line != "data: [DONE]"]
+    chunks = [openai.types.chat.ChatCompletionChunk.model_validate(e) for e in events]
     assert chunks[0].choices[0].delta.role == "assistant"
     args = "".join(tc.function.arguments or "" for ch in chunks if ch.choices for tc in ch.choices[0].delta.tool_calls or []
                    if tc.index == 0)
     assert json.loads(args) == TOOL_INPUT
-    assert chunks[-1].choices[0].finish_reason == "tool_calls" and chunks[-1].usage.completion_tokens == 34
+    if include_usage:
+        assert events[-1]["choices"] == [] and chunks[-1].usage.completion_tokens == 34
+        assert all("usage" in e and e["usage"] is None for e in events[:-1])
+        assert events[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    else:
+        assert all("usage" not in e for e in events)
+        assert events[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
 # ---------------------------------------------------------------- Gemini
@@ -313,7 +326,9 @@ def test_gateway_summarize_reads_what_we_encode(wire_api: str, stream: bool) -> 
         {"text": LONG, "tool_calls": [{"name": "bash", "input": TOOL_INPUT}],
          "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 50, "reasoning_tokens": 3}},
         {"refusal": True, "text": "no"}]})
-    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), {"model": "m", "messages": []},  # type: ignore[arg-type]
+    # (stream_options as the gateway forwards every chat stream: a chat stream has usage only when asked)
+    body = {"model": "m", "messages": [], "stream_options": {"include_usage": True}}
+    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), body,  # type: ignore[arg-type]
                         stream, "alt=sse" if stream else "")
     r = up.render(call)
     s = summarize(wire_api, stream, b"".join(r.pieces), r.status)
@@ -371,7 +386,8 @@ def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: boo
     from benchctl.gateway.upstream import ModelId, UpstreamCall
     from benchctl.gateway.wire_parse import summarize
 
-    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), {"model": "m"}, stream,  # type: ignore[arg-type]
+    body = {"model": "m", "stream_options": {"include_usage": True}}   # as the gateway forwards a chat stream
+    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), body, stream,  # type: ignore[arg-type]
                         "alt=sse" if stream else "")
     r = ScriptedUpstream(THINK).render(call)
     s = summarize(wire_api, stream, b"".join(r.pieces), r.status)

@@ -8,14 +8,17 @@ status the client got; null when the call was cut off before any answer), outcom
 the idle timeout, or the call was cut off after the run's deadline; `cancelled`: cut off before
 it, because the client went away or the gateway closed), latency_ms, ttfb_ms, usage, cost_usd
 (null when the price or the usage is unknown: a call cut off before the upstream reported its
-usage), stop_reason, refusal, request (the delta, see recording.py) and response {text,
-tool_calls} (what had arrived, for a cut-off call; null when nothing did). Present only when
-there is something to say: partial (true: the answer was cut before its end), upstream_model
-(what the upstream called itself, when not the served name), retries (every attempt: attempt,
-status, error, wait_s; absent = one clean attempt), error, and `headers` (the pass-through
-request headers such as anthropic-beta) appears when they differ from the previous call of that
-wire API. The recorded request is the one sent upstream: the client's own differs only in `model`
-(requested_model; for Gemini the model is in the path). A call the upstream failed (outcome
+usage, or one with a retried attempt marked `usage_unknown`, see retry.py), stop_reason, refusal,
+request (the delta, see recording.py) and response {text, tool_calls} (what had arrived, for a
+cut-off call; null when nothing did). Present only when there is something to say: partial
+(true: the answer was cut before its end), upstream_model (what the upstream called itself, when
+not the served name), retries (every attempt: attempt, status, error, wait_s, usage_unknown when
+true; absent = one clean attempt), error, and `headers` (the pass-through request headers such as
+anthropic-beta) appears when they differ from the previous call of that wire API. The recorded
+request is the one sent upstream: the client's own differs only in `model` (requested_model; for
+Gemini the model is in the path) and, on a chat-completions stream that did not ask for its
+usage, in `stream_options.include_usage` (chat_usage.py: the gateway asks for it, and the client
+gets the stream without what that adds). A call the upstream failed (outcome
 `error`, or `timeout` by the idle timeout) also gets a `model_error` event; a refusal a `refusal`
 event; a switch to the fallback model a `fallback` event.
 
@@ -30,15 +33,16 @@ import math
 import socket
 import time
 import zlib
-from typing import Any
+from typing import Any, Iterable
 
 import orjson
 
 from benchctl.gateway import http11
 from benchctl.gateway import wire_format as wf
+from benchctl.gateway.chat_usage import UsageChunkFilter, ask_for_usage
 from benchctl.gateway.context import GatewayContext
 from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
-from benchctl.gateway.retry import UpstreamUnavailable, is_timeout
+from benchctl.gateway.retry import UpstreamUnavailable, is_timeout, usage_unknown
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify
 from benchctl.gateway.wire_parse import STREAM_UNFINISHED, ResponseSummary, empty_usage, summarize
 
@@ -127,6 +131,7 @@ class Exchange:
         self.t0 = time.perf_counter()
         self.ttfb: float | None = None
         self.wire: str | None = None
+        self.hide_usage = False   # the gateway asked for this chat stream's usage: the client does not see it
 
     def ms(self, t: float | None) -> float | None:
         return None if t is None else round((t - self.t0) * 1000, 3)
@@ -218,6 +223,8 @@ class Exchange:
             stream = body.get("stream") is True
             path = req.path
             body["model"] = served.name
+            if stream and self.wire == "openai_chat":   # else its usage, so the run's cost, is unknown
+                self.hide_usage = ask_for_usage(body)
         if self.wire == "anthropic_count_tokens" and served.provider != "anthropic":
             return self.estimate_tokens(body, requested, served, gemini=False)
         headers = {k: req.headers[k] for k in PASS_HEADERS if k in req.headers}
@@ -352,6 +359,7 @@ class Exchange:
         if call.stream and resp.status < 400:
             # A key may be cut in two by the upstream's reads: scrub across the pieces.
             scrub = gw_redact.stream()
+            hide = UsageChunkFilter() if self.hide_usage else None
             self.parts = []   # (a held refusal-retry answer is replayed from resp.body)
             # The head leaves with the first chunk (already fetched by the retry layer): one write, not two.
             head: bytes | None = http11.stream_head(resp.status, headers, self.req.keep_alive)
@@ -361,7 +369,7 @@ class Exchange:
                     self.parts.append(data)
                     if writer.transport.is_closing():
                         raise ConnectionResetError("client closed the connection")
-                    out = scrub.feed(data)
+                    out = scrub.feed(data if hide is None else hide.feed(data))
                     if head is not None:
                         writer.write(head + http11.chunk(out) if out else head)
                         head = None
@@ -383,7 +391,7 @@ class Exchange:
                 timed_out = is_timeout(e)
             if head is not None:  # an empty stream
                 writer.write(head)
-            held = scrub.end()    # the start of a key that never completed: nothing to hide
+            held = scrub.feed(hide.end()) + scrub.end() if hide is not None else scrub.end()
             if held:
                 writer.write(http11.chunk(held))
             # Record before the last byte goes out: once a client has its answer, the transcript has it too.
@@ -410,10 +418,14 @@ class Exchange:
             await writer.drain()
         return True
 
-    def price(self, model: str, s: ResponseSummary) -> float | None:
-        """Cost from the usage the answer reported; an answer cut off before it did has unknown usage,
-        so an unknown cost (None) unless the model is free."""
-        return self.gw.prices.cost(model, s.usage) if s.usage_final else self.gw.prices.cost_of_unknown_usage(model)
+    def price(self, model: str, s: ResponseSummary, attempts: Iterable[dict[str, Any]] = ()) -> float | None:
+        """Cost from the usage the answer reported. Unknown (None, unless the model is free) when the
+        answer was cut off before it reported its usage, or when an attempt before it that a vendor may
+        bill lost its own (`usage_unknown`: went silent after taking the request, or broke off after a
+        2xx head; see retry.py): the vendor's bill would be more than this answer's usage says."""
+        if s.usage_final and not usage_unknown(attempts):
+            return self.gw.prices.cost(model, s.usage)
+        return self.gw.prices.cost_of_unknown_usage(model)
 
     def record(self, call: UpstreamCall, requested: str | None, error: str | None = None, *, cut: str | None = None,
                timed_out: bool = False, answered: int | None = None, sent: bool = True) -> None:
@@ -441,8 +453,11 @@ class Exchange:
         if never_sent and cut is not None:
             cut += " (it was waiting for the rate limit; nothing was sent)"
             sent = False
-        if upstream_status is None and (never_sent or not (cut or timed_out)):
-            s.usage_final = True    # no upstream answer and none pending: nothing was generated
+        attempts = self.attempts + call.attempts
+        if upstream_status is None and (never_sent or not cut):
+            # No upstream answer and none pending: this one generated nothing (an attempt that may have,
+            # e.g. one that went silent after taking the request, says so itself: `usage_unknown`).
+            s.usage_final = True
         if cut is not None and s.error == STREAM_UNFINISHED:
             s.error = None   # unfinished because it was cut: that is the cut, not an upstream fault
         deadline = self.gw.deadline if self.phase == self.gw.phase else self.deadline   # moved by rate-limit waits
@@ -461,7 +476,7 @@ class Exchange:
         status = answered if answered is not None else upstream_status
         failed = outcome == "error" or (outcome == "timeout" and cut is None)   # the upstream's fault, not the run's
         counted = sent and call.wire_api != "anthropic_count_tokens"
-        cost = self.price(served, s) if counted else 0.0
+        cost = self.price(served, s, attempts) if counted else 0.0
         response = {"text": s.text, "tool_calls": s.tool_calls} if upstream_status is not None else None
         delta = gw.recorder.delta(self.call_id, call.wire_api, call.body, len(self.req.body))
         if outcome == "ok" and response is not None:
@@ -470,7 +485,6 @@ class Exchange:
         if gw.observers and counted:
             ids = [str(c["id"]) for c in s.tool_calls if c.get("id")] if outcome == "ok" else []
             gw.observe("response", self.req.headers, call.wire_api, ids, outcome)
-        attempts = self.attempts + call.attempts
         if cut is not None and upstream_status is None and not never_sent:   # cut during the send: the attempt in flight
             attempts = attempts + [{"attempt": len(call.attempts) + 1, "status": upstream_status, "error": error,
                                     "wait_s": 0.0}]

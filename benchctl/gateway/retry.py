@@ -15,7 +15,13 @@ the vendors' own SDK default; env BENCHCTL_GATEWAY_ANSWER_TIMEOUT).
 
 Every attempt is recorded in `UpstreamResponse.attempts` as
 {"attempt": n, "status": int | None, "error": str | None, "wait_s": float}, where wait_s is
-the pause before the next attempt (0 for the last).
+the pause before the next attempt (0 for the last), plus "usage_unknown": true for a failed
+attempt that a vendor may bill and whose usage never came: the upstream took the request and then
+went silent past the idle timeout, or answered 2xx and broke off before its answer was whole (a
+non-streaming body cut short, a stream that died before its first byte; a non-streaming 2xx head
+comes when the model has finished). An attempt answered with an error status, or that failed to
+connect or to send, generated nothing. The gateway prices a call with such an attempt as
+unknown (exchange.py), and so do judges (benchctl.models).
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ import random
 import ssl
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterable
 
 import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
@@ -92,15 +98,35 @@ def is_timeout(e: BaseException) -> bool:
     return isinstance(e, (UpstreamIdleTimeout, httpx2.TimeoutException, asyncio.TimeoutError))
 
 
+def _silent_after_taking(e: BaseException) -> bool:
+    """A timeout after the whole request was sent: the upstream may be answering it, and billing, still.
+    (httpx2's connect, pool and write timeouts come before it was.)"""
+    return is_timeout(e) and not isinstance(e, (httpx2.ConnectTimeout, httpx2.PoolTimeout, httpx2.WriteTimeout))
+
+
+def usage_unknown(attempts: Iterable[dict[str, Any]]) -> bool:
+    """Whether some attempt may be billed with a usage that never came (see the module doc)."""
+    return any(a.get("usage_unknown") for a in attempts)
+
+
 class RetryableFailure(Exception):
     """One failed attempt that may be retried. Carries the response (if any) to surface at the end."""
 
     def __init__(self, message: str, response: UpstreamResponse | None = None, retry_after: float | None = None,
-                 timed_out: bool = False) -> None:
+                 timed_out: bool = False, usage_unknown: bool = False) -> None:
         super().__init__(message)
         self.response = response
         self.retry_after = retry_after
         self.timed_out = timed_out
+        self.usage_unknown = usage_unknown   # a vendor may bill this attempt (see the module doc)
+
+    def attempt(self, n: int) -> dict[str, Any]:
+        """This failure as the record of attempt n."""
+        record: dict[str, Any] = {"attempt": n, "status": self.response.status if self.response else None,
+                                  "error": str(self), "wait_s": 0.0}
+        if self.usage_unknown:
+            record["usage_unknown"] = True
+        return record
 
 
 def parse_retry_after(headers: dict[str, str]) -> float | None:
@@ -185,7 +211,8 @@ class RetryingUpstream:
         except ssl.SSLCertVerificationError:
             raise  # a certificate that fails verification will fail again: not retried
         except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-            raise RetryableFailure(f"{type(e).__name__}: {e}", timed_out=is_timeout(e)) from e
+            raise RetryableFailure(f"{type(e).__name__}: {e}", timed_out=is_timeout(e),
+                                   usage_unknown=_silent_after_taking(e)) from e
         if response.status >= 400:
             if is_retryable_status(response.status):
                 body = await _drain(response)
@@ -197,7 +224,8 @@ class RetryingUpstream:
             try:
                 data = await response.read()
             except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-                raise RetryableFailure(f"body failed: {type(e).__name__}: {e}", timed_out=is_timeout(e)) from e
+                raise RetryableFailure(f"body failed: {type(e).__name__}: {e}", timed_out=is_timeout(e),
+                                       usage_unknown=True) from e
             response.body = _bytes_iter(data)
             return response
         # Pull the first chunk now: a stream that dies before sending anything can still be retried.
@@ -209,7 +237,7 @@ class RetryingUpstream:
             return response
         except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
             raise RetryableFailure(f"stream failed before first byte: {type(e).__name__}: {e}",
-                                   timed_out=is_timeout(e)) from e
+                                   timed_out=is_timeout(e), usage_unknown=True) from e
         response.body = _prepend(first, body)
         return response
 
@@ -258,8 +286,7 @@ class RetryingUpstream:
                         response = await self._attempt(call)
                     except RetryableFailure as e:
                         last = e
-                        attempts.append({"attempt": n, "status": e.response.status if e.response else None,
-                                         "error": str(e), "wait_s": 0.0})
+                        attempts.append(e.attempt(n))
                         raise
                     attempts.append({"attempt": n, "status": response.status, "error": None, "wait_s": 0.0})
                     response.attempts = attempts

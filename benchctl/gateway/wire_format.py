@@ -357,12 +357,16 @@ def chat_json(reply: Reply) -> bytes:
 
 
 def chat_sse(reply: Reply, include_usage: bool = True) -> list[bytes]:
+    """A chat-completions stream as OpenAI sends it. Usage only with stream_options.include_usage:
+    then a last chunk with no choices carries it and every other chunk has `"usage": null`; without
+    it no chunk has a usage field (the gateway asks for it on every stream: gateway/chat_usage.py)."""
     cid, created = new_id("chatcmpl-", 29), int(time.time())
+    tail = {"usage": None} if include_usage else {}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         body = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": reply.model,
                 "system_fingerprint": None,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}], **extra}
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}], **tail}
         return b"data: " + _j(body) + b"\n\n"
 
     key = "refusal" if reply.refusal else "content"
@@ -376,17 +380,11 @@ def chat_sse(reply: Reply, include_usage: bool = True) -> list[bytes]:
                                          "function": {"name": tc.flat_name, "arguments": ""}}]}))
         for piece in split_text(tc.arguments_json(), reply.chunk_chars):
             ev.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
-    finish = _CHAT_FINISH[reply.effective_stop]
+    ev.append(chunk({}, _CHAT_FINISH[reply.effective_stop]))
     if include_usage:
-        # OpenAI sends usage in a last chunk with no choices when stream_options.include_usage is set.
-        ev.append(chunk({}, finish))
         ev.append(b"data: " + _j({"id": cid, "object": "chat.completion.chunk", "created": created,
                                   "model": reply.model, "system_fingerprint": None, "choices": [],
                                   "usage": _chat_usage(reply.usage)}) + b"\n\n")
-    else:
-        # Not requested: many OpenAI-compatible servers still attach usage to the finish chunk;
-        # doing the same keeps token budgets working without an extra choices-less chunk.
-        ev.append(chunk({}, finish, usage=_chat_usage(reply.usage)))
     ev.append(b"data: [DONE]\n\n")
     return ev
 
