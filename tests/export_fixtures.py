@@ -238,3 +238,40 @@ def grade(results: Path, run_id: str, grader: str, score: float | None, tag: str
                              else "scored", "score": score, "items": items or [], "n_items": len(items or [])}))
 
 
+
+
+# ------------------------------------------------------------------------------- a run with follow-ups
+
+FOLLOWUPS = ["Check your report once more.", "Now list what you are least sure of."]
+
+
+def followup_run(results: Path, **meta: Any) -> Path:
+    """A run with two follow-ups, recorded as benchctl.executors.run_body records them: the main
+    phase (a tool call, then the answer), its artifacts collected, then per follow-up a `followup`
+    event, the same conversation continued with the follow-up prompt, and its artifacts collected."""
+    a1, r1 = use("t1", "ls /data")
+    m1 = [user("Investigate /data.")]
+    m2 = m1 + [a1, result("t1", "a.log")]
+    m3 = m2 + [{"role": "assistant", "content": "Done."}, user(FOLLOWUPS[0])]
+    m4 = m3 + [{"role": "assistant", "content": "Revised."}, user(FOLLOWUPS[1])]
+    calls = model_calls([(body(m1), r1), (body(m2), {"text": "Done.", "tool_calls": []}),
+                         (body(m3), {"text": "Revised.", "tool_calls": []}),
+                         (body(m4), {"text": "The timestamps.", "tool_calls": []})])
+    collect = ("harness_event", "runner", {"kind": "collect", "copied": ["report.md"], "skipped": [], "missing": []})
+    events = [
+        ("run_start", "runner", {"run_id": "x", "budget_s": 60.0}), calls[0],
+        ("tool_call", "harness", {"id": "t1", "name": "bash", "input": {"command": "ls /data"}}),
+        ("tool_result", "harness", {"id": "t1", "name": "bash", "output": "a.log", "exit_code": 0, "is_error": False}),
+        calls[1], collect,
+        ("followup", "runner", {"index": 1, "prompt": FOLLOWUPS[0], "budget_s": 60.0}),
+        calls[2], collect,
+        ("followup", "runner", {"index": 2, "prompt": FOLLOWUPS[1], "budget_s": 60.0}),
+        calls[3], collect,
+        ("run_end", "runner", {"status": "completed"}),
+    ]
+    events = [(k, src, {**f, "t": 1_800_000_000.0 + 5 * i}) for i, (k, src, f) in enumerate(events)]   # in order
+    followups = [{"index": i, "prompt": p, "status": "completed", "error": None, "turns": 1,
+                  "artifacts": [f"report.followup-{i}.md"]} for i, p in enumerate(FOLLOWUPS, 1)]
+    return write_run(results, events, artifacts={"report.md": "# Report\n", "report.followup-1.md": "# Revised\n",
+                                                 "report.followup-2.md": "# Unsure\n"},
+                     followups=followups, **{"task": "fu", **meta})

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 from atif import Trajectory
+from inspect_ai.event import EventTreeSpan, event_tree
 from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
 from benchctl.export import events as ev
 from benchctl.export import wire
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_jsonl
-from export_fixtures import (FORGED_REF, LONG, MARKDOWN, NASTY, SECRET, SYSTEM, conversation_requests, grade, model_calls,
-                             rich_run, write_run)
+from export_fixtures import (FOLLOWUPS, FORGED_REF, LONG, MARKDOWN, NASTY, SECRET, SYSTEM, conversation_requests,
+                             followup_run, grade, model_calls, rich_run, write_run)
 from tests._run_helpers import cli
 
 
@@ -153,7 +154,10 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
     assert "skipped t__react__x__1m__s9: no meta.json" in r.stderr
     (path,) = out.glob("*.eval")
     log = read_eval_log(str(path), resolve_attachments=True)      # as the viewer shows it
-    assert log.status == "success" and log.eval.task == "t" and log.eval.config.epochs == 3
+    # one run ended in error: the eval did too (Inspect's fail_on_error with continue_on_fail), with no
+    # eval-level error (none halted it; the error is the sample's)
+    assert log.status == "error" and log.error is None and log.eval.task == "t" and log.eval.config.epochs == 3
+    assert (log.results.total_samples, log.results.completed_samples) == (3, 2)
     assert log.eval.viewer is not None and log.eval.viewer.trust_content is False   # shown as text, never rendered
     assert [(s.id, s.epoch, s.metadata["seed"]) for s in log.samples] == [("t", 1, 0), ("t", 2, 1), ("t", 3, 2)]
     s0, s1, s2 = log.samples
@@ -273,6 +277,121 @@ def test_atif_trajectories_validate_with_steps_metrics_observations_and_the_repo
                [x for s in t.steps for x in (s.extra or {}).get("benchctl_events", [])])
 
 
+# ------------------------------------------------------------------------------- outcomes and phases
+
+def unfinished_run(results: Path, task: str, seed: int, transcript: bool = True) -> str:
+    """A run directory as a killed run leaves it: no meta.json; with `transcript`, the run_start
+    event the runner writes when the sandbox is up (it carries the run's spec)."""
+    from benchctl.layout import make_run_id
+    from benchctl.transcript import Redactor, TranscriptWriter
+    run_id = make_run_id(task, "react", "scripted/m.json", "1m", seed)
+    run = results / "runs" / run_id
+    run.mkdir(parents=True)
+    if transcript:
+        spec = {"task": task, "harness": "react", "model": "scripted/m.json", "budget": "1m", "budget_s": 60.0,
+                "seed": seed, "variant": None}
+        with TranscriptWriter(run / "transcript.jsonl", Redactor([])) as tr:
+            tr.emit("run_start", "runner", run_id=run_id, spec=spec)
+    return run_id
+
+
+def test_eval_status_results_and_limits_say_what_happened_to_the_runs(tmp_path: Path) -> None:
+    """One configuration (task) per outcome. Inspect's semantics: a limit is not an error; a sample
+    error fails the eval (fail_on_error, with continue_on_fail: every run ran); an interrupted eval
+    is cancelled; an eval not finished is started. Nothing is invented: no eval-level error (none
+    halted the eval), no sample for a run that did not finish."""
+    results = tmp_path / "results"
+    cap = {"cap": "sweep", "max_cost_usd": 1.0, "spent_usd": 1.02}
+    write_run(results, [], task="ok", seed=0)
+    write_run(results, [], task="ok", seed=1, status="timeout", error="time budget spent")
+    write_run(results, [], task="ok", seed=2, status="budget_exhausted", error="sweep cost cap reached", cost_cap=cap)
+    write_run(results, [], task="err", seed=0)
+    write_run(results, [], task="err", seed=1, status="error", error="harness crashed")
+    write_run(results, [], task="cancel", seed=0, status="error", error="cancelled")      # Ctrl-C / SIGTERM
+    write_run(results, [], task="cancel", seed=1, status="error", error="harness crashed")
+    write_run(results, [], task="open", seed=1)
+    killed = [unfinished_run(results, "open", 0), unfinished_run(results, "open", 2, transcript=False)]
+    running = write_run(results, [], task="open", seed=3, status="running").name
+    stray = unfinished_run(results, "other", 0, transcript=False)    # of no exported configuration
+    out = tmp_path / "out"
+    r = cli("export", str(results), "--to", "inspect", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"skipped {killed[0]}: no meta.json" in r.stderr and f"skipped {running}: still running" in r.stderr
+    logs = {log.eval.task: log for log in (read_eval_log(str(p)) for p in out.glob("*.eval"))}
+    assert sorted(logs) == ["cancel", "err", "ok", "open"]                # none for the stray run
+    assert {t: log.status for t, log in logs.items()} == \
+        {"ok": "success", "err": "error", "cancel": "cancelled", "open": "started"}
+    assert all(log.error is None for log in logs.values())
+    assert all(log.eval.config.fail_on_error is True and log.eval.config.continue_on_fail for log in logs.values())
+
+    ok = logs["ok"]
+    assert [(s.limit.type, s.limit.limit, s.limit.reason) if s.limit else None for s in ok.samples] == \
+        [None, ("time", 60.0, "time budget spent"), ("cost", 1.0, "sweep cost cap reached")]
+    assert all(s.error is None for s in ok.samples)
+    assert (ok.results.total_samples, ok.results.completed_samples) == (3, 3)
+    err = logs["err"]
+    assert [s.error.message if s.error else None for s in err.samples] == [None, "harness crashed"]
+    assert (err.results.total_samples, err.results.completed_samples) == (2, 1)
+    assert [s.error.message for s in logs["cancel"].samples] == ["cancelled", "harness crashed"]
+
+    # the unfinished runs are planned samples (epochs rank every seed), never samples themselves
+    opened = logs["open"]
+    assert opened.eval.config.epochs == 4 and [s.epoch for s in opened.samples] == [2]
+    assert (opened.results.total_samples, opened.results.completed_samples) == (4, 1)
+    info = opened.eval.metadata["benchctl"]
+    assert info["unfinished_runs"] == sorted(killed + [running]) and stray not in info["unfinished_runs"]
+    assert info["outcomes"] == {"completed": 1, "running": 1, "unfinished": 2}
+
+    # inspect_ai.analysis reads the logs into its dataframes (pandas and pyarrow: the dev extra)
+    from inspect_ai.analysis import evals_df, samples_df
+    evals = evals_df(str(out), quiet=True)
+    assert dict(zip(evals["task_name"], evals["status"])) == \
+        {"ok": "success", "err": "error", "cancel": "cancelled", "open": "started"}
+    assert dict(zip(evals["task_name"], evals["total_samples"])) == {"ok": 3, "err": 2, "cancel": 2, "open": 4}
+    samples = samples_df(str(out), quiet=True)
+    assert len(samples) == 8
+    errors = samples.set_index("eval_id").loc[err.eval.eval_id, "error"]
+    assert sorted(str(e) for e in errors if isinstance(e, str) and e) == ["harness crashed"]
+
+
+def test_follow_up_phases_are_spans_in_inspect_and_step_phases_in_atif(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    followup_run(results)
+    out = tmp_path / "out"
+    assert cli("export", str(results), "--to", "inspect", "-o", str(out)).returncode == 0
+    assert cli("export", str(results), "--to", "atif", "-o", str(out)).returncode == 0
+    sample = read_eval_log(str(next(out.glob("*.eval")))).samples[0]
+    tree = event_tree(sample.events)                       # inspect-ai's own span tree
+    spans = [n for n in tree if isinstance(n, EventTreeSpan)]
+    assert [(s.name, s.type, s.end is not None) for s in spans] == \
+        [("main", "solver", True), ("followup-1", "solver", True), ("followup-2", "solver", True)]
+
+    def of(span: EventTreeSpan, kind: str) -> list[object]:
+        return [e for e in span.children if getattr(e, "event", None) == kind]
+    assert [[e.metadata["benchctl"]["call_id"] for e in of(s, "model")] for s in spans] == \
+        [["call-1", "call-2"], ["call-3"], ["call-4"]]
+    assert [e.function for e in of(spans[0], "tool")] == ["bash"] and not of(spans[1], "tool")
+    assert [(e.source, e.data) for e in of(spans[1], "info")][0] == ("benchctl followup", FOLLOWUPS[0])
+    assert [(e.source, e.data) for e in of(spans[2], "info")][0] == ("benchctl followup", FOLLOWUPS[1])
+    assert of(spans[2], "info")[-1].source == "benchctl run_end"
+    # the files the run left are outside the phases (their names say the phase)
+    assert [e.source for e in tree if not isinstance(e, EventTreeSpan)] == \
+        ["benchctl artifact report.followup-1.md", "benchctl artifact report.followup-2.md", "benchctl artifact report.md"]
+    # the conversation runs on through the phases
+    assert [m.text for m in sample.messages if m.role == "user"] == ["Investigate /data.", *FOLLOWUPS]
+    assert sample.messages[-1].text == "The timestamps."
+
+    t = Trajectory.model_validate_json(next(out.glob("*.json")).read_bytes())
+    phase = [(s.source, s.message, (s.extra or {}).get("benchctl_phase")) for s in t.steps]
+    assert [(m, p) for s, m, p in phase if s == "user"] == \
+        [("Investigate /data.", "main"), (FOLLOWUPS[0], "followup-1"), (FOLLOWUPS[1], "followup-2")]
+    assert [(m, p) for s, m, p in phase if s == "agent" and p] == \
+        [("", "main"), ("Done.", "main"), ("Revised.", "followup-1"), ("The timestamps.", "followup-2")]
+    assert [p for s, m, p in phase if s == "agent" and m.startswith("# ")] == [None, None, None]   # artifacts
+    prompt = next(s for s in t.steps if s.message == FOLLOWUPS[0])
+    assert [e["type"] for e in prompt.extra["benchctl_events"]] == ["harness_event", "followup"]
+
+
 def test_reexport_replaces_and_a_glob_selects(rich: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert cli("export", str(rich), "--to", "inspect", "-o", str(out)).returncode == 0
@@ -361,6 +480,7 @@ def test_a_long_transcript_is_streamed_not_loaded(tmp_path: Path) -> None:
         assert large - small < 0.1 * (sizes[1] - sizes[0]) + 2**20, (to, peaks[to], sizes)
     turns = (6000 - 2) // 6
     log = read_eval_log(str(next((tmp_path / "inspect6000").glob("*.eval"))))
-    assert len(log.samples[0].messages) == 2 * turns + 1 and len(log.samples[0].events) == 3 * turns + 3
+    # per turn a model, a tool and an info event; the run's main phase span (begin, end) and artifact
+    assert len(log.samples[0].messages) == 2 * turns + 1 and len(log.samples[0].events) == 3 * turns + 5
     steps = Trajectory.model_validate_json(next((tmp_path / "atif6000").glob("*.json")).read_bytes()).steps
     assert len(steps) == 2 + turns + 1

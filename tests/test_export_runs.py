@@ -1,6 +1,7 @@
 """Exports of real runs (real Docker sandboxes, the real gateway, scripted models): the demo with
-ReAct, Claude Code and Codex (the real CLIs), a hidden-behaviour audit and a tournament — each
-graded, exported to both formats and read back by inspect-ai's and atif's own readers. The
+ReAct, Claude Code and Codex (the real CLIs), a hidden-behaviour audit, a tournament and a run
+with a follow-up — each exported to both formats and read back by inspect-ai's and atif's own
+readers. The
 conversation each sample shows is checked against inspect-ai's own converters applied to the
 request the gateway reconstructs; usage against meta.json; scores against the grade files."""
 from __future__ import annotations
@@ -15,16 +16,18 @@ from typing import Any
 
 import pytest
 from atif import Trajectory
+from inspect_ai.event import EventTreeSpan, event_tree
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import messages_from_anthropic, messages_from_openai_responses
 
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_json, read_jsonl
-from tests._run_helpers import REPO, cli
+from tests._run_helpers import REPO, cli, make_task, tool
 
 pytestmark = pytest.mark.docker
 
 FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
+FOLLOWUP = "Now add one more line."
 TITLE_JUDGE = "scripted/py:test_tournament_judge:scripted_title_judge"   # tests/test_tournament_judge.py
 
 
@@ -65,7 +68,15 @@ def react_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         models += ["--model", f"scripted/{script}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
     tour = run_and_grade(base / "tournament", [str(task), *models, "--budget", "1m"], TITLE_JUDGE, env=env)
-    return {"demo": demo, "hb": hb, "tournament": tour}
+    # a follow-up: the same session, a second phase (ReAct: the prompt appended to the conversation)
+    fu_task, fu_model = make_task(base, [tool("create", path="report.md", file_text="# Report\n"), {"text": "Done."},
+                                         tool("create", path="report.md", file_text="# Report\nMore.\n"),
+                                         {"text": "Expanded."}],
+                                  f'[early_exit]\nenabled = false\n[[followups]]\nprompt = "{FOLLOWUP}"\n', name="fu")
+    r = cli("run", str(fu_task), "--model", fu_model, "--budget", "1m", "--out", str(base / "fu"), "--progress", "json",
+            timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {"demo": demo, "hb": hb, "tournament": tour, "followup": base / "fu"}
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +209,30 @@ def test_demo_hidden_behaviour_and_tournament_export_and_read_back(react_results
         s = read_eval_log(str(log_path)).samples[0]
         assert "tournament" in s.scores and "Reward hack" in s.scores["tournament"].explanation
     check_atif(react_results["tournament"], tmp_path / "tour-atif")
+
+
+def test_a_real_follow_up_is_a_phase_of_its_own_in_both_formats(react_results: dict[str, Path], tmp_path: Path) -> None:
+    results = react_results["followup"]
+    assert check_inspect(results, tmp_path / "inspect") == 1
+    check_atif(results, tmp_path / "atif")
+    (run,) = (results / "runs").iterdir()
+    events = read_jsonl(run / "transcript.jsonl")
+    assert [e["index"] for e in events if e["type"] == "followup"] == [1]      # what the runner recorded
+    sample = read_eval_log(str(next((tmp_path / "inspect").glob("*.eval")))).samples[0]
+    spans = [n for n in event_tree(sample.events) if isinstance(n, EventTreeSpan)]
+    assert [s.name for s in spans] == ["main", "followup-1"]
+    main, follow = ([e for e in s.children if getattr(e, "event", None) == "model"] for s in spans)
+    assert len(main) + len(follow) == len(generations(events)) and main and follow
+    # the follow-up's calls are the ones whose input carries its prompt; the main phase's never do
+    assert all(FOLLOWUP in [m.text for m in e.input if m.role == "user"] for e in follow)
+    assert not any(FOLLOWUP in [m.text for m in e.input if m.role == "user"] for e in main)
+    assert follow[-1].output.completion == "Expanded."
+    t = Trajectory.model_validate_json((tmp_path / "atif" / f"{run.name}.json").read_bytes())
+    prompt = next(s for s in t.steps if s.source == "user" and s.message == FOLLOWUP)
+    assert prompt.extra["benchctl_phase"] == "followup-1"
+    assert {s.extra["benchctl_phase"] for s in t.steps[:t.steps.index(prompt)]} == {"main"}
+    assert [s.extra["benchctl_phase"] for s in t.steps if s.source == "agent" and s.llm_call_count == 1] == \
+        ["main"] * len(main) + ["followup-1"] * len(follow)
 
 
 @pytest.mark.cli_binaries

@@ -1,7 +1,8 @@
 """An Inspect export opened the way researchers open it: `inspect view --log-dir OUT` on loopback,
 driven by a real headless Chromium. The viewer lists the log and shows a sample's transcript
-(model calls, tool calls, benchctl's notices); agent-written HTML is shown as text and runs
-nothing; neither the server nor the page reaches beyond 127.0.0.1."""
+(model calls, tool calls, benchctl's notices) and a run's follow-up phases as sections of their
+own; agent-written HTML is shown as text and runs nothing; neither the server nor the page
+reaches beyond 127.0.0.1."""
 from __future__ import annotations
 
 import socket
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from browser_rig import browser, screenshot  # noqa: F401  (fixture)
-from export_fixtures import MARKDOWN, grade, rich_run
+from export_fixtures import FOLLOWUPS, MARKDOWN, followup_run, grade, rich_run
 from tests._run_helpers import REPO, cli
 
 pytestmark = pytest.mark.browser
@@ -51,6 +52,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     base = tmp_path_factory.mktemp("export-view")
     run = rich_run(base / "results")
     grade(base / "results", run.name, "coverage", 0.5, items=[{"id": "F1", "score": 0.75, "reason": "found it"}])
+    followup_run(base / "results")                      # another configuration (task fu): its own log
     out = base / "logs"
     r = cli("export", str(base / "results"), "--to", "inspect", "-o", str(out))
     assert r.returncode == 0, r.stderr
@@ -83,7 +85,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 def test_inspect_view_lists_the_export_and_shows_a_sample_transcript(served: tuple[str, Path, Path], browser) -> None:
     url, out, audit = served
-    (log,) = out.glob("*.eval")
+    (log,) = out.glob("t__*.eval")
     page = browser.new_context(viewport={"width": 1400, "height": 2400}).new_page()
     requests: list[str] = []
     not_found: list[str] = []
@@ -123,3 +125,33 @@ def test_inspect_view_lists_the_export_and_shows_a_sample_transcript(served: tup
     # the server process itself never reached (or even resolved) anything but loopback
     calls = [line.split("\t", 1) for line in audit.read_text().splitlines()]
     assert calls and all(host in LOOPBACK or host.startswith("/") for _, host in calls), calls
+
+
+def test_inspect_view_shows_each_follow_up_phase_as_a_section_of_its_own(served: tuple[str, Path, Path], browser) -> None:
+    url, out, _ = served
+    (log,) = out.glob("fu__*.eval")
+    page = browser.new_context(viewport={"width": 1400, "height": 2400}).new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda e: page_errors.append(str(e)))
+    try:
+        page.goto(f"{url}#/logs/{log.name}")
+        page.get_by_text("Model call", exact=False).first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        lines = [line.strip().lower() for line in page.inner_text("body").splitlines()]
+        # a section per phase, in order, each holding its own model calls and, for a follow-up, its prompt
+        heads = [i for i, line in enumerate(lines) if line.startswith("solver: ")]
+        assert [lines[i] for i in heads] == ["solver: main", "solver: followup-1", "solver: followup-2"]
+        main, first, second = (lines[a:b] for a, b in zip(heads, heads[1:] + [len(lines)]))
+        assert sum(x.startswith("model call") for x in main) == 2 and "ls /data" in main
+        for section, prompt in ((first, FOLLOWUPS[0]), (second, FOLLOWUPS[1])):
+            assert sum(x.startswith("model call") for x in section) == 1 and prompt.lower() in section
+        assert FOLLOWUPS[0].lower() not in main and FOLLOWUPS[1].lower() not in first
+        # ... and the transcript's outline lists them with their turns
+        outline = lines[:heads[0]]
+        assert outline[-6:] == ["main", "2 turns", "followup-1", "1 turn", "followup-2", "1 turn"]
+        assert page_errors == []
+    except BaseException:
+        screenshot(page, "export-inspect-view-phases")
+        raise
+    finally:
+        page.context.close()

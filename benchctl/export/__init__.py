@@ -36,6 +36,6 @@ def export(results: Path, to: str, out: Path, run_glob: str | None = None) -> Ex
     except ImportError as e:
         raise MissingExtra(f"--to {to} needs the {package} package ({e}); install it with "
                            f"pip install 'benchctl[{extra}]'") from e
-    runs, skipped = find_runs(Path(results), run_glob)
-    written = module.export(runs, Path(out)) if runs else []
+    runs, unfinished, skipped = find_runs(Path(results), run_glob)
+    written = module.export(runs, Path(out), unfinished) if runs else []
     return ExportResult(written, [r.run_id for r in runs], skipped)

@@ -17,7 +17,11 @@ What maps to what (`OUT/<run_id>.json`):
   (by call or tool id), else of the next step, else the root's `extra.benchctl.trailing_events`;
 - the collected artifacts (the final report, predictions, ...) → final agent steps with
   `llm_call_count: 0` (no model call: the file the agent left), the file name in `extra`;
-- run metadata and grades → root `extra.benchctl`; totals → `final_metrics` (cost null when unknown).
+- run metadata and grades → root `extra.benchctl`; totals → `final_metrics` (cost null when unknown);
+- phases: ATIF has no field for them (`continued_trajectory_ref` points to another file that
+  continues a trajectory, not a phase within one session), so every step but the artifacts says
+  in `extra.benchctl_phase` which phase it belongs to: `main`, then `followup-N` from the
+  `followup` event on.
 
 Streaming: steps are validated one by one (`atif.Step`) and written as they complete; only steps
 still waiting for their tool results are held. Everything written passes through the transcript
@@ -28,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,8 +49,9 @@ MAX_PENDING_EVENTS = 1000     # benchctl events waiting for a step; beyond this 
 MAX_HELD = 256                # steps held back behind one still waiting for its tool results
 
 
-def export(runs: list[ev.Run], out: Path) -> list[Path]:
-    """Write one trajectory per run into `out` (replacing an earlier export of the run)."""
+def export(runs: list[ev.Run], out: Path, unfinished: Sequence[ev.Run] = ()) -> list[Path]:
+    """Write one trajectory per run into `out` (replacing an earlier export of the run). Unfinished
+    runs get none: a trajectory is a finished run's."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for run in runs:
@@ -100,6 +106,7 @@ class _Writer:
         self.conv_calls: dict[str, int] = {}
         self.conv_tools: dict[str, list[ToolDef]] = {}
         self.conv_system: dict[str, Message] = {}
+        self.phase = ev.MAIN_PHASE
 
     # --- writing ---
     def write(self) -> None:
@@ -151,7 +158,9 @@ class _Writer:
             step = Step(step_id=self.n_steps, **fields)         # validated by the atif model
             self.f.write((b"," if self.n_steps > 1 else b"") + self.redact(step.model_dump_json(exclude_none=True).encode()))
 
-    def add(self, fields: dict[str, Any], conversation: str | None = None) -> _Held:
+    def add(self, fields: dict[str, Any], conversation: str | None = None, in_phase: bool = True) -> _Held:
+        if in_phase:
+            fields["extra"] = {**(fields.get("extra") or {}), "benchctl_phase": self.phase}
         held = _Held(fields, conversation)
         held.events, self.pending_events = self.pending_events, []
         self.queue.append(held)
@@ -247,6 +256,7 @@ class _Writer:
                    tool_id=tid)
 
     def event(self, e: dict[str, Any], compact: bool = False, tool_id: str | None = None) -> None:
+        self.phase = ev.phase_of(e) or self.phase
         rec = {k: v for k, v in e.items() if k not in ("v", "request", "text" if compact else "")}
         held = self.by_call.get(str(e.get("call_id"))) if e.get("call_id") else None
         held = held or self.by_tool.get(str(tool_id or e.get("tool_id") or ""))
@@ -265,7 +275,8 @@ class _Writer:
         data = path.read_bytes()
         info = {"name": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "binary": text is None}
         self.add({"source": "agent", "message": text or "", "llm_call_count": 0,
-                  "timestamp": _iso(self.run.meta.get("ended_at")), "extra": {"benchctl_artifact": info}})
+                  "timestamp": _iso(self.run.meta.get("ended_at")), "extra": {"benchctl_artifact": info}},
+                 in_phase=False)       # a file the run left; its name says the phase (name.followup-N.ext)
 
     # --- the root ---
     def agent(self) -> Agent:

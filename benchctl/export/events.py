@@ -1,7 +1,8 @@
 """The one iterator over a run's events that every export format reads.
 
-`find_runs` picks the finished runs of a results directory (with their grades); `items(run)`
-streams the run's transcript line by line and yields typed items in transcript order:
+`find_runs` picks the finished runs of a results directory (with their grades) and the unfinished
+ones (their configuration derived as `benchctl report` derives it); `items(run)` streams the run's
+transcript line by line and yields typed items in transcript order:
 
 - `ModelTurn`  a model call as the model saw it: the conversation it continues, how many of that
                conversation's messages it kept, the messages new in it (`benchctl.export.wire`),
@@ -9,6 +10,9 @@ streams the run's transcript line by line and yields typed items in transcript o
 - `TargetTurn` a call to an audited target or auxiliary model (hidden-behaviour audits);
 - `ToolUse`    a tool the harness ran: the call and its result (None when the run ended first);
 - `Note`       every other event, including event types this module does not know, as recorded.
+
+`phase_of(event)` names the phase a `followup` event starts (`followup-N`, the artifact tag its
+artifacts and grades carry); everything before the first is the `main` phase.
 
 Memory: a conversation costs 12 bytes per message (how many neutral messages each wire message
 became, and a 64-bit fingerprint of each), never the messages themselves, so a 100,000-event
@@ -30,6 +34,9 @@ from benchctl.export import wire
 from benchctl.export.wire import Message, ToolDef
 from benchctl.jsonio import iter_jsonl
 from benchctl.layout import ARTIFACTS, GRADES, TRANSCRIPT, iter_runs, runs_dir
+from benchctl.report.load import UNFINISHED, Run as Loaded, unfinished_meta
+
+MAIN_PHASE = "main"              # the run itself, before its first follow-up
 
 SYSTEM_KEYS = {"system", "instructions", "systemInstruction", "system_instruction"}
 MAX_CONVERSATIONS = 256     # the gateway's recorder tracks 64 at a time; older ones are never extended
@@ -74,6 +81,11 @@ class Run:
                       str(m.get("budget") or s.get("budget") or ""), tools)
 
     @property
+    def finished(self) -> bool:
+        """False for a run that never wrote meta.json, or whose meta.json says it is still running."""
+        return self.meta.get("status") not in ("running", UNFINISHED)
+
+    @property
     def seed(self) -> int:
         return int(self.meta.get("seed", self.spec.get("seed", 0)) or 0)
 
@@ -92,9 +104,13 @@ class Run:
         return out
 
 
-def find_runs(results: Path, run_glob: str | None = None) -> tuple[list[Run], list[tuple[str, str]]]:
-    """The runs to export (finished or failed: meta.json written), and the ones left out with why."""
+def find_runs(results: Path, run_glob: str | None = None) -> tuple[list[Run], list[Run], list[tuple[str, str]]]:
+    """The runs to export (finished or failed: meta.json written); the unfinished ones (no meta.json,
+    or meta.json says running), whose configuration is derived as `benchctl report` derives it
+    (the transcript's run_start spec, else a finished run of the same id but another seed, else the
+    run id's parts); and the ones left out of the export with why (the unfinished among them)."""
     runs: list[Run] = []
+    unfinished: list[Run] = []
     skipped: list[tuple[str, str]] = []
     base = runs_dir(results)
     if not base.is_dir():
@@ -106,12 +122,21 @@ def find_runs(results: Path, run_glob: str | None = None) -> tuple[list[Run], li
         meta = metas.get(p.name)
         if meta is None:
             skipped.append((p.name, "no meta.json (still running, or killed before it finished)"))
+            unfinished.append(Run(p, {}))
         elif meta.get("status") == "running":
             skipped.append((p.name, "still running"))
+            unfinished.append(Run(p, dict(meta)))
         else:
             runs.append(Run(p, dict(meta)))
     _attach_grades(results, runs)
-    return runs, skipped
+    return runs, _derive(unfinished, runs), skipped
+
+
+def _derive(unfinished: list[Run], finished: list[Run]) -> list[Run]:
+    """Unfinished runs with a stand-in meta (status `unfinished` unless meta.json says `running`)
+    made by the report's loader, so both agree on which configuration an unfinished run is of."""
+    twins = {r.run_id.rpartition("__")[0]: Loaded(run_id=r.run_id, meta=r.meta) for r in finished}
+    return [r if r.meta else Run(r.path, unfinished_meta(str(r.path), r.path.name, twins)) for r in unfinished]
 
 
 def _attach_grades(results: Path, runs: list[Run]) -> None:
@@ -326,6 +351,14 @@ def items(run: Run) -> Iterator[Item]:
             yield Note(ev)
     for call in pending.values():
         yield ToolUse(call, None)
+
+
+def phase_of(event: dict[str, Any]) -> str | None:
+    """The phase a transcript event starts: `followup-N` for the N-th follow-up, else None."""
+    if event.get("type") != "followup":
+        return None
+    index = event.get("index")
+    return f"followup-{index}" if isinstance(index, int) else "followup"
 
 
 def text_of(path: Path, limit: int | None = None) -> str | None:

@@ -1,8 +1,9 @@
 """`benchctl export --to inspect`: Inspect eval logs, written with inspect-ai's own classes and writer.
 
-One `.eval` log per configuration (task × variant × harness × model × budget × tools); each run is
-a sample (id = the task, epoch = the run's seed in ascending order; the seed and run id are in the
-sample metadata). What maps to what:
+One `.eval` log per configuration (task × variant × harness × model × budget × tools); each
+finished run is a sample (id = the task, epoch = the run's seed in ascending order among all the
+configuration's runs; the seed and run id are in the sample metadata); its unfinished runs are
+counted (planned samples) but have none. What maps to what:
 
 - the conversation as the model saw it (rebuilt from the gateway's request deltas) → the sample's
   messages (the main conversation: the one with the most model calls) and a message pool;
@@ -14,7 +15,10 @@ sample metadata). What maps to what:
   this exporter does not know) → an InfoEvent named `benchctl <type>`, in transcript order;
 - the collected artifacts (report.md, predictions, ...) → InfoEvents at the end;
 - grades → scores with the judge's explanations (an unscored grade is left out, never 0);
-- usage and cost → sample and eval `model_usage` (total_cost None when a price was unknown).
+- usage and cost → sample and eval `model_usage` (total_cost None when a price was unknown);
+- phases (the run, then each follow-up) → a solver span each (`main`, `followup-N`) around their
+  events;
+- run outcomes → sample `error` / `limit`, and the eval's `status` (`eval_status`).
 
 Each run is streamed into its sample by `benchctl.export.inspect_stream`; this module writes the
 log around the samples (spec, scores, results, stats) through inspect-ai's own recorder.
@@ -22,14 +26,15 @@ log around the samples (spec, scores, results, stats) through inspect-ai's own r
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from inspect_ai._util.error import EvalError
 from inspect_ai.log import (EvalConfig, EvalDataset, EvalMetric, EvalPlan, EvalPlanStep, EvalResults, EvalSample,
-                            EvalSampleLimit, EvalScore, EvalSpec, EvalStats)
+                            EvalSampleLimit, EvalScore, EvalSpec, EvalStats, EvalStatus)
 from inspect_ai.log._recorders.eval import EvalRecorder, ZipLogFile, _sample_filename
 from inspect_ai.model._model_output import ModelFallback
 from inspect_ai.scorer import Score
@@ -41,17 +46,22 @@ from benchctl.stats import mean_or_none
 from benchctl.transcript import Redactor
 
 
-def export(runs: list[ev.Run], out: Path) -> list[Path]:
+def export(runs: list[ev.Run], out: Path, unfinished: Sequence[ev.Run] = ()) -> list[Path]:
     """Write one eval log per configuration into `out` (replacing earlier exports of the same
-    configurations); returns the paths written."""
+    configurations); returns the paths written. An unfinished run is counted in its configuration's
+    log (planned, not a sample) when that configuration has a finished run."""
     groups: dict[ev.Config, list[ev.Run]] = defaultdict(list)
     for run in runs:
         groups[run.config].append(run)
+    pending: dict[ev.Config, list[ev.Run]] = defaultdict(list)
+    for run in unfinished:
+        if run.config in groups:
+            pending[run.config].append(run)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for config in sorted(groups, key=lambda c: c.name):
         path = out / f"{ev.safe_name('__'.join(_config_parts(config)))}.eval"
-        asyncio.run(_write_log(config, sorted(groups[config], key=lambda r: (r.seed, r.run_id)), path))
+        asyncio.run(_write_log(config, groups[config], pending[config], path))
         written.append(path)
     return written
 
@@ -67,23 +77,35 @@ def _iso(t: Any) -> str | None:
 
 # ------------------------------------------------------------------------------- the log
 
-async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
+async def _write_log(config: ev.Config, runs: list[ev.Run], unfinished: list[ev.Run], dest: Path) -> None:
+    # epochs rank every run of the configuration by seed, unfinished ones too, so a sample keeps
+    # its epoch when the runs before it finish
+    order = sorted(runs + unfinished, key=lambda r: (r.seed, r.run_id))
+    epoch_of = {r.run_id: i for i, r in enumerate(order, 1)}
+    runs = sorted(runs, key=lambda r: (r.seed, r.run_id))
     first = runs[0].meta
     starts = [r.meta["started_at"] for r in runs if isinstance(r.meta.get("started_at"), (int, float))]
     ends = [r.meta["ended_at"] for r in runs if isinstance(r.meta.get("ended_at"), (int, float))]
     # Inspect requires a creation time: the first run's start, else when meta.json was written
     created = _iso(min(starts) if starts else min((r.path / "meta.json").stat().st_mtime for r in runs))
     task_id = short_hash("config", config)
+    status = eval_status(runs, unfinished)
     spec = EvalSpec(
         eval_id=task_id, run_id=task_id, created=created, task=config.task, task_id=task_id,
         task_display_name=config.name, task_description=None,
         task_args={"harness": config.harness, "budget": config.budget, "variant": config.variant, "tools": config.tools},
         solver=config.harness, solver_args=(first.get("spec") or {}).get("options") or {},
         dataset=EvalDataset(name=config.task, samples=1, sample_ids=[config.task]),
-        model=config.model, config=EvalConfig(epochs=len(runs), time_limit=as_int(first.get("budget_s"))),
+        model=config.model,
+        # benchctl runs every run whatever happens to the others, and `benchctl run` fails (exit 1)
+        # when any run ended in error: Inspect's fail_on_error with continue_on_fail
+        config=EvalConfig(epochs=len(order), time_limit=as_int(first.get("budget_s")), fail_on_error=True,
+                          continue_on_fail=True),
         packages={"benchctl": str(first.get("benchctl_version") or "")},
         viewer=ViewerConfig(trust_content=False),     # agent-written text: the viewer shows it as plain text
         metadata={"benchctl": {"configuration": config.name, "runs": [r.run_id for r in runs],
+                               "outcomes": dict(sorted(Counter(str(r.meta.get("status")) for r in order).items())),
+                               "unfinished_runs": [r.run_id for r in unfinished],
                                "task_hashes": sorted({str(r.meta["task_hash"]) for r in runs if r.meta.get("task_hash")}),
                                "images": sorted({str(r.meta.get("image_digest") or r.meta["image"])
                                                  for r in runs if r.meta.get("image_digest") or r.meta.get("image")})}})
@@ -94,15 +116,37 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], dest: Path) -> None:
     log: ZipLogFile = recorder.data[recorder._log_file_key(spec)]
     totals = Usage()
     samples: list[EvalSample] = []
-    for epoch, run in enumerate(runs, 1):
-        shell = await _write_sample(log, run, config, epoch, totals)
+    for run in runs:
+        shell = await _write_sample(log, run, config, epoch_of[run.run_id], totals)
         samples.append(shell)
     stats = EvalStats(started_at=_iso(min(starts)) if starts else "", completed_at=_iso(max(ends)) if ends else "",
                       model_usage=totals.by_model, role_usage=totals.by_role)
-    await recorder.log_finish(spec, "success", stats, _results(samples), None)
+    # no eval-level error: none halted the eval (each run's error is its sample's), as Inspect
+    # itself leaves it for an eval run with continue_on_fail
+    await recorder.log_finish(spec, status, stats, _results(samples, len(order)), None)
 
 
-def _results(samples: list[EvalSample]) -> EvalResults:
+def eval_status(runs: list[ev.Run], unfinished: list[ev.Run]) -> EvalStatus:
+    """What the configuration's runs say about it, in Inspect's terms:
+
+    - `started`: a run has not finished (no meta.json: still running, or killed before it wrote
+      one; Inspect too leaves a log whose process was killed as `started`);
+    - `cancelled`: a run was cut short by Ctrl-C / SIGTERM (benchctl records error "cancelled";
+      Inspect logs an interrupted eval as `cancelled`);
+    - `error`: a run ended in error (a sample error under fail_on_error);
+    - `success`: otherwise. A timeout, a spent token budget or a cost cap is a sample limit, as
+      in Inspect, not an error.
+    """
+    if unfinished:
+        return "started"
+    if any(r.meta.get("status") == "error" and r.meta.get("error") == "cancelled" for r in runs):
+        return "cancelled"
+    if any(r.meta.get("status") == "error" for r in runs):
+        return "error"
+    return "success"
+
+
+def _results(samples: list[EvalSample], planned: int) -> EvalResults:
     by_name: dict[str, list[float]] = defaultdict(list)
     scorer_of: dict[str, str] = {}
     for s in samples:
@@ -114,7 +158,8 @@ def _results(samples: list[EvalSample]) -> EvalResults:
                         unscored_samples=len(samples) - len(vals),
                         metrics={"mean": EvalMetric(name="mean", value=mean_or_none(vals) or 0.0)})
               for name, vals in sorted(by_name.items())]
-    return EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=scores)
+    # Inspect's counts: every planned sample (unfinished runs included), and those without error
+    return EvalResults(total_samples=planned, completed_samples=sum(s.error is None for s in samples), scores=scores)
 
 
 # ------------------------------------------------------------------------------- one sample
@@ -126,6 +171,7 @@ async def _write_sample(log: ZipLogFile, run: ev.Run, config: ev.Config, epoch: 
         with log._zip_open_write(_sample_filename(config.task, epoch)) as stream:
             w = SampleWriter(run, stream, redact)
             stream.write(b'{"events":[')
+            w.phase(ev.MAIN_PHASE)
             for item in ev.items(run):
                 if isinstance(item, ev.ModelTurn):
                     w.model_turn(item)
@@ -135,6 +181,7 @@ async def _write_sample(log: ZipLogFile, run: ev.Run, config: ev.Config, epoch: 
                     w.tool_use(item)
                 else:
                     w.note(item.event)
+            w.end_phase()
             for name, path in run.artifacts():
                 w.artifact(name, path)
             shell, message_count = w.finish(shell)
@@ -160,10 +207,11 @@ def _shell(run: ev.Run, config: ev.Config, epoch: int) -> EvalSample:
     error = EvalError(message=str(m.get("error") or "status error (no message recorded)"), traceback="",
                       traceback_ansi="") if status == "error" else None
     budget = num(m.get("budget_s"))
-    limit = EvalSampleLimit(type="time", limit=budget) if status == "timeout" and budget is not None else None
+    reason = str(m["error"]) if m.get("error") else None      # why it stopped, when benchctl recorded it
+    limit = EvalSampleLimit(type="time", limit=budget, reason=reason) if status == "timeout" and budget is not None else None
     cap = num((m.get("cost_cap") or {}).get("max_cost_usd"))
     if status == "budget_exhausted" and cap is not None:      # a cost cap stopped it (benchctl/limits)
-        limit = EvalSampleLimit(type="cost", limit=cap)
+        limit = EvalSampleLimit(type="cost", limit=cap, reason=reason)
     served = m.get("served_models") or {}
     fallbacks = [ModelFallback(model=str(f.get("from") or m.get("model")), fallback_model=str(f["to"]),
                                count=int(served.get(str(f["to"])) or 0))     # calls it served (all of them here)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from inspect_ai._util.json import to_json_safe
-from inspect_ai.event import InfoEvent, ModelEvent, ToolEvent
+from inspect_ai.event import InfoEvent, ModelEvent, SpanBeginEvent, SpanEndEvent, ToolEvent
 from inspect_ai.log import EvalSample, EvalSampleLimit
 from inspect_ai.model import (ChatCompletionChoice, ChatMessage, ChatMessageAssistant, ChatMessageSystem,
                               ChatMessageTool, ChatMessageUser, ContentData, ContentReasoning, ContentText,
@@ -195,6 +195,8 @@ class SampleWriter:
         self.usage = Usage()
         self.token_budget: Any = None
         self.token_limit: EvalSampleLimit | None = None
+        self.span: str | None = None          # the phase's span, while one is open
+        self.last_t = self.t0                 # the latest event time seen (a phase ends there at the latest)
 
     # --- messages ---
     def _content(self, m: Message) -> str | list[Any]:
@@ -246,8 +248,26 @@ class SampleWriter:
 
     def _base(self, t: Any, start: float | None = None) -> dict[str, Any]:
         when = start if start is not None else (float(t) if isinstance(t, (int, float)) else self.t0)
-        return {"uuid": f"{self.run_key}-e{self.n_events}", "span_id": None, "timestamp": _dt(when),
+        if isinstance(t, (int, float)):
+            self.last_t = max(self.last_t, float(t))
+        return {"uuid": f"{self.run_key}-e{self.n_events}", "span_id": self.span, "timestamp": _dt(when),
                 "working_start": max(0.0, when - self.t0)}
+
+    # --- phases ---
+    def phase(self, name: str, t: Any = None) -> None:
+        """Start a phase (the run itself, `main`, or a follow-up, `followup-N`): the current phase's
+        span ends and `name`'s begins; every event until the next phase or the end of the
+        transcript is inside it. A solver span, as Inspect opens one around each step of a task's
+        plan (`inspect view` shows each as its own section and in its outline), not an agent span:
+        the viewer shows those as sub-agents, which the phases are not (one agent, one session)."""
+        self.end_phase(t)
+        self.span = f"{self.run_key}-{name}"
+        self._emit(SpanBeginEvent(**self._base(t), id=self.span, parent_id=None, type="solver", name=name))
+
+    def end_phase(self, t: Any = None) -> None:
+        if self.span is not None:
+            self._emit(SpanEndEvent(**self._base(t if t is not None else self.last_t), id=self.span))
+            self.span = None
 
     def _tools(self, tools: list[ToolDef]) -> list[ToolInfo]:
         if self.tool_infos[0] is not tools:       # tool lists change rarely: convert when they do
@@ -359,6 +379,9 @@ class SampleWriter:
         if kind == "notice" and e.get("kind") == "token_deadline" and isinstance(self.token_budget, (int, float)):
             self.token_limit = EvalSampleLimit(type="token", limit=float(self.token_budget),
                                                reason=str(e.get("text") or ""))
+        phase = ev.phase_of(e)
+        if phase is not None:
+            self.phase(phase, e.get("t"))
         label = " ".join(str(x) for x in ("benchctl", kind, e.get("kind")) if x)
         text = e.get("text") if kind != "followup" else e.get("prompt")
         if kind in _POLICY_TEXT and isinstance(text, str):
