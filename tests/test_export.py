@@ -139,6 +139,7 @@ def rich(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     b = rich_run(results, seed=1, status="error", error="harness crashed")
     rich_run(results, seed=2, status="timeout")
     grade(results, a.name, "coverage", 0.5, items=[{"id": "F1", "score": 0.75, "strict": 0.5, "reason": "found it",
+                                                     "text": "Disk full on db-1 at 03:12",
                                                      "quote": NASTY}, {"id": "F2", "score": None, "error": "judge"}])
     grade(results, a.name, "coverage", 0.25, tag="followup-1")
     grade(results, a.name, "tldr", None)                    # the judge failed: unscored, never 0
@@ -218,6 +219,7 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
     # grades: scores with explanations; unscored is left out (not 0); follow-up graded apart
     assert {k: v.value for k, v in s0.scores.items()} == {"coverage": 0.5, "coverage[followup-1]": 0.25}
     assert "F1 (score 0.75, strict 0.5)" in s0.scores["coverage"].explanation
+    assert "text: Disk full on db-1 at 03:12" in s0.scores["coverage"].explanation   # what the finding is
     assert "F2 (unscored)" in s0.scores["coverage"].explanation
     assert {g["grader"]: g["status"] for g in s0.metadata["grades"]}["tldr"] == "unscored"
     means = {sc.name: (sc.metrics["mean"].value, sc.scored_samples, sc.unscored_samples) for sc in log.results.scores}

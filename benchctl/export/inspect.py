@@ -249,8 +249,9 @@ def _explanation(g: dict[str, Any]) -> str:
         if it.get("score") is None:
             facts.insert(0, "unscored")
         lines.append(f"{it.get('id')}" + (f" ({', '.join(facts)})" if facts else ""))
-        lines += [f"    {k}: {_one_line(it[k])}" for k in ("prediction", "reason", "quote", "error") if it.get(k)]
-    lines += [f"{k}: {_one_line(g[k])}" for k in ("note", "tldr") if isinstance(g.get(k), str) and g[k]]
+        lines += [f"    {k}: {_one_line(it[k])}" for k in ("text", "prediction", "reason", "quote", "error")
+                  if it.get(k)]             # text: the finding as the rubric states it (newer grade records)
+    lines += [f"{k}: {_one_line(g[k])}" for k in ("note", "tldr", "expected") if isinstance(g.get(k), str) and g[k]]
     return "\n".join(lines) or f"{g.get('grader')}: {g.get('score')}"
 
 
