@@ -114,3 +114,13 @@ def test_old_records_of_a_task_that_is_gone_say_the_text_is_not_available(graded
     assert text.count("rubric text not available: the task could not be read") == 3
     assert 'class="ftext"' not in text and "expected-text" not in text
     assert sorted(rows(text)) == ["F1", "F2", "F3", "F4"]
+
+
+def test_compare_names_each_finding_by_its_text(graded) -> None:
+    results, task, rid = graded
+    strip_rubric_text(results, rid)        # an old record: the text comes from the task (same hash)
+    text = TestClient(create_app(results), base_url="http://127.0.0.1").get(f"/compare?run={rid}&run={rid}").text
+    assert "<h2>Findings (strict coverage)</h2>" in text
+    for f in FINDINGS:
+        assert f'<td>{f["id"]}</td><td>{escape(f["text"])}</td>' in text
+    assert "<script>window" not in text

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from benchctl.view import render
-from benchctl.view.grades import artifacts_with_grades
+from benchctl.view.grades import Rubrics, artifacts_with_grades
 from benchctl.view.paths import RunFiles
 from benchctl.view.runpage import facts, read_meta
 from benchctl.view.transcript_index import IndexCache
@@ -18,7 +18,10 @@ def side(root: str, files: RunFiles, indexes: IndexCache) -> dict[str, Any]:
     arts, _ = artifacts_with_grades(root, files, meta)
     grades = [g for a in arts for g in a.grades]
     main = next((a for a in arts if a.grades), arts[0] if arts else None)
+    coverage = next((g for g in grades if g.get("grader") == "coverage" and not g.get("artifact_tag")), None)
+    rubric = Rubrics(meta)(coverage) if coverage else None
     return {"run_id": files.run_id, "meta": meta, "status": str((meta or {}).get("status") or "in progress"),
+            "coverage": coverage, "finding_texts": rubric.findings if rubric else {},
             "facts": facts(files.run_id, meta, idx, None), "grades": grades, "main": main, "types": Counter(idx.types)}
 
 
@@ -41,16 +44,19 @@ def _scores(grades: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def findings(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    """Coverage items of the main artifact, by finding id: strict scores of A and B."""
+    """Coverage items of the main artifact, by finding id: the finding's rubric text (when either
+    side's grade carries it or its task's rubric still has the grade's hash) and the strict scores
+    of A and B."""
     def items(side_: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        g = next((g for g in side_["grades"] if g.get("grader") == "coverage" and not g.get("artifact_tag")), None)
-        return {str(it.get("id")): it for it in (g or {}).get("items") or [] if isinstance(it, dict)}
+        g = side_.get("coverage") or {}
+        return {str(it.get("id")): it for it in g.get("items") or [] if isinstance(it, dict)}
     ia, ib = items(a), items(b)
     out = []
     for fid in dict.fromkeys([*ia, *ib]):
         x, y = ia.get(fid, {}), ib.get(fid, {})
         sx, sy = x.get("strict"), y.get("strict")
-        out.append({"id": fid, "cluster": x.get("cluster") or y.get("cluster") or "", "a": sx, "b": sy,
+        text = a["finding_texts"].get(fid) or b["finding_texts"].get(fid) or ""
+        out.append({"id": fid, "text": text, "cluster": x.get("cluster") or y.get("cluster") or "", "a": sx, "b": sy,
                     "delta": sy - sx if isinstance(sx, (int, float)) and isinstance(sy, (int, float)) else None})
     return out
 
