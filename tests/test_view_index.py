@@ -1,8 +1,7 @@
-"""The viewer's transcript index (`benchctl.view.transcript_index`): built chunk by chunk, in the
-background or not, it records every complete line once, whatever the chunk boundaries cut."""
+"""The viewer's transcript index (`benchctl.view.transcript_index`): built chunk by chunk, at
+once or in steps, it records every complete line once, whatever the chunk boundaries cut."""
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import orjson
@@ -39,24 +38,17 @@ def test_index_is_the_same_whatever_the_chunk_size(tmp_path: Path, chunk: int, m
     assert idx.refresh() == 121 and idx.types[120] == "run_end"
 
 
-def test_refresh_until_returns_with_the_first_lines_and_indexes_the_rest_in_the_background(tmp_path: Path, monkeypatch) -> None:
+def test_refresh_with_lines_stops_early_and_a_later_refresh_indexes_the_rest(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "transcript.jsonl"
     path.write_bytes(b"\n".join(_lines(2000)) + b"\n")
-    go = threading.Event()
-
-    def on_chunk(self: TranscriptIndex) -> None:
-        if len(self) >= 100:
-            go.wait(60)
     monkeypatch.setattr(TranscriptIndex, "chunk_size", 1024)
-    monkeypatch.setattr(TranscriptIndex, "on_chunk", on_chunk)
     idx = TranscriptIndex(str(path))
-    try:
-        assert idx.refresh_until(50) is False                         # returned while indexing goes on
-        assert 50 <= len(idx) < 2000 and idx.indexing                  # (it stops at 100 lines)
-    finally:
-        go.set()
-    assert idx.refresh() == 2000 and not idx.indexing                 # refresh waits for the builder
-    assert idx.refresh_until(50) is True                              # nothing new: complete at once
+    n = idx.refresh(lines=50)
+    assert 50 <= n < 100 and idx.partial                              # the chunk that reached 50 lines, no more
+    assert [e["seq"] for e in idx.read(0, n)] == list(range(n))
     with open(path, "ab") as f:
         f.write(orjson.dumps({"v": 1, "seq": 2000, "t": 1.0, "type": "run_end"}) + b"\n")
-    assert idx.refresh_until(50) is True and len(idx) == 2001         # a small append is waited for
+    assert idx.refresh(lines=50) == n                                 # partial with enough lines: left as it is
+    assert idx.refresh() == 2001 and not idx.partial                  # the rest, the append included
+    assert list(idx.seqs) == list(range(2001)) and idx.phase_starts == [7]
+    assert idx.refresh(lines=50) == 2001 and not idx.partial          # complete: a refresh as any other

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 
 import orjson
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -157,20 +158,23 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         at_arg, q = request.query_params.get("at"), request.query_params.get("q")
         at = int(at_arg) if at_arg and at_arg.isdigit() else None
         # The first window needs only the transcript's first lines: a big transcript's page is
-        # served while the rest is indexed, and the page then fetches what needs the whole
-        # index (/overview). A deep link or a search waits for the whole index.
+        # served from its first chunk, the rest is indexed once the page is sent, and the page
+        # fetches what needs the whole index (/overview). A deep link or a search waits for it.
         first_window = at is None and not q
         idx = state.indexes.get(files.transcript, lines=runpage.WINDOW if first_window else None)
-        pending = first_window and idx.indexing
+        pending = first_window and idx.partial
         first, last = runpage.window(idx, at)
         hits, more = runpage.search(idx, q) if q else ([], False)
         head = _header(files, idx, "timeline")
         _, budget = runpage.clock_origin(idx)
-        return state.page("run.html", **head, views=runpage.views(idx, first, last), first=first, last=last,
+        page = state.page("run.html", **head, views=runpage.views(idx, first, last), first=first, last=last,
                           total=len(idx), window=runpage.WINDOW, live=head["status"] == "running", q=q, hits=hits,
                           more=more, lanes=evmod.LANES, budget_s=budget,
                           phases=None if pending else runpage.phases(idx),
                           mm=None if pending else runpage.minimap_view(idx, first, last))
+        if pending:                                    # after the response is sent, not before
+            page.background = BackgroundTask(idx.refresh)
+        return page
 
     def overview_fragment(request: Request) -> Response:
         """The run page's parts that need the whole index (phase links, minimap with lines
@@ -269,7 +273,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
 
     def artifacts_page(request: Request) -> Response:
         files = state.files(request)
-        idx = state.indexes.get(files.transcript, lines=1)    # the header needs only run_start
+        idx = state.indexes.get(files.transcript, lines=1)    # the header needs only run_start (line 0)
         head = _header(files, idx, "artifacts")
         arts, orphans = artifacts_with_grades(state.root, files, head["meta"])
         return state.page("artifacts.html", **head, artifacts=arts, orphans=orphans)

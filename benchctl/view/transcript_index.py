@@ -5,11 +5,10 @@ run page reads windows of events by offset. Indexing scans the file once (readin
 line's prefix, `{"v":1,"seq":N,"t":T,"type":"X"`, which is how `TranscriptWriter` writes every
 event; other lines are parsed in full) and then follows it as it grows: transcripts are
 append-only, so a refresh reads only the new bytes. A line without its newline yet is a write
-in progress and is left for the next refresh. Indexing 100 MB takes about 0.3 s of CPU, so the
-run page's first open does not wait for it: the first chunks are published as they are read and
-the page's first window is served from them while the rest is indexed in the background
-(`refresh_until`). The index lives in this process only: the viewer never writes into a
-results dir.
+in progress and is left for the next refresh. Indexing 100 MB takes about 0.35 s of CPU, so the
+run page's first open does not wait for it: it indexes the first chunk, serves its first window
+from it and indexes the rest once the page is sent (`refresh(lines=...)`, then `refresh()`).
+The index lives in this process only: the viewer never writes into a results dir.
 """
 from __future__ import annotations
 
@@ -30,21 +29,18 @@ _PREFIX = re.compile(rb'\{"v":\d+,"seq":(\d+),"t":(-?[0-9][0-9.eE+-]*),"type":"(
 class TranscriptIndex:
     """Line i of the file is event i: starts[i], seqs[i], times[i], types[i].
 
-    Indexing publishes what it has read one chunk at a time, so a reader that needs only the
-    first lines (the run page's first window) can go on while the rest is indexed
-    (`refresh_until`). The arrays only grow (or are replaced whole when the file is), so reading
-    them without the lock sees a consistent prefix."""
+    Indexing publishes what it has read one chunk at a time, and can stop once the lines a
+    reader needs are indexed (`refresh(lines=...)`), leaving the rest to a later refresh. The
+    arrays only grow (or are replaced whole when the file is), so reading them without the lock
+    sees a consistent prefix."""
 
     chunk_size = 1 << 20          # bytes read and published at a time
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.lock = threading.Lock()                   # guards the arrays and `end` while they change
-        self.grown = threading.Condition(self.lock)    # notified after each published chunk
         self._scan_lock = threading.Lock()             # one scan at a time
-        self._behind = False                           # a scan is reading bytes not yet published
-        self._chunks = 0                               # chunks published so far
-        self._builder: threading.Thread | None = None
+        self.partial = False                           # a refresh stopped before the end of the file
         self._reset(None)
 
     def _reset(self, ident: tuple[int, int] | None) -> None:
@@ -60,57 +56,37 @@ class TranscriptIndex:
     def __len__(self) -> int:
         return len(self.starts)
 
-    @property
-    def indexing(self) -> bool:
-        """Whether a scan is still reading bytes that are in the file (the index is partial)."""
-        return self._behind
-
-    def refresh(self) -> int:
-        """Index what was appended since the last call; returns the number of events."""
+    def refresh(self, lines: int | None = None) -> int:
+        """Index what was appended since the last call; returns the number of events. With
+        `lines`, stop at the end of the chunk that reaches that many lines and leave the rest to a
+        later call (`partial`); an index that is partial but has them already is left as it is."""
+        if lines is not None and self.partial and len(self.starts) >= lines:
+            return len(self.starts)                    # the rest is another refresh's work
         with self._scan_lock:
-            try:
-                with self.lock:
-                    try:
-                        st = os.stat(self.path)
-                    except FileNotFoundError:
-                        self._reset(None)
-                        return 0
-                    ident = (st.st_dev, st.st_ino)
-                    if ident != self.ident or st.st_size < self.end:     # replaced or truncated: start over
-                        self._reset(ident)
-                    start, todo = self.end, st.st_size - self.end
-                    self._behind = todo > 0
-                if todo > 0:
-                    with open(self.path, "rb") as f:
-                        f.seek(start)
-                        self._scan(f, start, todo)
-            finally:
-                with self.lock:
-                    self._behind = False
-                    self.grown.notify_all()
+            with self.lock:
+                try:
+                    st = os.stat(self.path)
+                except FileNotFoundError:
+                    self._reset(None)
+                    self.partial = False
+                    return 0
+                ident = (st.st_dev, st.st_ino)
+                if ident != self.ident or st.st_size < self.end:     # replaced or truncated: start over
+                    self._reset(ident)
+                start, todo = self.end, st.st_size - self.end
+            if todo > 0:
+                with open(self.path, "rb") as f:
+                    f.seek(start)
+                    self.partial = self._scan(f, start, todo, lines)
+            else:
+                self.partial = False
             return len(self.starts)
 
-    def refresh_until(self, lines: int) -> bool:
-        """Like `refresh`, but the indexing runs in a background thread and this returns once a
-        chunk has been published and `lines` lines are indexed, or the index is complete (so a
-        refresh that reads one chunk or less, the usual case, is simply waited for). Returns
-        whether the index was then complete: False means the rest is still being indexed, and
-        `refresh()` waits for it."""
-        with self.lock:
-            seen = None                                # a scan already running: its progress so far counts
-            if self._builder is None or not self._builder.is_alive():
-                self._behind = True                    # until the builder has looked at the file
-                self._builder = threading.Thread(target=self.refresh, name="benchctl-view-index", daemon=True)
-                self._builder.start()
-                seen = self._chunks
-            while self._behind and (self._chunks == seen or len(self.starts) < lines):
-                self.grown.wait()
-            return not self._behind
-
     def on_chunk(self) -> None:
-        """Called by the indexing thread after each chunk is published: a hook for tests."""
+        """Called after each chunk is published: a hook for tests."""
 
-    def _scan(self, f: Any, pos: int, remaining: int) -> None:
+    def _scan(self, f: Any, pos: int, remaining: int, lines: int | None) -> bool:
+        """Index `remaining` bytes from `pos` on; returns whether it stopped early (`lines` reached)."""
         carry = b""
         while remaining > 0:
             chunk = f.read(min(self.chunk_size, remaining))
@@ -135,10 +111,10 @@ class TranscriptIndex:
                 if self.start_event is None:
                     self.start_event = new.start_event
                 self.end = pos - len(carry)
-                self._behind = remaining > 0
-                self._chunks += 1
-                self.grown.notify_all()
             self.on_chunk()
+            if lines is not None and len(self.starts) >= lines and remaining > 0:
+                return True
+        return False
 
     def position(self, seq: int) -> int | None:
         """The line holding event `seq` (equal to seq in a well-formed transcript)."""
@@ -248,15 +224,12 @@ class IndexCache:
         self._lock = threading.Lock()
 
     def get(self, path: str, lines: int | None = None) -> TranscriptIndex:
-        """The index of `path`, brought up to date; with `lines`, as soon as that many lines are
-        indexed, the rest being indexed in the background (see `TranscriptIndex.indexing`)."""
+        """The index of `path`, brought up to date (with `lines`: at least that many lines of it,
+        see `TranscriptIndex.refresh`)."""
         with self._lock:
             idx = self._items.pop(path, None) or TranscriptIndex(path)
             self._items[path] = idx
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
-        if lines is None:
-            idx.refresh()
-        else:
-            idx.refresh_until(lines)
+        idx.refresh(lines)
         return idx
