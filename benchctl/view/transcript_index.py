@@ -192,7 +192,7 @@ class _Lines:
             seq, t, type_ = int(m.group(1)), float(m.group(2)), sys.intern(m.group(3).decode())
         else:                                          # another writer's key order, or a damaged line
             ev = _parse(buf[i:j])
-            seq = ev.get("seq") if isinstance(ev.get("seq"), int) else self.n
+            seq = ev["seq"] if isinstance(ev.get("seq"), int) else self.n
             t = float(ev["t"]) if isinstance(ev.get("t"), (int, float)) else float("nan")
             type_ = sys.intern(str(ev.get("type", "unparsed")))
         self.starts.append(offset)
