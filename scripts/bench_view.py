@@ -11,15 +11,19 @@ work + transfer, as a browser would fetch the HTML):
   cache `benchctl report` leaves in the results dir, which the viewer reads but never writes);
 - the sweep page: first request, a request that comes while the background reload runs (every
   file re-stat'ed, changed ones re-read), a filtered and sorted request, the live figures;
-- the run page of the 100,000-event run: first open (the transcript is indexed), warm open, a
-  deep link to the middle, a search, the next window of events, and picking up 100 appended
-  events;
-- with Chromium (when installed): navigation to the `load` event of both pages (HTML parsed,
-  CSS and JS loaded and run, layout done).
+- the run page of the 100,000-event run: first open (served once its first window is indexed;
+  the rest is indexed in the background), the same followed by its overview (minimap, phases,
+  event count: waits for the whole index), warm open, a deep link to the middle, a search, the
+  next window of events, and picking up 100 appended events;
+- with Chromium (when installed): navigation to the `load` event of the sweep page, and of the
+  run page's first open in a `benchctl view` process of its own (started fresh, the sweep's
+  first load done, the transcript not indexed yet), also to the minimap being drawn. With
+  --against DIR the same is measured, in turns, with `benchctl view` from another checkout
+  (e.g. `git archive main | tar -x -C /tmp/base`), so old and new code see the same load.
 
 Goal: each page usable in < 1 s. Prints a table.
 
-    python scripts/bench_view.py [--runs 10000] [--events 100000] [--repeat 3] [--keep DIR]
+    python scripts/bench_view.py [--runs 10000] [--events 100000] [--repeat 3] [--keep DIR] [--against DIR]
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ import random
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -84,6 +89,9 @@ def server(root: Path) -> Iterator[tuple[str, Any]]:
     sock.bind(("127.0.0.1", 0))
     app = create_app(root)
     app.state.view.sweep.snapshot()          # the sweep's first load done (timed separately as start-up)
+    env = app.state.view.env                 # and the templates compiled, which the start-up thread does next
+    for name in env.list_templates(filter_func=lambda n: n.endswith(".html")):
+        env.get_template(name)
     srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
     th = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     th.start()
@@ -113,8 +121,7 @@ def median(fn: Callable[[], Timing], repeat: int) -> Timing:
 
 def browser_load(root: Path, path: str) -> Timing | None:
     """Seconds from navigation to the `load` event in Chromium (already showing another page of
-    the viewer); a started server that has not served this page yet (a run page's transcript is
-    indexed within the measurement)."""
+    the viewer); a started server (sweep loaded) that has not served this page yet."""
     if not shutil.which("chromium"):
         return None
     from playwright.sync_api import sync_playwright
@@ -129,12 +136,51 @@ def browser_load(root: Path, path: str) -> Timing | None:
         return s, float("nan")                   # the browser's CPU is another process
 
 
+class ViewProcess:
+    """`benchctl view ROOT --port 0` from the checkout `tree`, in a process of its own (as run by a user)."""
+
+    def __init__(self, tree: Path, root: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "view", str(root),
+                                      "--port", "0"], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""   # "... serving ROOT at http://...:PORT/ ..."
+        if " at http://" not in line:
+            self.stop()
+            raise RuntimeError(f"benchctl view from {tree} did not start: {line!r}")
+        self.base = line.split(" at ")[1].split("/ ")[0]
+
+    def stop(self) -> None:
+        self.proc.send_signal(2)
+        self.proc.wait(10)
+
+
+def browser_first_open(browser: Any, tree: Path, root: Path, path: str) -> tuple[float, float]:
+    """(s to the `load` event, s to the minimap drawn) of a run page's first open in Chromium,
+    from a fresh `benchctl view` of `tree` whose sweep is loaded; the browser shows another page
+    of the viewer first (warm, as when coming from the run list)."""
+    view = ViewProcess(tree, root)
+    try:
+        httpx.get(view.base + "/", timeout=300).raise_for_status()     # the sweep's first load is done
+        page = browser.new_page()
+        page.goto(view.base + "/compare", wait_until="load")
+        t = time.perf_counter()
+        page.goto(view.base + path, wait_until="load", timeout=120_000)
+        load = time.perf_counter() - t
+        page.locator("section.minimap:not([data-pending]) svg").wait_for(state="attached", timeout=120_000)
+        drawn = time.perf_counter() - t
+        page.close()
+        return load, drawn
+    finally:
+        view.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="generate into this dir and keep it")
+    ap.add_argument("--against", type=Path, help="also time Chromium's first open with `benchctl view` from this checkout, in turns")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench_view_"))
     try:
@@ -178,9 +224,20 @@ def main() -> None:
             rows.append(("sweep live figures (/api/live)", median(lambda: get(base + "/api/live"), args.repeat)))
 
         run = f"/run/{BIG}"
-        rows.append((f"run page, {args.events:,} events, first open (indexing)", median(lambda: first(run), args.repeat)))
+
+        def first_open() -> tuple[Timing, Timing]:
+            """The first open, and the same followed by its overview (which waits for the whole index)."""
+            with server(root) as (base, _):
+                page = get(base + run)
+                overview = get(f"{base}{run}/overview?first=0&last=200")
+            return page, (page[0] + overview[0], page[1] + overview[1])
+        opens = [first_open() for _ in range(args.repeat)]
+        for k, name in enumerate(("first window", "+ overview (whole index)")):
+            rows.append((f"run page, {args.events:,} events, first open: {name}",
+                         (statistics.median(o[k][0] for o in opens), statistics.median(o[k][1] for o in opens))))
         with server(root) as (base, _):
             get(base + run)
+            get(f"{base}{run}/overview?first=0&last=200")   # the whole transcript indexed
             rows.append(("run page, warm", median(lambda: get(base + run), args.repeat)))
             rows.append(("run page, deep link to the middle", median(lambda: get(f"{base}{run}?at={args.events // 2}"), args.repeat)))
             rows.append(("run page with search (200 hits)", median(lambda: get(f"{base}{run}?q=svc-backup"), args.repeat)))
@@ -195,7 +252,26 @@ def main() -> None:
                 return get(f"{base}{run}/events?from={n}&to={n + 100}")
             rows.append(("100 appended events picked up", median(grow, args.repeat)))
         rows.append(("Chromium: sweep page to `load`", browser_load(root, "/")))
-        rows.append(("Chromium: run page to `load`, first open", browser_load(root, run)))
+        trees = {"": Path(__file__).resolve().parents[1]}
+        if args.against is not None:
+            trees[" (--against)"] = args.against.resolve()
+        if shutil.which("chromium"):
+            from playwright.sync_api import sync_playwright
+            seen: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
+            with sync_playwright() as p:
+                b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+                for turn in range(args.repeat):           # in turns, each checkout going first in turn
+                    order = list(trees)[turn % len(trees):] + list(trees)[:turn % len(trees)]
+                    for label in order:
+                        seen[label].append(browser_first_open(b, trees[label], root, run))
+                b.close()
+            for label, got in seen.items():
+                rows.append((f"Chromium: run page first open to `load`{label}", (statistics.median(g[0] for g in got), float("nan"))))
+                rows.append((f"Chromium: ... to its minimap drawn{label}", (statistics.median(g[1] for g in got), float("nan"))))
+                spread = ", ".join(f"{g[0]:.2f}/{g[1]:.2f}" for g in got)
+                print(f"Chromium first open{label or ' (this checkout)'}, load/minimap s per turn: {spread}")
+        else:
+            rows.append(("Chromium: run page first open to `load`", None))
 
         print(f"sweep: {args.runs:,} runs; transcript: {args.events:,} events, {mb:.0f} MB; generated in {gen_s:.1f} s")
         print(f"{'step (HTTP on 127.0.0.1, median of ' + str(args.repeat) + ')':<62} {'wall s':>7} {'CPU s':>6}  goal < 1 s")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import orjson
@@ -11,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from benchctl.view.app import CSP, create_app
-from tests.view_rig import HOSTILE_EVENT_TEXT, REPORT, append_events, build_results, serve, sweep_lock
+from tests.view_rig import HOSTILE_EVENT_TEXT, REPORT, append_events, build_results, indexing_paused, serve, sweep_lock
 
 
 @pytest.fixture()
@@ -112,6 +113,33 @@ def test_search_finds_events_and_deep_link_windows_a_long_transcript(tmp_path: P
     assert 'href="#seq=100028"' in hits
     frag = c.get(f"/run/{rid}/events?from=50000&to=99999")
     assert frag.text.count("<article ") == 200 and frag.headers["x-total"] == "100029"
+
+
+def test_first_window_is_served_while_a_big_transcript_is_still_indexed(results, monkeypatch) -> None:
+    import httpx
+    root, ids = results
+    rid = ids["main"]
+    path = root / "runs" / rid / "transcript.jsonl"
+    append_events(path, [{"type": "tool_result", "source": "harness", "name": "bash", "output": f"row {i}"}
+                         for i in range(2000)])
+    total = len(path.read_bytes().splitlines())
+    with indexing_paused(monkeypatch, 300) as go, serve(root) as base, ThreadPoolExecutor(2) as pool:
+        page = httpx.get(f"{base}/run/{rid}", timeout=30).text
+        assert page.count("<article ") == 200 and 'id="seq-199"' in page and 'id="seq-200"' not in page
+        assert 'id="minimap" data-pending="1"' in page and "<rect " not in page      # the minimap comes later
+        assert 'data-pending="1"' in page and "load later events</button>" in page   # count not known yet
+        assert "prov/model-a" in page                                                # the header is complete
+        assert httpx.get(f"{base}/run/{rid}/artifacts", timeout=30).status_code == 200
+        overview = pool.submit(httpx.get, f"{base}/run/{rid}/overview?first=0&last=200", timeout=30)
+        deep = pool.submit(httpx.get, f"{base}/run/{rid}?at=1500", timeout=30)
+        done, _ = wait([overview, deep], timeout=0.5)
+        assert not done                                   # these wait for the whole index
+        go.set()
+        ov, dl = overview.result(), deep.result()
+    assert ov.headers["x-total"] == str(total)
+    assert ov.text.count("<rect ") > 3 and 'class="window"' in ov.text
+    assert 'id="phases">' in ov.text and 'href="#seq=26"' in ov.text                # the follow-up's phase link
+    assert 'id="seq-1500"' in dl.text and 'data-pending=""' in dl.text and f"({total - 1680} after)" in dl.text
 
 
 def test_artifacts_page_shows_grades_beside_their_artifact(results) -> None:

@@ -17,7 +17,8 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_rig import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
-from tests.view_rig import FINDINGS, GROUND_TRUTH, HOSTILE_EVENT_TEXT, append_events, build_graded, build_results, serve, sweep_lock
+from tests.view_rig import (FINDINGS, GROUND_TRUTH, HOSTILE_EVENT_TEXT, append_events, build_graded, build_results,
+                             indexing_paused, serve, sweep_lock)
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +64,8 @@ def test_run_page_timeline_controls(browser, site) -> None:
     assert "show all 60 lines" in clip.inner_text()
     page.click("#seq-9 .expand")
     assert "open" in (clip.get_attribute("class") or "")
-    assert page.locator("#seq-20 .head").inner_text() == "fallback: prov/model-a → prov/fallback-model (refusal)"
+    # off screen, so not laid out yet (content-visibility): its text, not its innerText
+    expect(page.locator("#seq-20 .head")).to_have_text("fallback: prov/model-a → prov/fallback-model (refusal)")
     assert page.locator("svg rect.cat-assistant").count() >= 4                # the minimap
     page.uncheck('input[data-lane="model"]')
     assert not page.locator("#seq-1").is_visible() and page.locator("#seq-2").is_visible()
@@ -226,3 +228,29 @@ def test_live_run_is_followed_as_its_transcript_grows(browser, tmp_path: Path) -
         assert page.locator("#seq-7").count() == 1
         _no_errors(errors)
         _no_errors(sweep_errors)
+
+
+def test_page_served_while_indexing_fills_in_its_minimap_and_then_goes_live(browser, tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "big-live"
+    ids = build_results(root)
+    rid = ids["running"]
+    path = root / "runs" / rid / "transcript.jsonl"
+    append_events(path, [{"type": "tool_result", "source": "harness", "name": "bash", "output": f"row {i}"}
+                         for i in range(1000)])
+    with indexing_paused(monkeypatch, 300) as go, sweep_lock(root), serve(root) as base:
+        page, errors = open_page(browser, f"{base}/run/{rid}")
+        assert page.locator("#events article").count() == 200                  # the first window, at once
+        assert page.locator("#minimap[data-pending]").is_visible() and page.locator("#minimap rect").count() == 0
+        assert "indexing the transcript" in page.inner_text("#minimap")
+        assert page.locator("#load-later").inner_text() == "load later events"  # how many: not known yet
+        go.set()                                                                # indexing ends
+        expect(page.locator("#minimap rect.cat-tool").first).to_be_attached()
+        assert page.locator("#minimap[data-pending]").count() == 0
+        expect(page.locator("#load-later")).to_have_text("load later events (803 after)")
+        # followed live from the whole transcript's end, not from the partial count
+        append_events(path, [{"type": "assistant", "source": "harness", "turn": 2, "text": f"more {i}"} for i in range(3)])
+        expect(page.locator("#new-count")).to_have_text("3 new events below", timeout=15_000)
+        expect(page.locator("#load-later")).to_have_text("load later events (806 after)")
+        page.click("#load-later")
+        page.wait_for_selector("#seq-399")
+        _no_errors(errors)

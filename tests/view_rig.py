@@ -6,7 +6,7 @@ events mirror what the demo runs write (see tests/test_demo.py's GOLDEN), plus t
 refusal and fallback, model errors, follow-ups, target calls, and event types and fields this
 viewer does not know.
 
-    from tests.view_rig import build_results, serve
+    from tests.view_rig import build_results, indexing_paused, serve
 """
 from __future__ import annotations
 
@@ -254,6 +254,26 @@ def serve(root: Path) -> Iterator[str]:
         server.should_exit = True
         th.join(10)
         sock.close()
+
+
+@contextlib.contextmanager
+def indexing_paused(monkeypatch: Any, lines: int) -> Iterator[threading.Event]:
+    """Transcripts are indexed in 4 KB chunks, and indexing stops once `lines` lines are indexed
+    until the yielded event is set (on exit at the latest, so no thread stays blocked): a big
+    transcript's indexing caught in the middle, without timing."""
+    from benchctl.view.transcript_index import TranscriptIndex
+    go = threading.Event()
+
+    def on_chunk(self: TranscriptIndex) -> None:
+        if len(self) >= lines:
+            go.wait(60)
+    # raising=False: on code without the hook the test runs on and fails on what it asserts
+    monkeypatch.setattr(TranscriptIndex, "chunk_size", 4096, raising=False)
+    monkeypatch.setattr(TranscriptIndex, "on_chunk", on_chunk, raising=False)
+    try:
+        yield go
+    finally:
+        go.set()
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@
   var run = tl.dataset.run, attempt = tl.dataset.attempt;
   var events = document.getElementById("events");
   var first = +tl.dataset.first, last = +tl.dataset.last, total = +tl.dataset.total;
+  var pending = tl.dataset.pending === "1";   // served while indexing: total is a lower bound, no minimap yet
   var later = document.getElementById("load-later"), earlier = document.getElementById("load-earlier");
   var q = attempt ? "&attempt=" + encodeURIComponent(attempt) : "";
 
@@ -56,8 +57,8 @@
   }
   function updateLater() {
     if (!later) return;
-    later.hidden = last >= total;
-    later.textContent = "load later events (" + (total - last) + " after)";
+    later.hidden = last >= total && !pending;
+    later.textContent = "load later events" + (pending ? "" : " (" + (total - last) + " after)");
   }
   if (later) later.addEventListener("click", function () {
     var b = last + 200;
@@ -79,34 +80,61 @@
     });
   });
 
-  if (tl.dataset.live !== "1" || !window.EventSource) return;
-  var note = document.getElementById("live-note"), follow = document.getElementById("follow");
-  var counter = document.getElementById("new-count"), unseen = 0;
-  var src = new EventSource("/run/" + encodeURIComponent(run) + "/stream?after=" + total + q);
-  src.addEventListener("events", function (e) {
-    var html = JSON.parse(e.data), sent = +e.lastEventId;
-    if (last >= total) {             // the window reaches the end: append
-      events.insertAdjacentHTML("beforeend", html);
-      last = sent;
-      if (follow && follow.checked) window.scrollTo(0, document.documentElement.scrollHeight);
-    } else {                         // reading older events: just count
-      unseen += sent - total;
-      counter.textContent = unseen + " new events below";
-    }
-    total = sent;
-    updateLater();
-  });
-  src.addEventListener("stats", function (e) {
-    var s = JSON.parse(e.data);
-    ["elapsed", "turns", "tokens", "cost"].forEach(function (k) {
-      var el = document.querySelector('#facts [data-f="' + k + '"]');
-      if (el && s[k] !== undefined) el.textContent = s[k];
+  // A page served while its transcript was being indexed: fetch the parts that need the whole
+  // index (minimap, phase links, the event count), then start following the run if it is live.
+  if (pending) {
+    fetch("/run/" + encodeURIComponent(run) + "/overview?first=" + first + "&last=" + last + q).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      total = +r.headers.get("x-total");
+      return r.text();
+    }).then(function (html) {
+      var box = document.createElement("template");
+      box.innerHTML = html;
+      Array.prototype.slice.call(box.content.children).forEach(function (el) {
+        var old = document.getElementById(el.id);
+        if (old) old.replaceWith(el);
+      });
+      pending = false;
+      updateLater();
+      goLive();
+    }).catch(function (err) {
+      var mm = document.querySelector("#minimap .note");
+      if (mm) mm.textContent = "could not load the minimap (" + err.message + "): reload the page";
     });
-  });
-  src.addEventListener("end", function (e) {
-    var s = JSON.parse(e.data), st = document.getElementById("run-status");
-    src.close();
-    if (st) { st.textContent = s.status; st.className = "status st-" + s.status; }
-    if (note) note.textContent = "The run finished: " + s.status + ". Reload for its final figures.";
-  });
+  } else {
+    goLive();
+  }
+
+  function goLive() {
+    if (tl.dataset.live !== "1" || !window.EventSource) return;
+    var note = document.getElementById("live-note"), follow = document.getElementById("follow");
+    var counter = document.getElementById("new-count"), unseen = 0;
+    var src = new EventSource("/run/" + encodeURIComponent(run) + "/stream?after=" + total + q);
+    src.addEventListener("events", function (e) {
+      var html = JSON.parse(e.data), sent = +e.lastEventId;
+      if (last >= total) {             // the window reaches the end: append
+        events.insertAdjacentHTML("beforeend", html);
+        last = sent;
+        if (follow && follow.checked) window.scrollTo(0, document.documentElement.scrollHeight);
+      } else {                         // reading older events: just count
+        unseen += sent - total;
+        counter.textContent = unseen + " new events below";
+      }
+      total = sent;
+      updateLater();
+    });
+    src.addEventListener("stats", function (e) {
+      var s = JSON.parse(e.data);
+      ["elapsed", "turns", "tokens", "cost"].forEach(function (k) {
+        var el = document.querySelector('#facts [data-f="' + k + '"]');
+        if (el && s[k] !== undefined) el.textContent = s[k];
+      });
+    });
+    src.addEventListener("end", function (e) {
+      var s = JSON.parse(e.data), st = document.getElementById("run-status");
+      src.close();
+      if (st) { st.textContent = s.status; st.className = "status st-" + s.status; }
+      if (note) note.textContent = "The run finished: " + s.status + ". Reload for its final figures.";
+    });
+  }
 })();

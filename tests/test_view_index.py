@@ -1,0 +1,54 @@
+"""The viewer's transcript index (`benchctl.view.transcript_index`): built chunk by chunk, at
+once or in steps, it records every complete line once, whatever the chunk boundaries cut."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from benchctl.view.transcript_index import TranscriptIndex
+
+
+def _lines(n: int) -> list[bytes]:
+    out = [orjson.dumps({"v": 1, "seq": 0, "t": 1.0, "type": "run_start", "budget_s": 60})]
+    for i in range(1, n):
+        out.append(orjson.dumps({"v": 1, "seq": i, "t": 1.0 + i, "type": "followup" if i == 7 else "assistant",
+                                 "text": "x" * (i % 50)}))
+    out[3] = b'{"type":"notice","seq":3,"t":4.0,"v":1}'              # another key order: parsed in full
+    out[5] = b'{"v":1,"seq":5, damaged'                               # not JSON
+    return out
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_index_is_the_same_whatever_the_chunk_size(tmp_path: Path, chunk: int, monkeypatch) -> None:
+    path = tmp_path / "transcript.jsonl"
+    lines = _lines(120)
+    path.write_bytes(b"\n".join(lines) + b"\n" + b'{"v":1,"seq":120,"t":9')   # the last line still being written
+    monkeypatch.setattr(TranscriptIndex, "chunk_size", chunk)
+    idx = TranscriptIndex(str(path))
+    assert idx.refresh() == 120
+    assert list(idx.seqs) == list(range(120))
+    assert idx.types[3] == "notice" and idx.types[5] == "unparsed" and idx.types[1] == "assistant"
+    assert idx.phase_starts == [7] and (idx.start_event or {}).get("budget_s") == 60
+    assert [e["seq"] for e in idx.read(0, 120)] == list(range(120))
+    assert idx.end == path.stat().st_size - len(b'{"v":1,"seq":120,"t":9')
+    with open(path, "ab") as f:                                       # the write completes
+        f.write(b'.5,"type":"run_end"}\n')
+    assert idx.refresh() == 121 and idx.types[120] == "run_end"
+
+
+def test_refresh_with_lines_stops_early_and_a_later_refresh_indexes_the_rest(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "transcript.jsonl"
+    path.write_bytes(b"\n".join(_lines(2000)) + b"\n")
+    monkeypatch.setattr(TranscriptIndex, "chunk_size", 1024)
+    idx = TranscriptIndex(str(path))
+    n = idx.refresh(lines=50)
+    assert 50 <= n < 100 and idx.partial                              # the chunk that reached 50 lines, no more
+    assert [e["seq"] for e in idx.read(0, n)] == list(range(n))
+    with open(path, "ab") as f:
+        f.write(orjson.dumps({"v": 1, "seq": 2000, "t": 1.0, "type": "run_end"}) + b"\n")
+    assert idx.refresh(lines=50) == n                                 # partial with enough lines: left as it is
+    assert idx.refresh() == 2001 and not idx.partial                  # the rest, the append included
+    assert list(idx.seqs) == list(range(2001)) and idx.phase_starts == [7]
+    assert idx.refresh(lines=50) == 2001 and not idx.partial          # complete: a refresh as any other
