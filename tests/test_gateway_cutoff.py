@@ -18,7 +18,8 @@ from benchctl.gateway import wire_format as wf
 from benchctl.gateway.clients import anthropic_client, genai_client, openai_client
 from benchctl.gateway.retry import IDLE_TIMEOUT_ENV, env_seconds
 from benchctl.gateway.wire_parse import summarize
-from gateway_fixtures import Rig, make_rig
+from benchctl.testing.fake_upstream import AT_END
+from gateway_fixtures import TOOL_TURN, Rig, make_rig
 
 pytestmark = pytest.mark.timeout(90)
 MSG = [{"role": "user", "content": "hi"}]
@@ -151,6 +152,43 @@ def test_stream_cut_when_its_client_leaves_keeps_what_arrived(tmp_path: Path, mo
         assert call["cost_usd"] is None                        # the final usage never came
         summary = rig.gw.summary()
         assert summary["calls"] == 1 and summary["cost_usd"] is None and summary["errors"] == 0
+
+
+class _Responses:
+    """A call observer (what the hook ledger, harnesses/hooks/ledger.py, is told of each answer)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[str], str]] = []
+
+    def request(self, headers: dict[str, str], wire_api: str, body: dict[str, Any]) -> None:
+        pass
+
+    def response(self, headers: dict[str, str], wire_api: str, tool_call_ids: list[str], outcome: str) -> None:
+        self.seen.append((tool_call_ids, outcome))
+
+
+def test_client_leaving_once_it_has_the_whole_answer_cut_nothing(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex drops its connection at `response.completed`, before the upstream's end of body (which
+    comes late under load): the answer was whole, so the call is `ok` and its tool calls count (a
+    PostToolUse hook for one is honoured only then). Recorded `cancelled`, the hook was refused."""
+    for rig in make_rig(tmp_path, monkeypatch, {"turns": [TOOL_TURN]}, model="openai/gpt-5"):
+        observer = _Responses()
+        rig.gw.add_observer(observer)
+        end = threading.Event()
+        rig.up.pause_next(end, after_pieces=AT_END)            # every event, then the end of body held back
+        try:
+            with openai_client(rig.gw, max_retries=0).responses.stream(model="gpt-5", input="hi") as s:
+                for ev in s:
+                    if ev.type == "response.completed":
+                        break                                  # the client has its answer: it leaves
+            (call,) = rig.wait_for("model_call")
+        finally:
+            end.set()
+        assert call["outcome"] == "ok" and "partial" not in call and "error" not in call
+        assert call["status"] == 200 and call["cost_usd"] is not None         # the final usage had come
+        (tool_call,) = call["response"]["tool_calls"]
+        assert tool_call["name"] == "bash" and observer.seen == [([tool_call["id"]], "ok")]
 
 
 def test_every_wire_apis_stream_cut_anywhere_is_summarized_as_far_as_it_got() -> None:

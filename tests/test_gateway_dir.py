@@ -111,17 +111,25 @@ def test_directories_of_older_versions_go_only_when_their_gateway_is_dead(tmp_pa
 
 # ---- with real runs (Docker) -------------------------------------------------------------------
 
-def _sandbox(run_id: str, pid: int, timeout: float = 120) -> tuple[str, Path]:
-    """The container that process `pid` started for the run, and the host directory it mounts at /gateway."""
+def _sandbox(run_id: str, p: subprocess.Popen[str], timeout: float = 120) -> tuple[str, Path]:
+    """The container that `benchctl run` process `p` started for the run, and the host directory it
+    mounts at /gateway. Both come from one list call: a second request (inspect) for a listed
+    container fails with NotFound if the container is removed in between, and a run removes its
+    own as soon as it ends. A run that ended before its sandbox was seen fails here, with its stderr."""
     with closing(docker_client()) as client:
         end = time.time() + timeout
         while time.time() < end:
             for c in client.api.containers(all=True, filters={"label": [f"benchctl.run_id={run_id}",
-                                                                       f"benchctl.owner_pid={pid}"]}):
-                mounts = client.api.inspect_container(c["Id"])["Mounts"]
-                return c["Id"], Path(next(m["Source"] for m in mounts if m["Destination"] == "/gateway"))
+                                                                       f"benchctl.owner_pid={p.pid}"]}):
+                source = next((m["Source"] for m in c.get("Mounts") or [] if m.get("Destination") == "/gateway"), None)
+                if source is not None:
+                    return c["Id"], Path(source)
+            if p.poll() is not None:
+                assert p.stderr is not None
+                raise AssertionError(f"benchctl run ended (exit {p.returncode}) before its sandbox was seen: "
+                                     f"{p.stderr.read()[-2000:]}")
             time.sleep(0.3)
-    raise AssertionError(f"no sandbox of {run_id} owned by pid {pid}")
+    raise AssertionError(f"no sandbox of {run_id} owned by pid {p.pid}")
 
 
 def _top(source: Path) -> Path:
@@ -152,7 +160,7 @@ class _Runs:
         p = subprocess.Popen(self.args(out), cwd=REPO, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              start_new_session=True)
         self.procs.append(p)
-        box, source = _sandbox(self.run_id, p.pid)
+        box, source = _sandbox(self.run_id, p)
         self.sources.append(source)
         return p, box, source
 

@@ -23,8 +23,9 @@ gets the stream without what that adds). A call the upstream failed (outcome
 event; a switch to the fallback model a `fallback` event.
 
 A client that closes (or resets) its connection while its call is in flight stops the upstream
-call at once; the call is recorded then. A call still in flight when the gateway closes is
-recorded as it is cancelled.
+call at once; the call is recorded then. One that closes after the whole answer, its final usage
+included, was handed to it (only the upstream's end of body still to come) cut nothing off: `ok`.
+A call still in flight when the gateway closes is recorded as it is cancelled.
 """
 from __future__ import annotations
 
@@ -249,6 +250,7 @@ class Exchange:
         self.attempts: list[dict[str, Any]] = []   # of earlier sends (refusal retries)
         self.recorded = False
         self.client_gone = False
+        self.relayed = False                # every byte that arrived is in the client's socket (pass_through)
         task = self.task
         protocol = self.writer.transport.get_protocol()
         watch = isinstance(protocol, http11.ClientProtocol) and task is not None
@@ -367,6 +369,7 @@ class Exchange:
             try:
                 async for data in resp.body:
                     self.parts.append(data)
+                    self.relayed = False
                     if writer.transport.is_closing():
                         raise ConnectionResetError("client closed the connection")
                     out = scrub.feed(data if hide is None else hide.feed(data))
@@ -379,6 +382,7 @@ class Exchange:
                     sent += len(data)
                     if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                         await writer.drain()
+                    self.relayed = writer.transport.get_write_buffer_size() == 0
             except asyncio.CancelledError:  # client gone or gateway closing: forward() records what got through
                 await _aclose(resp.body)
                 raise
@@ -434,10 +438,11 @@ class Exchange:
 
         error: what went wrong on the way (stream failed, upstream unreachable); cut: why the call was
         stopped before its end (client gone, gateway closing), which makes its outcome `timeout` when the
-        deadline in force at its start has passed, else `cancelled`; timed_out: the upstream went silent
-        past the idle timeout; answered: the status the gateway answered the client with itself, when not
-        the upstream's (what arrived from the upstream, if anything, is still summarized); sent: False
-        when the request never left the gateway (not counted as a call)."""
+        deadline in force at its start has passed, else `cancelled` (a client gone once it had the whole
+        answer cut nothing); timed_out: the upstream went silent past the idle timeout; answered: the
+        status the gateway answered the client with itself, when not the upstream's (what arrived from
+        the upstream, if anything, is still summarized); sent: False when the request never left the
+        gateway (not counted as a call)."""
         if self.recorded:
             return
         self.recorded = True
@@ -448,6 +453,10 @@ class Exchange:
         upstream_status = self.status
         s = summarize(call.wire_api, call.stream, data, upstream_status) if upstream_status is not None \
             else ResponseSummary(usage=empty_usage())
+        if cut is not None and self.client_gone and self.relayed and s.usage_final and s.error is None:
+            # The client left once the whole answer was in its socket, only the upstream's end of body
+            # still to come (Codex drops its connection at `response.completed`): nothing was cut off.
+            cut = None
         # cut while the limiter held it back (benchctl/limits): never sent, so nothing generated or counted
         never_sent = call.waiting_for_limit and not call.attempts
         if never_sent and cut is not None:

@@ -15,7 +15,8 @@ Paths: POST /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/chat/com
 Fault injection (each applies to the next generation request(s), not to side calls such as
 token counting or model listing): `fail_next(status, retry_after=...)` (429 / 500 / 529 with the
 vendor's error body, no script turn consumed), `reset_next(after_pieces)` (TCP reset mid-stream),
-`pause_next(event, after_pieces)` (stop mid-stream until the event is set),
+`pause_next(event, after_pieces)` (stop mid-stream until the event is set; `AT_END`: after the
+last event, before the end of the body),
 `split_next(after, event)` (cut the stream's bytes right after `after` into two pieces, sent as
 separate writes, the second once `event` is set: a chosen read boundary for the client),
 `malformed_next(after_pieces)` (a broken SSE event), `error_event_next(after_pieces)` (the
@@ -66,13 +67,16 @@ class RecordedRequest:
     t: float = field(default_factory=time.time)
 
 
+AT_END = -1      # Fault.after_pieces: after every event, before the end of the body
+
+
 @dataclass
 class Fault:
     kind: str                         # status | reset | pause | malformed | error_event | stall | split
     status: int = 500
     retry_after: float | None = None
     message: str = ""
-    after_pieces: int | None = 1      # stall: None = before the response head
+    after_pieces: int | None = 1      # stall: None = before the response head; AT_END: after the last event
     event: threading.Event | None = None
     split_after: bytes = b""          # split: cut the body right after these bytes
     headers: dict[str, str] | None = None   # status: extra response headers (rate-limit headers)
@@ -245,8 +249,10 @@ class _Handler(BaseHTTPRequestHandler):
             pieces, fault = _split_at(pieces, fault)
         self.wfile.write(self._head(rendered.status, rendered.headers, {"transfer-encoding": "chunked"}))
         owner = self.server.owner
-        for i, piece in enumerate(pieces):
-            if fault is not None and i == fault.after_pieces:
+        stop_at = None if fault is None else len(pieces) if fault.after_pieces == AT_END else fault.after_pieces
+        for i, piece in enumerate([*pieces, b""]):   # i == len(pieces): before the end of the body (AT_END)
+            if i == stop_at:
+                assert fault is not None
                 if fault.kind == "reset":
                     # SO_LINGER 0 makes close() send a TCP RST: the client sees a reset, not a clean EOF.
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -266,6 +272,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._chunk(wf.stream_error_event(wire_api, fault.message or "Overloaded", fault.status))
                     self._write_last(b"0\r\n\r\n")
                     return
+            if i == len(pieces):
+                break
             if i and rendered.chunk_delay:
                 time.sleep(rendered.chunk_delay)
             self._chunk(piece)
@@ -404,7 +412,8 @@ class FakeUpstreamServer:
         self._add(Fault("reset", after_pieces=after_pieces), times)
 
     def pause_next(self, event: threading.Event, after_pieces: int = 1) -> None:
-        """The next response stops after `after_pieces` stream events until `event` is set."""
+        """The next response stops after `after_pieces` stream events until `event` is set (AT_END: after
+        its last event, before the end of its body, which a client may not wait for)."""
         self._add(Fault("pause", after_pieces=after_pieces, event=event), 1)
 
     def split_next(self, after: bytes, event: threading.Event | None = None) -> None:
