@@ -16,20 +16,12 @@ from typing import Any, Iterator
 import pytest
 
 from benchctl.images import DEFAULT_TAG as SANDBOX_IMAGE  # $BENCHCTL_IMAGE or benchctl-sandbox:latest
-from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, DockerUnavailable, docker_client
+from benchctl.preflight import check_image
+from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, docker_client
 
 
 def _docker_problem() -> str | None:
-    try:
-        client = docker_client()
-    except DockerUnavailable as e:
-        return str(e)
-    with closing(client):
-        try:
-            client.images.get(SANDBOX_IMAGE)
-        except Exception:
-            return f"sandbox image {SANDBOX_IMAGE} missing (run `benchctl images build`)"
-    return None
+    return check_image(SANDBOX_IMAGE)      # the check `benchctl run` makes before any run
 
 
 _PROBLEM: list[str | None] = []
@@ -59,25 +51,21 @@ def _ray_problem() -> str | None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("ray") is not None:
-        problem = _ray_problem()
-        if problem:
-            if os.environ.get("BENCHCTL_REQUIRE_RAY") == "1":
-                pytest.fail(f"BENCHCTL_REQUIRE_RAY=1 but {problem}", pytrace=False)
-            pytest.skip(problem)
+        _skip_or_fail(_ray_problem(), "BENCHCTL_REQUIRE_RAY")
     if item.get_closest_marker("browser") is not None:
-        problem = _browser_problem()
-        if problem:
-            if os.environ.get("BENCHCTL_REQUIRE_BROWSER") == "1":
-                pytest.fail(f"BENCHCTL_REQUIRE_BROWSER=1 but {problem}", pytrace=False)
-            pytest.skip(problem)
+        _skip_or_fail(_browser_problem(), "BENCHCTL_REQUIRE_BROWSER")
     if item.get_closest_marker("docker") is None:
         return
     if not _PROBLEM:
         _PROBLEM.append(_docker_problem())
-    problem = _PROBLEM[0]
+    _skip_or_fail(_PROBLEM[0], "BENCHCTL_REQUIRE_DOCKER")
+
+
+def _skip_or_fail(problem: str | None, require_env: str) -> None:
+    """A missing piece skips its tests on a developer machine and fails them where `require_env`=1 (CI)."""
     if problem:
-        if os.environ.get("BENCHCTL_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"BENCHCTL_REQUIRE_DOCKER=1 but {problem}", pytrace=False)
+        if os.environ.get(require_env) == "1":
+            pytest.fail(f"{require_env}=1 but {problem}", pytrace=False)
         pytest.skip(problem)
 
 

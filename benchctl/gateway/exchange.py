@@ -44,7 +44,7 @@ from benchctl.gateway.chat_usage import UsageChunkFilter, ask_for_usage
 from benchctl.gateway.context import GatewayContext
 from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
 from benchctl.gateway.retry import UpstreamUnavailable, is_timeout, usage_unknown
-from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify
+from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify, close_body
 from benchctl.gateway.wire_parse import STREAM_UNFINISHED, ResponseSummary, empty_usage, summarize
 
 SANDBOX_TOKEN = "benchctl-sandbox-token"   # the only credential agents ever see
@@ -384,11 +384,11 @@ class Exchange:
                         await writer.drain()
                     self.relayed = writer.transport.get_write_buffer_size() == 0
             except asyncio.CancelledError:  # client gone or gateway closing: forward() records what got through
-                await _aclose(resp.body)
+                await close_body(resp.body)
                 raise
             except Exception as e:
                 if writer.transport.is_closing():  # the client went away: stop reading upstream, record
-                    await _aclose(resp.body)
+                    await close_body(resp.body)
                     self.record(call, requested, cut=f"the client went away after {sent} bytes")
                     return False
                 error = f"upstream stream failed after {sent} bytes were sent to the client: {type(e).__name__}: {e}"
@@ -605,12 +605,3 @@ async def _one(data: bytes):  # type: ignore[no-untyped-def]
 def _upstream_reason(s: ResponseSummary) -> dict[str, str]:
     """The vendor's own stop reason of a refusal, when it says more than "refusal"."""
     return {"upstream_stop_reason": s.stop_reason} if s.stop_reason and s.stop_reason != "refusal" else {}
-
-
-async def _aclose(body: Any) -> None:
-    close = getattr(body, "aclose", None)
-    if close is not None:
-        try:
-            await close()
-        except Exception:
-            pass

@@ -109,6 +109,17 @@ class UpstreamResponse:
         return self.data
 
 
+async def close_body(body: Any) -> None:
+    """Close an upstream body iterator (its connection goes back or away), quietly: it is closed
+    because the call is over, and an error from closing it changes nothing about the call."""
+    close = getattr(body, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:
+            pass
+
+
 class Upstream(Protocol):
     """One provider. `send` returns as soon as the status and headers are known."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
-from benchctl.gateway.upstream import ModelId, Upstream, UpstreamCall, UpstreamResponse
+from benchctl.gateway.upstream import ModelId, Upstream, UpstreamCall, UpstreamResponse, close_body
 from benchctl.limits import Grant
 from benchctl.limits.config import keys_for
 from benchctl.limits.run import RunLimits
@@ -52,12 +52,7 @@ class LimitedUpstream:
         finally:
             tokens = _tokens(call, parts, status) if parts else 0
             self.limits.finished(grant, tokens)
-            close = getattr(body, "aclose", None)
-            if close is not None:
-                try:
-                    await close()
-                except Exception:
-                    pass
+            await close_body(body)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
