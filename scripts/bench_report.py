@@ -22,7 +22,9 @@ ratio: on a shared machine wall time is mostly waiting for a core (and, for the 
 134 MB where a warm report reads its 13 MB cache, for file pages evicted by other work), so the
 wall ratio swings with the load. Also times the loader in process and the other output formats.
 
-    python scripts/bench_report.py [--runs 10000] [--repeat 5] [--keep DIR]
+With `--against DIR` the CLI rows of another checkout (`against ...`) run in the same rounds.
+
+    python scripts/bench_report.py [--runs 10000] [--repeat 5] [--keep DIR] [--against DIR [--against-path P]]
 """
 from __future__ import annotations
 
@@ -117,10 +119,12 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def run_child(cmd: list[str]) -> tuple[float, float]:
-    """(wall s, CPU s = user + sys) of one child process, output discarded."""
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall s, CPU s = user + sys) of one child process, output discarded. With `env`, the child
+    runs with it from / (so that `python -c` does not import benchctl from the current directory)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            cwd="/" if env is not None else None)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     if status != 0:
@@ -133,6 +137,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5, help="rounds of the floor/CLI comparison")
     ap.add_argument("--keep", type=Path, help="generate into this dir (or reuse it) and keep it")
+    ap.add_argument("--against", type=Path, help="another checkout (e.g. `git archive <rev> | tar -x -C DIR`): its "
+                    "CLI rows run in the same rounds, with PYTHONPATH=DIR[:--against-path]")
+    ap.add_argument("--against-path", default="", help="more PYTHONPATH for --against (e.g. a dir holding the "
+                    "dependency versions that code ran with: pip install --target DIR typer==0.29.2)")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench_report_"))
     try:
@@ -160,10 +168,19 @@ def main() -> None:
             "  same without typer (python -c), --no-cache": lambda: [sys.executable, "-c", NO_CLI, str(root), "no"],
             "  same without typer (python -c), warm": lambda: [sys.executable, "-c", NO_CLI, str(root), "cache"],
         }
+        envs: dict[str, dict[str, str] | None] = dict.fromkeys(rows)
+        if args.against:
+            # The other checkout's cold, --no-cache and warm rows, in that order (its warm row reads
+            # the cache its cold row wrote), in every round.
+            env = {**os.environ, "PYTHONPATH": ":".join(p for p in (str(args.against.resolve()), args.against_path) if p)}
+            for name in [n for n in rows if n.startswith("CLI")]:
+                against = f"{name.replace('CLI', 'against', 1)}"
+                rows[against] = rows[name]
+                envs[against] = env
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
         for _ in range(args.repeat):
             for name, cmd in rows.items():
-                results[name].append(run_child(cmd()))
+                results[name].append(run_child(cmd(), envs[name]))
         floor = results["floor: list + read + orjson.loads"]
 
         from benchctl.report.build import build_report
@@ -191,8 +208,8 @@ def main() -> None:
             cpu = statistics.median(c for _, c in samples)
             rw = statistics.median(w / f[0] for (w, _), f in zip(samples, floor))
             rc = statistics.median(c / f[1] for (_, c), f in zip(samples, floor))
-            limit = 1.5 if ("cold" in name or "--no-cache" in name) and name.startswith("CLI") else \
-                1.2 if name.startswith("CLI") else None
+            limit = 1.5 if ("cold" in name or "--no-cache" in name) and name.startswith(("CLI", "against")) else \
+                1.2 if name.startswith(("CLI", "against")) else None
             goal = "" if limit is None else f"CPU ≤ {limit}× " + ("ok" if rc <= limit else "MISSED")
             print(f"{name:<46} {wall:>7.3f} {cpu:>6.3f} {rw:>6.2f}× {rc:>5.2f}×  {goal}")
         print(f"\n{'in process / other formats (median wall s)':<46} {'s':>7}")
