@@ -178,11 +178,13 @@ def test_openai_compatible_base_url_per_name_and_clear_error_without_one(tmp_pat
 def test_no_retry_wait_runs_past_the_deadline(rig: Rig) -> None:
     import time
     rig.gw.set_deadline(time.time() + 0.5)
-    rig.up.fail_next(503, retry_after=2, times=3)
+    # Retry-after far beyond both the deadline and any slowness of a loaded machine: waiting for
+    # it would take 30 s; not waiting takes well under a second (10 s leaves room for load).
+    rig.up.fail_next(503, retry_after=30, times=3)
     t0 = time.monotonic()
     with pytest.raises(anthropic.APIStatusError):
         _client(rig).messages.create(model="m", max_tokens=5, messages=MSG)
-    assert time.monotonic() - t0 < 1.5
+    assert time.monotonic() - t0 < 10
     assert len(rig.events("model_call")[0]["retries"]) == 1
 
 
