@@ -19,10 +19,11 @@ of --turn calls per caller on connections kept open, so both see the same load, 
 shared machine moves from second to second; the percentiles are over all calls of a kind.
 With --against DIR a second gateway runs from another checkout (e.g. `git archive main | tar
 -x -C /tmp/base`) and takes its turn in every round too, so old and new code are compared
-under the same load.
+under the same load. With --pipe a byte pipe (no HTTP parsing, no recording: see PIPE) takes
+its turn the same way: the floor of any proxy on this machine.
 
     python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--turn 25]
-                                    [--no-transcript] [--against DIR] [--api messages|chat]
+                                    [--no-transcript] [--against DIR] [--pipe] [--api messages|chat]
 """
 from __future__ import annotations
 
@@ -45,6 +46,31 @@ from benchctl.testing.fake_upstream import FakeUpstreamServer
 up = FakeUpstreamServer({"turns": [{"match": ".", "text": "ok, here is a short answer", "chunks": 3}]}).start()
 print(up.url, flush=True)
 sys.stdin.read()
+"""
+# --pipe: a stand-in "gateway" that only copies bytes between each client connection and its own
+# upstream connection (no HTTP parsing, token check or recording): the floor of any proxy here.
+PIPE = """
+import asyncio, socket, sys, uvloop
+class Pipe(asyncio.Protocol):
+    peer = None
+    def __init__(self): self.pending = []
+    def connection_made(self, t): self.t = t
+    def data_received(self, d):
+        self.peer.t.write(d) if self.peer is not None else self.pending.append(d)
+    def connection_lost(self, exc):
+        if self.peer is not None: self.peer.t.close()
+sock, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+loop = uvloop.new_event_loop()
+async def link(down):
+    t, up = await loop.create_connection(Pipe, host, port)
+    t.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    up.peer, down.peer = down, up
+    for d in down.pending: t.write(d)
+def factory():
+    down = Pipe(); loop.create_task(link(down)); return down
+loop.run_until_complete(loop.create_unix_server(factory, sock))
+print("listening", flush=True)
+loop.run_forever()
 """
 TOKEN = "benchctl-sandbox-token"
 REPO = Path(__file__).resolve().parent.parent
@@ -128,15 +154,22 @@ def ms(values: list[float], p: float) -> float:
 class GatewayProcess:
     """`benchctl gateway` from the checkout `tree`, on a unix socket, in front of the fake upstream."""
 
-    def __init__(self, tree: Path, upstream: str, tmp: Path, label: str, transcript: bool, api: str = "messages") -> None:
+    def __init__(self, tree: Path | None, upstream: str, tmp: Path, label: str, transcript: bool,
+                 api: str = "messages") -> None:
+        """tree None: the byte pipe (PIPE) instead of a gateway."""
         self.label, self.target = label, f"unix:{tmp / f'{label}.sock'}"
         model, upstream_env, _path, _auth = APIS[api]
-        env = {**os.environ, "PYTHONPATH": str(tree),
-               **{k: upstream + v if k.endswith("_BASE_URL") else v for k, v in upstream_env.items()}}
-        extra = ["--transcript", str(tmp / f"{label}.jsonl")] if transcript else []
-        self.proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
-                                      "--socket", self.target[5:], "--model", model, *extra],
-                                     cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if tree is None:
+            host, port = upstream.removeprefix("http://").rsplit(":", 1)
+            argv = [sys.executable, "-c", PIPE, self.target[5:], host, port]
+            env, tree = dict(os.environ), REPO
+        else:
+            env = {**os.environ, "PYTHONPATH": str(tree),
+                   **{k: upstream + v if k.endswith("_BASE_URL") else v for k, v in upstream_env.items()}}
+            extra = ["--transcript", str(tmp / f"{label}.jsonl")] if transcript else []
+            argv = [sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
+                    "--socket", self.target[5:], "--model", model, *extra]
+        self.proc = subprocess.Popen(argv, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
         if "listening" not in line:
             raise RuntimeError(f"gateway from {tree} did not start: {line}{self.proc.stderr.read()}")  # type: ignore[union-attr]
@@ -185,6 +218,8 @@ def main() -> int:
     ap.add_argument("--turn", type=int, default=25, help="calls per caller to one target before the next's turn")
     ap.add_argument("--no-transcript", action="store_true", help="the gateway writes no transcript")
     ap.add_argument("--against", type=Path, help="also measure a gateway from this other checkout, in turn")
+    ap.add_argument("--pipe", action="store_true",
+                    help="also measure a byte pipe in place of a gateway, in turn (the floor of any proxy here)")
     ap.add_argument("--api", choices=list(APIS), default="messages",
                     help="wire API of the calls: Anthropic messages, or chat completions (streams without include_usage)")
     args = ap.parse_args()
@@ -197,6 +232,8 @@ def main() -> int:
         gateways.append(GatewayProcess(REPO, url, tmp, "this", not args.no_transcript, args.api))
         if args.against is not None:
             gateways.append(GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript, args.api))
+        if args.pipe:
+            gateways.append(GatewayProcess(None, url, tmp, "pipe", False, args.api))
         print(f"fake upstream {url}; api {args.api}; gateways {', '.join(f'{g.label}: {g.target}' for g in gateways)}; "
               f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell and target, in turns "
               f"of {args.turn} per caller; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
