@@ -143,6 +143,18 @@ def test_finding_mean_strict_is_exactly_rounded(tmp_path: Path) -> None:
     assert rows["F1"]["mean_strict"] == exact and rows["F1"]["n_scored"] == 1000
 
 
+def test_cost_sums_are_exactly_rounded(tmp_path: Path) -> None:
+    """$ / point and the grading cost are exactly rounded sums (math.fsum), not running sums that
+    drift with the number and order of the runs: ten grades of $0.1 cost $1.0, not 0.9999999999999999."""
+    for seed in range(10):
+        rid = add_run(tmp_path, model=A, seed=seed, cost_usd=0.7)
+        add_grade(tmp_path, "coverage", rid, 0.1, cost_usd=0.1)
+    rep = build_report(tmp_path)
+    assert sum([0.1] * 10) != 1.0 and sum([0.7] * 10) / (sum([0.1] * 10) * 100) != 0.07   # the drift exists
+    assert rep.provenance["grading_cost_usd"] == 1.0
+    assert row(rep, model=A, budget="10m")["cost_per_point_usd"] == math.fsum([0.7] * 10) / (math.fsum([0.1] * 10) * 100)
+
+
 def test_variants_side_by_side(tmp_path: Path) -> None:
     for seed, s in enumerate([0.4, 0.6]):
         add_grade(tmp_path, "combined", add_run(tmp_path, model=A, seed=seed), s)

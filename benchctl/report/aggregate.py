@@ -253,7 +253,7 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
                 elapsed.append(float(e))
         mean, lo, hi = clip_interval(*mean_ci(scores))
         # Cost per point: over runs with both a known cost and a score; one point = 0.01 of score.
-        pts = sum(paired_scores) * 100
+        pts = math.fsum(paired_scores) * 100          # fsum: exactly rounded, whatever the order of the runs
         statuses = Counter([r.meta.get("status") for r in runs])
         row = grouping.key_fields(c) | {
             "n_runs": len(runs), "n_scored": len(scores),
@@ -271,7 +271,7 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
             "output_tokens_mean": mean_or_none(out_toks),
             "elapsed_mean_s": mean_or_none(elapsed),
             "budget_used": (mean_or_none(elapsed) / c.budget_s) if elapsed and c.budget_s not in (0, math.inf) else None,
-            "cost_per_point_usd": (sum(paired_costs) / pts) if pts > 0 else None,
+            "cost_per_point_usd": (math.fsum(paired_costs) / pts) if pts > 0 else None,
         }
         rows.append(row)
     rows.sort(key=lambda r: (r.get("task", ""), r["budget_s"] if r["budget_s"] is not None else math.inf,

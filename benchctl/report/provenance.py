@@ -6,10 +6,9 @@ made by different judge models or rubric versions are not comparable, and runs o
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter, defaultdict
-from functools import reduce
-from operator import add
 from typing import Any
 
 from benchctl import __version__
@@ -29,7 +28,7 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
     # One (grader, judge, rubric, task~variant) tuple per grade, counted at C speed and folded into
     # the per-grader counters afterwards: distinct tuples are folded in order of first appearance,
     # so every counter lists its keys in the order the per-grade loop used to (ties in
-    # most_common() keep that order). Costs are summed in grade order, as before.
+    # most_common() keep that order).
     per_grade: list[tuple[str, str, str, str]] = []
     costs: list[float] = []
     grade_cost_unknown = 0
@@ -57,7 +56,7 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
         judges[grader][judge] += n
         rubrics[grader][rubric] += n
         rubrics_by_task[(grader, env)][rubric] += n
-    grade_cost = reduce(add, costs, 0.0)               # left to right, like `+=` (sum() may compensate)
+    grade_cost = math.fsum(costs)                      # exactly rounded, whatever the order of the grades
     if results.ratings:
         judges["tournament (ratings)"][str(results.ratings.get("judge") or "hand-made")] += 1
 
