@@ -119,16 +119,18 @@ def test_item_compaction_paths_agree() -> None:
     """The shared-tuple path and the general path (any item shape) give the same items."""
     regular = coverage_items({"F1": 0.2, "F2": None, "F3": 1.0}, CLUSTERS)
     c = _Compactor()
-    fast = c.items(regular)
-    assert fast == [("F1", 0.6, 0.2, "ops"), ("F2", None, None, "ops"), ("F3", 1.0, 1.0, "people")]
-    assert c.items([dict(it) for it in regular])[0] is fast[0]              # one shared tuple per distinct item
-    odd = [{"id": 7, "score": 0.9}, "x", {"id": "F1", "score": 0.6, "strict": 0.2, "cluster": ["not", "hashable"]}]
-    assert c.items(odd) == [("7", 0.9, None, None), ("F1", 0.6, 0.2, ["not", "hashable"])]
+    fast, bad = c.items(regular)
+    assert fast == [("F1", 0.6, 0.2, "ops"), ("F2", None, None, "ops"), ("F3", 1.0, 1.0, "people")] and bad == 0
+    assert c.items([dict(it) for it in regular])[0][0] is fast[0]           # one shared tuple per distinct item
+    # the general path: a cluster that cannot be grouped by, or a score that is not a number, is unknown (counted)
+    odd = [{"id": 7, "score": 0.9}, "x", {"id": "F1", "score": 0.6, "strict": 0.2, "cluster": ["not", "hashable"]},
+           {"id": "F2", "score": "high", "strict": True, "cluster": "ops"}]
+    assert c.items(odd) == ([("7", 0.9, None, None), ("F1", 0.6, 0.2, None), ("F2", None, None, "ops")], 3)
     # full items whose id or cluster is not a string: never shared (1 == 1.0 would merge "1" and "1.0")
     numeric = [{"id": i, "score": 1.0, "strict": 1.0, "cluster": cl} for i, cl in ((1, None), (1.0, None), ("F9", 5), ("F9", 5.0))]
-    assert [(i, cl) for i, _, _, cl in c.items(numeric)] == [("1", None), ("1.0", None), ("F9", 5), ("F9", 5.0)]
-    assert [type(cl) for *_, cl in c.items(numeric)][2:] == [int, float]
-    assert c.items({"not": "a list"}) == [] and c.items(None) == []
+    assert [(i, cl) for i, _, _, cl in c.items(numeric)[0]] == [("1", None), ("1.0", None), ("F9", 5), ("F9", 5.0)]
+    assert [type(cl) for *_, cl in c.items(numeric)[0]][2:] == [int, float]
+    assert c.items({"not": "a list"}) == ([], 0) and c.items(None) == ([], 0)
 
 
 def test_gc_is_back_on_and_nothing_stays_frozen(tmp_path: Path) -> None:

@@ -98,6 +98,40 @@ def test_problems_are_reported_not_fatal(tmp_path: Path) -> None:
     assert next(r for r in rep.table("leaderboard").rows if r["model"] == A)["score_mean"] == 0.5
 
 
+def test_values_that_are_not_numbers_are_named_and_read_as_unknown(tmp_path: Path) -> None:
+    """A hand-edited or foreign file whose numbers are not numbers (a score "high", a cost "abc",
+    usage as text, fallbacks as a string) is named in the report's problems and its values are read
+    as unknown — never a crash halfway through the report, never a 0. Each of these crashed it."""
+    import orjson
+    ok = add_run(tmp_path, model=A, seed=0, cost_usd=1.0)
+    add_grade(tmp_path, "coverage", ok, 0.5, by_cluster={"c": 0.5},
+              items=[{"id": "F1", "score": 0.9, "strict": 0.8, "cluster": "c"}])
+    odd = add_run(tmp_path, model=A, seed=1)
+    meta_path = tmp_path / "runs" / odd / "meta.json"
+    meta = orjson.loads(meta_path.read_bytes())
+    meta.update(cost_usd="abc", elapsed_s="5m", usage={"input_tokens": "10", "output_tokens": 5}, fallbacks="yes")
+    meta_path.write_bytes(orjson.dumps(meta))
+    add_grade(tmp_path, "coverage", odd, 0.25, by_cluster={"c": "x"}, cost_usd="free",
+              items=[{"id": "F1", "score": "high", "strict": [1], "cluster": "c"},
+                     {"id": "F1", "score": 0.2, "strict": "0.7", "cluster": "c"},
+                     {"id": "F2", "score": 0.9, "strict": 0.8, "cluster": ["not", "a", "name"]}])
+    for _ in range(2):                                   # the cache written by the first load says the same
+        rep = build_report(tmp_path)
+        problems = [w for w in rep.warnings if "Problem reading results" in w]
+        assert any(f"runs/{odd}/meta.json: cost_usd, elapsed_s, usage, fallbacks not as benchctl writes" in w
+                   for w in problems), problems
+        assert any(f"grades/coverage/{odd}.json: 6 value(s) not as benchctl writes them" in w for w in problems), problems
+        lb = rep.table("leaderboard").rows[0]
+        assert lb["n_scored"] == 2 and lb["cost_mean_usd"] == 1.0 and lb["n_priced"] == 1   # "abc" is unknown, not 0
+        assert lb["elapsed_mean_s"] == 500.0 and lb["fallback_runs"] == 0
+        f1 = rep.table("findings").rows[0]
+        # run 0's F1 (strict 0.8); run 1: one item unscored, one whose strict comes from its score 0.2
+        assert (f1["n_scored"], f1["hit_rate"]) == (2, 0.5)
+        assert rep.table("findings").rows[1]["cluster"] is None                # the list is no cluster name
+        assert rep.table("clusters").rows[0]["c"] == 0.5                      # "x" is not averaged in
+        assert rep.provenance["grades_without_cost"] == 1
+
+
 def test_follow_up_tag_from_layout_path(tmp_path: Path) -> None:
     rid = add_run(tmp_path, model=A)
     add_grade(tmp_path, "coverage", rid, 0.3)

@@ -74,6 +74,7 @@ class Grade:
     n_unscored: int
     cost_usd: float | None
     artifact: str | None
+    bad_values: int = 0          # item scores or clusters, by_cluster values, cost_usd of the wrong type: read as unknown
 
 
 @dataclass(slots=True)
@@ -155,23 +156,49 @@ class _Compactor:
         """One shared object per distinct string (grader, status, judge, ... repeat in every grade)."""
         return self.seen.setdefault(value, value) if type(value) is str else value
 
-    def items(self, raw: Any) -> list[Item]:
+    def items(self, raw: Any) -> tuple[list[Item], int]:
+        """The compact items, and how many score / strict values were not numbers (read as None)."""
         if not isinstance(raw, list):
-            return []
+            return [], 0
         try:
             keys = list(map(_ITEM_FIELDS, raw))        # KeyError/TypeError: an item that is not a full dict
             try:
-                return list(map(self.seen.__getitem__, keys))
+                return list(map(self.seen.__getitem__, keys)), 0
             except KeyError:                           # items not seen yet: add their compact form
                 for k in keys:
                     if k not in self.seen:
                         if type(k[0]) is not str or not (k[3] is None or type(k[3]) is str):
                             raise TypeError("an id or cluster that is not a string")   # 1 == 1.0: not shareable
+                        if not (_is_number(k[1]) and _is_number(k[2])):
+                            raise TypeError("a score that is not a number")
                         self.seen[k] = _compact_item(*k)
-                return list(map(self.seen.__getitem__, keys))
+                return list(map(self.seen.__getitem__, keys)), 0
         except (KeyError, TypeError):                  # incl. unhashable values: the general path
-            return [_compact_item(it.get("id", ""), it.get("score"), it.get("strict"), it.get("cluster"))
-                    for it in raw if isinstance(it, dict)]
+            items = [it for it in raw if isinstance(it, dict)]
+            bad = sum((not _is_number(it.get("score"))) + (not _is_number(it.get("strict")))
+                      + (not _hashable(it.get("cluster"))) for it in items)
+            return [_compact_item(it.get("id", ""), _number(it.get("score")), _number(it.get("strict")),
+                                  cl if _hashable(cl := it.get("cluster")) else None) for it in items], bad
+
+
+def _is_number(v: Any) -> bool:
+    """None (no value) or a JSON number; True/False are not scores (bool is an int subclass)."""
+    return v is None or type(v) is float or type(v) is int
+
+
+def _hashable(v: Any) -> bool:
+    """A cluster name the report can group by (a list or an object cannot be one: read as no cluster)."""
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _number(v: Any) -> float | int | None:
+    """A JSON number as it is; anything else (a string, a list, true) as None: unknown, never a crash
+    in the middle of a report and never a 0."""
+    return v if _is_number(v) else None
 
 
 def _compact_item(fid: Any, score: Any, strict: Any, cluster: Any) -> Item:
@@ -188,16 +215,26 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None, compact: 
     if status == "unscored":
         score = None                                  # an unscored record never counts as a number
     share = compact.share
+    items, bad = compact.items(rec.get("items"))
+    by_cluster = rec.get("by_cluster") or {}
+    if not isinstance(by_cluster, dict):
+        by_cluster, bad = {}, bad + 1
+    elif not all(map(_is_number, by_cluster.values())):
+        bad += sum(not _is_number(v) for v in by_cluster.values())
+        by_cluster = {k: v for k, v in by_cluster.items() if _is_number(v)}
+    cost = rec.get("cost_usd")
+    if not _is_number(cost):
+        cost, bad = None, bad + 1                     # unknown, never 0
     return [share(rec.get("grader") or grader), rec.get("run_id") or run_id, share(rec.get("artifact_tag", tag)),
             None if score is None else float(score), share(status), share(rec.get("judge")),
-            share(rec.get("rubric_hash")), rec.get("by_cluster") or {}, compact.items(rec.get("items")),
-            int(rec.get("n_unscored") or 0), rec.get("cost_usd"), share(rec.get("artifact"))]
+            share(rec.get("rubric_hash")), by_cluster, items,
+            int(rec.get("n_unscored") or 0), cost, share(rec.get("artifact")), bad]
 
 
 CACHE_FILE = ".benchctl-report-cache"
 RACY_NS = 3_000_000_000
 # marshal's format may change between Python versions: the version is part of the header.
-_CACHE_HEADER = f"benchctl-report-cache/3 python{sys.version_info[0]}.{sys.version_info[1]}\n".encode()
+_CACHE_HEADER = f"benchctl-report-cache/4 python{sys.version_info[0]}.{sys.version_info[1]}\n".encode()
 
 
 class _FileCache:
@@ -322,6 +359,10 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
         if not isinstance(meta, dict):
             problems.append(f"{rel} is not a JSON object")
             continue
+        bad = _bad_meta_values(meta)
+        if bad:
+            meta = _checked_meta(meta)                 # a copy: the cached record stays as read
+            problems.append(f"{rel}: {', '.join(bad)} not as benchctl writes them (read as unknown)")
         by_id[name] = Run(run_id=name, meta=meta)
     if unfinished:
         # a finished run of the same configuration: same id up to the seed
@@ -359,6 +400,9 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
                     problems.append(f"unreadable {rel}: {err}")
                     continue
                 g = Grade(*fields)
+                if g.bad_values:
+                    problems.append(f"{rel}: {g.bad_values} value(s) not as benchctl writes them (item scores and "
+                                    f"clusters, by_cluster, cost_usd) read as unknown")
                 run.grades[(grader, g.artifact_tag)] = g
                 n_grades += 1
     fc.save()
@@ -381,6 +425,37 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
                    problems=problems, stats={"run_dirs": len(names), "runs": len(by_id), "grades": n_grades,
                                              "unfinished": len(unfinished),
                                              "cache_hits": fc.hits, "cache_misses": fc.misses})
+
+
+_META_NUMBERS = ("cost_usd", "elapsed_s")
+
+
+def _bad_meta_values(meta: dict[str, Any]) -> list[str]:
+    """The meta.json fields the report does arithmetic or lookups on that hold something else than
+    benchctl writes (a hand edit, another tool): named in the report's problems, read as unknown,
+    rather than a crash halfway through a report. A few type checks per run (~1 µs)."""
+    bad = [k for k in _META_NUMBERS if not _is_number(meta.get(k))]
+    usage = meta.get("usage")
+    if usage is not None and not (isinstance(usage, dict) and all(map(_is_number, usage.values()))):
+        bad.append("usage")
+    fallbacks = meta.get("fallbacks")
+    if fallbacks is not None and not (isinstance(fallbacks, list) and all(isinstance(f, dict) for f in fallbacks)):
+        bad.append("fallbacks")
+    return bad
+
+
+def _checked_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `meta` with the values _bad_meta_values names made unknown: a number that is not one
+    is None (never 0), usage keeps its numbers, fallbacks its entries that are objects."""
+    out = dict(meta)
+    for k in _META_NUMBERS:
+        if not _is_number(out.get(k)):
+            out[k] = None
+    usage = out.get("usage")
+    out["usage"] = {k: v for k, v in usage.items() if _is_number(v)} if isinstance(usage, dict) else {}
+    fallbacks = out.get("fallbacks")
+    out["fallbacks"] = [f for f in fallbacks if isinstance(f, dict)] if isinstance(fallbacks, list) else []
+    return out
 
 
 def unfinished_meta(run_path: str, run_id: str, twins: dict[str, Run]) -> dict[str, Any]:
