@@ -57,6 +57,13 @@ class HarnessGateway(Protocol):
         and cuts those in flight (a spent token budget ends the run's time this way)."""
         ...
 
+    def settle(self, timeout: float) -> bool:
+        """Wait at most `timeout` seconds until every model call in flight now is recorded (its
+        `model_call` in the transcript); False when some still was at the timeout. A CLI can exit
+        with its last answer in hand before the gateway has recorded that call: the CLI harnesses
+        wait this way before reading the phase's last tool outputs from the record."""
+        ...
+
     def add_route(self, prefix: str, handler: RouteHandler) -> None:
         """Serve requests from the sandbox under `prefix` on the host: `handler(method, path, body)
         -> (status, headers, body)` in a worker thread (the CLI hook host; MCP tools)."""

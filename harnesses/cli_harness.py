@@ -30,6 +30,7 @@ HOOK_IN_SANDBOX = f"{TOOLS_DIR}/hooks/hook.py"
 BIN_DIR = f"{TOOLS_DIR}/bin"
 AGENT_HOME = "/home/agent"
 MAX_PROMPT_BYTES = 100_000   # one argv string may not exceed 128 KiB on Linux
+SETTLE_S = 2.0               # the longest a phase waits, after its CLI exited, for the gateway to record its calls
 
 
 class StreamParser(Protocol):
@@ -226,15 +227,19 @@ class CliHarness:
 
         started = time.time()
         try:
-            # the deadline moves while rate limits hold calls back; a cost cap ends the CLI once no call is in flight
-            res = run_streaming(ctx.sandbox, argv, env=env, workdir=WORK_DIR, deadline=lambda: ctx.budget.deadline,
-                                cancel=ctx.cancel, on_line=on_line,
-                                stop=ctx.stop.settled if ctx.stop is not None else None)
-        except Exception as e:
-            res = CliExit(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
-            status, error = "error", f"could not run {self.name} in the sandbox: {type(e).__name__}: {e}"
-        else:
-            status, error = self._outcome(ctx, parser, res, tracker)
+            failure: str | None = None
+            try:
+                # the deadline moves while rate limits hold calls back; a cost cap ends the CLI once no call is in flight
+                res = run_streaming(ctx.sandbox, argv, env=env, workdir=WORK_DIR, deadline=lambda: ctx.budget.deadline,
+                                    cancel=ctx.cancel, on_line=on_line,
+                                    stop=ctx.stop.settled if ctx.stop is not None else None)
+            except Exception as e:
+                res = CliExit(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
+                failure = f"could not run {self.name} in the sandbox: {type(e).__name__}: {e}"
+            # Before the join and the tracker stop listening: the phase's last model_calls carry the
+            # last tools' outputs (and say whether the last answer was a refusal).
+            self._settle_gateway(ctx, phase)
+            status, error = ("error", failure) if failure else self._outcome(ctx, parser, res, tracker)
         finally:
             for listener in (tracker, join):
                 try:
@@ -263,6 +268,23 @@ class CliHarness:
                                       "fallbacks": tracker.fallbacks, "hooks": hooks,
                                       "rejected_tool_calls": dict(join.rejected),
                                       "files": str(files.dir.relative_to(ctx.run_dir))})
+
+    def _settle_gateway(self, ctx: HarnessContext, phase: int) -> None:
+        """Wait (at most SETTLE_S) until the gateway has recorded every call in flight as the CLI
+        exited. A CLI can exit with its last answer in hand before the gateway writes that call's
+        model_call: Codex leaves right after `response.completed`, while the gateway records the
+        call when the upstream's body ends or when it notices the client's close. A call still
+        unrecorded at the bound (a stuck upstream whose client did not go away) is recorded later,
+        after the join stopped listening: its tool outputs keep the CLI's report (`received: false`),
+        and a warning says why."""
+        t0 = time.monotonic()
+        if ctx.gateway.settle(SETTLE_S):
+            return
+        ctx.transcript.emit("warning", "harness", kind="gateway_unsettled", harness=self.name, phase=phase,
+                            waited_s=round(time.monotonic() - t0, 3),
+                            message=f"the gateway had not recorded every model call in flight when {self.name} "
+                                    f"exited within {SETTLE_S:g} s; this phase's last tool results may say "
+                                    "received: false for output the model got")
 
     def _outcome(self, ctx: HarnessContext, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
         if res.cancelled:

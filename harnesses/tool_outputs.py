@@ -16,7 +16,8 @@ benchctl/gateway/recording.py). So for the CLI harnesses a `tool_result` is writ
   with `output` = exactly what the model received (`received: true`), right after the
   `model_call` that carried it;
 - a tool whose output never reached a request before the phase ended (the CLI was stopped)
-  gets its `tool_result` from the CLI's own report (`received: false`) when the phase ends; a
+  gets its `tool_result` from the CLI's own report (`received: false`) when the phase ends (once
+  the gateway has recorded the calls in flight as the CLI exited: cli_harness.py); a
   tool the model got output from while it still ran (Codex yields long commands) gets that output;
 - an output no stream event accounts for (Codex: rejected calls, tool searches) gets a
   `tool_call` and a `tool_result` of its own, built from the model's call as the gateway

@@ -7,8 +7,11 @@ the runner does. One container per test.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,11 +70,67 @@ def need_binary(harness: CliHarness) -> None:
         pytest.skip(str(e))
 
 
+class CloseHoldingRelay:
+    """A unix socket that relays each connection to the gateway's, byte for byte, except a client's
+    close: the gateway learns that the client left only when it next writes to it (the relay then
+    closes both sides). Stands for a close that reaches the gateway late (the in-sandbox forwarder or
+    the host under load): the gateway then records a call at the upstream's end of body, as it does
+    for a client that stays."""
+
+    def __init__(self, path: Path, gateway_socket: Path) -> None:
+        self.gateway_socket = gateway_socket
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        os.chmod(path, 0o666)          # the agent in the sandbox runs as another uid
+        self.listener.listen(64)
+        self.listener.settimeout(0.05)  # so the accept loop sees `closing`
+        self.closing = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closing.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        gateway = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        gateway.connect(str(self.gateway_socket))
+        threading.Thread(target=self._back, args=(gateway, client), daemon=True).start()
+        try:
+            while data := client.recv(65536):
+                gateway.sendall(data)
+        except OSError:
+            pass            # the client's end, or the relay closed it: nothing is passed on
+
+    @staticmethod
+    def _back(gateway: socket.socket, client: socket.socket) -> None:
+        try:
+            while data := gateway.recv(65536):
+                client.sendall(data)       # fails once the client is gone
+        except OSError:
+            pass
+        finally:
+            client.close()
+            gateway.close()
+
+    def close(self) -> None:
+        self.closing.set()
+        self.listener.close()
+
+
 @contextmanager
 def cli_rig(harness: Any, monkeypatch: pytest.MonkeyPatch, image: str, *, model: str,
             by_model: dict[str, Any], fallback: str | None = None, budget_s: float = 120,
-            policies: RunPolicies = MAIN_POLICIES, instructions: str = "Investigate and write /work/report.md.") -> Iterator[Rig]:
-    """Any harness fits (ReAct too: its SDK clients reach the same gateway); a CLI needs its binary."""
+            policies: RunPolicies = MAIN_POLICIES, instructions: str = "Investigate and write /work/report.md.",
+            hold_client_close: bool = False) -> Iterator[Rig]:
+    """Any harness fits (ReAct too: its SDK clients reach the same gateway); a CLI needs its binary.
+    hold_client_close: the sandbox reaches the gateway through a CloseHoldingRelay."""
     if isinstance(harness, CliHarness):
         need_binary(harness)
     # A short private dir: unix socket paths must stay under ~100 bytes.
@@ -85,8 +144,11 @@ def cli_rig(harness: Any, monkeypatch: pytest.MonkeyPatch, image: str, *, model:
     monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
     transcript = TranscriptWriter(run_dir / "transcript.jsonl")
-    gw = Gateway(GatewayConfig(model=model, fallback=fallback, socket_path=gw_dir / "gateway.sock", retry=FAST_RETRY),
+    # With a relay, the gateway listens beside the mounted directory and the relay takes its name in it.
+    gw_socket = base / "gateway.sock" if hold_client_close else gw_dir / "gateway.sock"
+    gw = Gateway(GatewayConfig(model=model, fallback=fallback, socket_path=gw_socket, retry=FAST_RETRY),
                  transcript).start()
+    relay = CloseHoldingRelay(gw_dir / "gateway.sock", gw_socket) if hold_client_close else None
     sandbox = DockerSandbox(SandboxSpec(image=image, run_id="cli-test", gateway_dir=gw_dir,
                                         extra_mounts=harness.mounts()))
     try:
@@ -97,6 +159,8 @@ def cli_rig(harness: Any, monkeypatch: pytest.MonkeyPatch, image: str, *, model:
         yield Rig(ctx, up, gw, sandbox, run_dir)
     finally:
         sandbox.stop()
+        if relay is not None:
+            relay.close()
         gw.close()
         up.close()
         transcript.close()

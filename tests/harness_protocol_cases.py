@@ -63,6 +63,9 @@ class GatewayWithWrongTypes:
     def set_deadline(self) -> None:
         pass
 
+    def settle(self, timeout: float) -> bool:
+        return True
+
     def add_route(self, prefix: str, handler: Any) -> None:
         pass
 
@@ -84,11 +87,38 @@ class GatewayWithoutRefused:
     def set_deadline(self, unix_seconds: float | None) -> None:
         pass
 
+    def settle(self, timeout: float) -> bool:
+        return True
+
     def add_route(self, prefix: str, handler: Any) -> None:
         pass
 
     def add_observer(self, observer: Any) -> None:
         pass
+
+
+class GatewayThatCannotSettle:
+    """`settle` takes no timeout: a CLI harness could wait on a stuck call forever."""
+    socket_path: Path | None = None
+    url: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {}
+
+    def set_deadline(self, unix_seconds: float | None) -> None:
+        pass
+
+    def settle(self) -> bool:
+        return True
+
+    def add_route(self, prefix: str, handler: Any) -> None:
+        pass
+
+    def add_observer(self, observer: Any) -> None:
+        pass
+
+    def refused(self, status: int | str, why: str) -> bool:
+        return True
 
 
 class ToolsWithoutTimeout:
@@ -117,6 +147,10 @@ def wrong_gateway(gateway: GatewayWithWrongTypes) -> HarnessGateway:
 
 
 def gateway_without_refused(gateway: GatewayWithoutRefused) -> HarnessGateway:
+    return gateway  # rejected
+
+
+def gateway_that_cannot_settle(gateway: GatewayThatCannotSettle) -> HarnessGateway:
     return gateway  # rejected
 
 

@@ -82,6 +82,9 @@ class StubGateway:
     def summary(self) -> dict[str, Any]:
         return {"fallbacks": []}
 
+    def settle(self, timeout: float) -> bool:     # no model traffic here: nothing in flight
+        return True
+
 
 def stream(*events: dict[str, Any]) -> str:
     return "\n".join(json.dumps(e) for e in events) + "\n"

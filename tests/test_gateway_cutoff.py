@@ -191,6 +191,31 @@ def test_client_leaving_once_it_has_the_whole_answer_cut_nothing(tmp_path: Path,
         assert tool_call["name"] == "bash" and observer.seen == [([tool_call["id"]], "ok")]
 
 
+def test_settle_waits_until_the_calls_in_flight_are_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gateway.settle(timeout), which the CLI harnesses call once their CLI exited: a client can have
+    its whole answer before the call is recorded (here it stays while the upstream holds its end of
+    body back). settle says False at its timeout while that call is unrecorded, and returns True as
+    soon as it is recorded; with nothing in flight, at once."""
+    for rig in make_rig(tmp_path, monkeypatch, {"turns": [TOOL_TURN]}, model="openai/gpt-5"):
+        assert rig.gw.settle(0.0) is True                          # nothing in flight
+        end = threading.Event()
+        rig.up.pause_next(end, after_pieces=AT_END)
+        try:
+            with openai_client(rig.gw, max_retries=0).responses.stream(model="gpt-5", input="hi") as s:
+                for ev in s:
+                    if ev.type == "response.completed":
+                        break                                      # the whole answer; the connection stays
+                t0 = time.monotonic()
+                assert rig.gw.settle(0.2) is False                 # bounded: the call is still unrecorded
+                assert 0.2 <= time.monotonic() - t0 < 5 and rig.events("model_call") == []
+                threading.Timer(0.3, end.set).start()
+                assert rig.gw.settle(10) is True
+                (call,) = rig.events("model_call")                 # written before settle returned
+        finally:
+            end.set()
+        assert call["outcome"] == "ok" and call["latency_ms"] >= 300
+
+
 def test_every_wire_apis_stream_cut_anywhere_is_summarized_as_far_as_it_got() -> None:
     """What arrived of a cut stream, read from the scripted encoder's real wire bytes cut after each
     event: text so far, tool calls as far as they arrived, and usage final only with the last count."""

@@ -108,6 +108,7 @@ def test_fakes_missing_a_member_or_a_parameter_are_caught_at_run_time() -> None:
     # present but of the wrong shape: isinstance cannot see that, the parameter comparison does
     assert isinstance(cases.GatewayWithWrongTypes(), HarnessGateway)
     assert shape_mismatches(HarnessGateway, cases.GatewayWithWrongTypes) == ["set_deadline: no parameter unix_seconds"]
+    assert shape_mismatches(HarnessGateway, cases.GatewayThatCannotSettle) == ["settle: no parameter timeout"]
     assert shape_mismatches(HostTools, cases.ToolsWithoutTimeout) == ["call: no parameter timeout"]
     assert shape_mismatches(CostStop, cases.StopWithFlags) == ["settled: not a method"]
     assert not isinstance(object(), CostStop)
@@ -137,7 +138,7 @@ def test_mypy_accepts_the_real_objects_and_harness_code_and_rejects_each_fake(tm
     runner = REPO / "benchctl/executors/run_body.py"      # builds the context from the real objects
     errors = _mypy(tmp_path / "mypy-cache", CASES, REPO / "harnesses", runner)
     rejected = {i for i, line in enumerate(CASES.read_text().splitlines(), 1) if line.rstrip().endswith("# rejected")}
-    assert len(rejected) == 10
+    assert len(rejected) == 11
     in_cases = {line: message for path, line, message in errors if path == CASES}
     assert set(in_cases) == rejected, (
         f"mypy should reject exactly the lines marked `# rejected` in {CASES.name}; it rejected "

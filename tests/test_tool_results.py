@@ -5,11 +5,13 @@ as the upstream received it. Output that arrives in bursts is the case Codex's o
 wrong (its `aggregated_output` keeps only the last burst)."""
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from benchctl.gateway.recording import reconstruct
+from benchctl.testing.fake_upstream import AT_END
 from cli_harness_rig import NO_POLICIES, cli_rig
 from harnesses.claude_code import ClaudeCodeHarness
 from harnesses.codex import CodexHarness
@@ -80,6 +82,49 @@ def test_tool_result_is_what_the_model_received(name: str, sandbox_image: str, m
     bursts, lines = (r["output"] for r in results)
     assert "A-FIRST\nB-LAST" in bursts                       # Codex's own stream said "B-LAST\n" only
     assert all(f"line-{i}\n" in lines + "\n" for i in range(1, 39))
+
+
+@pytest.mark.cli_binaries
+def test_the_last_tool_result_waits_for_the_gateways_record_of_the_last_call(
+        sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex exits as soon as it reads its last `response.completed`; the gateway records that call
+    when the upstream's body ends or when the client's close reaches it. Here the upstream holds its
+    end of body back HOLD_S after the last event and the close arrives late (a relay holds it), so the
+    phase's last request, which carries the last tool's output, is recorded after Codex exited. The
+    harness waits for it (Gateway.settle) before the phase ends: that tool_result is what the model
+    received. Without the wait it was Codex's own report (`aggregated_output`: the last burst only,
+    `received: false`)."""
+    HOLD_S = 1.0
+    model, shell, _ = CASES["codex"]
+    harness = CodexHarness()
+    script = {"turns": [{"text": "Two bursts.", "tool_calls": [shell(BURSTS)]}, {"text": "Done."}]}
+    first, last = threading.Event(), threading.Event()
+    first.set()                    # the first answer goes at once (a fault is taken per answer, in order)
+    with cli_rig(harness, monkeypatch, sandbox_image, model=model, by_model={model.split("/")[1]: script},
+                 policies=NO_POLICIES, hold_client_close=True) as rig:
+        rig.up.pause_next(first, after_pieces=AT_END)
+        rig.up.pause_next(last, after_pieces=AT_END)
+
+        def release_when_asked() -> None:    # HOLD_S after the last request arrived
+            try:
+                rig.up.wait_for_requests(2, timeout=60)
+            finally:
+                threading.Timer(HOLD_S, last.set).start()
+        threading.Thread(target=release_when_asked, daemon=True).start()
+        result = harness.run(rig.ctx)
+        assert result.status == "completed", result.error
+        events = rig.events()
+        sent = _outputs(rig.bodies()[-1])     # what the model's server received last
+
+    (res,) = [e for e in events if e["type"] == "tool_result"]
+    assert res.get("received") is True, res
+    calls = [e for e in events if e["type"] == "model_call"]
+    assert len(calls) == 2 and calls[-1]["latency_ms"] >= HOLD_S * 1000     # recorded at the held end of body
+    recorded = _outputs(reconstruct(events)[calls[-1]["call_id"]])
+    assert res["output"] == recorded[res["call_id"]] == sent[res["call_id"]]
+    assert "A-FIRST\nB-LAST" in res["output"]
+    assert [e for e in events if e["type"] == "warning"] == []
+    assert events.index(res) > events.index(calls[-1])        # written when the call was recorded
 
 
 @pytest.mark.cli_binaries

@@ -53,7 +53,7 @@ class GatewayContext(Protocol):
     observers: list[CallObserver]                  # host-side checks told of every call (hooks ledger)
     limits: Any                                    # the run's benchctl.limits.run.RunLimits (limiter, cost stop)
     phase: int                                     # +1 at each set_deadline: the run, then each follow-up
-    forwarding: set[Any]                           # exchanges with a call in flight (cut at the deadline)
+    forwarding: set[Any]                           # exchanges with a call in flight, until recorded (deadline cut, settle)
 
     @property
     def deadline(self) -> float | None: ...        # unix seconds, None: no deadline

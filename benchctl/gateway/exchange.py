@@ -261,6 +261,9 @@ class Exchange:
 
         if watch:
             protocol.on_client_gone = gone
+        # In `forwarding` from before the request goes upstream until after its model_call is
+        # written (every way out below records first; a gateway bug gets an `error` event instead, from
+        # handle_connection): Gateway.settle() waits on exactly that.
         self.gw.forwarding.add(self)
         try:
             return await self._forward(call, requested)

@@ -11,7 +11,8 @@ Requests are passed to the run's upstream with the model rewritten; responses st
 chunk by chunk as they arrive. After each response the accumulated bytes are summarized and a
 `model_call` event is written (see `exchange.py` for the per-call flow and the event fields);
 a call cut off because its client left or the gateway closed is written then, with what had
-arrived. Read `summary()` after `close()` to count the calls that close cut off.
+arrived. Read `summary()` after `close()` to count the calls that close cut off. `settle(timeout)`
+waits until the calls in flight now are written (a harness calls it once its agent has exited).
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ except ImportError:   # a platform without its wheels: asyncio's own loop serves
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
 RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
 DEADLINE_TICK_S = 0.25                      # how often the deadline watcher looks (while no deadline is near)
+SETTLE_TICK_S = 0.005                       # how often settle() looks again while a call it waits for is unrecorded
 
 
 
@@ -110,7 +112,7 @@ class Gateway:
         self._connections = 0
         self._refused: dict[str, int] = {}       # requests the gateway refused itself, by status
         self.phase = 0                     # +1 at each set_deadline (the run, then each follow-up)
-        self.forwarding: set[Any] = set()  # exchanges with a call in flight (cut at the deadline)
+        self.forwarding: set[Any] = set()  # exchanges with a call in flight, until recorded (cut at the deadline)
         # Resolve upstreams now so a misconfigured model fails before the run starts.
         self._upstreams: dict[ModelId, Upstream] = {m: self._resolve(m) for m in (primary, fallback) if m is not None}
         self._stats_lock = threading.Lock()
@@ -277,6 +279,48 @@ class Gateway:
         if self._deadline is None:
             return None
         return self._deadline + self.limits.extension()
+
+    def settle(self, timeout: float) -> bool:
+        """Wait at most `timeout` seconds until every model call in flight now is recorded (its
+        `model_call` written, so the transcript's listeners have seen it). True once they all are,
+        at once when none is in flight; False at the timeout, some still unrecorded (each is still
+        recorded when it ends: its upstream finishes, its client leaves, the deadline cuts it, or
+        the gateway closes). Calls that start later are not waited for.
+
+        For a harness whose agent has just exited: a client can have its whole answer before the
+        gateway records the call, which happens at the upstream's end of body or when the gateway
+        notices the client left (Codex exits right after `response.completed`). Thread-safe; not
+        from the gateway's own thread, which it waits on."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or not thread.is_alive() or self._closed:
+            return True     # not serving: nothing in flight (close() records the calls it cuts)
+        if threading.current_thread() is thread:
+            raise GatewayError("Gateway.settle() waits on the gateway's own thread: call it from another one")
+        try:
+            waited = asyncio.run_coroutine_threadsafe(self._settle(timeout), loop)
+        except RuntimeError:   # the loop closed meanwhile: close() recorded what it cut
+            return True
+        try:
+            # The loop may be slow to start it (busy): bounded all the same, a little later.
+            return waited.result(timeout + 1.0)
+        except TimeoutError:
+            waited.cancel()
+            return False
+
+    async def _settle(self, timeout: float) -> bool:
+        # Read on the loop, so no exchange is halfway into or out of `forwarding`. An exchange joins
+        # it before its request goes upstream and leaves it only after record() wrote its model_call
+        # (exchange.py, Exchange.forward), so "left `forwarding`" means "recorded". Looking again every
+        # few ms costs the calls nothing (no per-call signal), and settle() is rare: once per phase.
+        pending = set(self.forwarding)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + timeout
+        while pending:
+            if loop.time() >= until:
+                return False
+            await asyncio.sleep(SETTLE_TICK_S)
+            pending &= self.forwarding
+        return True
 
     def add_route(self, prefix: str, handler: RouteHandler) -> None:
         """Serve `prefix*` paths with `handler(method, path, body) -> (status, headers, body)` in a worker thread.
