@@ -52,3 +52,27 @@ def test_refresh_with_lines_stops_early_and_a_later_refresh_indexes_the_rest(tmp
     assert idx.refresh() == 2001 and not idx.partial                  # the rest, the append included
     assert list(idx.seqs) == list(range(2001)) and idx.phase_starts == [7]
     assert idx.refresh(lines=50) == 2001 and not idx.partial          # complete: a refresh as any other
+
+
+def test_minimap_of_a_growing_transcript_is_the_minimap_drawn_afresh(tmp_path: Path) -> None:
+    """A live page's minimap is extended with the appended lines (runpage.minimap_view keeps it per
+    index): the result is the one counting the whole transcript gives, and each lane's mark links
+    to that lane's first event in its time slot."""
+    from benchctl.view.runpage import minimap_view
+    path = tmp_path / "transcript.jsonl"
+    lines = _lines(58)                                                # t = 1 + i, within the 60 s budget
+    lines[4] = orjson.dumps({"v": 1, "seq": 4, "t": 4.1, "type": "tool_call"})   # the notice's time slot
+    path.write_bytes(b"\n".join(lines[:30]) + b"\n")
+    idx = TranscriptIndex(str(path))
+    idx.refresh()
+    minimap_view(idx, 0, 30)
+    with open(path, "ab") as f:
+        f.write(b"\n".join(lines[30:]) + b"\n")
+    idx.refresh()
+    grown = minimap_view(idx, 0, 58)
+    fresh = TranscriptIndex(str(path))
+    fresh.refresh()
+    assert grown == minimap_view(fresh, 0, 58) and grown["span_s"] == 60
+    # one slot, two lanes: each mark links to its own lane's event
+    assert [(r["lane"], r["x"], r["seq"]) for r in grown["rects"] if r["lane"] in ("notice", "tool")] == [
+        ("tool", 50.0, 4), ("notice", 50.0, 3)]

@@ -41,9 +41,11 @@ class TranscriptIndex:
         self.lock = threading.Lock()                   # guards the arrays and `end` while they change
         self._scan_lock = threading.Lock()             # one scan at a time
         self.partial = False                           # a refresh stopped before the end of the file
+        self.generation = -1                           # +1 each time the index starts over (file replaced)
         self._reset(None)
 
     def _reset(self, ident: tuple[int, int] | None) -> None:
+        self.generation += 1
         self.ident = ident
         self.end = 0                                   # bytes indexed (always just after a newline)
         self.starts = array("q")
