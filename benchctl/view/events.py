@@ -83,6 +83,37 @@ def prepare(ev: dict[str, Any], line: int, t0: float | None, budget_s: float | N
                      rel_s=rel, frac=frac, extra=extra)
 
 
+ENVELOPE = frozenset({"v", "seq", "t"})   # format version, number, epoch time: shown only as #N and time since start
+
+
+def texts(ev: dict[str, Any]) -> list[str]:
+    """The text a reader sees of an event, which search matches: every string and number inside
+    it (numbers as JSON writes them), not its keys, JSON punctuation, true/false/null, or the
+    envelope's numbers (every event has them: searching "17" would find every event)."""
+    out: list[str] = []
+    stack: list[Any] = [v for k, v in ev.items() if k not in ENVELOPE]
+    stack.reverse()
+    while stack:                                       # depth first, in the event's order
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+        elif isinstance(v, float):
+            out.append(orjson.dumps(v).decode())       # as the transcript writer wrote it
+        elif isinstance(v, int) and not isinstance(v, bool):
+            out.append(str(v))
+    return out
+
+
+def matches(ev: dict[str, Any], folded_query: str) -> bool:
+    """Whether one of the event's texts contains the query, both Unicode case-folded
+    (`str.casefold`: "ÄRGER" finds "ärger", "STRASSE" finds "Straße")."""
+    return any(folded_query in s.casefold() for s in texts(ev))
+
+
 def is_long(text: Any) -> bool:
     return isinstance(text, str) and (text.count("\n") >= CLIP_LINES or len(text) > 3000)
 

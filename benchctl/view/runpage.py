@@ -6,6 +6,7 @@ the transcript is indexed (`transcript_index`).
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
@@ -15,7 +16,7 @@ from benchctl.report.aggregate import Options, config_of, field_of
 from benchctl.report.contests import target_cost
 from benchctl.report.load import Run
 from benchctl.view import render
-from benchctl.view.events import LANES, EventView, category, minimap, prepare
+from benchctl.view.events import LANES, EventView, category, minimap, prepare, texts
 from benchctl.view.live import sweep_active
 from benchctl.view.paths import RunFiles
 from benchctl.view.transcript_index import TranscriptIndex
@@ -154,20 +155,23 @@ def search(idx: TranscriptIndex, q: str, limit: int = 200) -> tuple[list[dict[st
 
 
 def snippet(ev: dict[str, Any], q: str, width: int = 70) -> str:
-    """Where the query occurs in the event's first string field that contains it."""
-    ql = q.lower()
-    stack: list[Any] = [ev]
-    while stack:
-        v = stack.pop(0)
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif isinstance(v, str):
-            k = v.lower().find(ql)
-            if k >= 0:
-                a, b = max(0, k - width), min(len(v), k + len(q) + width)
-                return ("…" if a else "") + " ".join(v[a:b].split()) + ("…" if b < len(v) else "")
+    """Where the query occurs in the first of the event's texts (`events.texts`) that contains
+    it, compared as search compares them (case-folded)."""
+    fq = q.casefold()
+    for v in texts(ev):
+        folded = v.casefold()
+        k = folded.find(fq)
+        if k < 0:
+            continue
+        m = len(fq)
+        if len(folded) != len(v):                      # folding changed lengths ("ß" -> "ss"): map back
+            ends, pos = [], 0
+            for ch in v:
+                pos += len(ch.casefold())
+                ends.append(pos)
+            k0 = bisect.bisect_right(ends, k)
+            k1 = bisect.bisect_left(ends, k + len(fq))
+            k, m = k0, k1 - k0 + 1
+        a, b = max(0, k - width), min(len(v), k + m + width)
+        return ("…" if a else "") + " ".join(v[a:b].split()) + ("…" if b < len(v) else "")
     return ""
-
-
