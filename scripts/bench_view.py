@@ -13,8 +13,9 @@ work + transfer, as a browser would fetch the HTML):
   file re-stat'ed, changed ones re-read), a filtered and sorted request, the live figures;
 - the run page of the 100,000-event run: first open (served once its first window is indexed;
   the rest is indexed in the background), the same followed by its overview (minimap, phases,
-  event count: waits for the whole index), warm open, a deep link to the middle, a search, the
-  next window of events, and picking up 100 appended events;
+  event count: waits for the whole index), warm open, a deep link to the middle, searches (200
+  hits; none, so every line is read; a key's name, in every line and no value), the next window
+  of events, and picking up 100 appended events;
 - with Chromium (when installed): navigation to the `load` event of the sweep page, and of the
   run page's first open in a `benchctl view` process of its own (started fresh, the sweep's
   first load done, the transcript not indexed yet), also to the minimap being drawn. With
@@ -241,6 +242,9 @@ def main() -> None:
             rows.append(("run page, warm", median(lambda: get(base + run), args.repeat)))
             rows.append(("run page, deep link to the middle", median(lambda: get(f"{base}{run}?at={args.events // 2}"), args.repeat)))
             rows.append(("run page with search (200 hits)", median(lambda: get(f"{base}{run}?q=svc-backup"), args.repeat)))
+            rows.append(("run page with search (no hit: every line read)",
+                         median(lambda: get(f"{base}{run}?q=no-such-text"), args.repeat)))
+            rows.append(("run page with search (a key's name: no hit)", median(lambda: get(f"{base}{run}?q=type"), args.repeat)))
             rows.append(("next 200 events (load later)", median(lambda: get(f"{base}{run}/events?from=5000&to=5200"), args.repeat)))
 
             def grow() -> Timing:

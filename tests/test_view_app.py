@@ -115,6 +115,53 @@ def test_search_finds_events_and_deep_link_windows_a_long_transcript(tmp_path: P
     assert frag.text.count("<article ") == 200 and frag.headers["x-total"] == "100029"
 
 
+def _search(c: TestClient, rid: str, q: str) -> tuple[list[int], str]:
+    """The seqs a run page's search lists, and the page."""
+    page = c.get(f"/run/{rid}", params={"q": q}).text
+    box = page.split('id="search-results"', 1)[1].split("</section>", 1)[0]
+    return [int(s) for s in re.findall(r'<a href="#seq=(\d+)">', box)], page
+
+
+def test_search_matches_what_a_reader_sees_case_folded(results) -> None:
+    import json
+    root, ids = results
+    rid = ids["main"]
+    path = root / "runs" / rid / "transcript.jsonl"
+    n = len(path.read_bytes().splitlines())
+    append_events(path, [
+        {"type": "assistant", "source": "harness", "turn": 5, "text": "Viel ÄRGER mit der Straße."},
+        {"type": "tool_result", "source": "harness", "name": "bash", "output": 'he said "stop" at C:\\Users\\x\nnext line',
+         "exit_code": 0},
+        {"type": "notice", "source": "policy", "kind": "words", "text": "<script>window.__pwned=1</script> sourced"},
+    ])
+    # another writer's line: non-ASCII as \u escapes (json.dumps' default), other key order
+    with open(path, "a") as f:
+        f.write(json.dumps({"seq": n + 3, "v": 1, "t": 1.0, "type": "assistant", "source": "harness",
+                            "text": "noch mehr Ärger"}) + "\n")
+    assert '"noch mehr \\u00c4rger"' in path.read_text()
+    c = client(root)
+    # keys and JSON punctuation are not text: "type" and "source" are in every line, in no value
+    assert _search(c, rid, "type")[0] == [25]                       # "an event type this viewer has never seen"
+    assert _search(c, rid, "source")[0] == [n + 2]                  # "sourced"
+    assert _search(c, rid, '"type":')[0] == []
+    assert len(_search(c, rid, "harness")[0]) > 10                  # a value (every harness event's source)
+    # Unicode case folding, in raw UTF-8 and in \u escapes alike
+    assert _search(c, rid, "ärger")[0] == _search(c, rid, "ÄRGER")[0] == [n, n + 3]
+    assert _search(c, rid, "STRASSE")[0] == [n]
+    # escaped characters match as the text they stand for
+    assert _search(c, rid, 'said "stop"')[0] == [n + 1]
+    assert _search(c, rid, "c:\\users\\x")[0] == [n + 1]
+    assert _search(c, rid, "x\nnext")[0] == [n + 1]
+    # numbers are text; the envelope's (seq, time) are not
+    assert _search(c, rid, "812.5")[0] == [1, 6, 11]                # latency_ms of the three model calls
+    assert _search(c, rid, "18000003")[0] == []                    # in every event's time (t = 1800000300..)
+    # a query and a matched event are shown as text, never as markup
+    seqs, page = _search(c, rid, "<script>window")
+    assert seqs == [n + 2]
+    assert "<script>window" not in page and "&lt;script&gt;window.__pwned=1&lt;/script&gt; sourced" in page
+    assert "“&lt;script&gt;window”" in page
+
+
 def test_first_window_is_served_while_a_big_transcript_is_still_indexed(results, monkeypatch) -> None:
     import httpx
     root, ids = results

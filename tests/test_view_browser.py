@@ -230,6 +230,33 @@ def test_live_run_is_followed_as_its_transcript_grows(browser, tmp_path: Path) -
         _no_errors(sweep_errors)
 
 
+def test_live_run_minimap_grows_with_each_new_event(browser, tmp_path: Path) -> None:
+    root = tmp_path / "live-minimap"
+    rid = build_results(root)["running"]
+    path = root / "runs" / rid / "transcript.jsonl"
+    t0 = orjson.loads(path.read_bytes().splitlines()[0])["t"]                 # run_start; the budget is 600 s
+    with sweep_lock(root), serve(root) as base:
+        page, errors = open_page(browser, f"{base}/run/{rid}")
+        expect(page.locator("#minimap rect.cat-model")).to_have_count(1)
+        assert page.locator("#minimap rect.cat-notice, #minimap rect.cat-other").count() == 0
+        # a notice half-way through the budget, and a kind with no lane of its own at three quarters
+        append_events(path, [{"type": "notice", "source": "policy", "kind": "time", "text": "5m left", "t": t0 + 300},
+                             {"type": "quantum_flux", "source": "harness", "level": 7, "t": t0 + 450}])
+        notice, other = page.locator("#minimap rect.cat-notice"), page.locator("#minimap rect.cat-other")
+        expect(notice).to_have_count(1, timeout=15_000)
+        expect(other).to_have_count(1, timeout=15_000)
+        assert float(notice.get_attribute("x")) == 500.0 and float(other.get_attribute("x")) == 750.0
+        assert page.locator("#seq-4").count() == 1                                 # the list grew too
+        # a second notice, later: a second mark in the notice lane
+        append_events(path, [{"type": "notice", "source": "policy", "kind": "time", "text": "1m left", "t": t0 + 540}])
+        expect(notice).to_have_count(2, timeout=15_000)
+        # each new mark links to its own event, as the marks drawn with the page do
+        notice.first.click()
+        page.wait_for_url("**#seq=3")
+        expect(page.locator("#seq-3")).to_have_class(re.compile(r"\btarget\b"))
+        _no_errors(errors)
+
+
 def test_page_served_while_indexing_fills_in_its_minimap_and_then_goes_live(browser, tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "big-live"
     ids = build_results(root)

@@ -52,3 +52,58 @@ def test_refresh_with_lines_stops_early_and_a_later_refresh_indexes_the_rest(tmp
     assert idx.refresh() == 2001 and not idx.partial                  # the rest, the append included
     assert list(idx.seqs) == list(range(2001)) and idx.phase_starts == [7]
     assert idx.refresh(lines=50) == 2001 and not idx.partial          # complete: a refresh as any other
+
+
+def test_minimap_of_a_growing_transcript_is_the_minimap_drawn_afresh(tmp_path: Path) -> None:
+    """A live page's minimap is extended with the appended lines (runpage.minimap_view keeps it per
+    index): the result is the one counting the whole transcript gives, and each lane's mark links
+    to that lane's first event in its time slot."""
+    from benchctl.view.runpage import minimap_view
+    path = tmp_path / "transcript.jsonl"
+    lines = _lines(58)                                                # t = 1 + i, within the 60 s budget
+    lines[4] = orjson.dumps({"v": 1, "seq": 4, "t": 4.1, "type": "tool_call"})   # the notice's time slot
+    path.write_bytes(b"\n".join(lines[:30]) + b"\n")
+    idx = TranscriptIndex(str(path))
+    idx.refresh()
+    minimap_view(idx, 0, 30)
+    with open(path, "ab") as f:
+        f.write(b"\n".join(lines[30:]) + b"\n")
+    idx.refresh()
+    grown = minimap_view(idx, 0, 58)
+    fresh = TranscriptIndex(str(path))
+    fresh.refresh()
+    assert grown == minimap_view(fresh, 0, 58) and grown["span_s"] == 60
+    # one slot, two lanes: each mark links to its own lane's event
+    assert [(r["lane"], r["x"], r["seq"]) for r in grown["rects"] if r["lane"] in ("notice", "tool")] == [
+        ("tool", 50.0, 4), ("notice", 50.0, 3)]
+
+
+@pytest.mark.parametrize("chunk", [1, 300, 8 << 20])
+def test_search_finds_exactly_the_events_whose_text_holds_the_query(tmp_path: Path, chunk: int, monkeypatch) -> None:
+    """The search reads only the lines its byte scan picks; whatever the chunk size, it finds what
+    parsing every line and comparing its texts case-folded finds (`events.matches`)."""
+    import json
+    import random
+
+    from benchctl.view.events import matches
+    rng = random.Random(7)
+    words = ["type", "Type", "text", "ÄRGER", "ärger", "Straße", "STRASSE", 'say "hi"', "a\\b", "x\ny", "k", "K",
+             "ﬁle", "FILE", "12.5", "<b>", "tool_call", "/tmp/x", "ß", "İ", 'the "type": field']
+    lines = []
+    for i in range(300):
+        ev = {"v": 1, "seq": i, "t": 1000.0 + i, "type": rng.choice(["assistant", "tool_result", "text_type"]),
+              rng.choice(["text", "output", "Type"]): " ".join(rng.choices(words, k=3)),
+              "n": rng.choice([12.5, 7, True, None]), "nested": {rng.choice(words[:3]): [rng.choice(words)]}}
+        line = orjson.dumps(ev) if i % 3 else json.dumps(ev, separators=(",", ":")).encode()   # raw UTF-8 / \u escapes
+        lines.append(line if i != 50 else b'{"v":1,"seq":50, "text":"type ' + "Ärger".encode() + b'" damaged')
+    path = tmp_path / "transcript.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(TranscriptIndex, "search_chunk", chunk)
+    idx = TranscriptIndex(str(path))
+    idx.refresh()
+    everything = idx.read(0, len(idx))
+    for q in words + ["TYPE", '"type":', "e", "ss", "fi", "/tmp", 'hi"', "\\", "1000", "true", "null", "Ärger"]:
+        expected = [i for i, ev in enumerate(everything) if matches(ev, q.casefold())]
+        assert idx.search(q, limit=1000) == (expected, False), q
+        if len(expected) > 3:
+            assert idx.search(q, limit=3) == (expected[:3], True), q

@@ -83,6 +83,37 @@ def prepare(ev: dict[str, Any], line: int, t0: float | None, budget_s: float | N
                      rel_s=rel, frac=frac, extra=extra)
 
 
+ENVELOPE = frozenset({"v", "seq", "t"})   # format version, number, epoch time: shown only as #N and time since start
+
+
+def texts(ev: dict[str, Any]) -> list[str]:
+    """The text a reader sees of an event, which search matches: every string and number inside
+    it (numbers as JSON writes them), not its keys, JSON punctuation, true/false/null, or the
+    envelope's numbers (every event has them: searching "17" would find every event)."""
+    out: list[str] = []
+    stack: list[Any] = [v for k, v in ev.items() if k not in ENVELOPE]
+    stack.reverse()
+    while stack:                                       # depth first, in the event's order
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+        elif isinstance(v, float):
+            out.append(orjson.dumps(v).decode())       # as the transcript writer wrote it
+        elif isinstance(v, int) and not isinstance(v, bool):
+            out.append(str(v))
+    return out
+
+
+def matches(ev: dict[str, Any], folded_query: str) -> bool:
+    """Whether one of the event's texts contains the query, both Unicode case-folded
+    (`str.casefold`: "ÄRGER" finds "ärger", "STRASSE" finds "Straße")."""
+    return any(folded_query in s.casefold() for s in texts(ev))
+
+
 def is_long(text: Any) -> bool:
     return isinstance(text, str) and (text.count("\n") >= CLIP_LINES or len(text) > 3000)
 
@@ -92,22 +123,33 @@ def cap(text: Any, limit: int = MAX_TEXT) -> str:
     return s if len(s) <= limit else s[:limit] + f"\n… [{len(s) - limit:,} more characters: open the event's JSON]"
 
 
-def minimap(times: Any, types: list[str], t0: float | None, span_s: float, buckets: int = 120
-            ) -> dict[str, Any]:
+def minimap(times: Any, types: list[str], t0: float | None, span_s: float, buckets: int = 120,
+            since: dict[str, Any] | None = None) -> dict[str, Any]:
     """Counts of events per lane and time bucket over [t0, t0 + span_s], plus the first line
-    number in each bucket (the minimap links there)."""
-    counts = {lane: [0] * buckets for lane in LANES}
-    first: list[int | None] = [None] * buckets
+    number in each lane's bucket (its mark links there). With `since`, an earlier result for the
+    same t0, span and buckets, only the lines after those it counted are counted (a live run's
+    transcript grows at its end), so a growing minimap costs the new lines, not the whole run."""
+    n = min(len(times), len(types))                    # a refresh may be extending the arrays
+    if since is not None and since["lines"] <= n:
+        counts = {lane: c[:] for lane, c in since["counts"].items()}
+        first = {lane: f[:] for lane, f in since["first"].items()}
+        start = since["lines"]
+    else:
+        counts = {lane: [0] * buckets for lane in LANES}
+        first = {lane: [None] * buckets for lane in LANES}
+        start = 0
     if t0 is None or not span_s or span_s <= 0:
-        return {"buckets": buckets, "counts": counts, "first": first, "max": 0}
+        return {"buckets": buckets, "counts": counts, "first": first, "max": 0, "lines": n}
     scale = buckets / span_s
-    for i, (t, ty) in enumerate(zip(times, types)):
+    for i in range(start, n):
+        t = times[i]
         if t != t:                                     # NaN: a line without a time
             continue
         b = int((t - t0) * scale)
         b = 0 if b < 0 else buckets - 1 if b >= buckets else b
-        counts[CATEGORY.get(ty, "other")][b] += 1
-        if first[b] is None:
-            first[b] = i
+        lane = CATEGORY.get(types[i], "other")
+        counts[lane][b] += 1
+        if first[lane][b] is None:
+            first[lane][b] = i
     peak = max((max(c) for c in counts.values()), default=0)
-    return {"buckets": buckets, "counts": counts, "first": first, "max": peak}
+    return {"buckets": buckets, "counts": counts, "first": first, "max": peak, "lines": n}

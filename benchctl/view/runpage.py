@@ -6,6 +6,7 @@ the transcript is indexed (`transcript_index`).
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
@@ -15,7 +16,7 @@ from benchctl.report.aggregate import Options, config_of, field_of
 from benchctl.report.contests import target_cost
 from benchctl.report.load import Run
 from benchctl.view import render
-from benchctl.view.events import LANES, EventView, category, minimap, prepare
+from benchctl.view.events import LANES, EventView, category, minimap, prepare, texts
 from benchctl.view.live import sweep_active
 from benchctl.view.paths import RunFiles
 from benchctl.view.transcript_index import TranscriptIndex
@@ -104,17 +105,21 @@ def phases(idx: TranscriptIndex) -> list[tuple[str, int]]:
 
 def minimap_view(idx: TranscriptIndex, first: int, last: int) -> dict[str, Any]:
     """The SVG minimap: one lane per event category across the budget (or the whole run when it
-    ran longer, e.g. with follow-ups); darker = more events; each mark links to its first event."""
+    ran longer, e.g. with follow-ups); darker = more events; each mark links to the first event
+    of its lane in its time slot. A live page fetches it again as events arrive (run.js)."""
     t0, budget = clock_origin(idx)
     n = len(idx)
     end = next((idx.times[i] for i in range(n - 1, -1, -1) if not math.isnan(idx.times[i])), t0)
     ran = (end - t0) if (t0 is not None and end is not None) else 0.0
     span = max(budget or 0.0, ran, 1e-9)
-    key = (n, span)
+    # Cached per index and extended as the transcript grows (a live page asks again after each
+    # batch of new events); counted afresh only when the scale changes (the run passed its budget).
+    scale = (idx.generation, t0, span)
     cached = getattr(idx, "_minimap", None)
-    if cached is None or cached[0] != key:
-        cached = (key, minimap(idx.times, idx.types, t0, span))
-        idx._minimap = cached  # type: ignore[attr-defined]   # per index; recomputed when it grows
+    if cached is None or cached[0] != scale or cached[1]["lines"] != n:
+        since = cached[1] if cached is not None and cached[0] == scale else None
+        cached = (scale, minimap(idx.times, idx.types, t0, span, since=since))
+        idx._minimap = cached  # type: ignore[attr-defined]
     mm = cached[1]
     lane_h, width = 11, 1000.0
     bw = width / mm["buckets"]
@@ -123,7 +128,7 @@ def minimap_view(idx: TranscriptIndex, first: int, last: int) -> dict[str, Any]:
     for li, lane in enumerate(LANES):
         for b, c in enumerate(mm["counts"][lane]):
             if c:
-                line = mm["first"][b]
+                line = mm["first"][lane][b]
                 rects.append({"lane": lane, "x": round(b * bw, 2), "y": li * lane_h, "w": round(bw, 2), "h": lane_h - 1,
                               "o": round(0.35 + 0.65 * math.log1p(c) / math.log1p(peak), 3),
                               "seq": idx.seqs[line] if line is not None else 0,
@@ -150,20 +155,23 @@ def search(idx: TranscriptIndex, q: str, limit: int = 200) -> tuple[list[dict[st
 
 
 def snippet(ev: dict[str, Any], q: str, width: int = 70) -> str:
-    """Where the query occurs in the event's first string field that contains it."""
-    ql = q.lower()
-    stack: list[Any] = [ev]
-    while stack:
-        v = stack.pop(0)
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif isinstance(v, str):
-            k = v.lower().find(ql)
-            if k >= 0:
-                a, b = max(0, k - width), min(len(v), k + len(q) + width)
-                return ("…" if a else "") + " ".join(v[a:b].split()) + ("…" if b < len(v) else "")
+    """Where the query occurs in the first of the event's texts (`events.texts`) that contains
+    it, compared as search compares them (case-folded)."""
+    fq = q.casefold()
+    for v in texts(ev):
+        folded = v.casefold()
+        k = folded.find(fq)
+        if k < 0:
+            continue
+        m = len(fq)
+        if len(folded) != len(v):                      # folding changed lengths ("ß" -> "ss"): map back
+            ends, pos = [], 0
+            for ch in v:
+                pos += len(ch.casefold())
+                ends.append(pos)
+            k0 = bisect.bisect_right(ends, k)
+            k1 = bisect.bisect_left(ends, k + len(fq))
+            k, m = k0, k1 - k0 + 1
+        a, b = max(0, k - width), min(len(v), k + m + width)
+        return ("…" if a else "") + " ".join(v[a:b].split()) + ("…" if b < len(v) else "")
     return ""
-
-

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from benchctl.view import events
+
 _PREFIX = re.compile(rb'\{"v":\d+,"seq":(\d+),"t":(-?[0-9][0-9.eE+-]*),"type":"([A-Za-z0-9_.-]{1,64})"')
 
 
@@ -35,15 +37,18 @@ class TranscriptIndex:
     sees a consistent prefix."""
 
     chunk_size = 1 << 20          # bytes read and published at a time
+    search_chunk = 8 << 20        # bytes read, decoded and case-folded at a time by search
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.lock = threading.Lock()                   # guards the arrays and `end` while they change
         self._scan_lock = threading.Lock()             # one scan at a time
         self.partial = False                           # a refresh stopped before the end of the file
+        self.generation = -1                           # +1 each time the index starts over (file replaced)
         self._reset(None)
 
     def _reset(self, ident: tuple[int, int] | None) -> None:
+        self.generation += 1
         self.ident = ident
         self.end = 0                                   # bytes indexed (always just after a newline)
         self.starts = array("q")
@@ -149,29 +154,84 @@ class TranscriptIndex:
         return out
 
     def search(self, query: str, limit: int = 200) -> tuple[list[int], bool]:
-        """Line numbers whose raw JSON contains `query` (ASCII case-insensitive), and whether more
-        matched than `limit`. Searches the JSON text, so a query is also matched in its
-        JSON-escaped form (quotes, backslashes, newlines)."""
-        needles = {query.lower().encode()}
-        needles.add(orjson.dumps(query.lower())[1:-1])
-        needles.discard(b"")
-        if not needles or not self.end:
+        r"""Line numbers of the events whose text (`events.texts`: the strings and numbers in them,
+        not keys or JSON punctuation) contains `query`, compared Unicode case-folded, and whether
+        more than `limit` matched (the search stops there).
+
+        Parsing every line would take about a second for 100,000 events, so the file is read
+        `search_chunk` bytes at a time, decoded and case-folded whole, and only the lines whose
+        folded JSON could hold a match are parsed and checked (`events.matches`): those holding
+        the query as written or JSON-escaped (`\"`, `\\`, `\n`) other than inside a key
+        (`"name":`), those with a `\u` (or, for a query with `/`, `\/`) escape that the raw text
+        cannot be searched through, and damaged lines (shown as their raw text)."""
+        needle = query.casefold()
+        if not needle or not self.end:
             return [], False
-        hits: set[int] = set()
-        with self.lock, open(self.path, "rb") as f:
-            data = f.read(self.end).lower()
+        escaped = orjson.dumps(needle).decode()[1:-1]
+        # (text to find, whether a line holding it only inside keys can be skipped)
+        patterns = [(needle, _KEY_CHARS.fullmatch(needle) is not None)]
+        patterns += [(escaped, False)] if escaped != needle else []
+        patterns += [("\\u", False)] + ([("\\/", False)] if "/" in needle else [])
+        with self.lock:
             starts, end = self.starts[:], self.end
-        for needle in needles:
-            k = data.find(needle)
-            while k >= 0:
-                line = bisect.bisect_right(starts, k) - 1
-                hits.add(line)
-                if len(hits) > limit:
-                    break
-                nxt = starts[line + 1] if line + 1 < len(starts) else end
-                k = data.find(needle, nxt)
-        ordered = sorted(hits)
-        return ordered[:limit], len(ordered) > limit
+            damaged = [i for i, t in enumerate(self.types) if t == "unparsed"]
+        hits: list[int] = []
+        n = len(starts)
+        with open(self.path, "rb") as f:
+            a = 0
+            while a < n and len(hits) <= limit:
+                b = max(a + 1, bisect.bisect_right(starts, starts[a] + self.search_chunk, a))
+                base = starts[a]
+                f.seek(base)
+                data = f.read((starts[b] if b < n else end) - base)
+                text = data.decode("utf-8", "replace").casefold()
+                lines = {a + k for pattern, in_keys in patterns for k in _lines_holding(text, pattern, in_keys)}
+                lines.update(damaged[bisect.bisect_left(damaged, a):bisect.bisect_left(damaged, b)])
+                for i in sorted(lines):
+                    raw = data[starts[i] - base:(starts[i + 1] if i + 1 < n else end) - base - 1]
+                    if events.matches(_parse(raw), needle):
+                        hits.append(i)
+                        if len(hits) > limit:
+                            break
+                a = b
+        return hits[:limit], len(hits) > limit
+
+
+def _lines_holding(text: str, pattern: str, skip_keys: bool) -> set[int]:
+    """The numbers of the lines of `text` (lines of case-folded JSON) holding `pattern`; with
+    `skip_keys`, not those holding it only inside keys."""
+    out: set[int] = set()
+    line, pos = 0, 0
+    k = text.find(pattern)
+    while k >= 0:
+        line += text.count("\n", pos, k)
+        stop = text.find("\n", k)
+        stop = len(text) if stop < 0 else stop
+        if not (skip_keys and _only_in_keys(text, pattern, text.rfind("\n", 0, k) + 1, stop)):
+            out.add(line)
+        pos, k = k, text.find(pattern, stop)
+    return out
+
+
+# A key as TranscriptWriter (orjson) writes it, after case folding: `{"name":` or `,"name":`. A
+# run of these characters between an unescaped quote and `":` can only be a key, so a query
+# found only inside such runs is in no value.
+_KEY_CHARS = re.compile(r"[a-z0-9_.-]+")
+_KEY_TAIL = re.compile(r'[a-z0-9_.-]*":')
+
+
+def _only_in_keys(text: str, needle: str, start: int, stop: int) -> bool:
+    """Whether every occurrence of `needle` (key characters only) in text[start:stop], a line of
+    case-folded JSON, is inside a key: `"` after `{` or `,`, key characters, the needle, key
+    characters, `":`."""
+    k = text.find(needle, start, stop)
+    while k >= 0:
+        q = text.rfind('"', max(start, k - 100), k)
+        if (q < start + 1 or text[q - 1] not in "{," or (q + 1 < k and not _KEY_CHARS.fullmatch(text, q + 1, k))
+                or not _KEY_TAIL.match(text, k + len(needle), stop)):
+            return False
+        k = text.find(needle, k + 1, stop)
+    return True
 
 
 class _Lines:

@@ -80,20 +80,39 @@
     });
   });
 
-  // A page served while its transcript was being indexed: fetch the parts that need the whole
-  // index (minimap, phase links, the event count), then start following the run if it is live.
-  if (pending) {
-    fetch("/run/" + encodeURIComponent(run) + "/overview?first=" + first + "&last=" + last + q).then(function (r) {
+  // The parts of the page that need the whole index (minimap, phase links) come from
+  // /run/<id>/overview, drawn by the server's one minimap template, and replace theirs (matched
+  // by id): once for a page served while its transcript was being indexed, and again after each
+  // batch of live events, so the minimap grows with the run. One request at a time; events that
+  // arrive meanwhile are drawn by one more request when it returns. Resolves to the event count.
+  var overviewBusy = false, overviewAgain = false;
+  function loadOverview() {
+    overviewBusy = true;
+    return fetch("/run/" + encodeURIComponent(run) + "/overview?first=" + first + "&last=" + last + q).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status);
-      total = +r.headers.get("x-total");
-      return r.text();
-    }).then(function (html) {
-      var box = document.createElement("template");
-      box.innerHTML = html;
-      Array.prototype.slice.call(box.content.children).forEach(function (el) {
-        var old = document.getElementById(el.id);
-        if (old) old.replaceWith(el);
+      var n = +r.headers.get("x-total");
+      return r.text().then(function (html) {
+        var box = document.createElement("template");
+        box.innerHTML = html;
+        Array.prototype.slice.call(box.content.children).forEach(function (el) {
+          var old = document.getElementById(el.id);
+          if (old) old.replaceWith(el);
+        });
+        return n;
       });
+    }).finally(function () {
+      overviewBusy = false;
+      if (overviewAgain) { overviewAgain = false; redrawOverview(); }
+    });
+  }
+  function redrawOverview() {           // live: a failed redraw leaves the last minimap; the next batch retries
+    if (overviewBusy) { overviewAgain = true; return; }
+    loadOverview().catch(function () {});
+  }
+
+  if (pending) {
+    loadOverview().then(function (n) {
+      total = n;
       pending = false;
       updateLater();
       goLive();
@@ -122,6 +141,7 @@
       }
       total = sent;
       updateLater();
+      redrawOverview();
     });
     src.addEventListener("stats", function (e) {
       var s = JSON.parse(e.data);
