@@ -35,7 +35,7 @@ def summarise(items: list[GradeItem]) -> tuple[float | None, float | None, dict[
     clusters: dict[str, list[tuple[float, float]]] = {}
     for it in scored:
         if it.get("cluster") is not None:
-            clusters.setdefault(it["cluster"], []).append((it["strict"], it.get("weight", 1.0)))  # type: ignore[index,arg-type]
+            clusters.setdefault(it["cluster"], []).append((it["strict"], it.get("weight", 1.0)))  # type: ignore[arg-type]
     by_cluster = {c: v for c, v in ((c, weighted_mean(p)) for c, p in sorted(clusters.items())) if v is not None}
     return coverage, raw, by_cluster
 
