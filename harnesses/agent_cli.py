@@ -103,7 +103,7 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
                   stop: Callable[[], bool] | None = None) -> CliExit:
     """Run `argv` in the sandbox until it exits, `deadline` (unix seconds, or a function giving
     them now) passes, `cancel` is set, or `stop()` is true."""
-    deadline_now: Callable[[], float | None] = deadline if callable(deadline) else (lambda: deadline)  # type: ignore[assignment,return-value]
+    deadline_now: Callable[[], float | None] = deadline if callable(deadline) else (lambda: deadline)
     client = getattr(sandbox, "client", None)
     container_id = getattr(sandbox, "container_id", None)
     if client is None or container_id is None:
