@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.stats import wilson_interval
