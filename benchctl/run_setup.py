@@ -269,23 +269,23 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
         _remove_dead_owners_containers(redo)
         _remove_dead_owners_gateway_dirs(redo)
 
-    plan = _limits_plan(r, executor)
+    limits_plan = _limits_plan(r, executor)
     cap = r.sweep.limits.max_cost
-    if pending and plan.limiter.exhausted():
+    if pending and limits_plan.limiter.exhausted():
         print(f"error: the sweep's cost cap of ${cap:.2f} is reached: the runs in {r.out} spent "
-              f"${plan.limiter.spent():.2f}; {len(pending)} run(s) not started. Fix: raise --max-cost (or "
+              f"${limits_plan.limiter.spent():.2f}; {len(pending)} run(s) not started. Fix: raise --max-cost (or "
               f"[limits] max_cost in the sweep file) to continue", file=sys.stderr)
         executor.close()
         return EXIT_COST_CAP
     prog = make_progress(len(r.specs), progress_mode)
     runner = Runner(r.task, r.out, data, concurrency=executor.parallelism(r.sweep.concurrency), progress=prog,
-                    executor=executor, limits=plan)
+                    executor=executor, limits=limits_plan)
     restore = _install_signals(runner)
     try:
         with prog:
             results = runner.run_all(r.specs)
         try:
-            spent: float | None = plan.limiter.spent()
+            spent: float | None = limits_plan.limiter.spent()
         except Exception:           # the limiter went away (its Ray node died): the runs are recorded anyway
             spent = None
     finally:

@@ -168,8 +168,9 @@ class Runner:
 
     def _finish(self, meta: RunMeta, result: HarnessResult, path: Path, transcript: TranscriptWriter) -> None:
         ended = time.time()
-        meta.update(status=result.status, error=result.error, exit_code=result.exit_code, turns=result.turns,
-                    ended_at=ended, elapsed_s=round(ended - meta.get("started_at", ended), 3))
+        meta.update({"status": result.status, "error": result.error, "exit_code": result.exit_code,
+                     "turns": result.turns, "ended_at": ended,
+                     "elapsed_s": round(ended - meta.get("started_at", ended), 3)})
         if result.details:
             meta["harness_details"] = result.details
         transcript.emit("run_end", "runner", status=result.status, error=result.error, usage=meta.get("usage"),

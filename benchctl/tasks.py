@@ -226,7 +226,7 @@ def _keep_secrets_out_of_data(file: Path, raw: dict[str, Any], task_dir: Path, d
     """The data directory is mounted into the sandbox, so it must not hold what only the grader or
     the gateway may read: the task file itself, files named in [grading] (reference report,
     findings, ground truth) and the target's system prompt file."""
-    target = raw.get("target") if isinstance(raw.get("target"), dict) else {}
+    target = t if isinstance(t := raw.get("target"), dict) else {}
     named = [("grading", s) for s in _strings(raw.get("grading"))]
     if isinstance(target.get("system_prompt_file"), str):
         named.append(("target.system_prompt_file", target["system_prompt_file"]))

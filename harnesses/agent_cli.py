@@ -103,7 +103,7 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
                   stop: Callable[[], bool] | None = None) -> CliExit:
     """Run `argv` in the sandbox until it exits, `deadline` (unix seconds, or a function giving
     them now) passes, `cancel` is set, or `stop()` is true."""
-    deadline_now: Callable[[], float | None] = deadline if callable(deadline) else (lambda: deadline)  # type: ignore[assignment,return-value]
+    deadline_now: Callable[[], float | None] = deadline if callable(deadline) else (lambda: deadline)
     client = getattr(sandbox, "client", None)
     container_id = getattr(sandbox, "container_id", None)
     if client is None or container_id is None:
@@ -116,9 +116,10 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
     started_wall, started = time.time(), time.monotonic()
     first: list[float] = []
     capture = _LineCapture(on_line, lambda: first.append(time.monotonic() - started))
-    user = user or getattr(getattr(sandbox, "spec", None), "user", "agent")
+    spec_user = getattr(getattr(sandbox, "spec", None), "user", "agent")    # DockerSandbox's SandboxSpec.user
+    run_as: str = user or spec_user
     exec_id = api.exec_create(container_id, argv, stdout=True, stderr=True, stdin=False,
-                              environment={**env, MARKER_VAR: marker}, workdir=workdir, user=user)["Id"]
+                              environment={**env, MARKER_VAR: marker}, workdir=workdir, user=run_as)["Id"]
     reader = FrameReader(api.exec_start(exec_id, socket=True))
     timed_out = cancelled = stopped = False
     try:
@@ -142,7 +143,7 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
                 # and the CLI would take the tool's death as a result and start its next turn after
                 # the budget. Both CLIs append their session logs as they go, so a killed session
                 # still resumes for follow-ups (verified).
-                _signal(api, container_id, marker, "KILL", user)
+                _signal(api, container_id, marker, "KILL", run_as)
                 reader.pump(capture, time.monotonic() + KILL_GRACE_S)  # type: ignore[arg-type]
                 break
     finally:
@@ -160,7 +161,7 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
         # flag: that is still a cancellation, not a CLI failure.
         cancelled = True
     if timed_out or cancelled or stopped:
-        _signal(api, container_id, marker, "KILL", user)   # anything that outlived the CLI itself
+        _signal(api, container_id, marker, "KILL", run_as)   # anything that outlived the CLI itself
         exit_code = None
     return CliExit(exit_code, timed_out, cancelled, capture.stderr.decode("utf-8", "replace"),
                    time.monotonic() - started, first[0] if first else None, stopped)

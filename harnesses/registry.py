@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from harnesses.base import Harness
@@ -56,6 +57,7 @@ def factory(name: str) -> Callable[..., Harness]:
 def create(name: str, options: dict[str, Any] | None = None) -> Harness:
     """A harness instance. Adapters take their options as keyword `options` if they accept it."""
     cls = factory(name)
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):

@@ -7,11 +7,15 @@ Heavy imports live inside the command bodies so `benchctl --help` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    # typer 0.28 carries its own copy of click (typer._click): the context a group is handed is that
+    # copy's, not the separately installed click's (which only uvicorn brings)
+    from typer._click.core import Context
 
 from benchctl.commands.limit_options import allow_unpriced_option, cli_limits, max_cost_option
 
@@ -21,7 +25,7 @@ DEFAULT_COMMAND = "runs"
 class DefaultCommandGroup(TyperGroup):
     """A group whose first argument, when it is not a subcommand, goes to DEFAULT_COMMAND."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = [DEFAULT_COMMAND, *args]
         return super().parse_args(ctx, args)

@@ -39,7 +39,7 @@ def build(
     if if_missing and existing is not None:
         typer.echo(f"{tag} already present ({existing.id[:19]}, {existing.build_path} build); nothing to do")
         return
-    path = "offline" if offline else "dockerfile" if dockerfile else "auto"
+    path: images.BuildPath = "offline" if offline else "dockerfile" if dockerfile else "auto"
     try:
         result = images.build_image(client, tag=tag, path=path, log=lambda m: typer.echo(f"  {m}"))
     except images.ImageBuildError as e:

@@ -14,10 +14,10 @@ import time
 import traceback
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from benchctl.executors import RunJob, RunOutcome
-from benchctl.layout import ARTIFACTS, RunMeta
+from benchctl.layout import ARTIFACTS, RunMeta, Usage
 from benchctl.policies import Budget, StopState, parse_duration
 from benchctl.sandbox.base import Sandbox, SandboxSpec, WORK_DIR
 from benchctl.sandbox.gateway_dir import GatewayDir
@@ -26,6 +26,10 @@ from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
 from harnesses import registry
 from harnesses.base import HarnessContext, HarnessResult
+
+if TYPE_CHECKING:   # imported when a run starts (the task decides which it needs)
+    from benchctl.targets.runs import RunTargets
+    from benchctl.task_import.open_book import RunTaskTests
 
 SOCKET_NAME = "gw.sock"
 
@@ -101,7 +105,9 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
     # `benchctl cleanup` remove it after a SIGKILL (sandbox/gateway_dir.py)
     gwdir = GatewayDir(spec.run_id, job.run_dir.parent.parent)
     sockdir = gwdir.mounted
-    sandbox = gateway = targets = None
+    sandbox: Sandbox | None = None
+    gateway: Any = None
+    targets: RunTargets | RunTaskTests | None = None
     result = HarnessResult("error", error="run did not start")
     # the sweep's shared limiter as this run sees it: waits, budget pause, spend and cost caps (benchctl/limits)
     from benchctl.limits.run import RunLimits
@@ -156,9 +162,14 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
         result = HarnessResult("error", error="cancelled" if cancel.is_set() else f"{type(e).__name__}: {e}")
     finally:
         # The gateway closes before its summary is read: a call it cuts off as it closes is counted too.
-        for closer in (lambda: sandbox and sandbox.stop(), lambda: gateway and gateway.close(),
-                       lambda: gateway and _gateway_summary(gateway, meta),
-                       lambda: targets and _targets_summary(targets, meta)):
+        closers: list[Callable[[], None]] = []
+        if sandbox:
+            closers.append(sandbox.stop)
+        if gateway:
+            closers += [gateway.close, lambda: _gateway_summary(gateway, meta)]
+        if targets:
+            closers.append(lambda: _targets_summary(targets, meta))
+        for closer in closers:
             try:
                 closer()
             except Exception as e:   # cleanup trouble is recorded, never fatal
@@ -226,7 +237,7 @@ def _followups(task: Task, spec: RunSpec, ctx: HarnessContext, harness: Any, pre
     return out
 
 
-def _targets_summary(targets: Any, meta: RunMeta) -> None:
+def _targets_summary(targets: RunTargets | RunTaskTests, meta: RunMeta) -> None:
     """Target and auxiliary calls, usage and cost: kept apart from the investigator's own (meta usage/cost);
     for an imported task, its run_task_tests calls (meta task_tests)."""
     meta[targets.meta_key] = targets.summary()
@@ -235,7 +246,7 @@ def _targets_summary(targets: Any, meta: RunMeta) -> None:
 
 def _gateway_summary(gateway: Any, meta: RunMeta) -> None:
     s = gateway.summary() if hasattr(gateway, "summary") else {}
-    meta["usage"] = dict(s.get("usage") or {})
+    meta["usage"] = Usage(**(s.get("usage") or {}))
     meta["cost_usd"] = s.get("cost_usd")
     meta["served_models"] = dict(s.get("served_models") or {})
     meta["fallbacks"] = list(s.get("fallbacks") or [])

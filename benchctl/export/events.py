@@ -337,8 +337,8 @@ def items(run: Run) -> Iterator[Item]:
         if kind == "model_call" and not ev.get("answered_by"):
             yield tracker.turn(ev)
         elif kind == "target_call":
-            req = ev.get("request") if isinstance(ev.get("request"), dict) else {}
-            msgs = req.get("messages") if isinstance(req.get("messages"), list) else []
+            req = r if isinstance(r := ev.get("request"), dict) else {}
+            msgs = m if isinstance(m := req.get("messages"), list) else []
             text = ev.get("text")
             yield TargetTurn({k: v for k, v in ev.items() if k not in ("request", "text")},
                              [m for ms in wire.messages("openai_chat", msgs) for m in ms],

@@ -71,7 +71,11 @@ def _config_parts(c: ev.Config) -> list[str]:
 
 
 def _iso(t: Any) -> str | None:
-    return datetime.fromtimestamp(float(t), timezone.utc).isoformat() if isinstance(t, (int, float)) else None
+    return _iso_at(t) if isinstance(t, (int, float)) else None
+
+
+def _iso_at(t: float) -> str:
+    return datetime.fromtimestamp(float(t), timezone.utc).isoformat()
 
 
 
@@ -87,7 +91,7 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], unfinished: list[ev.
     starts = [r.meta["started_at"] for r in runs if isinstance(r.meta.get("started_at"), (int, float))]
     ends = [r.meta["ended_at"] for r in runs if isinstance(r.meta.get("ended_at"), (int, float))]
     # Inspect requires a creation time: the first run's start, else when meta.json was written
-    created = _iso(min(starts) if starts else min((r.path / "meta.json").stat().st_mtime for r in runs))
+    created = _iso_at(min(starts) if starts else min((r.path / "meta.json").stat().st_mtime for r in runs))
     task_id = short_hash("config", config)
     status = eval_status(runs, unfinished)
     spec = EvalSpec(
@@ -119,7 +123,7 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], unfinished: list[ev.
     for run in runs:
         shell = await _write_sample(log, run, config, epoch_of[run.run_id], totals)
         samples.append(shell)
-    stats = EvalStats(started_at=_iso(min(starts)) if starts else "", completed_at=_iso(max(ends)) if ends else "",
+    stats = EvalStats(started_at=_iso_at(min(starts)) if starts else "", completed_at=_iso_at(max(ends)) if ends else "",
                       model_usage=totals.by_model, role_usage=totals.by_role)
     # no eval-level error: none halted the eval (each run's error is its sample's), as Inspect
     # itself leaves it for an eval run with continue_on_fail

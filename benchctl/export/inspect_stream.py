@@ -24,7 +24,7 @@ from inspect_ai.event import InfoEvent, ModelEvent, SpanBeginEvent, SpanEndEvent
 from inspect_ai.log import EvalSample, EvalSampleLimit
 from inspect_ai.model import (ChatCompletionChoice, ChatMessage, ChatMessageAssistant, ChatMessageSystem,
                               ChatMessageTool, ChatMessageUser, ContentData, ContentReasoning, ContentText,
-                              GenerateConfig, ModelOutput, ModelUsage)
+                              GenerateConfig, ModelOutput, ModelUsage, StopReason)
 from inspect_ai.model._model_output import ModelFallback
 from inspect_ai.tool import ToolCall, ToolCallError, ToolFunction, ToolInfo, ToolParams
 
@@ -36,7 +36,7 @@ from benchctl.transcript import Redactor
 ATTACHMENT_MIN = 2000             # message texts, info data and tool descriptions this long are stored once
 _POLICY_TEXT = {"notice", "reprompt", "revision_request", "followup"}   # info data: the text the agent got
 _SKIP = {"assistant"}              # harness echoes of model output: the ModelEvents carry it
-_STOP = {"end_turn": "stop", "stop": "stop", "completed": "stop", "stop_sequence": "stop", "STOP": "stop",
+_STOP: dict[str, StopReason] = {"end_turn": "stop", "stop": "stop", "completed": "stop", "stop_sequence": "stop", "STOP": "stop",
          "tool_use": "tool_calls", "tool_calls": "tool_calls", "max_tokens": "max_tokens", "length": "max_tokens",
          "max_output_tokens": "max_tokens", "MAX_TOKENS": "max_tokens", "refusal": "content_filter",
          "content_filter": "content_filter", "SAFETY": "content_filter", "model_context_window_exceeded": "model_length"}
@@ -213,14 +213,19 @@ class SampleWriter:
         return parts
 
     def _message(self, m: Message, mid: str, model: str | None = None) -> ChatMessage:
+        if m.role not in ("system", "user", "tool"):
+            return self._assistant(m, mid, model)
         content = self._content(m)
         if m.role == "system":
             return ChatMessageSystem(id=mid, content=content)
         if m.role == "user":
             return ChatMessageUser(id=mid, content=content)
-        if m.role == "tool":
-            err = ToolCallError("unknown", m.text[:2000]) if m.is_error else None
-            return ChatMessageTool(id=mid, content=content, tool_call_id=m.tool_call_id, function=m.tool_name, error=err)
+        err = ToolCallError("unknown", m.text[:2000]) if m.is_error else None      # a tool result
+        return ChatMessageTool(id=mid, content=content, tool_call_id=m.tool_call_id, function=m.tool_name, error=err)
+
+    def _assistant(self, m: Message, mid: str, model: str | None = None) -> ChatMessageAssistant:
+        """An assistant message; a model's output always is one (wire.response_message)."""
+        content = self._content(m)
         calls = [ToolCall(id=c.id, function=c.name, arguments=c.arguments,
                           type="custom" if c.raw is not None else "function") for c in m.tool_calls]
         return ChatMessageAssistant(id=mid, content=content, tool_calls=calls or None, model=model)
@@ -305,7 +310,7 @@ class SampleWriter:
         latency = float(e["latency_ms"]) / 1000 if isinstance(e.get("latency_ms"), (int, float)) else None
         end = float(e.get("t") or self.t0)
         usage = usage_of(e.get("usage"), e.get("cost_usd"))
-        out_msg = self._message(turn.output, f"{self.run_key}-{turn.call_id}-out", served) if turn.output else None
+        out_msg = self._assistant(turn.output, f"{self.run_key}-{turn.call_id}-out", served) if turn.output else None
         fallback = (ModelFallback(model=self.run_model, fallback_model=served)
                     if served != self.run_model and served in self.fallback_models else None)
         output = ModelOutput(model=served, choices=[ChatCompletionChoice(
@@ -337,7 +342,7 @@ class SampleWriter:
         usage = usage_of(e.get("usage"), e.get("cost_usd"))
         self.usage.add(model, usage, role=role)
         key = f"{self.run_key}-e{self.n_events}"
-        out = self._message(turn.output, f"{key}-out", model) if turn.output else None
+        out = self._assistant(turn.output, f"{key}-out", model) if turn.output else None
         error = str(e["error"]) if e.get("error") else None
         output = ModelOutput(model=model, choices=[ChatCompletionChoice(message=out, stop_reason=_STOP.get(
             str(e.get("stop_reason")), "unknown"))] if out else [], usage=usage, time=latency, error=error)

@@ -115,7 +115,9 @@ def _anthropic(msg: dict[str, Any]) -> list[Message]:
         out = Message("assistant")
         for block in content if isinstance(content, list) else [content]:
             kind = block.get("type") if isinstance(block, dict) else None
-            if kind in ("tool_use", "server_tool_use"):
+            if not isinstance(block, dict):             # a bare string (or other non-block): text
+                out.parts.extend(_text_parts(block))
+            elif kind in ("tool_use", "server_tool_use"):
                 out.tool_calls.append(tool_call(block.get("id"), block.get("name"), block.get("input")))
             elif kind == "thinking":
                 out.parts.append(Part("reasoning", str(block.get("thinking") or "")))
@@ -270,7 +272,7 @@ def tool_defs(fields: dict[str, Any]) -> list[ToolDef]:
         for decl in t.get("functionDeclarations") or t.get("function_declarations") or []:   # Gemini
             out.append(ToolDef(str(decl.get("name", "")), str(decl.get("description") or ""),
                                decl.get("parameters") or {}))
-        fn = t.get("function") if isinstance(t.get("function"), dict) else t                 # chat | others
+        fn = f if isinstance(f := t.get("function"), dict) else t                 # chat | others
         if "name" in fn:
             params = fn.get("input_schema") or fn.get("parameters") or {}
             out.append(ToolDef(str(fn["name"]), str(fn.get("description") or ""), params if isinstance(params, dict) else {}))

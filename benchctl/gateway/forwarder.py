@@ -67,7 +67,7 @@ def _serve_one(client: socket.socket, socket_path: str) -> None:
     upstream.close()
 
 
-def main(argv: list = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Forward TCP 127.0.0.1:PORT to the gateway's unix socket.")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")

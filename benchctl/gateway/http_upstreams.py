@@ -137,7 +137,7 @@ async def _iter_body(response: httpx2.Response) -> AsyncIterator[bytes]:
 
 class AnthropicUpstream(HttpUpstream):
     provider = "anthropic"
-    wire_apis = ("anthropic_messages", "anthropic_count_tokens")
+    wire_apis: tuple[str, ...] = ("anthropic_messages", "anthropic_count_tokens")
 
     def __init__(self, model: ModelId) -> None:
         env = PROVIDERS["anthropic"]
@@ -155,7 +155,7 @@ class AnthropicUpstream(HttpUpstream):
 
 class OpenAIUpstream(HttpUpstream):
     provider = "openai"
-    wire_apis = ("openai_responses", "openai_chat")
+    wire_apis: tuple[str, ...] = ("openai_responses", "openai_chat")
 
     def __init__(self, model: ModelId, base_url: str | None = None, api_key: str | None = None) -> None:
         env = PROVIDERS["openai"]
@@ -172,7 +172,7 @@ class OpenAIUpstream(HttpUpstream):
 
 class OpenAICompatibleUpstream(OpenAIUpstream):
     provider = "openai-compatible"
-    wire_apis = ("openai_responses", "openai_chat", "anthropic_messages")
+    wire_apis: tuple[str, ...] = ("openai_responses", "openai_chat", "anthropic_messages")
 
     def __init__(self, model: ModelId) -> None:
         env = _env_name(model.name)
@@ -187,7 +187,7 @@ class OpenAICompatibleUpstream(OpenAIUpstream):
 
 class GoogleUpstream(HttpUpstream):
     provider = "google"
-    wire_apis = ("gemini",)
+    wire_apis: tuple[str, ...] = ("gemini",)
 
     def __init__(self, model: ModelId) -> None:
         env = PROVIDERS["google"]

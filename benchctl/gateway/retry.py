@@ -229,16 +229,16 @@ class RetryingUpstream:
             response.body = _bytes_iter(data)
             return response
         # Pull the first chunk now: a stream that dies before sending anything can still be retried.
-        body = response.body.__aiter__()
+        chunks = response.body.__aiter__()
         try:
-            first = await body.__anext__()
+            first = await chunks.__anext__()
         except StopAsyncIteration:
             response.body = _empty()
             return response
         except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
             raise RetryableFailure(f"stream failed before first byte: {type(e).__name__}: {e}",
                                    timed_out=is_timeout(e), usage_unknown=True) from e
-        response.body = _prepend(first, body)
+        response.body = _prepend(first, chunks)
         return response
 
     async def send(self, call: UpstreamCall) -> UpstreamResponse:

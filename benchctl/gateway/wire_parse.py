@@ -86,9 +86,9 @@ def _event_data(body: bytes) -> list[bytes] | None:
 def _loads_json_events(body: bytes, summary: ResponseSummary, names: bool = True) -> list[tuple[str | None, Any]]:
     """Parse every SSE data payload as JSON; a bad payload marks the summary as malformed.
     names=False: the caller ignores event names (they may be None), which allows the fast path."""
-    if not names and (data := _event_data(body)) is not None:
+    if not names and (payloads := _event_data(body)) is not None:
         try:
-            return [(None, orjson.loads(d)) for d in data if d.strip() != b"[DONE]"]
+            return [(None, orjson.loads(d)) for d in payloads if d.strip() != b"[DONE]"]
         except orjson.JSONDecodeError:
             pass   # a bad payload (or bytes that are not UTF-8): read again below, which names it
     out: list[tuple[str | None, Any]] = []

@@ -121,7 +121,7 @@ async def judge_prediction(job: GradeJob, judge: Judge, index: int, prediction: 
     item["reason"] = got.answer.strip()[-600:]
     if got.value is None:
         item["verdict"] = "unparsed"
-        item["error"] = got.error
+        item["error"] = got.error or "unparsed"    # set whenever value is None (Structured)
     else:
         item["verdict"] = got.value
         item["score"] = 1.0 if got.value == "match" else 0.0

@@ -35,7 +35,7 @@ def summarise(items: list[GradeItem]) -> tuple[float | None, float | None, dict[
     clusters: dict[str, list[tuple[float, float]]] = {}
     for it in scored:
         if it.get("cluster") is not None:
-            clusters.setdefault(it["cluster"], []).append((it["strict"], it.get("weight", 1.0)))  # type: ignore[index,arg-type]
+            clusters.setdefault(it["cluster"], []).append((it["strict"], it.get("weight", 1.0)))  # type: ignore[arg-type]
     by_cluster = {c: v for c, v in ((c, weighted_mean(p)) for c, p in sorted(clusters.items())) if v is not None}
     return coverage, raw, by_cluster
 
@@ -127,10 +127,10 @@ async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
             # credited without the task's rubric, which may have moved or changed since
             item: GradeItem = {"id": f.id, "text": f.text, "cluster": f.cluster, "weight": f.weight}
             if s is None:
-                item.update(score=None, strict=None, error=info.get("error", "unscored"))
+                item.update({"score": None, "strict": None, "error": info.get("error", "unscored")})
             else:
-                item.update(score=s.score, strict=strict_score(s.score), quote=s.quote, reason=s.reason,
-                            quote_found=quote_found(s.quote, squashed))
+                item.update({"score": s.score, "strict": strict_score(s.score), "quote": s.quote, "reason": s.reason,
+                             "quote_found": quote_found(s.quote, squashed)})
             items.append(item)
     cov, raw, by_cluster = summarise(items)
     return make_record("coverage", job, judge.model, rubric_hash, items=items, score=cov, raw_score=raw,

@@ -19,7 +19,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from benchctl.grading import DERIVED, GRADERS, WHOLE_RESULTS
 from benchctl.grading.combined import grade_combined
@@ -29,6 +29,9 @@ from benchctl.grading.record import GradeJob
 from benchctl.grading.spend import judge_spent_on_disk
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
+
+if TYPE_CHECKING:   # the tournament is imported only when a session rates one
+    from benchctl.tournament.schema import Ratings
 
 
 @dataclass
@@ -72,7 +75,7 @@ class Session:
     # tasks of the planned runs that asked for the tournament grader: the tournament covers every
     # finished run of these tasks (auditors of one environment are rated against each other)
     tournament_tasks: set[str] = field(default_factory=set)
-    tournament_ratings: dict[str, Any] | None = None     # what grade_tournament wrote to ratings.json
+    tournament_ratings: Ratings | None = None     # what grade_tournament wrote to ratings.json
 
 
 def configuration_of(run_id: str) -> str:

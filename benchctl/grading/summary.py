@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.stats import wilson_interval
 from benchctl.stats import mean_or_none
+
+if TYPE_CHECKING:   # the tournament is imported only when a session rates one
+    from benchctl.tournament.schema import Ratings
 
 
 def _mean_cell(scores: list[float], n_unscored_runs: int) -> str:
@@ -55,7 +58,7 @@ def success_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
     return rows
 
 
-def tournament_lines(ratings: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+def tournament_lines(ratings: Ratings | None) -> tuple[list[str], list[str]]:
     """(plain lines, warnings) about the tournament this session rated; the warnings are the reasons
     some run's tournament grade is unscored (the command then exits 1)."""
     if not ratings:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # runtime imports are lazy so extract_tldr stays importable on its own
     from benchctl.grading.judge import Judge, Tally
     from benchctl.grading.record import GradeJob
-    from benchctl.layout import GradeRecord
+    from benchctl.layout import GradeItem, GradeRecord
 
 _NAMES = {"tldr", "tl;dr", "tl dr", "tl-dr", "summary", "executive summary"}
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -108,7 +108,7 @@ async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeR
             raise JudgeParseError("no usable score in the judge's answer")
         return parsed
 
-    item: dict = {"id": "holistic", "score": None}
+    item: GradeItem = {"id": "holistic", "score": None}
     try:
         got = await judge.ask_structured(
             render(cfg.prompts["tldr"], reference_summary=ref_summary, tldr=delimit(tldr, nonce)), parse,
@@ -116,7 +116,7 @@ async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeR
         if got.value is None:
             item["error"] = f"{got.error} after one re-ask"
         else:
-            item.update(score=got.value.score, reason=got.value.reason)
+            item.update({"score": got.value.score, "reason": got.value.reason})
     except JudgeFailed as e:
         item["error"] = str(e)
     return make_record("tldr", job, judge.model, rubric_hash, tally=tally, items=[item], score=item["score"],

@@ -173,7 +173,7 @@ class RunLimits:
                 waiting = True
                 self._pause.begin(at=t0)
         try:
-            grant = await self.limiter.acquire(keys, self.holder, on_wait)   # type: ignore[call-arg]
+            grant = await self.limiter.acquire(keys, self.holder, on_wait)
         except Exhausted:
             self._sweep_cap_reached()
             raise CallRefused(f"benchctl: {self.stop.reason}; the run is stopping") from None

@@ -10,7 +10,7 @@ A standalone gateway's cap counts its --transcript with `transcript_spend`; the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -20,7 +20,7 @@ from benchctl.limits.run import event_cost
 ATTEMPTS = "attempts"
 
 
-def _known(v: Any) -> bool:
+def _known(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

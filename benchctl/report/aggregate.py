@@ -270,7 +270,9 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
             "input_tokens_mean": mean_or_none(in_toks),
             "output_tokens_mean": mean_or_none(out_toks),
             "elapsed_mean_s": mean_or_none(elapsed),
-            "budget_used": (mean_or_none(elapsed) / c.budget_s) if elapsed and c.budget_s not in (0, math.inf) else None,
+            # mean_or_none is a float for the non-empty `elapsed` (None only for no values)
+            "budget_used": (mean_or_none(elapsed) / c.budget_s)  # type: ignore[operator]
+            if elapsed and c.budget_s not in (0, math.inf) else None,
             "cost_per_point_usd": (math.fsum(paired_costs) / pts) if pts > 0 else None,
         }
         rows.append(row)

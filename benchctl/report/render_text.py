@@ -51,8 +51,8 @@ def to_csv(report: Report, table: str = "leaderboard") -> str:
     buf = io.StringIO()
     for line in provenance_lines(report.provenance):
         buf.write(f"# {line}\n")
-    for w in report.warnings:
-        buf.write(f"# WARNING: {w}\n")
+    for warning in report.warnings:
+        buf.write(f"# WARNING: {warning}\n")
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([c.key for c in t.columns])
     for r in t.rows:

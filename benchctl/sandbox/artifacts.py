@@ -21,7 +21,7 @@ import os
 import posixpath
 import stat
 import tarfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,7 +164,7 @@ def _member_chunks(tf: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> 
 
 def extract_archive(chunks: Iterable[bytes], writer: SafeWriter, report: CollectReport, *,
                     container_root: str, root_is_dir: bool, expected: dict[str, Entry] | None,
-                    max_bytes: int, dest_prefix: str = "", already_reported: set[str] = frozenset()) -> bool:
+                    max_bytes: int, dest_prefix: str = "", already_reported: Set[str] = frozenset()) -> bool:
     """Write the members of a `get_archive(container_root)` tar stream through `writer`.
 
     Members land at `dest_prefix/<name below container_root>` (directory) or

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
 from benchctl.targets.tools import TargetTools
+
+if TYPE_CHECKING:
+    from harnesses.base import HostTools
 
 ROUTE_PREFIX = "/benchctl/mcp"
 SERVER_NAME = "target"             # the name agents see: Claude Code tools become mcp__target__chat
@@ -35,10 +38,10 @@ Response = tuple[int, dict[str, str], bytes]
 
 
 class McpServer:
-    """Serves any tools object with TargetTools' shape (names, specs(), call()): the target tools, or
-    an imported task's run_task_tests (benchctl/task_import/open_book.py)."""
+    """Serves any host tools (names, specs(), call()): the target tools, or an imported task's
+    run_task_tests (benchctl/task_import/open_book.py), which comes with its own `instructions`."""
 
-    def __init__(self, tools: TargetTools, call_timeout: float | None = None,
+    def __init__(self, tools: HostTools, call_timeout: float | None = None,
                  deadline: Callable[[], float | None] | None = None, instructions: str | None = None) -> None:
         self.tools = tools
         self.instructions = instructions
@@ -83,8 +86,7 @@ class McpServer:
             from benchctl import __version__
             return _result(rid, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
                                  "serverInfo": {"name": SERVER_NAME, "version": __version__},
-                                 "instructions": self.instructions
-                                 or f"Tools for probing {self.tools.target.display_name}."})
+                                 "instructions": self.instructions or _default_instructions(self.tools)})
         if method == "ping":
             return _result(rid, {})
         if method == "tools/list":
@@ -123,7 +125,13 @@ def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 
-def mount(gateway: Any, tools: TargetTools, call_timeout: float | None = None,
+def _default_instructions(tools: HostTools) -> str:
+    # only the target tools go without instructions (open_book passes its own)
+    name = tools.target.display_name if isinstance(tools, TargetTools) else "the audit"
+    return f"Tools for probing {name}."
+
+
+def mount(gateway: Any, tools: HostTools, call_timeout: float | None = None,
           instructions: str | None = None) -> McpServer:
     """Register the MCP route on a started (or not yet started) gateway; returns the server."""
     server = McpServer(tools, call_timeout, deadline=lambda: getattr(gateway, "deadline", None),

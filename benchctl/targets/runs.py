@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from benchctl.layout import make_run_id
 from benchctl.targets.spec import HiddenBehaviourTask, TargetSpecError, check_config, load_hidden_behaviour
@@ -62,7 +62,7 @@ class RunTargets:
     tools: TargetTools              # HarnessContext.target_tools (a harnesses.base.HostTools)
     token_budget: TokenBudget | None = None
     mcp: Any = None
-    meta_key = "target_tools"       # where the runner puts summary() in meta.json
+    meta_key: ClassVar[Literal["target_tools"]] = "target_tools"   # where the runner puts summary() in meta.json
 
     @classmethod
     def start(cls, task_dir: str | Path, spec: Any, gateway: Any, transcript: Any) -> "RunTargets | None":

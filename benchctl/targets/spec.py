@@ -28,7 +28,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 TOOL_NAMES = ("chat", "prefill", "sample_user", "complete",
               "scaffolded_prefill", "scaffolded_user", "scaffolded_complete")
@@ -74,6 +74,14 @@ class TargetSpec:
     @property
     def provider(self) -> str:
         return self.model.partition("/")[0]
+
+
+class _ScaffoldSettings(TypedDict):
+    """[tools]' settings every configuration starts from (ToolConfig's fields after name and tools)."""
+    batch_size: int
+    reply_max_tokens: int
+    concurrency: int
+    auxiliary_model: str | None
 
 
 @dataclass(frozen=True)
@@ -174,9 +182,9 @@ def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> T
     if aux is not None and (not isinstance(aux, str) or "/" not in aux):
         raise _err(file, "tools.auxiliary_model", f"expected a model id provider/name, got {aux!r}",
                    'set auxiliary_model = "anthropic/claude-sonnet-5-5"')
-    base = dict(batch_size=_int(file, raw, "batch_size", "tools.", 1, 20),
-                reply_max_tokens=_int(file, raw, "reply_max_tokens", "tools.", 1, 128),
-                concurrency=_int(file, raw, "concurrency", "tools.", 1, 20), auxiliary_model=aux)
+    base = _ScaffoldSettings(batch_size=_int(file, raw, "batch_size", "tools.", 1, 20),
+                             reply_max_tokens=_int(file, raw, "reply_max_tokens", "tools.", 1, 128),
+                             concurrency=_int(file, raw, "concurrency", "tools.", 1, 20), auxiliary_model=aux)
     configs = {name: ToolConfig(name, tools, **base) for name, tools in BUILTIN_CONFIGS.items()}
     extra = raw.get("configs", {})
     if not isinstance(extra, dict):

@@ -232,15 +232,15 @@ def _static_samples(t: InspectTask) -> Samples:
             return Samples([_map(r, spec) for r in _read_records(path)], how)
         except (ValueError, UnicodeDecodeError) as e:
             return Samples(how=f"{where} could not be read ({e}); samples not rendered", complete=False)
-    items = ds.args[0] if isinstance(ds, ast.Call) and _name(ds) == "MemoryDataset" and ds.args else ds
-    items = _deref(t, items)
+    items = _deref(t, ds.args[0] if isinstance(ds, ast.Call) and _name(ds) == "MemoryDataset" and ds.args else ds)
     if isinstance(items, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Call) and _name(e) == "Sample"
                                                          for e in items.elts):
         samples = []
-        for e in items.elts:
-            s = {k.arg: _literal(k.value) for k in e.keywords if k.arg in FIELDS}
-            for i, f in enumerate(("input", "target")[:len(e.args)]):
-                s[f] = _literal(e.args[i])
+        for sample in items.elts:
+            assert isinstance(sample, ast.Call)     # checked just above
+            s = {k.arg: _literal(k.value) for k in sample.keywords if k.arg in FIELDS}
+            for i, f in enumerate(("input", "target")[:len(sample.args)]):
+                s[f] = _literal(sample.args[i])
             samples.append({k: v for k, v in s.items() if v is not None})
         return Samples(samples, f"literal Sample(...) list in {rel}, read statically")
     src = ast.get_source_segment(t.code, ds) or "?"

@@ -37,14 +37,14 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Final, Literal
 
 from benchctl.output_cap import head_and_tail
 from benchctl.sandbox.base import ExecResult, Limits, Sandbox, SandboxSpec
 from benchctl.targets.tools import ToolOutput
 
 TOOL = "run_task_tests"
-META_KEY = "task_tests"
+META_KEY: Final = "task_tests"
 REWARD_FILES = ("/logs/verifier/reward.txt", "/logs/verifier/reward.json")
 SECTION_CHARS = 8_000
 _KEYS = {"kind", "image", "tests", "solution", "timeout", "user", "agent_user", "env"}
@@ -266,7 +266,7 @@ class RunTaskTests:
     info: dict[str, Any]
     tools: TaskTestsTool | None = None
     token_budget: Any = None
-    meta_key = META_KEY
+    meta_key: ClassVar[Literal["task_tests"]] = META_KEY
 
     @classmethod
     def start(cls, task: Any, spec: Any, data_dir: Path | None, gateway: Any, transcript: Any,

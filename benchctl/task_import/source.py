@@ -116,8 +116,8 @@ def open_source(source: str, ref: str | None = None) -> Source:
     subpath = p.relative_to(top).as_posix()
     subpath = "" if subpath == "." else subpath
     if ref:
-        commit = _resolve_commit(top, ref)
-        return _archive(top, commit, subpath, origin=str(p), ref=ref, whole_dir=p.is_file())
+        resolved = _resolve_commit(top, ref)
+        return _archive(top, resolved, subpath, origin=str(p), ref=ref, whole_dir=p.is_file())
     try:
         commit: str | None = _git(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=top).strip() or None
     except SourceError:

@@ -43,7 +43,7 @@ class StagedTask:
     format: Literal["harbor", "inspect"]
     description: str
     source_path: str                          # the task inside the source, as recorded in pin.path
-    fill_data: Callable[[Path], None]         # writes the imported files into the (new) data directory
+    fill_data: Callable[[Path], object]       # writes the imported files into the (new) data directory (its return is ignored)
     image: str | None = None                  # declared image; None = built from build_context
     image_from: str = "none"
     build_context: str | None = None          # data-relative directory with the Dockerfile to build

@@ -217,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -333,7 +333,9 @@ class FakeUpstreamServer:
     # -- lifecycle
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        # what server_address holds (server_bind sets it from getsockname), but typed as the socket's
+        # (str, int) rather than typeshed's union with bytes, which an AF_INET server never reports
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> "FakeUpstreamServer":

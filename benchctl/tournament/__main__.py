@@ -14,9 +14,13 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchctl.tournament.schema import Ratings, Weighting
 
 
-def _print_board(ratings: dict) -> list[str]:
+def _print_board(ratings: Ratings) -> list[str]:
     """Print the leaderboard and its notes; returns the reasons some run is unscored (exit 1 if any)."""
     from benchctl.tournament.ratings import unscored_notes
 
@@ -25,7 +29,7 @@ def _print_board(ratings: dict) -> list[str]:
     for row in ratings["leaderboard"]:
         cost = "-" if row["cost_usd"] is None else f"{row['cost_usd']:.2f}"
         # no interval without bootstrap rounds (NaN in memory, null once read back from ratings.json)
-        known = all(isinstance(row[k], (int, float)) and math.isfinite(row[k]) for k in ("lo", "hi"))
+        known = all(isinstance(v, (int, float)) and math.isfinite(v) for v in (row["lo"], row["hi"]))
         if not row["matches"]:
             interval = "–"               # unrated: it played no match (see the note below)
         else:
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--concurrency", type=int, default=8)
     args = ap.parse_args(argv)
     from benchctl.tournament.grader import grade_tournament, rate_from_canonical
-    weighting = "unweighted" if args.unweighted else "points"
+    weighting: Weighting = "unweighted" if args.unweighted else "points"
     try:
         if args.cmd == "grade":
             ratings = grade_tournament(args.results, args.judge, force=args.force, concurrency=args.concurrency,

@@ -15,7 +15,7 @@ import orjson
 from benchctl import jsonio
 from benchctl.layout import GRADES, slug
 from benchctl.tournament.schema import (CANONICAL_DIR, CANONICAL_SCHEMA, POINTS, TOURNAMENT,
-                                        CanonicalList)
+                                        CanonicalIssue, CanonicalList)
 
 
 def tournament_dir(results: Path) -> Path:
@@ -30,7 +30,7 @@ def canonical_path(results: Path, env: str) -> Path:
     return canonical_dir(results) / f"{slug(env)}.json"
 
 
-def content_hash(issues: list[dict[str, Any]]) -> str:
+def content_hash(issues: list[CanonicalIssue]) -> str:
     """Hash of what the ratings depend on: ids, importance, and who found/supported what.
 
     Titles and descriptions are left out so rewording an issue by hand does not look like a change

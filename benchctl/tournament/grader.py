@@ -25,7 +25,7 @@ import orjson
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
 from benchctl import jsonio
-from benchctl.layout import GRADE_SCHEMA, META, RUNS, GradeRecord, grade_path
+from benchctl.layout import GRADE_SCHEMA, META, RUNS, GradeItem, GradeRecord, grade_path
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.bootstrap import DEFAULT_ROUNDS, DEFAULT_SEED
 from benchctl.tournament.dedup import PROMPT_VERSION, REASK, dedup_env
@@ -192,7 +192,7 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
             cost_by_run[run_id] = _run_cost(results, run_id)
             if c.get("status", "ok") == "ok" and info.get("source") is None and "source" in info:
                 no_issue.append(run_id)
-    judges = sorted({c["judge"] for c in canons if c.get("judge")})
+    judges = sorted({j for c in canons if (j := c.get("judge"))})
     ratings, run_scores = compute(canons, auditor_of, weighting=weighting, rounds=rounds, seed=seed,
                               prior_strength=prior_strength, cost_by_run=cost_by_run,
                               judge=judge or (", ".join(judges) if judges else None), auditor_key=auditor_key,
@@ -248,11 +248,11 @@ def _run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str
                 judge=c.get("judge") or "", rubric_hash=rubric_hash, status="unscored",
                 score=None, raw_score=None, by_cluster={}, items=[], n_items=0, n_unscored=0, usage={},
                 cost_usd=0.0, created_at=now)   # its extraction cost is in the env's, shared below
-            out[os.path.join(folder, f"{run_id}.json")] = GradeRecord(**excluded, error=why)  # type: ignore[typeddict-unknown-key]
+            out[os.path.join(folder, f"{run_id}.json")] = GradeRecord(**excluded, error=why)
         ok = c.get("status", "ok") == "ok"
         n_runs = max(len(c["runs"]), 1)
         for run_id, info in c["runs"].items():
-            items = [{"id": i["id"], "score": 1.0 if i["found_by"][run_id].get("supported") else 0.0,
+            items: list[GradeItem] = [{"id": i["id"], "score": 1.0 if i["found_by"][run_id].get("supported") else 0.0,
                       "weight": float(POINTS[i["importance"]]), "reason": i.get("title", "")}
                      for i in c["issues"] if run_id in (i.get("found_by") or {})]
             score = run_scores.get(run_id)
@@ -262,12 +262,12 @@ def _run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str
                 status="scored" if ok and score is not None else "unscored",
                 score=score if ok else None, raw_score=None, by_cluster={},
                 items=items, n_items=len(items), n_unscored=0, usage={},
-                cost_usd=None if c.get("cost_usd") is None else round(c["cost_usd"] / n_runs, 6),
+                cost_usd=None if (cost := c.get("cost_usd")) is None else round(cost / n_runs, 6),
                 created_at=now)
             if not ok:
-                rec["error"] = f"the judge failed on environment {c['env']}: {c.get('error')}"  # type: ignore[typeddict-unknown-key]
+                rec["error"] = f"the judge failed on environment {c['env']}: {c.get('error')}"
             elif score is None:
-                rec["error"] = ("no match played: no run of another auditor in this environment, "  # type: ignore[typeddict-unknown-key]
+                rec["error"] = ("no match played: no run of another auditor in this environment, "
                                 "or every match had nothing left after cancelling shared issues")
             out[os.path.join(folder, f"{run_id}.json")] = rec
     return out

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchctl.tournament.schema import POINTS, CanonicalList, MatchRow, Weighting
+from benchctl.tournament.schema import POINTS, CanonicalList, MatchOutcome, MatchRow, Weighting
 
 
 def issue_points(issue: Mapping) -> int:
@@ -74,6 +74,7 @@ def env_matches(canon: CanonicalList, auditor_of: Mapping[str, str], *,
                 for rb in groups[b]:
                     cancelled, a_only, b_only, pa, pb = play(supported[ra], supported[rb], points)
                     stake = pa + pb
+                    outcome: MatchOutcome
                     if stake == 0:
                         share_a, outcome, weight = None, "skipped", 0.0
                     else:

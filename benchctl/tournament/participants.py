@@ -64,7 +64,7 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
     cannot be found is in. If no run's task.toml lists "tournament" (the grader was asked for on the
     command line), every finished run is in."""
     found: list[tuple[Participant, bool | None]] = []
-    configs: dict[str, tuple[bool | None, str | None]] = {}
+    configs: dict[str | None, tuple[bool | None, str | None]] = {}     # by task_dir (None: unknown)
     for path, meta in iter_runs(results):
         if meta.get("status") not in GRADED_STATUSES:
             continue

@@ -84,8 +84,8 @@ def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
     board: list[LeaderboardRow] = []
     for a, k in index.items():
         runs = runs_of[a]
-        costs = [cost_by_run.get(r) for r in runs]
-        cost = None if not runs or any(c is None for c in costs) else round(float(sum(costs)), 6)
+        costs = [c for r in runs if (c := cost_by_run.get(r)) is not None]
+        cost = None if not runs or len(costs) < len(runs) else round(float(sum(costs)), 6)
         played = int(counts[k].sum())
         board.append(LeaderboardRow(
             rank=int(ranks[k]) if played else None, auditor=a, elo=_r(full.elo[k]),

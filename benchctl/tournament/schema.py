@@ -55,6 +55,7 @@ EXTRACTED_DIR = "extracted"
 Importance = Literal["low", "medium", "high"]
 POINTS: dict[str, int] = {"low": 1, "medium": 3, "high": 6}
 Weighting = Literal["points", "unweighted"]
+MatchOutcome = Literal["a", "b", "split", "skipped"]   # a/b = outright (1-0) win
 
 
 # ----------------------------------------------------------------------------- input artifact
@@ -73,7 +74,7 @@ class ExtractedIssues(TypedDict, total=False):
     """grades/tournament/extracted/<run_id>.json: issues read from a run (JSON or judge-extracted)."""
     schema: int
     run_id: str
-    source: str                 # artifact file name, e.g. "issues.json" or "report.md"
+    source: str | None          # artifact file name, e.g. "issues.json" or "report.md"; None: the run has none
     method: Literal["json", "judge", "none"]
     status: Literal["ok", "failed"]
     error: str | None
@@ -151,7 +152,7 @@ class MatchRow(TypedDict):
     points_a: float             # points of a_only
     points_b: float
     share_a: float | None       # points_a/(points_a+points_b); None when skipped
-    outcome: Literal["a", "b", "split", "skipped"]   # a/b = outright (1-0) win
+    outcome: MatchOutcome
     weight: float               # weight in the fit (points at stake or 1) x 1/(n_a*n_b)
 
 

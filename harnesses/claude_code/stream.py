@@ -84,7 +84,7 @@ class ClaudeStreamParser:
         content = msg.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        extra = ev.get("tool_use_result") if isinstance(ev.get("tool_use_result"), dict) else {}
+        extra = r if isinstance(r := ev.get("tool_use_result"), dict) else {}
         for block in content or []:
             if block.get("type") == "tool_result":
                 tid = str(block.get("tool_use_id"))

@@ -154,6 +154,7 @@ class HookHost:
         why = self.ledger.check_tool_call(inp.get("session_id"), tool_id)
         if why is not None:
             return self._forged("PostToolUse", why, tool_id=tool_id, tool_name=tool_name)
+        assert isinstance(tool_id, str)     # the ledger passes only a tool call it issued, whose id is a str
         if tool_id in self._tool_answers:     # its notices were given: the same answer, nothing counted
             tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=tool_name, tool_id=tool_id,
                     repeat=True)

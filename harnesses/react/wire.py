@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from harnesses.react.tools import TOOL_SPECS
 
@@ -302,8 +302,10 @@ class GeminiConversation:
         self._user_parts().append(self.types.Part.from_text(text=text))
 
 
-CONVERSATIONS = {"anthropic": AnthropicConversation, "responses": ResponsesConversation,
-                 "chat": ChatConversation, "gemini": GeminiConversation}
+# each wire API's conversation class, called as (gateway, model, system, user, options)
+CONVERSATIONS: dict[str, Callable[[Any, str, str, str, dict[str, Any]], Conversation]] = {
+    "anthropic": AnthropicConversation, "responses": ResponsesConversation,
+    "chat": ChatConversation, "gemini": GeminiConversation}
 
 
 def open_conversation(provider: str, gateway: Any, model: str, system: str, user: str,
