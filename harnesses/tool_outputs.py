@@ -165,7 +165,8 @@ class CodexRules(CliRules):
     def pair(self, call_id: str, call: dict[str, Any], tool: StreamTool) -> bool:
         if tool.kind != self.item_kind(call):
             return False
-        inp = call.get("input") if isinstance(call.get("input"), dict) else {}
+        raw = call.get("input")
+        inp = raw if isinstance(raw, dict) else {}
         if tool.kind == "command_execution":
             return command_matches(tool.key, inp.get("cmd"))
         if tool.kind == "mcp_tool_call":

@@ -40,7 +40,8 @@ class ExchangeSettings(Protocol):
 
 @runtime_checkable
 class GatewayContext(Protocol):
-    config: ExchangeSettings
+    @property
+    def config(self) -> ExchangeSettings: ...      # read-only here, so the Gateway's own config type fits
     router: ModelRouter
     prices: PriceTable
     transcript: TranscriptWriter

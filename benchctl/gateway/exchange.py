@@ -34,7 +34,7 @@ import math
 import socket
 import time
 import zlib
-from typing import Any, Iterable
+from typing import Any, AsyncIterator, Iterable
 
 import orjson
 
@@ -253,14 +253,14 @@ class Exchange:
         self.relayed = False                # every byte that arrived is in the client's socket (pass_through)
         task = self.task
         protocol = self.writer.transport.get_protocol()
-        watch = isinstance(protocol, http11.ClientProtocol) and task is not None
+        client = protocol if isinstance(protocol, http11.ClientProtocol) and task is not None else None
 
         def gone() -> None:   # the client closed or reset the connection: stop the upstream call now
             self.client_gone = True
             task.cancel()  # type: ignore[union-attr]
 
-        if watch:
-            protocol.on_client_gone = gone
+        if client is not None:
+            client.on_client_gone = gone
         # In `forwarding` from before the request goes upstream until after its model_call is
         # written (every way out below records first; a gateway bug gets an `error` event instead, from
         # handle_connection): Gateway.settle() waits on exactly that.
@@ -282,8 +282,8 @@ class Exchange:
             raise
         finally:
             self.gw.forwarding.discard(self)
-            if watch:
-                protocol.on_client_gone = None
+            if client is not None:
+                client.on_client_gone = None
 
     def cut_at_deadline(self) -> None:
         """Called by the gateway's deadline watcher: stop this call now (recorded as `timeout`)."""
@@ -601,7 +601,7 @@ class Exchange:
         return True
 
 
-async def _one(data: bytes):  # type: ignore[no-untyped-def]
+async def _one(data: bytes) -> AsyncIterator[bytes]:
     yield data
 
 

@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from benchctl.gateway import http11
 from benchctl.gateway.body_limits import BodyBudget, BodyLimits
@@ -41,11 +41,12 @@ from benchctl.gateway.wire_parse import USAGE_KEYS
 from benchctl.limits.run import RunLimits
 from benchctl.transcript import Redactor, TranscriptWriter
 
+new_event_loop: Callable[[], asyncio.AbstractEventLoop]
 try:   # uvloop: asyncio's API with the loop and transports in C; at 32 callers a fifth less CPU per
     # call and less added latency than asyncio's own loop (scripts/bench_gateway.py --against)
     from uvloop import new_event_loop
 except ImportError:   # a platform without its wheels: asyncio's own loop serves the same way
-    from asyncio import new_event_loop
+    new_event_loop = asyncio.new_event_loop
 
 MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
 RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)

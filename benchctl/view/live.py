@@ -103,7 +103,8 @@ class LiveRuns:
             tail, spec = self._tails.get(run_id) or (_Tail(os.path.join(self.root, RUNS, run_id, TRANSCRIPT)), None)
             for ev in tail.new_events():
                 if spec is None and ev.get("type") == "run_start":
-                    s = ev.get("spec") if isinstance(ev.get("spec"), dict) else {}
+                    raw = ev.get("spec")
+                    s = raw if isinstance(raw, dict) else {}
                     spec = SimpleNamespace(run_id=run_id, harness=s.get("harness"), model=s.get("model"),
                                            budget=s.get("budget"), budget_s=ev.get("budget_s") or s.get("budget_s"),
                                            full=s)
@@ -112,7 +113,7 @@ class LiveRuns:
                     self.progress.event(spec, ev)
             self._tails[run_id] = (tail, spec)
             line = self.progress.lines.get(run_id)
-        if line is None:
+        if line is None or spec is None:       # (a line without a spec: the tail was dropped and re-read)
             return {"started": False}
         return {"started": True, "spec": spec.full, "harness": line.harness, "model": line.model, "budget": line.budget,
                 "budget_s": line.budget_s, "elapsed_s": time.time() - line.started,

@@ -61,6 +61,7 @@ def facts(run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: 
     budget_s = None if cfg.budget_s == float("inf") else cfg.budget_s
     out = [("task", cfg.task, ""), ("harness", cfg.harness, ""), ("model", cfg.model, ""), ("budget", cfg.budget, ""),
            ("variant", cfg.variant, ""), ("tools", cfg.tools or "–", ""), ("seed", "–" if seed is None else str(seed), "")]
+    tokens: int | None
     if meta is not None:
         elapsed, turns, tokens, cost = m.get("elapsed_s"), m.get("turns"), _tokens(m.get("usage")), m.get("cost_usd")
     else:

@@ -186,7 +186,8 @@ def select(rows: list[RunRow], params: dict[str, str]) -> list[RunRow]:
     q = (params.get("q") or "").strip().lower()
     if q:
         out = [r for r in out if q in r.run_id.lower() or q in r.model.lower()]
-    key = params.get("sort") if params.get("sort") in SORT_KEYS else "run_id"
+    sort = params.get("sort")
+    key = sort if sort is not None and sort in SORT_KEYS else "run_id"
     desc = params.get("desc") == "1"
     present = [r for r in out if r.sort_value(key) is not None]
     missing = [r for r in out if r.sort_value(key) is None]   # "no value" sorts last either way
