@@ -48,13 +48,19 @@ class Rig:
         self.gw = Gateway(GatewayConfig(model=model, socket_path=tmp_path / "gw.sock", **config), self.transcript)
         self.gw.start()
 
-    def events(self, type: str | None = None) -> list[dict[str, Any]]:
+    def events(self, type: str | None = None, settle: float = 5.0) -> list[dict[str, Any]]:
+        """The transcript's events once the calls in flight now are recorded (at most `settle` s). An
+        SDK has a stream's last event before the gateway records the call, at the upstream's end of
+        body (the terminating chunk may come in a read of its own), so reading at once could miss it
+        — the race Gateway.settle exists for. `settle=0`: read now (a call is deliberately held)."""
+        if settle:
+            self.gw.settle(settle)
         return events(self.transcript_path, type)
 
     def wait_for(self, type: str, n: int = 1, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Events of `type` once there are n (a client that aborts mid-stream does not wait for the record)."""
         deadline = time.monotonic() + timeout
-        while len(found := self.events(type)) < n and time.monotonic() < deadline:
+        while len(found := self.events(type, settle=0)) < n and time.monotonic() < deadline:
             time.sleep(0.01)
         return found
 

@@ -95,7 +95,7 @@ def test_openai_responses_and_chat_streaming_and_plain(tmp_path: Path, monkeypat
                                                      stream=True, stream_options={"include_usage": True}))
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         assert text == "Let me look."
-        calls = rig.events("model_call")
+        calls = rig.events("model_call")          # (once the calls in flight are recorded: see Rig.events)
         assert [c["wire_api"] for c in calls] == ["openai_responses"] * 2 + ["openai_chat"] * 2
         assert all(c["usage"]["input_tokens"] == 120 and c["usage"]["output_tokens"] == 30 for c in calls)
         assert all(c["response"]["tool_calls"][0]["name"] == "bash" for c in calls)

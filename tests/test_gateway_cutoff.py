@@ -207,7 +207,7 @@ def test_settle_waits_until_the_calls_in_flight_are_recorded(tmp_path: Path, mon
                         break                                      # the whole answer; the connection stays
                 t0 = time.monotonic()
                 assert rig.gw.settle(0.2) is False                 # bounded: the call is still unrecorded
-                assert 0.2 <= time.monotonic() - t0 < 5 and rig.events("model_call") == []
+                assert 0.2 <= time.monotonic() - t0 < 5 and rig.events("model_call", settle=0) == []
                 threading.Timer(0.3, end.set).start()
                 assert rig.gw.settle(10) is True
                 (call,) = rig.events("model_call")                 # written before settle returned

@@ -314,10 +314,11 @@ class Gateway:
         # (exchange.py, Exchange.forward), so "left `forwarding`" means "recorded". Looking again every
         # few ms costs the calls nothing (no per-call signal), and settle() is rare: once per phase.
         pending = set(self.forwarding)
-        loop = asyncio.get_running_loop()
-        until = loop.time() + timeout
+        # time.monotonic, not loop.time(): uvloop's clock is libuv's, cached per loop iteration in
+        # whole milliseconds, so a bound taken from it can end a little before `timeout` has passed.
+        until = time.monotonic() + timeout
         while pending:
-            if loop.time() >= until:
+            if time.monotonic() >= until:
                 return False
             await asyncio.sleep(SETTLE_TICK_S)
             pending &= self.forwarding
