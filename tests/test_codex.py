@@ -41,6 +41,8 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         {"text": "Done again."},                                    # over the limit: revision request
         {"tool_calls": [shell("printf '# Report\\n\\nalpha beta\\n' > /work/report.md")]},
         {"text": "Final."},
+        {"tool_calls": [shell("wc -w /work/report.md")]},          # the follow-up runs tools too
+        {"tool_calls": [shell("head -1 /work/report.md")]},
         {"text": "Follow-up answered."},
     ]}
     h = CodexHarness()
@@ -84,6 +86,11 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         assert {t.get("name") for t in last["tools"]} == {t.get("name") for t in bodies[0]["tools"]}  # same config
         assert b"hooks = false" in rig.sandbox.get_file("/work/.codex/config.toml")   # planted...
         assert follow.details["hooks"]["stop"] == 4          # ...but it did not switch hooks off
+        # Codex counts its item ids from item_0 again in the follow-up: the transcript's stay unique
+        calls = rig.events("tool_call")
+        assert len(calls) == 6 and len({c["id"] for c in calls}) == 6 and calls[-1]["id"].endswith("@2")
+        follow_hook = [e for e in rig.events("hook") if e["event"] == "PostToolUse"][-1]
+        assert follow_hook["item_id"] == calls[-1]["id"] == rig.events("tool_result")[-1]["id"]
         assert results[2]["output"].count("DENIED") == 3 and "TAMPERED" not in results[2]["output"]
         assert sorted(p.name for p in (rig.run_dir / "harness").iterdir()) == [
             f"codex.{n}.{k}" for n in (1, 2) for k in ("exit.json", "stderr.txt", "stdout.jsonl")]

@@ -78,7 +78,7 @@ class CodexHarness(CliHarness):
         return behind_forwarder(codex, port, sandbox_socket(ctx), "forwarder.log"), env
 
     def new_parser(self, ctx: HarnessContext, join: ToolOutputJoin) -> CodexStreamParser:
-        return CodexStreamParser(ctx.transcript, self.name, join)
+        return CodexStreamParser(ctx.transcript, self.name, join, phase=self._phase)
 
     def cli_outcome(self, parser: CodexStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
         if parser.failure:

@@ -32,8 +32,9 @@ write_stdin, tool_search, calls Codex rejects) get their tool_call / tool_result
 Usage in turn.completed is cumulative per thread; per-call usage comes from the gateway.
 
 Tool ids: the stream names a tool call by Codex's own item id (`item_3`, counted per
-invocation), the PostToolUse hook by the model's call id (`call_…`), and neither carries the
-other. The hook host therefore asks `ToolItems.claim` for the completed item matching the
+invocation, so a follow-up's `codex exec resume` counts from `item_0` again: in follow-up phase N
+the ids are written as `item_3@N`, unique in the transcript), the PostToolUse hook by the model's
+call id (`call_…`), and neither carries the other. The hook host therefore asks `ToolItems.claim` for the completed item matching the
 hook's tool and input, and records both ids on the `hook` event (`tool_id` = call id, like
 Claude Code's; `item_id` = the `id` of this stream's tool_call / tool_result). The tool_result
 also carries `call_id`.
@@ -107,8 +108,12 @@ def _matches(entry: tuple[str, str, str], hook_tool: str, cmd: Any) -> bool:
 
 
 class CodexStreamParser:
-    def __init__(self, transcript: TranscriptWriter, cli: str = "codex", join: ToolOutputJoin | None = None) -> None:
+    def __init__(self, transcript: TranscriptWriter, cli: str = "codex", join: ToolOutputJoin | None = None,
+                 phase: int = 1) -> None:
         self.tr = transcript
+        # Codex counts its item ids per invocation: a follow-up phase's ids get "@<phase>" so that a
+        # transcript's tool ids stay unique (the exports and the view pair calls and results by id).
+        self.id_suffix = f"@{phase}" if phase > 1 else ""
         self.tool_items = ToolItems()
         self.join = join or ToolOutputJoin(transcript, cli, CodexRules())
         self.cli = cli
@@ -152,6 +157,8 @@ class CodexStreamParser:
 
     def _item(self, phase: str, item: dict[str, Any]) -> None:
         itype, iid = item.get("type"), item.get("id")
+        if iid is not None and self.id_suffix:
+            iid = f"{iid}{self.id_suffix}"
         if itype == "agent_message":
             if phase == "completed":
                 self.last_agent_message = str(item.get("text", ""))
