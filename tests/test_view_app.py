@@ -203,6 +203,22 @@ def test_artifacts_page_shows_grades_beside_their_artifact(results) -> None:
     assert "<table>" in main and "<code>svc-backup</code>" in main   # markdown table and code rendered
 
 
+def test_run_header_shows_the_rate_limit_wait_like_the_report(tmp_path: Path) -> None:
+    """A run whose calls waited for rate limits says so in its header, with the share of the budget
+    the report's column shows (aggregate.wait_share); a run that never waited shows nothing."""
+    from tests.report_fixtures import add_run
+    waited = add_run(tmp_path, model="prov/model-a", seed=0, budget="10m", budget_s=600)
+    calm = add_run(tmp_path, model="prov/model-a", seed=1, budget="10m", budget_s=600)
+    meta_path = tmp_path / "runs" / waited / "meta.json"
+    meta = orjson.loads(meta_path.read_bytes())
+    meta["rate_limits"] = {"pause_budget": True, "waits": 3, "wait_s": 95.0, "paused_s": 90.0, "budget_extended_s": 90.0}
+    meta_path.write_bytes(orjson.dumps(meta))
+    c = client(tmp_path)
+    page = c.get(f"/run/{waited}").text
+    assert re.search(r"<dt>rate-limit wait</dt><dd>1m30s \(15% of the budget\), budget paused</dd>", page), page
+    assert "rate-limit wait" not in c.get(f"/run/{calm}").text
+
+
 def test_compare_shows_two_runs_side_by_side(results) -> None:
     root, ids = results
     page = client(root).get(f"/compare?run={ids['main']}&run={ids['seed1']}").text

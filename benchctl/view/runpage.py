@@ -12,7 +12,7 @@ from typing import Any
 
 from benchctl.jsonio import read_json
 from benchctl.progress import _tokens
-from benchctl.report.aggregate import Options, config_of, field_of
+from benchctl.report.aggregate import Options, config_of, field_of, wait_share
 from benchctl.report.contests import target_cost
 from benchctl.report.load import Run
 from benchctl.view import render
@@ -77,6 +77,12 @@ def facts(run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: 
         for fb in m.get("fallbacks") or []:
             if isinstance(fb, dict):
                 out.append(("fell back", f"{fb.get('from')} → {fb.get('to')} ({fb.get('reason') or 'refusal'})", ""))
+        rl = m.get("rate_limits") if isinstance(m.get("rate_limits"), dict) else {}
+        if rl.get("waits"):    # the report's "rate-limit wait" column, for this run (shown when it waited)
+            share = wait_share(Run(run_id, m))
+            out.append(("rate-limit wait", f"{render.duration(rl.get('paused_s'))}"
+                        + ("" if share is None else f" ({share:.0%} of the budget)")
+                        + (", budget paused" if rl.get("pause_budget") else ""), ""))
         for key, label in (("refusals", "refusals"), ("reprompts", "reprompts"), ("revision_requests", "revision requests")):
             if m.get(key):
                 out.append((label, str(m[key]), ""))
