@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchctl.cli import app
-from benchctl.grading.spend import judge_spent_on_disk, logged_spend, spend_log_path
+from benchctl.grading.spend import SEED_ASK, judge_spent_on_disk, logged_spend, spend_log_path
 from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
 from benchctl.models import reset_upstreams
@@ -60,7 +60,7 @@ def test_a_grade_the_cap_stopped_continues_its_count_on_a_rerun(tmp_path: Path,
     assert first.exit_code == 1, first.output
     assert len(judge_upstream.generation_requests()) == 3
     assert "3 judge call(s) not made" in first.output
-    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == pytest.approx(0.30)
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]).usd == pytest.approx(0.30)
 
     again = grade(results, "--max-cost", "0.25")          # the count starts at $0.30: no judge call at all
     assert again.exit_code == 1, again.output
@@ -73,9 +73,9 @@ def test_a_grade_the_cap_stopped_continues_its_count_on_a_rerun(tmp_path: Path,
     assert more.exit_code == 1, more.output
     assert len(judge_upstream.generation_requests()) == 5
     assert "judge calls: 2" in more.output and "$0.5000 of $0.45" in " ".join(more.output.split())
-    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == pytest.approx(0.50)
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]).usd == pytest.approx(0.50)
     # per grader: the cap counts the graders being run, not everything under grades/
-    assert judge_spent_on_disk(results, ["tldr"]) + judge_spent_on_disk(results, ["coverage"]) == pytest.approx(0.50)
+    assert judge_spent_on_disk(results, ["tldr"]).usd + judge_spent_on_disk(results, ["coverage"]).usd == pytest.approx(0.50)
 
     done = grade(results, "--max-cost", "2")               # enough: the rest is graded, scored grades kept
     assert done.exit_code == 0, done.output
@@ -92,8 +92,8 @@ def test_an_interrupted_grade_counts_the_calls_it_made_before_the_interruption(
     limits_scripts.F6_GATE.append(gate)       # each run's second coverage batch waits: its grade is never written
     logs = [spend_log_path(results, g) for g in ("coverage", "tldr")]
 
-    def lines() -> int:
-        return sum(len(p.read_bytes().splitlines()) for p in logs if p.exists())
+    def lines() -> int:     # the judge calls' lines (each log also starts with its $0 seed line)
+        return sum(len(p.read_bytes().splitlines()) - 1 for p in logs if p.exists())
 
     async def interrupted() -> None:
         task = asyncio.create_task(grade_results(results, GradeOptions(judge=JUDGE, max_cost=5.0)))
@@ -114,7 +114,7 @@ def test_an_interrupted_grade_counts_the_calls_it_made_before_the_interruption(
     for run_id in RUNS:
         assert not grade_path(results, "coverage", run_id).exists()
         assert read_json(grade_path(results, "tldr", run_id))["cost_usd"] == pytest.approx(0.10)
-    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == pytest.approx(0.40)
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]).usd == pytest.approx(0.40)
 
     before = len(judge_upstream.generation_requests())
     r = grade(results, "--max-cost", "0.45")    # $0.40 already: one call ($0.50) reaches the cap
@@ -135,17 +135,19 @@ def test_spend_logs_count_priced_calls_and_an_unpriced_judge_counts_zero(
     r = CliRunner().invoke(app, ["grade", str(results), "--judge", unpriced, "--max-cost", "1", "--allow-unpriced"])
     assert r.exit_code == 0, r.output
     tldr = spend_log_path(results, "tldr")
-    rows = [orjson.loads(line) for line in tldr.read_bytes().splitlines()]
+    seed, *rows = [orjson.loads(line) for line in tldr.read_bytes().splitlines()]
+    # a new directory's log starts with its seed line: no grade records before it, $0
+    assert (seed["ask"], seed["cost_usd"], seed["grades"]) == (SEED_ASK, 0.0, 0)
     assert sorted((row["subject"], row["ask"], row["judge"], row["cost_usd"]) for row in rows) == \
         [(run_id, "tldr", unpriced, None) for run_id in RUNS]
-    assert len(spend_log_path(results, "coverage").read_bytes().splitlines()) == 4
-    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == 0.0
+    assert len(spend_log_path(results, "coverage").read_bytes().splitlines()) == 1 + 4
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]).usd == 0.0
     assert "cost cap: $0.0000 of $1.00 spent" in " ".join(r.output.split())
     # priced lines add up; a torn last line (a session killed mid-write) is skipped
     with open(tldr, "ab") as f:
         f.write(b'{"cost_usd": 0.25}\n{"cost_usd": 0.5')
-    assert logged_spend(tldr) == pytest.approx(0.25)
-    assert judge_spent_on_disk(results, ["tldr", "tldr"]) == pytest.approx(0.25)
-    assert judge_spent_on_disk(results, ["coverage"]) == 0.0
+    assert logged_spend(tldr).usd == pytest.approx(0.25)
+    assert judge_spent_on_disk(results, ["tldr", "tldr"]).usd == pytest.approx(0.25)
+    assert judge_spent_on_disk(results, ["coverage"]).usd == 0.0
     # the judge logs and the report's grade readers are untouched: only *.json are grades or judge logs
     assert not list(tldr.parent.glob("spend*.json"))
