@@ -16,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from benchctl.cli import app
-from benchctl.grading.spend import SEED_ASK, judge_spent_on_disk, logged_spend, spend_log_path
+from benchctl.grading.spend import (SEED_ASK, LoggedSpend, append_spend, judge_spent_on_disk, logged_spend,
+                                    seed_spend_log, spend_log_path)
 from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
 from benchctl.models import reset_upstreams
@@ -151,3 +152,93 @@ def test_spend_logs_count_priced_calls_and_an_unpriced_judge_counts_zero(
     assert judge_spent_on_disk(results, ["coverage"]).usd == 0.0
     # the judge logs and the report's grade readers are untouched: only *.json are grades or judge logs
     assert not list(tldr.parent.glob("spend*.json"))
+
+
+def graded_before_the_spend_log(tmp_path: Path) -> Path:
+    """Both runs graded ($0.60: coverage $0.20 and tldr $0.10 a run), then the judge logs removed: the
+    directory a version without spend logs (or judge logs) left — grade records with their cost_usd."""
+    import shutil
+    results = two_runs(tmp_path)
+    assert grade(results).exit_code == 0
+    for g in ("coverage", "tldr"):
+        shutil.rmtree(spend_log_path(results, g).parent)
+    return results
+
+
+def seed_lines_of(results: Path, grader: str) -> list[dict[str, Any]]:
+    rows = [orjson.loads(line) for line in spend_log_path(results, grader).read_bytes().splitlines()]
+    return [row for row in rows if row["ask"] == SEED_ASK]
+
+
+def test_a_cap_counts_the_spend_grade_records_state_from_before_the_spend_log_once(
+        tmp_path: Path, judge_upstream: FakeUpstreamServer) -> None:
+    results = graded_before_the_spend_log(tmp_path)
+    grade_path(results, "tldr", RUNS[1]).unlink()     # one grade left to do: $0.50 is recorded in the rest
+    made = len(judge_upstream.generation_requests())
+
+    first = grade(results, "--max-cost", "0.45")      # $0.50 spent already: no judge call at all
+    assert first.exit_code == 1, first.output
+    assert len(judge_upstream.generation_requests()) == made
+    out = " ".join(first.output.split())
+    assert "judge calls: 0" in out and "1 judge call(s) not made" in out
+    assert ("coverage: spend log started with $0.4000 of earlier judge spend, estimated from 2 grade record(s) "
+            "written before it (a lower bound)") in out
+    assert "tldr: spend log started with $0.1000 of earlier judge spend, estimated from 1 grade record(s)" in out
+    assert ("cost cap: $0.5000 of $0.45 spent by these graders' judge calls ($0.5000 before this session, "
+            "$0.5000 of it estimated from grade records written before the spend log;") in out
+    assert [(s["cost_usd"], s["grades"], s["judge"]) for s in seed_lines_of(results, "coverage")] == [(0.4, 2, JUDGE)]
+
+    # the seed is written once: a second session counts it from the log, and adds no second one
+    again = grade(results, "--max-cost", "0.45")
+    assert again.exit_code == 1 and len(judge_upstream.generation_requests()) == made
+    assert "spend log started" not in again.output
+    assert "($0.5000 before this session, $0.5000 of it estimated" in " ".join(again.output.split())
+    for g in ("coverage", "tldr"):
+        assert len(seed_lines_of(results, g)) == 1
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]).usd == pytest.approx(0.50)
+
+    done = grade(results, "--max-cost", "2")           # the one grade left: $0.10 more, counted by its line
+    assert done.exit_code == 0, done.output
+    assert len(judge_upstream.generation_requests()) == made + 1
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == LoggedSpend(usd=0.6, estimated_usd=0.5)
+
+
+def test_a_log_started_without_a_seed_counts_only_the_records_it_has_no_line_for(
+        tmp_path: Path, judge_upstream: FakeUpstreamServer) -> None:
+    # a version with spend logs but no seed rule started tldr's log: it regraded run s1 (its lines are
+    # in the log, $0.10) after s0 had been graded without a log (its record says $0.10)
+    results = graded_before_the_spend_log(tmp_path)
+    log = spend_log_path(results, "tldr")
+    append_spend(log, judge=JUDGE, subject=RUNS[1], ask="tldr", attempt=1, cost_usd=0.10)
+    seed = seed_spend_log(results, "tldr")
+    assert seed is not None and (seed.cost_usd, seed.grades) == (pytest.approx(0.10), 1)
+    assert logged_spend(log) == LoggedSpend(usd=pytest.approx(0.20), estimated_usd=pytest.approx(0.10))
+    assert seed_spend_log(results, "tldr") is None      # once
+    assert logged_spend(log).usd == pytest.approx(0.20)
+
+
+def test_a_grade_record_whose_cost_is_not_a_number_is_named_and_not_counted(
+        tmp_path: Path, judge_upstream: FakeUpstreamServer) -> None:
+    results = graded_before_the_spend_log(tmp_path)
+    bad = grade_path(results, "coverage", RUNS[1])
+    bad.write_bytes(bad.read_bytes().replace(b'"cost_usd": 0.2', b'"cost_usd": "0.2"'))
+    assert read_json(bad)["cost_usd"] == "0.2"
+    unpriced = grade_path(results, "tldr", RUNS[0])
+    unpriced.write_bytes(unpriced.read_bytes().replace(b'"cost_usd": 0.1', b'"cost_usd": null'))
+    torn = grade_path(results, "tldr", RUNS[1])
+    torn.write_bytes(torn.read_bytes()[:40])
+    made = len(judge_upstream.generation_requests())
+
+    r = grade(results, "--max-cost", "5")     # no crash; the torn tldr grade is regraded ($0.10)
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert (f"coverage: grades/coverage/{RUNS[1]}.json: cost_usd '0.2' is not a cost in USD; its judge spend is "
+            f"not counted") in out
+    assert f"tldr: grades/tldr/{RUNS[1]}.json: unreadable" in out
+    assert "$0.2000 of earlier judge spend, estimated from 1 grade record(s)" in out      # coverage s0 only
+    assert "$0.0000 of earlier judge spend, estimated from 1 grade record(s) written before it " \
+           "(a lower bound; 1 unpriced, counted $0)" in out                               # tldr s0
+    assert len(judge_upstream.generation_requests()) == made + 1
+    assert [s["skipped"] for s in seed_lines_of(results, "coverage")] == [[f"grades/coverage/{RUNS[1]}.json"]]
+    assert judge_spent_on_disk(results, ["coverage", "tldr"]) == LoggedSpend(usd=pytest.approx(0.30),
+                                                                             estimated_usd=pytest.approx(0.20))

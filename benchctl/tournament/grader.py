@@ -71,9 +71,10 @@ async def agrade_tournament(results: Path, judge: Judge, *, force: bool = False,
     so the tournament's calls share its concurrency limit and count in its summary)."""
     parse_auditor_key(auditor_key)
     # `benchctl grade` seeded the log already (a no-op here); `python -m benchctl.tournament` has not
-    seed = await asyncio.to_thread(seed_spend_log, Path(results), TOURNAMENT)
-    for line in seed_lines(seed) if seed else []:
-        print(f"tournament: {line}", file=sys.stderr)
+    # (not `seed`: that name is the bootstrap's)
+    spend_seed = await asyncio.to_thread(seed_spend_log, Path(results), TOURNAMENT)
+    for line in seed_lines(spend_seed) if spend_seed else []:
+        print(line, file=sys.stderr)                     # "tournament: ..."
     await judge_environments(Path(results), judge, force=force, tasks=tasks)
     # the bootstrap is CPU work: off the event loop
     return await asyncio.to_thread(rate_from_canonical, results, auditor_key=auditor_key, weighting=weighting,
