@@ -615,3 +615,32 @@ def test_interrupted_rate_leaves_the_previous_ratings(results: Path) -> None:
         rate_from_canonical(results, rounds=50)
     assert (tdir / "ratings.json").read_bytes() == ratings_before
     assert not [p for p in os.listdir(tdir) if p.endswith(".tmp")]     # no temp file left behind
+
+
+def test_tournament_spend_before_the_spend_log_is_its_canonical_lists_costs(
+        results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory rated before spend logs existed: the judge's cost is each environment's canonical
+    list's (its dedup and that pass's extractions). The per-run grade records share those costs out
+    and ratings.json states the runs' own costs: neither is counted again."""
+    import shutil
+
+    from benchctl.grading.spend import SEED_ASK, logged_spend, spend_log_path
+    from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
+    grade_tournament(results, TITLE_JUDGE, rounds=50)
+    log = spend_log_path(results, "tournament")
+    shutil.rmtree(log.parent)                          # the version that rated it had no spend log
+    for env, cost in (("envA", 0.30), ("envB", 0.20)):  # what a priced judge would have recorded
+        canon = canon_io.load_canonical(canon_io.canonical_path(results, env))
+        canon_io.save_canonical(results, {**canon, "cost_usd": cost})
+    rate_from_canonical(results, rounds=50)            # per-run records now carry their shares of it
+    shares = [json.loads(p.read_text())["cost_usd"] for p in (results / "grades" / "tournament").glob("env*.json")]
+    assert sum(shares) == pytest.approx(0.50, abs=1e-5)
+    capsys.readouterr()
+
+    grade_tournament(results, TITLE_JUDGE, rounds=50)  # unchanged inputs: no judge call, the log is seeded
+    assert "tournament: spend log started with $0.5000 of earlier judge spend, estimated from " \
+           "2 grade record(s)" in capsys.readouterr().err
+    assert logged_spend(log).usd == pytest.approx(0.50) and logged_spend(log).estimated_usd == pytest.approx(0.50)
+    grade_tournament(results, TITLE_JUDGE, rounds=50)
+    assert [json.loads(line)["ask"] for line in log.read_bytes().splitlines()] == [SEED_ASK]

@@ -52,7 +52,8 @@ def runs(
              "variant, tools, seed)."),
     max_cost: Optional[float] = max_cost_option(
         "for grading: once the judge spend of the graders being run reaches it — every judge call of theirs "
-        "recorded in RESULTS_DIR, earlier sessions' too — no new judge call starts and their items stay unscored "
+        "recorded in RESULTS_DIR, earlier sessions' too (grades from before the spend log: estimated from their "
+        "records) — no new judge call starts and their items stay unscored "
         "(never 0). A rerun continues the count from disk."),
     allow_unpriced: bool = allow_unpriced_option(),
 ) -> None:

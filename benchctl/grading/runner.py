@@ -10,7 +10,10 @@ re-running skips grades already on disk for the same judge and rubric hash whose
 
 With a cost cap (`max_cost`), the grading spend is every judge call the spend logs of the graders
 being run hold (grading/spend.py: all sessions, judges and runs of the results directory), so a
-rerun — after an interruption, or after the cap stopped it — continues the count.
+rerun — after an interruption, or after the cap stopped it — continues the count. Before the first
+judge call every session gives each of its graders' spend logs its seed line once (the spend of
+grade records written before the log, estimated from their `cost_usd`; spend.py), whether it has a
+cap or not: a record rewritten by an uncapped session would otherwise take its cost with it.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from benchctl.grading.combined import grade_combined
 from benchctl.grading.config import GradingConfig, GradingConfigError, check_graders, load_grading
 from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
 from benchctl.grading.record import GradeJob
-from benchctl.grading.spend import judge_spent_on_disk
+from benchctl.grading.spend import Seed, judge_spent_on_disk, seed_spend_log
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
 
@@ -69,6 +72,8 @@ class Session:
     tournament_judge_calls: int = 0
     judge_spent_usd: float = 0.0           # priced spend of this session's judge calls
     judge_spent_before_usd: float = 0.0    # with a cost cap: what the graders' spend logs held before it
+    judge_spent_estimated_usd: float = 0.0  # of which: estimated from grade records older than the logs
+    spend_seeds: list[Seed] = field(default_factory=list)   # the seed lines this session wrote (spend.py)
     judge_max_cost: float | None = None    # the session's cost cap (--max-cost)
     judge_calls_capped: int = 0            # judge calls not made: the --max-cost cap was reached
     tournament: bool = False
@@ -166,9 +171,13 @@ async def grade_results(results: Path, opts: GradeOptions,
     jobs, session = plan(results, opts)
     if on_plan:
         on_plan(sum(len([g for g in gs if g in GRADERS or g in DERIVED]) for _, gs in jobs))
+    graders = graders_run(jobs, session)
+    # before any grade is (re)written: the spend of records older than their grader's log goes into it
+    session.spend_seeds = [s for g in graders if (s := await asyncio.to_thread(seed_spend_log, results, g))]
     spent = 0.0
     if opts.max_cost is not None:    # the count continues from what earlier sessions spent
-        spent = judge_spent_on_disk(results, graders_run(jobs, session))
+        on_disk = judge_spent_on_disk(results, graders)
+        spent, session.judge_spent_estimated_usd = on_disk.usd, round(on_disk.estimated_usd, 6)
     judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost, spent=spent)
 
     async def finish(rec: dict[str, Any], reused: bool, tally: Tally | None = None) -> None:

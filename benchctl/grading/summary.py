@@ -5,6 +5,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable
 
 from benchctl.grading.runner import Outcome, Session
+from benchctl.grading.spend import seed_lines
 from benchctl.grading.stats import wilson_interval
 from benchctl.stats import mean_or_none
 
@@ -95,10 +96,15 @@ def print_summary(session: Session) -> None:
     console.print(f"judge calls: {session.judge_calls}" + (f" ({session.tournament_judge_calls} by the tournament)"
                                                             if session.tournament else "")
                   + "; exchanges in grades/<grader>/judge_log/")
+    for seed in session.spend_seeds:
+        for n, line in enumerate(seed_lines(seed)):
+            console.print(line if n == 0 and seed.grades else f"[yellow]{line}[/yellow]")
     if session.judge_max_cost is not None:
         total = session.judge_spent_before_usd + session.judge_spent_usd
+        estimated = (f", ${session.judge_spent_estimated_usd:.4f} of it estimated from grade records written before "
+                     f"the spend log" if session.judge_spent_estimated_usd else "")
         console.print(f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls "
-                      f"(${session.judge_spent_before_usd:.4f} before this session; "
+                      f"(${session.judge_spent_before_usd:.4f} before this session{estimated}; "
                       f"grades/<grader>/judge_log/spend.jsonl)")
     if session.judge_calls_capped:
         console.print(f"cost cap reached: {session.judge_calls_capped} judge call(s) not made, their items are "

@@ -24,6 +24,7 @@ from typing import Any, Collection
 import orjson
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
+from benchctl.grading.spend import seed_lines, seed_spend_log
 from benchctl import jsonio
 from benchctl.layout import GRADE_SCHEMA, META, RUNS, GradeItem, GradeRecord, grade_path
 from benchctl.tournament import canonical as canon_io
@@ -69,6 +70,11 @@ async def agrade_tournament(results: Path, judge: Judge, *, force: bool = False,
     """`grade_tournament` with a judge shared with the caller (`benchctl grade` passes the session's,
     so the tournament's calls share its concurrency limit and count in its summary)."""
     parse_auditor_key(auditor_key)
+    # `benchctl grade` seeded the log already (a no-op here); `python -m benchctl.tournament` has not
+    # (not `seed`: that name is the bootstrap's)
+    spend_seed = await asyncio.to_thread(seed_spend_log, Path(results), TOURNAMENT)
+    for line in seed_lines(spend_seed) if spend_seed else []:
+        print(line, file=sys.stderr)                     # "tournament: ..."
     await judge_environments(Path(results), judge, force=force, tasks=tasks)
     # the bootstrap is CPU work: off the event loop
     return await asyncio.to_thread(rate_from_canonical, results, auditor_key=auditor_key, weighting=weighting,
