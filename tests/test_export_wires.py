@@ -25,7 +25,10 @@ from tests._run_helpers import cli, make_task
 
 pytestmark = pytest.mark.docker
 
-WIRES = {"gemini": "gemini", "chat": "openai_chat"}          # harness option wire -> the gateway's wire_api
+# harness option wire -> the gateway's wire_api. Over Gemini, ReAct answers a call whose id starts
+# `call_` (the scripted model's ids do) by the function's name only, as for the id-less calls of the
+# Gemini API: that run's results pair with their calls by function and order.
+WIRES = {"gemini": "gemini", "chat": "openai_chat"}
 REPORT = 'Errors: 1 ("disk full")\n'
 # two calls of the same tool in one turn (Gemini pairs results with calls by name and order when
 # they carry no id), arguments of every JSON kind (an int, a list, a string with quotes and newlines)
@@ -174,6 +177,13 @@ def test_a_react_run_over_the_wire_exports_and_reads_back(wire_results: dict[str
     raw = json.dumps(s.model_dump(mode="json", include={"model_usage", "events"}))
     check_usage(s, meta, raw)
     assert log.stats.model_usage[meta["model"]].total_cost == meta["cost_usd"]
+    # inspect_ai.analysis reads the same conversation into its dataframe (pandas: the dev extra)
+    from inspect_ai.analysis import messages_df
+    df = messages_df(str(log_path)).sort_values("order")
+    assert df["role"].tolist() == [m.role for m in s.messages]
+    tools = df[df["role"] == "tool"]
+    assert list(zip(tools["tool_call_id"], tools["tool_call_function"])) == \
+        [(m.tool_call_id, m.function) for m in s.messages if m.role == "tool"]
 
     r = cli("export", str(results), "--to", "atif", "-o", str(tmp_path / "atif"))
     assert r.returncode == 0, r.stderr
