@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from atif import Trajectory
@@ -103,6 +104,59 @@ def test_wire_formats_map_to_neutral_messages() -> None:
     assert wire.system_prompt("gemini", {"systemInstruction": {"parts": [{"text": "g"}]}}).text == "g"
     assert [t.name for t in wire.tool_defs({"tools": [{"type": "function", "function": {"name": "a", "parameters": {}}},
                                                       {"functionDeclarations": [{"name": "b"}]}]})] == ["a", "b"]
+
+
+def test_gemini_calls_and_answers_without_ids_pair_by_function_and_order(tmp_path: Path) -> None:
+    """Gemini gives a function call an id only sometimes (the Gemini API mostly does not), and the
+    google-genai SDK answers with the function's name: each answer is the preceding model turn's
+    first unanswered call of its name. The export names id-less calls by their place in the
+    conversation (so a call keeps its id from the response into the next request's history) and
+    pairs each answer with its call; the answer's text is what the model was given."""
+    system = {"parts": [{"text": "sys"}]}
+
+    def call(name: str, **args: Any) -> dict[str, Any]:
+        return {"functionCall": {"name": name, "args": args}}
+
+    def answer(name: str, **resp: Any) -> dict[str, Any]:
+        return {"functionResponse": {"name": name, "response": resp}}
+
+    c1 = [{"role": "user", "parts": [{"text": "go"}]}]
+    r1 = {"text": "", "tool_calls": [{"id": None, "name": "bash", "input": {"command": "a"}},
+                                     {"id": None, "name": "bash", "input": {"command": "b"}}]}
+    c2 = c1 + [{"role": "model", "parts": [call("bash", command="a"), call("bash", command="b")]},
+               {"role": "user", "parts": [answer("bash", output="A"), answer("bash", output="B")]}]
+    r2 = {"text": "", "tool_calls": [{"id": None, "name": "view", "input": {"path": "x"}}]}
+    c3 = c2 + [{"role": "model", "parts": [{**call("view", path="x"), "thoughtSignature": "c2ln"}]},
+               {"role": "user", "parts": [answer("view", error="no such file")]}]
+    r3 = {"text": "done", "tool_calls": []}
+    reqs = [({"contents": c, "systemInstruction": system}, r, "gemini") for c, r in ((c1, r1), (c2, r2), (c3, r3))]
+    write_run(tmp_path, [("run_start", "runner", {})] + model_calls(reqs))
+    turns = [it for it in ev.items(ev.find_runs(tmp_path)[0][0]) if isinstance(it, ev.ModelTurn)]
+    out1, out2 = ([c.id for c in t.output.tool_calls] for t in turns[:2])
+    assert len(set(out1 + out2)) == 3 and all(out1 + out2)
+    # the echo of each answer carries its calls' ids; each answer pairs with its call, in order
+    assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id, m.text) for m in turns[1].new] == \
+        [("assistant", out1, None, ""), ("tool", [], out1[0], "A"), ("tool", [], out1[1], "B")]
+    assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id, m.text, m.is_error) for m in turns[2].new] == \
+        [("assistant", out2, None, "", False), ("tool", [], out2[0], "no such file", True)]
+
+    (log,) = wire_export(tmp_path, "inspect")
+    s = read_eval_log(str(log)).samples[0]
+    calls = {c.id: c for m in s.messages if m.role == "assistant" for c in m.tool_calls or []}
+    assert [(m.tool_call_id, m.function, m.text) for m in s.messages if m.role == "tool"] == \
+        [(out1[0], "bash", "A"), (out1[1], "bash", "B"), (out2[0], "view", "no such file")]
+    assert [calls[i].arguments for i in out1 + out2] == [{"command": "a"}, {"command": "b"}, {"path": "x"}]
+    (traj,) = wire_export(tmp_path, "atif")
+    t = Trajectory.model_validate_json(traj.read_bytes())
+    agent = [st for st in t.steps if st.source == "agent" and st.llm_call_count == 1]
+    assert [[(r.source_call_id, r.content) for r in st.observation.results] if st.observation else []
+            for st in agent] == [[(out1[0], "A"), (out1[1], "B")], [(out2[0], "no such file")], []]
+    assert [[c.tool_call_id for c in st.tool_calls or []] for st in agent] == [out1, out2, []]
+
+
+def wire_export(results: Path, to: str) -> list[Path]:
+    from benchctl.export import export
+    return export(results, to, results / f"out-{to}").written
 
 
 def test_a_token_count_moves_the_conversation_on_but_is_not_a_generation(tmp_path: Path) -> None:

@@ -224,7 +224,7 @@ Item = Union[ModelTurn, TargetTurn, ToolUse, Note]
 
 
 class _Conversation:
-    __slots__ = ("last_call", "counts", "total", "prints", "system", "tools", "config", "response")
+    __slots__ = ("last_call", "counts", "total", "prints", "system", "tools", "config", "response", "open_calls")
 
     def __init__(self) -> None:
         self.last_call = ""
@@ -235,6 +235,9 @@ class _Conversation:
         self.tools: list[ToolDef] = []
         self.config: dict[str, Any] = {}
         self.response: Message | None = None
+        # (id, name) of the latest assistant message's calls not answered yet: an answer that
+        # names only its function (Gemini) is paired with the first of these of its name
+        self.open_calls: list[tuple[str, str]] = []
 
 
 class _Tracker:
@@ -284,6 +287,7 @@ class _Tracker:
         if "append" in delta:
             per = self._convert(wire_api, delta.get("append") or [], conv)
             new = [m for ms in per for m in ms]
+            _pair(conv_id, conv, new, keep)
             prints = [_fingerprint(m) for m in new]
             old = conv.prints[keep:] if keep < len(conv.prints) else array("Q")
             repeated = [i < len(old) and old[i] == fp for i, fp in enumerate(prints)]
@@ -293,6 +297,7 @@ class _Tracker:
             conv.total += len(new)
         self._name_tools(new)
         if output is not None:
+            _pair(conv_id, conv, [output], conv.total)    # where the next request will hold it
             self._name_tools([output])
         conv.last_call, conv.response = call_id, output
         return ModelTurn(light, call_id, conv_id, base if complete else None, keep, new, conv.system,
@@ -318,6 +323,26 @@ class _Tracker:
                     self.tool_names.popitem(last=False)
             if m.role == "tool" and m.tool_name is None and m.tool_call_id:
                 m.tool_name = self.tool_names.get(m.tool_call_id)
+
+
+def _pair(conv_id: str, conv: _Conversation, messages: list[Message], start: int) -> None:
+    """Tool-call ids where the wire API leaves them out (Gemini: a call has an id only when the
+    model gave one, and an answer may name only its function: it answers the preceding model
+    turn's first unanswered call of that name). An id-less call is named after its place in the
+    conversation, `<conversation>/<message>.<call>`, which is the same when the history is re-sent
+    (so an answer's echo in the next request keeps its calls' ids); an id-less answer takes the id
+    of the call it answers. `messages` sit at positions `start`, `start + 1`, ... of the conversation."""
+    for n, m in enumerate(messages, start):
+        if m.role == "assistant":
+            for i, c in enumerate(m.tool_calls):
+                if not c.id:
+                    c.id = f"{conv_id}/{n}.{i}"
+            conv.open_calls = [(c.id, c.name) for c in m.tool_calls]
+        elif m.role == "tool":
+            if not m.tool_call_id:
+                match = next((c for c in conv.open_calls if m.tool_name in (None, c[1])), None)
+                m.tool_call_id = match[0] if match else None
+            conv.open_calls = [c for c in conv.open_calls if c[0] != m.tool_call_id]
 
 
 def _fingerprint(m: Message) -> int:

@@ -185,13 +185,16 @@ def _chat(msg: dict[str, Any]) -> list[Message]:
 # ------------------------------------------------------------------------------- Gemini
 
 def _gemini(content: dict[str, Any]) -> list[Message]:
+    """A Gemini content. Function calls and responses carry an id only when the model gave one;
+    an id-less response answers the preceding model turn's call of its name (in order), which
+    `benchctl.export.events` resolves, so neither is given a made-up id here."""
     parts = content.get("parts") or []
     if content.get("role") == "model":
         out = Message("assistant")
         for p in parts:
             if isinstance(p, dict) and "functionCall" in p:
                 fc = p["functionCall"] or {}
-                out.tool_calls.append(tool_call(fc.get("id") or fc.get("name"), fc.get("name"), fc.get("args")))
+                out.tool_calls.append(tool_call(fc.get("id"), fc.get("name"), fc.get("args")))
             else:
                 out.parts.extend(_text_parts(p))
         return [out]
@@ -200,15 +203,26 @@ def _gemini(content: dict[str, Any]) -> list[Message]:
     for p in parts:
         if isinstance(p, dict) and "functionResponse" in p:
             fr = p["functionResponse"] or {}
-            resp = fr.get("response")
-            text = resp if isinstance(resp, str) else orjson.dumps(resp).decode()
-            messages.append(Message("tool", [Part("text", text)], tool_call_id=fr.get("id") or fr.get("name"),
-                                    tool_name=fr.get("name")))
+            text, is_error = _gemini_response(fr.get("response"))
+            messages.append(Message("tool", [Part("text", text)], tool_call_id=fr.get("id") or None,
+                                    tool_name=fr.get("name"), is_error=is_error))
         else:
             user.parts.extend(_text_parts(p))
     if user.parts or not messages:
         messages.append(user)
     return messages
+
+
+def _gemini_response(resp: Any) -> tuple[str, bool]:
+    """A function response's text and whether it reports an error. Gemini documents `output` and
+    `error` keys (the SDK also sends `result`, older clients `content`): the model is given the value
+    under the key, as inspect-ai's own converter reads it; any other shape is kept whole as JSON."""
+    if isinstance(resp, dict):
+        key = next((k for k in ("output", "result", "content") if resp.get(k) is not None), None)
+        error = resp.get("error")
+        value = resp[key] if key is not None else error if error else resp
+        return (value if isinstance(value, str) else orjson.dumps(value).decode()), bool(error)
+    return (resp if isinstance(resp, str) else orjson.dumps(resp).decode()), False
 
 
 # ------------------------------------------------------------------------------- requests
