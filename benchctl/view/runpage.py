@@ -77,7 +77,8 @@ def facts(run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: 
         for fb in m.get("fallbacks") or []:
             if isinstance(fb, dict):
                 out.append(("fell back", f"{fb.get('from')} → {fb.get('to')} ({fb.get('reason') or 'refusal'})", ""))
-        rl = m.get("rate_limits") if isinstance(m.get("rate_limits"), dict) else {}
+        raw = m.get("rate_limits")
+        rl = raw if isinstance(raw, dict) else {}
         if rl.get("waits"):    # the report's "rate-limit wait" column, for this run (shown when it waited)
             share = wait_share(Run(run_id, m))
             out.append(("rate-limit wait", f"{render.duration(rl.get('paused_s'))}"
