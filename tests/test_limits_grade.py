@@ -242,3 +242,16 @@ def test_a_grade_record_whose_cost_is_not_a_number_is_named_and_not_counted(
     assert [s["skipped"] for s in seed_lines_of(results, "coverage")] == [[f"grades/coverage/{RUNS[1]}.json"]]
     assert judge_spent_on_disk(results, ["coverage", "tldr"]) == LoggedSpend(usd=pytest.approx(0.30),
                                                                              estimated_usd=pytest.approx(0.20))
+
+
+def test_a_call_after_a_torn_last_line_is_still_counted(tmp_path: Path) -> None:
+    """A session killed mid-write leaves a spend log whose last line has no newline; the next call's
+    line must not join it (the joined line is unreadable, so that call's cost was lost)."""
+    log = tmp_path / "judge_log" / "spend.jsonl"
+    append_spend(log, judge="j", subject="r1", ask="coverage", attempt=1, cost_usd=0.5)
+    with open(log, "ab") as f:
+        f.write(b'{"at": 1.0, "judge": "j", "subject": "r2", "ask": "cov')     # killed mid-write
+    append_spend(log, judge="j", subject="r3", ask="coverage", attempt=1, cost_usd=0.25)
+    append_spend(log, judge="j", subject="r4", ask="coverage", attempt=1, cost_usd=0.125)
+    assert logged_spend(log).usd == 0.875
+    assert log.read_bytes().count(b"\n") == 4          # the torn line ended, nothing else added

@@ -12,7 +12,8 @@ of a run's live transcript — and that file is never rewritten:
      "attempt": 1, "cost_usd": 0.0041}
 
 `cost_usd` is null when the judge has no price (`--allow-unpriced`); like a run's unknown cost,
-it counts 0. A torn last line (a session killed mid-write) is skipped.
+it counts 0. A torn last line (a session killed mid-write) is skipped, and the next line written
+starts on a line of its own rather than joining it.
 
 The spend before the log. A results directory graded by a version without spend logs has grade
 records (each with its `cost_usd`) but no log, and a log started by a version without the rule
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import fcntl
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,8 +69,19 @@ def append_spend(path: Path, *, judge: str, subject: str, ask: str, attempt: int
     path.parent.mkdir(parents=True, exist_ok=True)
     line = orjson.dumps({"at": round(time.time(), 3), "judge": judge, "subject": subject, "ask": ask,
                          "attempt": attempt, "cost_usd": cost_usd}) + b"\n"
-    with open(path, "ab") as f:
-        f.write(line)
+    with open(path, "a+b") as f:
+        f.write(_after_torn_line(f) + line)    # O_APPEND: one write at the end, whoever else appends
+
+
+def _after_torn_line(f: Any) -> bytes:
+    """b"\\n" when the log (open for reading and appending) ends in a torn line — a session killed
+    mid-write — so that what is appended next starts a line of its own instead of joining it and
+    being lost with it (the torn line itself stays unreadable and is skipped); else b""."""
+    end = f.seek(0, os.SEEK_END)
+    if not end:
+        return b""
+    f.seek(end - 1)
+    return b"" if f.read(1) == b"\n" else b"\n"
 
 
 @dataclass(frozen=True)
@@ -212,12 +225,10 @@ def seed_spend_log(results: Path, grader: str) -> Seed | None:
             if any(_is_seed(line) for line in data.splitlines()):
                 return None
             seed = estimate_from_records(results, grader, {str(r.get("subject")) for r in _lines(data)})
-            if data and not data.endswith(b"\n"):
-                f.write(b"\n")         # after a torn last line: the seed gets a line of its own
-            f.write(orjson.dumps({"at": round(time.time(), 3), "judge": ", ".join(seed.judges), "subject": "",
-                                  "ask": SEED_ASK, "attempt": 0, "cost_usd": seed.cost_usd, "grades": seed.grades,
-                                  "unpriced": seed.unpriced, "skipped": seed.skipped})
-                    + b"\n")
+            line = orjson.dumps({"at": round(time.time(), 3), "judge": ", ".join(seed.judges), "subject": "",
+                                 "ask": SEED_ASK, "attempt": 0, "cost_usd": seed.cost_usd, "grades": seed.grades,
+                                 "unpriced": seed.unpriced, "skipped": seed.skipped}) + b"\n"
+            f.write(_after_torn_line(f) + line)
             f.flush()
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
