@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
@@ -59,14 +59,23 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[Any]:
     skipped, wherever they are: the expected one is a torn last line (a process killed mid-write),
     but a corrupt middle line is dropped too."""
     with open(path, "rb") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
+        yield from _values(f)
+
+
+def parse_jsonl(data: bytes) -> list[Any]:
+    """The values of JSONL text already read (e.g. under a lock), skipping lines as `iter_jsonl` does."""
+    return list(_values(data.splitlines()))
+
+
+def _values(lines: Iterable[bytes]) -> Iterator[Any]:
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            yield orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:

@@ -48,6 +48,7 @@ from typing import Any, Collection
 
 import orjson
 
+from benchctl.jsonio import parse_jsonl
 from benchctl.layout import GRADES
 from benchctl.tournament.schema import CANONICAL_DIR, TOURNAMENT
 
@@ -97,15 +98,7 @@ class LoggedSpend:
 
 def _lines(data: bytes) -> list[dict[str, Any]]:
     """The log's readable lines (a torn or corrupt line is skipped)."""
-    out = []
-    for line in data.splitlines():
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(row, dict):
-            out.append(row)
-    return out
+    return [row for row in parse_jsonl(data) if isinstance(row, dict)]
 
 
 def _is_seed(line: bytes) -> bool:

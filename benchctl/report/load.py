@@ -157,7 +157,8 @@ class _Compactor:
         return self.seen.setdefault(value, value) if type(value) is str else value
 
     def items(self, raw: Any) -> tuple[list[Item], int]:
-        """The compact items, and how many score / strict values were not numbers (read as None)."""
+        """The compact items, and how many of their values were of the wrong type (a score or strict
+        score that is not a number, a cluster that cannot be a name): read as None."""
         if not isinstance(raw, list):
             return [], 0
         try:
