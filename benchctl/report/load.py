@@ -360,9 +360,8 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
         if not isinstance(meta, dict):
             problems.append(f"{rel} is not a JSON object")
             continue
-        bad = _bad_meta_values(meta)
+        meta, bad = _checked_meta(meta)
         if bad:
-            meta = _checked_meta(meta)                 # a copy: the cached record stays as read
             problems.append(f"{rel}: {', '.join(bad)} not as benchctl writes them (read as unknown)")
         by_id[name] = Run(run_id=name, meta=meta)
     if unfinished:
@@ -431,32 +430,20 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
 _META_NUMBERS = ("cost_usd", "elapsed_s")
 
 
-def _bad_meta_values(meta: dict[str, Any]) -> list[str]:
-    """The meta.json fields the report does arithmetic or lookups on that hold something else than
-    benchctl writes (a hand edit, another tool): named in the report's problems, read as unknown,
-    rather than a crash halfway through a report. A few type checks per run (~1 µs)."""
-    bad = [k for k in _META_NUMBERS if not _is_number(meta.get(k))]
+def _checked_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`meta` and the fields the report does arithmetic or lookups on that hold something else than
+    benchctl writes (a hand edit, another tool). With none, `meta` itself (a few type checks per run,
+    ~1 µs); else a copy with those values unknown — a number that is not one is None (never 0),
+    usage keeps its numbers, fallbacks its entries that are objects — so that they are named in the
+    report's problems rather than crash it halfway. The cached record stays as read."""
+    fixed: dict[str, Any] = {k: None for k in _META_NUMBERS if not _is_number(meta.get(k))}
     usage = meta.get("usage")
     if usage is not None and not (isinstance(usage, dict) and all(map(_is_number, usage.values()))):
-        bad.append("usage")
+        fixed["usage"] = {k: v for k, v in usage.items() if _is_number(v)} if isinstance(usage, dict) else {}
     fallbacks = meta.get("fallbacks")
     if fallbacks is not None and not (isinstance(fallbacks, list) and all(isinstance(f, dict) for f in fallbacks)):
-        bad.append("fallbacks")
-    return bad
-
-
-def _checked_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `meta` with the values _bad_meta_values names made unknown: a number that is not one
-    is None (never 0), usage keeps its numbers, fallbacks its entries that are objects."""
-    out = dict(meta)
-    for k in _META_NUMBERS:
-        if not _is_number(out.get(k)):
-            out[k] = None
-    usage = out.get("usage")
-    out["usage"] = {k: v for k, v in usage.items() if _is_number(v)} if isinstance(usage, dict) else {}
-    fallbacks = out.get("fallbacks")
-    out["fallbacks"] = [f for f in fallbacks if isinstance(f, dict)] if isinstance(fallbacks, list) else []
-    return out
+        fixed["fallbacks"] = [f for f in fallbacks if isinstance(f, dict)] if isinstance(fallbacks, list) else []
+    return ({**meta, **fixed} if fixed else meta), list(fixed)
 
 
 def unfinished_meta(run_path: str, run_id: str, twins: dict[str, Run]) -> dict[str, Any]:
