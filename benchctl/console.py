@@ -2,6 +2,7 @@
 otherwise. Piped, captured or written to a file, rich would assume 80 columns and fold every
 table cell; a fixed width keeps one row per line, which is what a log or a diff wants.
 """
+
 from __future__ import annotations
 
 from typing import Any

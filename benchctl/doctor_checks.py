@@ -10,6 +10,7 @@ executors/ray_node.py `doctor_node`, by `benchctl doctor --ray` (commands/doctor
 Ray node: it sits below all three, so none of them imports another for its checks. Heavy imports
 happen inside the checks so `benchctl --help` stays fast.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,7 @@ import typer
 @dataclass
 class Check:
     name: str
-    status: str          # ok | fail | warn | skip
+    status: str  # ok | fail | warn | skip
     detail: str
     fix: str = ""
     required: bool = False
@@ -31,30 +32,42 @@ class Check:
 def check_docker() -> tuple[Check, Any]:
     """The engine check and, when it passed, the client the other checks use (the caller closes it)."""
     from benchctl.sandbox.docker_client import FIX, DockerUnavailable, docker_client
+
     try:
         client = docker_client()
     except DockerUnavailable as e:
         return Check("docker engine", "fail", f"not reachable at {e.host} ({e.reason})", e.fix, True), None
     try:
         version = client.version()
-    except Exception as e:   # connected, then failed: report it like an unreachable engine
+    except Exception as e:  # connected, then failed: report it like an unreachable engine
         client.close()
         return Check("docker engine", "fail", f"version query failed: {str(e).splitlines()[0][:200]}", FIX, True), None
-    return Check("docker engine", "ok", f"Docker {version.get('Version', '?')} (API {version.get('ApiVersion', '?')})",
-                 required=True), client
+    return Check(
+        "docker engine",
+        "ok",
+        f"Docker {version.get('Version', '?')} (API {version.get('ApiVersion', '?')})",
+        required=True,
+    ), client
 
 
 def check_image(client: Any, tag: str) -> Check:
     from benchctl import images
+
     if client is None:
         return Check("sandbox image", "skip", "needs the Docker Engine", required=True)
     info = images.image_info(client, tag)
     if info is None:
-        return Check("sandbox image", "fail", f"{tag} not found",
-                     "build it with `benchctl images build` (about 1 minute; offline path needs "
-                     "`apt-get install -y mmdebstrap` and a Debian mirror)", True)
-    return Check("sandbox image", "ok", f"{tag} {info.id} ({info.build_path} build, {info.size_mb:.0f} MB)",
-                 required=True)
+        return Check(
+            "sandbox image",
+            "fail",
+            f"{tag} not found",
+            "build it with `benchctl images build` (about 1 minute; offline path needs "
+            "`apt-get install -y mmdebstrap` and a Debian mirror)",
+            True,
+        )
+    return Check(
+        "sandbox image", "ok", f"{tag} {info.id} ({info.build_path} build, {info.size_mb:.0f} MB)", required=True
+    )
 
 
 def check_sandbox_starts(client: Any, tag: str, image_ok: bool) -> Check:
@@ -62,21 +75,33 @@ def check_sandbox_starts(client: Any, tag: str, image_ok: bool) -> Check:
         return Check("sandbox start", "skip", "needs the engine and the image", required=True)
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+
     try:
         with DockerSandbox(SandboxSpec(image=tag, run_id="doctor"), client=client) as box:
             r = box.exec("id -un; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", timeout=30)
     except Exception as e:
-        return Check("sandbox start", "fail", f"{type(e).__name__}: {str(e)[:300]}",
-                     "rebuild the image with `benchctl images build`; check `docker info` for errors", True)
+        return Check(
+            "sandbox start",
+            "fail",
+            f"{type(e).__name__}: {str(e)[:300]}",
+            "rebuild the image with `benchctl images build`; check `docker info` for errors",
+            True,
+        )
     words = r.stdout.split()
     if r.exit_code != 0 or words != ["agent", "lo"]:
-        return Check("sandbox start", "fail", f"unexpected sandbox state: {r.stdout!r} {r.stderr[:200]!r}",
-                     "rebuild the image with `benchctl images build`", True)
+        return Check(
+            "sandbox start",
+            "fail",
+            f"unexpected sandbox state: {r.stdout!r} {r.stderr[:200]!r}",
+            "rebuild the image with `benchctl images build`",
+            True,
+        )
     return Check("sandbox start", "ok", "runs as agent, loopback only (network none)", required=True)
 
 
 def check_binaries() -> list[Check]:
     from benchctl import binaries
+
     checks = []
     for row in binaries.describe():
         name = f"agent cli: {row['name']}"
@@ -90,14 +115,21 @@ def check_binaries() -> list[Check]:
 def check_keys() -> list[Check]:
     checks = []
     from benchctl.gateway.provider_env import PROVIDERS
+
     for provider, env in PROVIDERS.items():
         names = env.keys
         present = [n for n in names if os.environ.get(n)]
         if present:
             checks.append(Check(f"key: {provider}", "ok", f"{present[0]} is set"))
         else:
-            checks.append(Check(f"key: {provider}", "warn", f"{' / '.join(names)} not set",
-                                f"export {names[0]}=... to run or judge with {provider} models"))
+            checks.append(
+                Check(
+                    f"key: {provider}",
+                    "warn",
+                    f"{' / '.join(names)} not set",
+                    f"export {names[0]}=... to run or judge with {provider} models",
+                )
+            )
     return checks
 
 
@@ -105,22 +137,32 @@ def check_strays(client: Any) -> Check:
     if client is None:
         return Check("stray containers", "skip", "needs the Docker Engine")
     from benchctl.sandbox.cleanup import find_managed
+
     found = find_managed(client)
     strays = [s for s in found if not s.owner_alive]
     live = len(found) - len(strays)
     live_note = f"; {live} belong to running benchctl processes" if live else ""
     if strays:
-        return Check("stray containers", "warn", f"{len(strays)} left behind ({', '.join(s.name for s in strays[:5])})"
-                     + live_note, "remove them with `benchctl cleanup`")
+        return Check(
+            "stray containers",
+            "warn",
+            f"{len(strays)} left behind ({', '.join(s.name for s in strays[:5])})" + live_note,
+            "remove them with `benchctl cleanup`",
+        )
     return Check("stray containers", "ok", "none" + live_note)
 
 
 def check_gateway_dirs() -> Check:
     from benchctl.sandbox import gateway_dir
+
     stale = [d for d in gateway_dir.find() if not d.owner_alive]
     if stale:
-        return Check("stale gateway dirs", "warn", f"{len(stale)} left behind ({', '.join(str(d.path) for d in stale[:5])})",
-                     "remove them with `benchctl cleanup`")
+        return Check(
+            "stale gateway dirs",
+            "warn",
+            f"{len(stale)} left behind ({', '.join(str(d.path) for d in stale[:5])})",
+            "remove them with `benchctl cleanup`",
+        )
     return Check("stale gateway dirs", "ok", "none")
 
 

@@ -13,6 +13,7 @@ directories from sandboxes/setup.sh):
 falls back to the offline path otherwise; it returns which path it used. Docker is driven
 through the SDK; the only subprocesses are mmdebstrap (via build-offline.sh) and apt-get.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 DEFAULT_TAG = os.environ.get("BENCHCTL_IMAGE", "benchctl-sandbox:latest")
 BASE_IMAGE = "debian:bookworm-slim"
@@ -40,17 +42,17 @@ class ImageBuildError(RuntimeError):
 @dataclass
 class ImageInfo:
     tag: str
-    id: str                     # sha256:... content digest of the image config
+    id: str  # sha256:... content digest of the image config
     repo_digests: list[str]
-    build_path: str             # "offline" / "dockerfile" / "unknown"
+    build_path: str  # "offline" / "dockerfile" / "unknown"
     size_mb: float
     created: str
 
 
 @dataclass
 class BuildResult:
-    path: str                   # the build path actually used
-    reason: str                 # why that path
+    path: str  # the build path actually used
+    reason: str  # why that path
     info: ImageInfo
     seconds: float
 
@@ -60,26 +62,35 @@ def sandboxes_dir() -> Path:
     override = os.environ.get("BENCHCTL_SANDBOXES_DIR")
     d = Path(override) if override else Path(__file__).resolve().parents[1] / "sandboxes"
     if not (d / "packages.txt").is_file():
-        raise ImageBuildError(f"sandbox image definitions not found at {d}; run from a source checkout "
-                              "(pip install -e .) or set BENCHCTL_SANDBOXES_DIR to the repo's sandboxes/ folder")
+        raise ImageBuildError(
+            f"sandbox image definitions not found at {d}; run from a source checkout "
+            "(pip install -e .) or set BENCHCTL_SANDBOXES_DIR to the repo's sandboxes/ folder"
+        )
     return d
 
 
 def image_info(client: Any, tag: str = DEFAULT_TAG) -> ImageInfo | None:
     import docker.errors
+
     try:
         attrs = client.api.inspect_image(tag)
     except docker.errors.ImageNotFound:
         return None
     labels = (attrs.get("Config") or {}).get("Labels") or {}
-    return ImageInfo(tag=tag, id=attrs["Id"], repo_digests=attrs.get("RepoDigests") or [],
-                     build_path=labels.get(BUILD_PATH_LABEL, "unknown"),
-                     size_mb=round(attrs.get("Size", 0) / 1e6, 1), created=attrs.get("Created", ""))
+    return ImageInfo(
+        tag=tag,
+        id=attrs["Id"],
+        repo_digests=attrs.get("RepoDigests") or [],
+        build_path=labels.get(BUILD_PATH_LABEL, "unknown"),
+        size_mb=round(attrs.get("Size", 0) / 1e6, 1),
+        created=attrs.get("Created", ""),
+    )
 
 
 def base_available(client: Any, log: Log, base: str = BASE_IMAGE) -> tuple[bool, str]:
     """Is the Dockerfile's base image present, or can it be pulled? (reason either way)"""
     import docker.errors
+
     try:
         client.api.inspect_image(base)
         return True, f"{base} is present locally"
@@ -103,11 +114,15 @@ def ensure_mmdebstrap(log: Log) -> str:
     if found:
         return found
     if os.geteuid() != 0:
-        raise ImageBuildError("the offline build needs mmdebstrap: run `sudo apt-get install -y mmdebstrap` "
-                              "(or use --dockerfile on a machine with a registry)")
+        raise ImageBuildError(
+            "the offline build needs mmdebstrap: run `sudo apt-get install -y mmdebstrap` "
+            "(or use --dockerfile on a machine with a registry)"
+        )
     log("mmdebstrap missing; installing it with apt-get")
     for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "mmdebstrap"]):
-        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        )
         if done.returncode != 0:
             raise ImageBuildError(f"`{' '.join(cmd)}` failed: {done.stderr.strip()[-400:]}")
     found = shutil.which("mmdebstrap")
@@ -127,8 +142,15 @@ def _stream_build(client: Any, log: Log, **kwargs: Any) -> None:
 
 
 def build_dockerfile(client: Any, tag: str, log: Log, base: str = BASE_IMAGE) -> None:
-    _stream_build(client, log, path=str(sandboxes_dir()), dockerfile="Dockerfile", tag=tag, pull=False,
-                  buildargs={"BASE_IMAGE": base})
+    _stream_build(
+        client,
+        log,
+        path=str(sandboxes_dir()),
+        dockerfile="Dockerfile",
+        tag=tag,
+        pull=False,
+        buildargs={"BASE_IMAGE": base},
+    )
 
 
 def build_offline(client: Any, tag: str, log: Log) -> None:
@@ -137,20 +159,31 @@ def build_offline(client: Any, tag: str, log: Log) -> None:
     with tempfile.TemporaryDirectory(prefix="benchctl-rootfs-") as tmp:
         tar = Path(tmp) / "rootfs.tar"
         log("mmdebstrap: building the Debian root filesystem (~20-60 s)")
-        done = subprocess.run(["sh", str(sdir / "build-offline.sh"), "--rootfs-only", str(tar)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["sh", str(sdir / "build-offline.sh"), "--rootfs-only", str(tar)], capture_output=True, text=True
+        )
         if done.returncode != 0 or not tar.is_file():
-            raise ImageBuildError("mmdebstrap failed (is a Debian mirror reachable? see /etc/apt/sources.list*):\n"
-                                  + done.stderr.strip()[-1500:])
+            raise ImageBuildError(
+                "mmdebstrap failed (is a Debian mirror reachable? see /etc/apt/sources.list*):\n"
+                + done.stderr.strip()[-1500:]
+            )
         log(f"docker import {tar.stat().st_size / 1e6:.0f} MB -> {ROOTFS_IMAGE}")
         repo, rtag = ROOTFS_IMAGE.split(":")
         client.api.import_image_from_file(str(tar), repository=repo, tag=rtag)
-    _stream_build(client, log, path=str(sdir), dockerfile="Dockerfile.offline", tag=tag, pull=False,
-                  buildargs={"ROOTFS_IMAGE": ROOTFS_IMAGE})
+    _stream_build(
+        client,
+        log,
+        path=str(sdir),
+        dockerfile="Dockerfile.offline",
+        tag=tag,
+        pull=False,
+        buildargs={"ROOTFS_IMAGE": ROOTFS_IMAGE},
+    )
 
 
-def build_image(client: Any, tag: str = DEFAULT_TAG, path: BuildPath = "auto", log: Log = print,
-                base: str = BASE_IMAGE) -> BuildResult:
+def build_image(
+    client: Any, tag: str = DEFAULT_TAG, path: BuildPath = "auto", log: Log = print, base: str = BASE_IMAGE
+) -> BuildResult:
     """Build `tag` via `path`; `base` is the Dockerfile path's FROM image (any Debian bookworm)."""
     started = time.monotonic()
     if path == "auto":

@@ -4,12 +4,14 @@ orjson is used for speed (transcripts and reports touch many files); writes that
 something as finished are atomic (write a temp file, fsync, rename) so a crash never leaves
 a half-written file that a resume would mistake for a finished one.
 """
+
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import orjson
 
@@ -109,7 +111,7 @@ def write_bytes_batch(files: Mapping[str, bytes]) -> None:
             except FileNotFoundError:
                 pass
             raise
-    for folder in {os.stat(d or ".").st_dev: d or "." for d in folders}.values():   # one sync per filesystem
+    for folder in {os.stat(d or ".").st_dev: d or "." for d in folders}.values():  # one sync per filesystem
         sync_filesystem(folder)
 
 
@@ -117,6 +119,7 @@ def sync_filesystem(path: str | os.PathLike[str]) -> None:
     """Flush everything written to the filesystem holding `path`: syncfs(2) on Linux (Python has
     no wrapper), else os.sync()."""
     import ctypes
+
     try:
         syncfs = ctypes.CDLL(None, use_errno=True).syncfs
     except (AttributeError, OSError):

@@ -7,11 +7,13 @@ are forgiven). Callers take the LAST value of the shape they expect: a judge tha
 report first and answers last is read correctly, and JSON smuggled into a report is never
 the judge's final answer.
 """
+
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 _DECODER = json.JSONDecoder()
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -84,8 +86,7 @@ def json_values(text: str, openers: str = "{[") -> Iterator[Any]:
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:
     """Every outermost JSON object in `text`, in order of appearance."""
-    for value in json_values(text, "{"):
-        yield value
+    yield from json_values(text, "{")
 
 
 def last_json(text: str, accept: Callable[[Any], bool] = lambda v: isinstance(v, (dict, list))) -> Any:

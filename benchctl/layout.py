@@ -12,11 +12,13 @@ and `report` (reads both). Nothing else decides paths.
         attempts/                        earlier unfinished attempts moved aside on resume
       grades/<grader>/<run_id>.json      GradeRecord
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from benchctl.jsonio import read_json
 
@@ -41,8 +43,9 @@ def slug(text: str) -> str:
     return _UNSAFE.sub("-", text).strip("-") or "x"
 
 
-def make_run_id(task: str, harness: str, model: str, budget: str, seed: int, variant: str | None = None,
-                tools: str | None = None) -> str:
+def make_run_id(
+    task: str, harness: str, model: str, budget: str, seed: int, variant: str | None = None, tools: str | None = None
+) -> str:
     parts = [task, harness, model, budget]
     if variant:
         parts.append(variant)
@@ -65,8 +68,14 @@ def parse_run_id(run_id: str) -> dict[str, Any] | None:
     if m is None or len(parts) > 7:
         return None
     task, harness, model, budget = parts[:4]
-    return {"task": task, "harness": harness, "model": model, "budget": budget, "seed": int(m.group(1)),
-            "extra": parts[4:-1]}
+    return {
+        "task": task,
+        "harness": harness,
+        "model": model,
+        "budget": budget,
+        "seed": int(m.group(1)),
+        "extra": parts[4:-1],
+    }
 
 
 class Usage(TypedDict, total=False):
@@ -78,48 +87,48 @@ class Usage(TypedDict, total=False):
 
 
 class RunMeta(TypedDict, total=False):
-    schema: int                 # META_SCHEMA
+    schema: int  # META_SCHEMA
     run_id: str
     status: RunStatus
-    spec: dict[str, Any]        # task, harness, model, budget_s, seed, variant, tools, fallback, ...
+    spec: dict[str, Any]  # task, harness, model, budget_s, seed, variant, tools, fallback, ...
     task: str
     harness: str
-    model: str                  # requested (configured) model id, e.g. anthropic/claude-x
-    budget: str                 # as given, e.g. "10m"
+    model: str  # requested (configured) model id, e.g. anthropic/claude-x
+    budget: str  # as given, e.g. "10m"
     budget_s: float
     seed: int
     variant: str | None
-    task_hash: str              # content hash of task file + data (after the variant is applied)
+    task_hash: str  # content hash of task file + data (after the variant is applied)
     image: str
     image_digest: str | None
     tool_versions: dict[str, str]
     benchctl_version: str
-    started_at: float           # unix seconds
+    started_at: float  # unix seconds
     ended_at: float
     elapsed_s: float
     usage: Usage
-    cost_usd: float | None      # None = some call had an unknown price
+    cost_usd: float | None  # None = some call had an unknown price
     served_models: dict[str, int]  # model id -> number of calls it served
     fallbacks: list[dict[str, Any]]  # {"t", "from", "to", "reason": "refusal", "call_id", "upstream_stop_reason"?}
     refusals: int
     reprompts: int
     revision_requests: int
     turns: int
-    artifacts: list[str]        # relative to artifacts/
-    collect: dict[str, Any]     # CollectReport as dict (skipped / missing files)
+    artifacts: list[str]  # relative to artifacts/
+    collect: dict[str, Any]  # CollectReport as dict (skipped / missing files)
     error: str | None
     exit_code: int | None
     followups: list[dict[str, Any]]  # one per follow-up: prompt, status, turns, artifacts
-    gateway: dict[str, Any]          # gateway summary: calls, errors, ...
+    gateway: dict[str, Any]  # gateway summary: calls, errors, ...
     harness_details: dict[str, Any]  # harness-specific outcome details (CLI exit codes, session ids)
-    warnings: list[dict[str, Any]]   # {"kind", "message", "count"}: the run's `warning` transcript events, counted
-    tools: str | None                # tool configuration (hidden-behaviour audits)
-    target_tools: dict[str, Any]     # target / auxiliary model calls, usage and cost (kept apart from `usage`)
-    pin: dict[str, Any]              # imported tasks: source, commit, content hash, image (+ digest), verified/changed
-    task_tests: dict[str, Any]       # imported tasks: run_task_tests available (or why not), calls and rewards
-    node: dict[str, Any]             # runs on Ray: the node it ran on (id, ip, hostname)
-    rate_limits: dict[str, Any]      # waits for the limiter / 429 backoff and the budget pause (benchctl/limits/run.py)
-    cost_cap: dict[str, Any]         # when a cost cap was reached: cap (run|sweep), max_cost_usd, spent_usd
+    warnings: list[dict[str, Any]]  # {"kind", "message", "count"}: the run's `warning` transcript events, counted
+    tools: str | None  # tool configuration (hidden-behaviour audits)
+    target_tools: dict[str, Any]  # target / auxiliary model calls, usage and cost (kept apart from `usage`)
+    pin: dict[str, Any]  # imported tasks: source, commit, content hash, image (+ digest), verified/changed
+    task_tests: dict[str, Any]  # imported tasks: run_task_tests available (or why not), calls and rewards
+    node: dict[str, Any]  # runs on Ray: the node it ran on (id, ip, hostname)
+    rate_limits: dict[str, Any]  # waits for the limiter / 429 backoff and the budget pause (benchctl/limits/run.py)
+    cost_cap: dict[str, Any]  # when a cost cap was reached: cap (run|sweep), max_cost_usd, spent_usd
 
 
 META_SCHEMA = 1
@@ -127,33 +136,33 @@ GRADE_SCHEMA = 1
 
 
 class GradeItem(TypedDict, total=False):
-    id: str                     # finding id / prediction index / ...
-    text: str                   # coverage: the finding's text from the rubric
-    score: float | None         # raw judge score 0..1; None = unscored (judge failed)
-    strict: float | None        # max(2s-1, 0) for rubric coverage
+    id: str  # finding id / prediction index / ...
+    text: str  # coverage: the finding's text from the rubric
+    score: float | None  # raw judge score 0..1; None = unscored (judge failed)
+    strict: float | None  # max(2s-1, 0) for rubric coverage
     cluster: str | None
     weight: float
     quote: str
     reason: str
     error: str
-    quote_found: bool | None    # the judge's quote really occurs in the report (None: it gave no quote)
-    prediction: str             # any_of_n: the prediction text
-    verdict: str | None         # any_of_n: the judge's last verdict
+    quote_found: bool | None  # the judge's quote really occurs in the report (None: it gave no quote)
+    prediction: str  # any_of_n: the prediction text
+    verdict: str | None  # any_of_n: the judge's last verdict
 
 
 class GradeRecord(TypedDict, total=False):
-    schema: int                 # GRADE_SCHEMA
-    grader: str                 # "coverage" | "tldr" | "combined" | "any_of_n" | ...
+    schema: int  # GRADE_SCHEMA
+    grader: str  # "coverage" | "tldr" | "combined" | "any_of_n" | ...
     run_id: str
-    artifact: str               # which artifact was graded, e.g. report.md or report.followup-1.md
-    artifact_tag: str | None    # None for the main artifact, "followup-1" for a follow-up's
-    judge: str                  # judge model id
-    rubric_hash: str            # hash of findings + reference + prompt templates
+    artifact: str  # which artifact was graded, e.g. report.md or report.followup-1.md
+    artifact_tag: str | None  # None for the main artifact, "followup-1" for a follow-up's
+    judge: str  # judge model id
+    rubric_hash: str  # hash of findings + reference + prompt templates
     status: Literal["scored", "partial", "unscored"]
-    score: float | None         # the grader's headline number; None when unscored
-    raw_score: float | None     # e.g. raw mean before the strict transform
+    score: float | None  # the grader's headline number; None when unscored
+    raw_score: float | None  # e.g. raw mean before the strict transform
     by_cluster: dict[str, float]
-    expected: str               # what was judged against: tldr the reference's TLDR, any_of_n the ground truth
+    expected: str  # what was judged against: tldr the reference's TLDR, any_of_n the ground truth
     items: list[GradeItem]
     n_items: int
     n_unscored: int
@@ -161,17 +170,17 @@ class GradeRecord(TypedDict, total=False):
     cost_usd: float | None
     judge_calls: int
     created_at: float
-    error: str                  # why the grade is unscored (combined: which part is missing or stale)
-    note: str                   # why no judge was asked (the artifact is missing or empty)
+    error: str  # why the grade is unscored (combined: which part is missing or stale)
+    note: str  # why no judge was asked (the artifact is missing or empty)
     # per grader
-    batches: list[dict[str, Any]]       # coverage: what each judge batch reported (error, usage)
-    truncated: bool                     # coverage: the report was cut to the judge's limit
-    tldr: str                           # tldr: the TLDR found in the report
-    tldr_rule: str                      # tldr: which rule found it
-    n_found: int                        # any_of_n: predictions read from the artifact
-    n_matched: int                      # any_of_n: predictions the judge matched to the ground truth
-    parts: dict[str, dict[str, Any]]    # combined: the coverage and tldr grades it combines
-    weights: dict[str, float]           # combined: their weights
+    batches: list[dict[str, Any]]  # coverage: what each judge batch reported (error, usage)
+    truncated: bool  # coverage: the report was cut to the judge's limit
+    tldr: str  # tldr: the TLDR found in the report
+    tldr_rule: str  # tldr: which rule found it
+    n_found: int  # any_of_n: predictions read from the artifact
+    n_matched: int  # any_of_n: predictions the judge matched to the ground truth
+    parts: dict[str, dict[str, Any]]  # combined: the coverage and tldr grades it combines
+    weights: dict[str, float]  # combined: their weights
 
 
 def runs_dir(results: Path) -> Path:

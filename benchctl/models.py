@@ -17,14 +17,16 @@ many threads and `acomplete` from any event loop, e.g. 64 judge calls at a time.
                  system="You are a strict grader.", max_tokens=1024, temperature=0)
     c.text, c.usage, c.cost_usd, c.refusal
 """
+
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 from benchctl.gateway.provider_env import PROVIDERS
 from benchctl.gateway.upstream import ModelId, ModelIdError, Upstream, UpstreamCall
@@ -40,6 +42,7 @@ WIRE_FOR_PROVIDER = {
     "openai-compatible": ("openai_chat", "/v1/chat/completions"),
     "google": ("gemini", "/v1beta/models/{name}:generateContent"),
 }
+
 
 # provider -> (key variables, base-URL variable): a missing key is only an error when the
 # vendor's real endpoint would be used (a base-URL override may be a keyless proxy or a fake).
@@ -62,10 +65,12 @@ class ModelCallError(Exception):
 
     def __init__(self, message: str) -> None:
         from benchctl.transcript import Redactor
+
         super().__init__(Redactor()(message.encode()).decode("utf-8", "replace"))
 
 
 # ---------------------------------------------------------------- request bodies
+
 
 def _plain(content: Any) -> str:
     """Text of a message content given as a string or as a list of {type: text, text} blocks."""
@@ -81,12 +86,15 @@ def _check_messages(messages: list[dict[str, Any]]) -> None:
         raise ModelCallError("complete() needs at least one message, e.g. [{'role': 'user', 'content': '...'}]")
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or "content" not in m:
-            raise ModelCallError(f"messages[{i}] must be {{'role': 'user'|'assistant', 'content': ...}}, got {m!r}; "
-                                 f"pass the system prompt as system=...")
+            raise ModelCallError(
+                f"messages[{i}] must be {{'role': 'user'|'assistant', 'content': ...}}, got {m!r}; "
+                f"pass the system prompt as system=..."
+            )
 
 
-def build_request(model: ModelId, messages: list[dict[str, Any]], system: str | None, max_tokens: int,
-                  temperature: float | None) -> UpstreamCall:
+def build_request(
+    model: ModelId, messages: list[dict[str, Any]], system: str | None, max_tokens: int, temperature: float | None
+) -> UpstreamCall:
     """The non-streaming request for `model` in its provider's native wire API."""
     if model.provider not in WIRE_FOR_PROVIDER:
         raise ModelCallError(f"no wire API for provider {model.provider!r}; known: {', '.join(WIRE_FOR_PROVIDER)}")
@@ -99,15 +107,20 @@ def build_request(model: ModelId, messages: list[dict[str, Any]], system: str | 
         if temperature is not None:
             body["temperature"] = temperature
     elif wire_api == "openai_responses":
-        body = {"model": model.name, "max_output_tokens": max_tokens, "store": False,
-                "input": [{"role": m["role"], "content": _plain(m["content"])} for m in messages]}
+        body = {
+            "model": model.name,
+            "max_output_tokens": max_tokens,
+            "store": False,
+            "input": [{"role": m["role"], "content": _plain(m["content"])} for m in messages],
+        }
         if system:
             body["instructions"] = system
         if temperature is not None:
             body["temperature"] = temperature
     elif wire_api == "openai_chat":
-        msgs = ([{"role": "system", "content": system}] if system else []) + \
-               [{"role": m["role"], "content": _plain(m["content"])} for m in messages]
+        msgs = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": m["role"], "content": _plain(m["content"])} for m in messages
+        ]
         body = {"model": model.name, "max_tokens": max_tokens, "messages": msgs}
         if temperature is not None:
             body["temperature"] = temperature
@@ -115,9 +128,13 @@ def build_request(model: ModelId, messages: list[dict[str, Any]], system: str | 
         config: dict[str, Any] = {"maxOutputTokens": max_tokens}
         if temperature is not None:
             config["temperature"] = temperature
-        body = {"contents": [{"role": "model" if m["role"] == "assistant" else "user",
-                              "parts": [{"text": _plain(m["content"])}]} for m in messages],
-                "generationConfig": config}
+        body = {
+            "contents": [
+                {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": _plain(m["content"])}]}
+                for m in messages
+            ],
+            "generationConfig": config,
+        }
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         path = path.format(name=model.name)
@@ -127,11 +144,14 @@ def build_request(model: ModelId, messages: list[dict[str, Any]], system: str | 
 def _check_key(model: ModelId) -> None:
     env = PROVIDERS.get(model.provider)
     if env is not None and not env.configured():
-        raise ModelCallError(f"cannot call {model}: set {' or '.join(env.keys)} in the environment "
-                             f"(or {env.base_url_var} to a proxy that needs no key)")
+        raise ModelCallError(
+            f"cannot call {model}: set {' or '.join(env.keys)} in the environment "
+            f"(or {env.base_url_var} to a proxy that needs no key)"
+        )
 
 
 # ---------------------------------------------------------------- the shared loop and upstreams
+
 
 class _Caller:
     """One background event loop and one upstream per model id, shared by every call."""
@@ -149,7 +169,7 @@ class _Caller:
                 self._loop = loop
             return self._loop
 
-    def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop())
 
     def upstream(self, model: ModelId) -> Upstream:
@@ -158,6 +178,7 @@ class _Caller:
         if key not in self._upstreams:
             try:
                 from benchctl.gateway.registry import resolve_upstream
+
                 self._upstreams[key] = resolve_upstream(model)
             except ModelCallError:
                 raise
@@ -167,6 +188,7 @@ class _Caller:
 
     def reset(self) -> None:
         """Forget all upstreams (fresh script state, fresh connections). For tests."""
+
         async def close_all() -> None:
             ups, self._upstreams = list(self._upstreams.values()), {}
             for u in ups:
@@ -174,6 +196,7 @@ class _Caller:
                     await u.aclose()
                 except Exception:
                     pass
+
         if self._loop is not None and not self._loop.is_closed():
             asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(30)
 
@@ -196,6 +219,7 @@ _PRICES: list[Any] = []
 def _price_table() -> Any:
     if not _PRICES:
         from benchctl.gateway.pricing import PriceTable
+
         _PRICES.append(PriceTable())
     return _PRICES[0]
 
@@ -212,8 +236,14 @@ async def _call(model: ModelId, call: UpstreamCall) -> tuple[int, bytes, str | N
     return response.status, body, response.served_model, response.attempts
 
 
-async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: str | None, max_tokens: int,
-                            temperature: float | None, transcript: TranscriptWriter | None) -> Completion:
+async def _complete_on_loop(
+    model: str,
+    messages: list[dict[str, Any]],
+    system: str | None,
+    max_tokens: int,
+    temperature: float | None,
+    transcript: TranscriptWriter | None,
+) -> Completion:
     """The whole call; runs on the shared background loop."""
     try:
         mid = ModelId.parse(model)
@@ -223,6 +253,7 @@ async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: 
     _check_key(mid)
     from benchctl.gateway.retry import usage_unknown
     from benchctl.gateway.wire_parse import summarize
+
     call = build_request(mid, messages, system, max_tokens, temperature)
     dropped: list[str] = []
     t0 = time.perf_counter()
@@ -248,32 +279,57 @@ async def _complete_on_loop(model: str, messages: list[dict[str, Any]], system: 
         if status in (401, 403):
             msg += "; check the API key for this provider"
         if transcript is not None:
-            transcript.emit("model_error", "grader", requested_model=model, status=status, error=msg,
-                            attempts=attempts)
+            transcript.emit("model_error", "grader", requested_model=model, status=status, error=msg, attempts=attempts)
         raise ModelCallError(msg)
     served = s.served_model or served_hdr or mid.name
     cost = _cost(mid, served, s.usage)
-    if usage_unknown(attempts):   # a retried attempt a vendor may bill lost its usage: the cost is unknown
+    if usage_unknown(attempts):  # a retried attempt a vendor may bill lost its usage: the cost is unknown
         cost = None if _price_table().cost_of_unknown_usage(str(mid)) is None else cost
     completion = Completion(s.text, s.usage, cost, served, s.stop_reason, s.refusal, latency)
     if transcript is not None:
-        transcript.emit("model_call", "grader", requested_model=model, served_model=served, wire_api=call.wire_api,
-                        usage=s.usage, cost_usd=cost, latency_s=round(latency, 4), stop_reason=s.stop_reason,
-                        refusal=s.refusal, attempts=attempts, system=system, messages=messages, text=s.text,
-                        **({"dropped_params": dropped} if dropped else {}))
+        transcript.emit(
+            "model_call",
+            "grader",
+            requested_model=model,
+            served_model=served,
+            wire_api=call.wire_api,
+            usage=s.usage,
+            cost_usd=cost,
+            latency_s=round(latency, 4),
+            stop_reason=s.stop_reason,
+            refusal=s.refusal,
+            attempts=attempts,
+            system=system,
+            messages=messages,
+            text=s.text,
+            **({"dropped_params": dropped} if dropped else {}),
+        )
     return completion
 
 
-async def acomplete(model: str, messages: list[dict[str, Any]], *, system: str | None = None,
-                    max_tokens: int = 4096, temperature: float | None = None,
-                    transcript: TranscriptWriter | None = None) -> Completion:
+async def acomplete(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    system: str | None = None,
+    max_tokens: int = 4096,
+    temperature: float | None = None,
+    transcript: TranscriptWriter | None = None,
+) -> Completion:
     """One non-streaming model call (retried on 429/5xx/overload); raises ModelCallError on failure."""
     coro = _complete_on_loop(model, messages, system, max_tokens, temperature, transcript)
     return await asyncio.wrap_future(_CALLER.submit(coro))
 
 
-def complete(model: str, messages: list[dict[str, Any]], *, system: str | None = None, max_tokens: int = 4096,
-             temperature: float | None = None, transcript: TranscriptWriter | None = None) -> Completion:
+def complete(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    system: str | None = None,
+    max_tokens: int = 4096,
+    temperature: float | None = None,
+    transcript: TranscriptWriter | None = None,
+) -> Completion:
     """Synchronous `acomplete`; safe from any thread (including one that runs its own event loop)."""
     loop = _CALLER.loop()
     try:

@@ -2,6 +2,7 @@
 tail, with how much was cut between them. Both ends, because a command's setup is at the top and
 its verdict (an error, a summary line, an exit status) at the bottom; the middle is what goes.
 """
+
 from __future__ import annotations
 
 

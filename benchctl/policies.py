@@ -4,11 +4,12 @@ Every harness applies the same rules: ReAct calls these in its loop; the Claude 
 Codex adapters call them from the host when their in-sandbox hooks ask (see the gateway's
 hook route). Nothing here does I/O or reads the clock itself: callers pass `now`.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 def format_duration(seconds: float) -> str:
@@ -46,6 +47,7 @@ class Budget:
     the time used is the time since `start` minus it. The gateway's deadline is the same number
     (`Gateway.deadline`), so the agent's notices, the early-exit rule, the CLI's kill and the
     gateway's refusal all agree."""
+
     start: float
     seconds: float
     paused: Callable[[], float] | None = field(default=None, compare=False, repr=False)
@@ -70,8 +72,7 @@ class Budget:
 
 def time_notice(budget: Budget, now: float) -> str:
     """The text an agent sees after every tool call (with the pause, when rate limits added time)."""
-    text = (f"[benchctl] Time remaining: {format_duration(budget.remaining(now))} "
-            f"of {format_duration(budget.seconds)}")
+    text = f"[benchctl] Time remaining: {format_duration(budget.remaining(now))} of {format_duration(budget.seconds)}"
     paused = budget.pause_s()
     if paused >= 1.0:
         text += f" (the clock was paused for {format_duration(paused)} while rate limits held your model calls back)"
@@ -81,11 +82,14 @@ def time_notice(budget: Budget, now: float) -> str:
 @dataclass(frozen=True)
 class EarlyExitPolicy:
     """Continue an agent that stops before `fraction` of its budget, at most `max_reprompts` times."""
+
     fraction: float = 0.75
     max_reprompts: int = 3
-    message: str = ("You still have {remaining} of your {budget} budget. Do not stop yet: keep "
-                    "investigating and improve your report. Stop only when the work is complete "
-                    "and you have used most of the time.")
+    message: str = (
+        "You still have {remaining} of your {budget} budget. Do not stop yet: keep "
+        "investigating and improve your report. Stop only when the work is complete "
+        "and you have used most of the time."
+    )
     enabled: bool = True
 
 
@@ -95,8 +99,9 @@ def early_exit_reason(policy: EarlyExitPolicy, budget: Budget, now: float, repro
         return None
     if budget.fraction_used(now) >= policy.fraction:
         return None
-    return policy.message.format(remaining=format_duration(budget.remaining(now)),
-                                 budget=format_duration(budget.seconds))
+    return policy.message.format(
+        remaining=format_duration(budget.remaining(now)), budget=format_duration(budget.seconds)
+    )
 
 
 _WORD = re.compile(r"\S+")
@@ -110,13 +115,16 @@ def word_count(text: str) -> int:
 @dataclass(frozen=True)
 class LengthPolicy:
     """Keep the file `file` (relative to the work dir) between min_words and max_words."""
+
     file: str = "report.md"
     min_words: int = 0
     max_words: int | None = None
     max_revisions: int = 1
-    revise_message: str = ("{file} has {words} words, over the limit of {max_words}. Revise it to "
-                           "between {min_words} and {max_words} words, keeping the most important "
-                           "findings, then stop.")
+    revise_message: str = (
+        "{file} has {words} words, over the limit of {max_words}. Revise it to "
+        "between {min_words} and {max_words} words, keeping the most important "
+        "findings, then stop."
+    )
 
 
 def length_notice(policy: LengthPolicy, text: str) -> str:
@@ -124,14 +132,18 @@ def length_notice(policy: LengthPolicy, text: str) -> str:
     n = word_count(text)
     if n < policy.min_words:
         limit = "" if policy.max_words is None else f" (limit {policy.max_words})"
-        return (f"[benchctl] {policy.file}: {n} words; {policy.min_words - n} more to reach the "
-                f"minimum of {policy.min_words}{limit}.")
+        return (
+            f"[benchctl] {policy.file}: {n} words; {policy.min_words - n} more to reach the "
+            f"minimum of {policy.min_words}{limit}."
+        )
     if policy.max_words is None:
         return f"[benchctl] {policy.file}: {n} words."
     if n > policy.max_words:
         return f"[benchctl] {policy.file}: {n} words; {n - policy.max_words} over the limit of {policy.max_words}."
-    return (f"[benchctl] {policy.file}: {n} words; within the window {policy.min_words}-{policy.max_words} "
-            f"({policy.max_words - n} words left).")
+    return (
+        f"[benchctl] {policy.file}: {n} words; within the window {policy.min_words}-{policy.max_words} "
+        f"({policy.max_words - n} words left)."
+    )
 
 
 def length_revision_reason(policy: LengthPolicy, text: str | None, revisions_so_far: int) -> str | None:
@@ -141,25 +153,33 @@ def length_revision_reason(policy: LengthPolicy, text: str | None, revisions_so_
     n = word_count(text)
     if n <= policy.max_words:
         return None
-    return policy.revise_message.format(file=policy.file, words=n, min_words=policy.min_words,
-                                        max_words=policy.max_words)
+    return policy.revise_message.format(
+        file=policy.file, words=n, min_words=policy.min_words, max_words=policy.max_words
+    )
 
 
 @dataclass
 class StopState:
     """Per-run counters the stop decision needs (kept by whoever asks)."""
+
     reprompts: int = 0
     revisions: int = 0
 
 
 @dataclass(frozen=True)
 class StopDecision:
-    kind: str          # "reprompt" | "revision" | "stop"
+    kind: str  # "reprompt" | "revision" | "stop"
     message: str | None = None
 
 
-def stop_decision(budget: Budget, now: float, state: StopState, early: EarlyExitPolicy | None,
-                  length: LengthPolicy | None, report_text: str | None) -> StopDecision:
+def stop_decision(
+    budget: Budget,
+    now: float,
+    state: StopState,
+    early: EarlyExitPolicy | None,
+    length: LengthPolicy | None,
+    report_text: str | None,
+) -> StopDecision:
     """What to do when the agent tries to stop. Updates `state` counters when it says continue.
 
     Past the deadline the agent always stops. The early-exit rule comes first (a short run
@@ -183,6 +203,7 @@ def stop_decision(budget: Budget, now: float, state: StopState, early: EarlyExit
 @dataclass(frozen=True)
 class RunPolicies:
     """The policies a run applies; built from the task file."""
+
     early_exit: EarlyExitPolicy | None = field(default_factory=EarlyExitPolicy)
     length: LengthPolicy | None = None
     notify_time: bool = True

@@ -5,6 +5,7 @@ target and auxiliary models, and the local executor (executors/local.py) the san
 sit below all three, so none imports another to reach a check (no import circle). A problem is
 a `RunError` whose message names where the bad value came from and the fix.
 """
+
 from __future__ import annotations
 
 from contextlib import closing
@@ -23,33 +24,39 @@ def check_model(model: str, what: str = "--model") -> None:
     from benchctl.gateway.body_limits import BodyLimits
     from benchctl.gateway.retry import RetryPolicy
     from benchctl.gateway.upstream import ModelId, ModelIdError
+
     label = f"{what} {model}" if what.startswith("-") else f"{what}: {model}"
     try:
         mid = ModelId.parse(model)
     except ModelIdError as e:
         raise RunError(f"{what}: {e}") from None
     try:
-        RetryPolicy()   # its idle timeouts come from the environment: a bad value must stop us before any run
-        BodyLimits()    # so do the gateway's body caps
+        RetryPolicy()  # its idle timeouts come from the environment: a bad value must stop us before any run
+        BodyLimits()  # so do the gateway's body caps
     except ValueError as e:
         raise RunError(str(e)) from None
     if mid.provider == "scripted":
         if mid.name.startswith("py:"):
             return
         from benchctl.gateway.scripted import load_script
+
         try:
             load_script(mid.name)
         except Exception as e:
             raise RunError(f"{label}: {e}") from None
         return
     from benchctl.gateway.provider_env import PROVIDERS
+
     env = PROVIDERS.get(mid.provider)
     if env is not None and not env.configured():
-        raise RunError(f"{label}: no API key; export {env.keys[0]}=... on the host "
-                       f"(it stays in the gateway and never reaches the sandbox)")
+        raise RunError(
+            f"{label}: no API key; export {env.keys[0]}=... on the host "
+            f"(it stays in the gateway and never reaches the sandbox)"
+        )
     if mid.provider == "openai-compatible":
         try:
             from benchctl.gateway.http_upstreams import http_upstream
+
             http_upstream(mid)
         except Exception as e:
             raise RunError(f"{label}: {e}") from None
@@ -72,7 +79,9 @@ def check_image(image: str, origin: str | None = None) -> str | None:
             client.images.get(image)
         except Exception:
             if origin:
-                return (f"{origin}: sandbox image {image} not found; build it (`benchctl images build --tag {image}` "
-                        f"builds the standard sandbox under that name), or remove the key to use {DEFAULT_TAG}")
+                return (
+                    f"{origin}: sandbox image {image} not found; build it (`benchctl images build --tag {image}` "
+                    f"builds the standard sandbox under that name), or remove the key to use {DEFAULT_TAG}"
+                )
             return f"sandbox image {image} not found; build it with `benchctl images build`"
     return None

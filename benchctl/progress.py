@@ -5,6 +5,7 @@ fast and never raise), `finished` and `skipped`. On a TTY a rich Live table show
 budget, elapsed/budget, turns, tokens, cost so far and status; otherwise each start/finish is
 one JSON line on stderr, so logs of a sweep stay greppable.
 """
+
 from __future__ import annotations
 
 import sys
@@ -44,7 +45,9 @@ def rate_limit_wait(meta: dict[str, Any]) -> float:
 def _tokens(usage: Any) -> int:
     if not isinstance(usage, dict):
         return 0
-    return int(sum(v for k, v in usage.items() if k in ("input_tokens", "output_tokens") and isinstance(v, (int, float))))
+    return int(
+        sum(v for k, v in usage.items() if k in ("input_tokens", "output_tokens") and isinstance(v, (int, float)))
+    )
 
 
 class Progress:
@@ -54,7 +57,7 @@ class Progress:
         self.lines: dict[str, RunLine] = {}
         self.finished_metas: list[dict[str, Any]] = []
         self.skipped_ids: list[str] = []
-        self.not_started_ids: list[str] = []      # kept from starting by the sweep's cost cap
+        self.not_started_ids: list[str] = []  # kept from starting by the sweep's cost cap
         self._lock = threading.Lock()
 
     def started(self, spec: Any) -> None:
@@ -109,13 +112,17 @@ class Progress:
                 cost += m["cost_usd"]
             elif m.get("status") != "error":
                 unknown = True
-        out = {"finished": len(self.finished_metas), "skipped": len(self.skipped_ids), "by_status": counts,
-               "cost_usd": None if unknown else round(cost, 6)}
+        out = {
+            "finished": len(self.finished_metas),
+            "skipped": len(self.skipped_ids),
+            "by_status": counts,
+            "cost_usd": None if unknown else round(cost, 6),
+        }
         if self.not_started_ids:
             out["not_started"] = len(self.not_started_ids)
         return out
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -140,9 +147,18 @@ class JsonLinesProgress(Progress):
 
     def finished(self, spec: Any, meta: dict[str, Any]) -> None:
         super().finished(spec, meta)
-        self._out({"event": "run_finished", "run_id": spec.run_id, "status": meta.get("status"),
-                   "elapsed_s": meta.get("elapsed_s"), "turns": meta.get("turns"), "cost_usd": meta.get("cost_usd"),
-                   "rate_limit_wait_s": rate_limit_wait(meta), "error": meta.get("error")})
+        self._out(
+            {
+                "event": "run_finished",
+                "run_id": spec.run_id,
+                "status": meta.get("status"),
+                "elapsed_s": meta.get("elapsed_s"),
+                "turns": meta.get("turns"),
+                "cost_usd": meta.get("cost_usd"),
+                "rate_limit_wait_s": rate_limit_wait(meta),
+                "error": meta.get("error"),
+            }
+        )
 
     def skipped(self, spec: Any, meta: dict[str, Any] | None) -> None:
         super().skipped(spec, meta)
@@ -162,12 +178,14 @@ class RichProgress(Progress):
     def __init__(self, total: int, console: Any = None) -> None:
         super().__init__()
         from rich.console import Console
+
         self.console = console or Console(stderr=True)
         self.total = total
         self._live: Any = None
 
     def _table(self) -> Any:
         from rich.table import Table
+
         done = len(self.finished_metas) + len(self.skipped_ids)
         table = Table(title=f"benchctl run: {done}/{self.total} done", expand=False)
         for col in ("run", "harness", "model", "elapsed/budget", "turns", "tokens", "cost", "status"):
@@ -177,13 +195,21 @@ class RichProgress(Progress):
             if line.ended is not None:
                 continue
             cost = f"${line.cost:.4f}" + ("+?" if line.cost_unknown else "")
-            table.add_row(line.run_id[-40:], line.harness, line.model[-32:],
-                          f"{format_duration(now - line.started)}/{format_duration(line.budget_s)}",
-                          str(line.turns), f"{line.tokens:,}", cost, line.status)
+            table.add_row(
+                line.run_id[-40:],
+                line.harness,
+                line.model[-32:],
+                f"{format_duration(now - line.started)}/{format_duration(line.budget_s)}",
+                str(line.turns),
+                f"{line.tokens:,}",
+                cost,
+                line.status,
+            )
         return table
 
-    def __enter__(self) -> "RichProgress":
+    def __enter__(self) -> RichProgress:
         from rich.live import Live
+
         self._live = Live(get_renderable=self._table, console=self.console, refresh_per_second=4, transient=True)
         self._live.__enter__()
         return self
@@ -191,13 +217,16 @@ class RichProgress(Progress):
     def finished(self, spec: Any, meta: dict[str, Any]) -> None:
         super().finished(spec, meta)
         status = meta.get("status")
-        colour = {"completed": "green", "timeout": "yellow", "refused": "magenta",
-                  "budget_exhausted": "yellow"}.get(str(status), "red")
+        colour = {"completed": "green", "timeout": "yellow", "refused": "magenta", "budget_exhausted": "yellow"}.get(
+            str(status), "red"
+        )
         err = f" ({meta.get('error')})" if meta.get("error") else ""
         waited = rate_limit_wait(meta)
         wait = f"  rate-limit wait {format_duration(waited)}" if waited else ""
-        self.console.print(f"[{colour}]{status:9}[/] {spec.run_id}  {format_duration(meta.get('elapsed_s') or 0)}"
-                           f"  turns={meta.get('turns')}{wait}{err}")
+        self.console.print(
+            f"[{colour}]{status:9}[/] {spec.run_id}  {format_duration(meta.get('elapsed_s') or 0)}"
+            f"  turns={meta.get('turns')}{wait}{err}"
+        )
 
     def not_started(self, spec: Any, reason: str) -> None:
         super().not_started(spec, reason)
@@ -210,8 +239,10 @@ class RichProgress(Progress):
         by = ", ".join(f"{k}={v}" for k, v in sorted(s["by_status"].items())) or "nothing run"
         cost = "unknown" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"
         not_started = f", {s['not_started']} not started (cost cap)" if s.get("not_started") else ""
-        self.console.print(f"[bold]Summary:[/] {s['finished']} finished ({by}), {s['skipped']} skipped "
-                           f"(already finished){not_started}, cost {cost}")
+        self.console.print(
+            f"[bold]Summary:[/] {s['finished']} finished ({by}), {s['skipped']} skipped "
+            f"(already finished){not_started}, cost {cost}"
+        )
 
 
 PROGRESS_MODES = ("auto", "rich", "json", "quiet")

@@ -4,6 +4,7 @@ All validation happens here, before anything starts: a bad task file, unknown ha
 id, missing API key, unknown variant or missing sandbox image is a `RunError` with the fix, and
 nothing is written into the results directory.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,12 +43,26 @@ def _origin(flag: str, given: bool, sweep_file: Path | None, key: str) -> str:
     return flag if given or sweep_file is None else f"{sweep_file}: key `{key}`"
 
 
-def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str], budgets: list[str],
-                   seeds: int | None, out: Path | None, concurrency: int | None, fallback: str | None, variants: list[str],
-                   sweep: Path | None, tools: list[str] | None = None, allow_changed: bool = False,
-                   max_cost: float | None = None, max_connections: int | None = None,
-                   allow_unpriced: bool = False) -> ResolvedRun:
+def resolve_config(
+    *,
+    task: Path | None,
+    models: list[str],
+    harnesses: list[str],
+    budgets: list[str],
+    seeds: int | None,
+    out: Path | None,
+    concurrency: int | None,
+    fallback: str | None,
+    variants: list[str],
+    sweep: Path | None,
+    tools: list[str] | None = None,
+    allow_changed: bool = False,
+    max_cost: float | None = None,
+    max_connections: int | None = None,
+    allow_unpriced: bool = False,
+) -> ResolvedRun:
     from harnesses import registry
+
     sweep_file = sweep.expanduser().resolve() if sweep is not None else None
     try:
         if sweep is not None:
@@ -72,10 +87,16 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
         else:
             if task is None:
                 raise RunError("give a task directory (benchctl run TASK --model M ...) or --sweep FILE")
-            cfg = SweepConfig(task_dir=task.resolve(), models=list(models), harnesses=list(harnesses) or ["react"],
-                              budgets=list(budgets), variants=[normalize_variant(v) for v in variants] or [None],
-                              concurrency=1 if concurrency is None else concurrency, fallback=fallback,
-                              out=out.resolve() if out else None)
+            cfg = SweepConfig(
+                task_dir=task.resolve(),
+                models=list(models),
+                harnesses=list(harnesses) or ["react"],
+                budgets=list(budgets),
+                variants=[normalize_variant(v) for v in variants] or [None],
+                concurrency=1 if concurrency is None else concurrency,
+                fallback=fallback,
+                out=out.resolve() if out else None,
+            )
     except SweepError as e:
         raise RunError(str(e)) from None
     if seeds is not None:
@@ -86,18 +107,27 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
     if tools:
         cfg.tools = list(tools)
     from benchctl.limits.config import LimitsConfigError, apply_flags
+
     try:
         apply_flags(cfg.limits, max_cost=max_cost, max_connections=max_connections, allow_unpriced=allow_unpriced)
     except LimitsConfigError as e:
         raise RunError(str(e)) from None
-    where = {k: _origin(flag, given, sweep_file, k) for k, flag, given in (
-        ("task", "TASK", task is not None), ("models", "--model", bool(models)),
-        ("harnesses", "--harness", bool(harnesses)), ("budgets", "--budget", bool(budgets)),
-        ("variants", "--variant", bool(variants)), ("fallback", "--fallback", bool(fallback)),
-        ("tools", "--tools", bool(tools)))}
+    where = {
+        k: _origin(flag, given, sweep_file, k)
+        for k, flag, given in (
+            ("task", "TASK", task is not None),
+            ("models", "--model", bool(models)),
+            ("harnesses", "--harness", bool(harnesses)),
+            ("budgets", "--budget", bool(budgets)),
+            ("variants", "--variant", bool(variants)),
+            ("fallback", "--fallback", bool(fallback)),
+            ("tools", "--tools", bool(tools)),
+        )
+    }
     t = _load_task(cfg.task_dir, where["task"] if task is None and sweep_file is not None else None)
-    try:    # an imported task's files must still match their pin (benchctl.task_import)
+    try:  # an imported task's files must still match their pin (benchctl.task_import)
         from benchctl.task_import.run_checks import check_before_run
+
         check_before_run(t, allow_changed)
     except ValueError as e:
         raise RunError(str(e)) from None
@@ -112,22 +142,25 @@ def resolve_config(*, task: Path | None, models: list[str], harnesses: list[str]
     if cfg.budgets:
         for b in cfg.budgets:
             _check_budget(b, where["budgets"])
-    elif t.budgets:      # already checked by load_task, which names the task file
+    elif t.budgets:  # already checked by load_task, which names the task file
         cfg.budgets = list(t.budgets)
     else:
         raise RunError(f"no budget: pass --budget 10m (the task {t.task_file} lists no `budgets`)")
     for v in cfg.variants:
         if v is not None and v not in t.variants:
             known = ", ".join(sorted(t.variants)) or "none defined"
-            raise RunError(f"{where['variants']} {v!r}: not in {t.task_file} [variants] ({known}). "
-                           f"Fix: use one of those, or base for the unmodified data")
+            raise RunError(
+                f"{where['variants']} {v!r}: not in {t.task_file} [variants] ({known}). "
+                f"Fix: use one of those, or base for the unmodified data"
+            )
     if cfg.out is None:
         raise RunError("no results directory: pass --out DIR (rerun the same command to resume)")
     if cfg.concurrency < 1:
         raise RunError("--concurrency must be >= 1")
     specs = expand(cfg, t.name, cfg.budgets, t.options_for)
-    try:    # hidden-behaviour tasks: one run per tool configuration (benchctl.targets)
+    try:  # hidden-behaviour tasks: one run per tool configuration (benchctl.targets)
         from benchctl.targets.runs import expand_tool_configs
+
         specs = expand_tool_configs(t.task_dir, specs, cfg.tools, origin=where["tools"])
     except ValueError as e:
         raise RunError(str(e)) from None
@@ -141,8 +174,10 @@ def _check_priced(task: Task, cfg: SweepConfig, flag: bool, sweep_file: Path | N
     if cfg.limits.allow_unpriced or (cfg.limits.max_cost is None and task.max_cost is None):
         return
     from benchctl.limits.config import refuse_unpriced
+
     models = [*cfg.models, *([cfg.fallback] if cfg.fallback else [])]
-    from benchctl.targets.spec import load_hidden_behaviour    # audits: their target and auxiliary models spend too
+    from benchctl.targets.spec import load_hidden_behaviour  # audits: their target and auxiliary models spend too
+
     hb = load_hidden_behaviour(task.task_dir)
     if hb is not None:
         models += [m for m in (hb.target.model, *(c.auxiliary_model for c in hb.tools.configs.values())) if m]
@@ -152,7 +187,7 @@ def _check_priced(task: Task, cfg: SweepConfig, flag: bool, sweep_file: Path | N
         cap = f"{task.task_file}: key `limits.max_cost`"
     try:
         refuse_unpriced(models, cap)
-    except ValueError as e:          # unpriced models, or a broken price file (BENCHCTL_PRICES)
+    except ValueError as e:  # unpriced models, or a broken price file (BENCHCTL_PRICES)
         raise RunError(str(e)) from None
 
 
@@ -160,8 +195,9 @@ def _load_task(task_dir: Path, sweep_origin: str | None) -> Task:
     """The task, with its [limits] checked against this machine. A task path from a sweep file
     that holds no task file is that sweep file's error."""
     if sweep_origin is not None and not (task_dir.is_file() or (task_dir / TASK_FILE).is_file()):
-        raise RunError(f"{sweep_origin}: {task_dir} has no {TASK_FILE}. "
-                       f"Fix: give the task directory, relative to the sweep file")
+        raise RunError(
+            f"{sweep_origin}: {task_dir} has no {TASK_FILE}. Fix: give the task directory, relative to the sweep file"
+        )
     try:
         t = load_task(task_dir)
         check_limits_fit_host(t)
@@ -170,7 +206,9 @@ def _load_task(task_dir: Path, sweep_origin: str | None) -> Task:
     return t
 
 
-def _check_harness(registry: Any, name: str, task: Task, cfg: SweepConfig, origin: str, sweep_file: Path | None) -> None:
+def _check_harness(
+    registry: Any, name: str, task: Task, cfg: SweepConfig, origin: str, sweep_file: Path | None
+) -> None:
     """A known harness whose agent binary is found with the options it will get."""
     try:
         registry.check(name)
@@ -178,27 +216,34 @@ def _check_harness(registry: Any, name: str, task: Task, cfg: SweepConfig, origi
         raise RunError(f"{origin}: {e}") from None
     _check_tool_timeout_option(name, task, cfg, sweep_file)
     try:
-        registry.create(name, {**task.options_for(name), **cfg.harness_options}).mounts()   # finds agent binaries
+        registry.create(name, {**task.options_for(name), **cfg.harness_options}).mounts()  # finds agent binaries
     except Exception as e:
-        sources = ([f"{task.task_file} [harness_options]"] if task.options_for(name) else []) + \
-                  ([f"{sweep_file} [harness_options]"] if cfg.harness_options and sweep_file else [])
-        raise RunError(f"{origin} {name}: {e}" + (f" (with the options from {' and '.join(sources)})" if sources else "")) from None
+        sources = ([f"{task.task_file} [harness_options]"] if task.options_for(name) else []) + (
+            [f"{sweep_file} [harness_options]"] if cfg.harness_options and sweep_file else []
+        )
+        raise RunError(
+            f"{origin} {name}: {e}" + (f" (with the options from {' and '.join(sources)})" if sources else "")
+        ) from None
 
 
 def _check_tool_timeout_option(name: str, task: Task, cfg: SweepConfig, sweep_file: Path | None) -> None:
     """`tool_timeout` in [harness_options] overrides the task's own `tool_timeout` (seconds per
     tool call); a bad one would only fail once the run has started."""
     sub = task.harness_options.get(name)
-    sources = [(sweep_file, "harness_options", cfg.harness_options),
-               (task.task_file, f"harness_options.{name}", sub if isinstance(sub, dict) else {}),
-               (task.task_file, "harness_options", task.harness_options)]
+    sources = [
+        (sweep_file, "harness_options", cfg.harness_options),
+        (task.task_file, f"harness_options.{name}", sub if isinstance(sub, dict) else {}),
+        (task.task_file, "harness_options", task.harness_options),
+    ]
     for file, table, opts in sources:
         if "tool_timeout" not in opts:
             continue
         v = opts["tool_timeout"]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 1:
-            raise RunError(f"{file}: key `{table}.tool_timeout`: {v!r} is not a number of seconds >= 1. "
-                           f"Fix: e.g. tool_timeout = 120")
+            raise RunError(
+                f"{file}: key `{table}.tool_timeout`: {v!r} is not a number of seconds >= 1. "
+                f"Fix: e.g. tool_timeout = 120"
+            )
 
 
 def _check_budget(budget: str, origin: str) -> None:
@@ -220,16 +265,21 @@ def write_sweep_json(r: ResolvedRun) -> None:
             previous = read_json(path)
         except Exception:
             previous = {}
-    entry = {"benchctl_version": __version__, "written_at": time.time(), "config": r.sweep.to_dict(),
-             "argv": sys.argv}
+    entry = {"benchctl_version": __version__, "written_at": time.time(), "config": r.sweep.to_dict(), "argv": sys.argv}
     history = list(previous.get("history", [])) + [entry]
     runs = list(dict.fromkeys([*previous.get("runs", []), *(s.run_id for s in r.specs)]))
-    write_json_atomic(path, {**entry, "task": r.task.name, "task_dir": str(r.task.task_dir), "runs": runs,
-                             "history": history[-50:]})
+    write_json_atomic(
+        path, {**entry, "task": r.task.name, "task_dir": str(r.task.task_dir), "runs": runs, "history": history[-50:]}
+    )
 
 
-def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = None,
-            gateway_factory: Any = None, executor: Any = None) -> int:
+def execute(
+    r: ResolvedRun,
+    progress_mode: str = "auto",
+    sandbox_factory: Any = None,
+    gateway_factory: Any = None,
+    executor: Any = None,
+) -> int:
     """Run everything; returns the exit code (0 all finished, 1 some error, 3 the sweep's cost cap kept
     runs from starting, 130 interrupted).
 
@@ -249,10 +299,10 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
             print(f"error: {problem}", file=sys.stderr)
             return 2
     r.out.mkdir(parents=True, exist_ok=True)
-    lock = _lock_results(r.out)   # held (referenced) until this function returns
+    lock = _lock_results(r.out)  # held (referenced) until this function returns
     if lock is None:
         return 2
-    decisions = plan(r.out, r.specs)   # again, now that no other process can change it
+    decisions = plan(r.out, r.specs)  # again, now that no other process can change it
     pending = [s for s, a in decisions if a != "skip"]
     _warn_changed_skips(r.out, [s for s, a in decisions if a == "skip"])
     write_sweep_json(r)
@@ -264,7 +314,7 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if getattr(executor, "uses_docker", False):   # a local run on this machine's Docker and /tmp
+    if getattr(executor, "uses_docker", False):  # a local run on this machine's Docker and /tmp
         redo = [s.run_id for s, a in decisions if a == "redo"]
         _remove_dead_owners_containers(redo)
         _remove_dead_owners_gateway_dirs(redo)
@@ -272,21 +322,31 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
     limits_plan = _limits_plan(r, executor)
     cap = r.sweep.limits.max_cost
     if pending and limits_plan.limiter.exhausted():
-        print(f"error: the sweep's cost cap of ${cap:.2f} is reached: the runs in {r.out} spent "
-              f"${limits_plan.limiter.spent():.2f}; {len(pending)} run(s) not started. Fix: raise --max-cost (or "
-              f"[limits] max_cost in the sweep file) to continue", file=sys.stderr)
+        print(
+            f"error: the sweep's cost cap of ${cap:.2f} is reached: the runs in {r.out} spent "
+            f"${limits_plan.limiter.spent():.2f}; {len(pending)} run(s) not started. Fix: raise --max-cost (or "
+            f"[limits] max_cost in the sweep file) to continue",
+            file=sys.stderr,
+        )
         executor.close()
         return EXIT_COST_CAP
     prog = make_progress(len(r.specs), progress_mode)
-    runner = Runner(r.task, r.out, data, concurrency=executor.parallelism(r.sweep.concurrency), progress=prog,
-                    executor=executor, limits=limits_plan)
+    runner = Runner(
+        r.task,
+        r.out,
+        data,
+        concurrency=executor.parallelism(r.sweep.concurrency),
+        progress=prog,
+        executor=executor,
+        limits=limits_plan,
+    )
     restore = _install_signals(runner)
     try:
         with prog:
             results = runner.run_all(r.specs)
         try:
             spent: float | None = limits_plan.limiter.spent()
-        except Exception:           # the limiter went away (its Ray node died): the runs are recorded anyway
+        except Exception:  # the limiter went away (its Ray node died): the runs are recorded anyway
             spent = None
     finally:
         restore()
@@ -295,18 +355,23 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", sandbox_factory: Any = 
         print("interrupted: unfinished runs will be redone when you rerun the same command", file=sys.stderr)
         return 130
     if cap is not None and spent is not None and progress_mode != "quiet":
-        print(f"spent ${spent:.4f} of the sweep's ${cap:.2f} cost cap (priced calls of every run in {r.out})",
-              file=sys.stderr)
+        print(
+            f"spent ${spent:.4f} of the sweep's ${cap:.2f} cost cap (priced calls of every run in {r.out})",
+            file=sys.stderr,
+        )
     if runner.not_started:
-        print(f"the sweep's cost cap of ${cap:.2f} is reached: {len(runner.not_started)} run(s) not started; "
-              f"raise --max-cost and rerun the same command to continue", file=sys.stderr)
+        print(
+            f"the sweep's cost cap of ${cap:.2f} is reached: {len(runner.not_started)} run(s) not started; "
+            f"raise --max-cost and rerun the same command to continue",
+            file=sys.stderr,
+        )
         return EXIT_COST_CAP
     if progress_mode != "quiet":
         print(f"results in {r.out}; next: benchctl grade {r.out} && benchctl report {r.out}", file=sys.stderr)
     return 1 if any(m is None or m.get("status") == "error" for _, m in results) else 0
 
 
-EXIT_COST_CAP = 3     # the sweep's cost cap kept runs from starting
+EXIT_COST_CAP = 3  # the sweep's cost cap kept runs from starting
 
 
 def _limits_plan(r: ResolvedRun, executor: Any) -> Any:
@@ -314,10 +379,15 @@ def _limits_plan(r: ResolvedRun, executor: Any) -> Any:
     continuing from what the runs already on disk spent, and the task's per-run settings."""
     from benchctl.limits.run import LimitsPlan
     from benchctl.limits.spend import spent_on_disk
+
     limits = r.sweep.limits
     spent = spent_on_disk(r.out) if limits.max_cost is not None else 0.0
-    return LimitsPlan(executor.limiter(limits, spent), limits, pause_budget=r.task.pause_budget_on_rate_limit,
-                      run_max_cost=r.task.max_cost)
+    return LimitsPlan(
+        executor.limiter(limits, spent),
+        limits,
+        pause_budget=r.task.pause_budget_on_rate_limit,
+        run_max_cost=r.task.max_cost,
+    )
 
 
 def _warn_changed_skips(out: Path, skipped: list[RunSpec]) -> None:
@@ -325,12 +395,16 @@ def _warn_changed_skips(out: Path, skipped: list[RunSpec]) -> None:
     harness options: say so when they differ from what the finished run recorded, rather
     than silently reusing a run made under other settings."""
     from benchctl.layout import read_meta, run_dir
+
     for spec in skipped:
         recorded = (read_meta(run_dir(out, spec.run_id)) or {}).get("spec", {})
         changed = [k for k in ("fallback", "options") if k in recorded and recorded[k] != getattr(spec, k)]
         if changed:
-            print(f"warning: {spec.run_id} is finished and skipped, but it was made with a different "
-                  f"{' and '.join(changed)}; use another --out (or delete the run) to redo it", file=sys.stderr)
+            print(
+                f"warning: {spec.run_id} is finished and skipped, but it was made with a different "
+                f"{' and '.join(changed)}; use another --out (or delete the run) to redo it",
+                file=sys.stderr,
+            )
 
 
 LOCK_FILE = ".benchctl-run.lock"
@@ -346,6 +420,7 @@ def _lock_results(out: Path) -> Any:
     error printed) when another process holds it.
     """
     import fcntl
+
     f = open(out / LOCK_FILE, "a+")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -353,8 +428,10 @@ def _lock_results(out: Path) -> Any:
         f.seek(0)
         holder = f.read().strip() or "another process"
         f.close()
-        print(f"error: {out} is in use by another `benchctl run` ({holder}); wait for it to finish, "
-              f"or use another --out", file=sys.stderr)
+        print(
+            f"error: {out} is in use by another `benchctl run` ({holder}); wait for it to finish, or use another --out",
+            file=sys.stderr,
+        )
         return None
     f.seek(0)
     f.truncate()
@@ -370,21 +447,23 @@ def _remove_dead_owners_containers(run_ids: list[str]) -> None:
     try:
         from benchctl.sandbox.cleanup import remove_strays
         from benchctl.sandbox.docker_client import docker_client
+
         with closing(docker_client()) as client:
             for rid in run_ids:
                 remove_strays(client, run_id=rid)
     except Exception:
-        pass     # best effort: `benchctl doctor` finds what is left
+        pass  # best effort: `benchctl doctor` finds what is left
 
 
 def _remove_dead_owners_gateway_dirs(run_ids: list[str]) -> None:
     """A SIGKILLed earlier attempt left its gateway directory in /tmp; remove it if its owner is gone."""
     from benchctl.sandbox import gateway_dir
+
     for rid in run_ids:
         try:
             gateway_dir.remove_stale(run_id=rid)
         except OSError:
-            pass     # best effort: `benchctl cleanup` finds what is left
+            pass  # best effort: `benchctl cleanup` finds what is left
 
 
 def _install_signals(runner: Any) -> Any:
@@ -393,6 +472,7 @@ def _install_signals(runner: Any) -> Any:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     from benchctl.sandbox.cleanup import remove_all_live
+
     hits = {"n": 0}
 
     def handler(sig: int, frame: Any) -> None:
@@ -410,4 +490,5 @@ def _install_signals(runner: Any) -> Any:
         for s, h in previous.items():
             signal.signal(s, h)
         remove_all_live()
+
     return restore

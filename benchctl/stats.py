@@ -3,10 +3,11 @@
 `math.fsum` rather than `sum`: the exactly rounded sum, so a mean does not depend on the order
 the values arrive in (runs are read in directory order, grades in completion order).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def mean_or_none(values: Sequence[float]) -> float | None:

@@ -22,6 +22,7 @@ Sweep file:
     max_cost = 50
     max_connections = 8
 """
+
 from __future__ import annotations
 
 import os
@@ -44,9 +45,10 @@ class SweepError(ValueError):
 @dataclass(frozen=True)
 class RunSpec:
     """One run: everything that distinguishes it from the other runs of a sweep."""
+
     run_id: str
-    task: str            # task name
-    task_dir: str        # absolute path
+    task: str  # task name
+    task_dir: str  # absolute path
     harness: str
     model: str
     budget: str
@@ -72,8 +74,8 @@ class SweepConfig:
     fallback: str | None = None
     out: Path | None = None
     harness_options: dict[str, Any] = field(default_factory=dict)
-    tools: list[str] = field(default_factory=list)      # tool configurations (hidden-behaviour tasks)
-    limits: LimitsConfig = field(default_factory=LimitsConfig)   # cost cap, provider rate limits
+    tools: list[str] = field(default_factory=list)  # tool configurations (hidden-behaviour tasks)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)  # cost cap, provider rate limits
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -112,13 +114,26 @@ def expand(cfg: SweepConfig, task_name: str, budgets: list[str], options_for: An
                 for variant in cfg.variants:
                     for seed in cfg.seeds:
                         rid = make_run_id(task_name, harness, model, budget, seed, variant)
-                        if rid in seen:     # e.g. the same model given twice
+                        if rid in seen:  # e.g. the same model given twice
                             continue
                         seen.add(rid)
                         opts = dict(options_for(harness)) if options_for else {}
                         opts.update(cfg.harness_options)
-                        specs.append(RunSpec(rid, task_name, str(cfg.task_dir), harness, model, budget,
-                                             parse_duration(budget), seed, variant, cfg.fallback, opts))
+                        specs.append(
+                            RunSpec(
+                                rid,
+                                task_name,
+                                str(cfg.task_dir),
+                                harness,
+                                model,
+                                budget,
+                                parse_duration(budget),
+                                seed,
+                                variant,
+                                cfg.fallback,
+                                opts,
+                            )
+                        )
     return specs
 
 
@@ -130,8 +145,20 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
         raw = tomllib.loads(file.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{file}: not valid TOML ({e})") from None
-    allowed = {"task", "models", "harnesses", "budgets", "seeds", "variants", "concurrency", "fallback", "out",
-               "harness_options", "tools", "limits"}
+    allowed = {
+        "task",
+        "models",
+        "harnesses",
+        "budgets",
+        "seeds",
+        "variants",
+        "concurrency",
+        "fallback",
+        "out",
+        "harness_options",
+        "tools",
+        "limits",
+    }
     for k in raw:
         if k not in allowed:
             raise SweepError(f"{file}: key `{k}`: unknown key. Fix: use one of {', '.join(sorted(allowed))}")
@@ -140,7 +167,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
         v = raw.get(key)
         if v is None:
             if required:
-                raise SweepError(f"{file}: key `{key}`: missing. Fix: add {key} = [\"...\"]")
+                raise SweepError(f'{file}: key `{key}`: missing. Fix: add {key} = ["..."]')
             return []
         if isinstance(v, str):
             v = [v]
@@ -149,7 +176,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> SweepConfig:
         return v
 
     if not isinstance(raw.get("task"), str):
-        raise SweepError(f"{file}: key `task`: missing. Fix: task = \"path/to/task-dir\" (relative to the sweep file)")
+        raise SweepError(f'{file}: key `task`: missing. Fix: task = "path/to/task-dir" (relative to the sweep file)')
     try:
         seeds = seeds_list(raw.get("seeds", 1))
     except SweepError as e:

@@ -9,6 +9,7 @@ directory, mounted read-only at /data), which image it runs in, which files it m
 Every problem in a task file is reported as a `TaskError` naming the file, the key and the fix,
 before anything runs.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -29,11 +30,30 @@ from benchctl.sweep import BASE_VARIANTS
 
 TASK_FILE = "task.toml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_TOP_KEYS = {"name", "description", "instructions", "instructions_file", "data", "image", "artifacts",
-             "budgets", "early_exit", "length", "notices", "followups", "variants", "harness_options",
-             "limits", "grading", "tool_timeout", "pause_budget_on_rate_limit",
-             "target", "tools",     # hidden-behaviour audits: parsed and validated by benchctl.targets.spec
-             "pin", "task_tests"}   # imported tasks: benchctl.task_import.pin / .open_book
+_TOP_KEYS = {
+    "name",
+    "description",
+    "instructions",
+    "instructions_file",
+    "data",
+    "image",
+    "artifacts",
+    "budgets",
+    "early_exit",
+    "length",
+    "notices",
+    "followups",
+    "variants",
+    "harness_options",
+    "limits",
+    "grading",
+    "tool_timeout",
+    "pause_budget_on_rate_limit",
+    "target",
+    "tools",  # hidden-behaviour audits: parsed and validated by benchctl.targets.spec
+    "pin",
+    "task_tests",
+}  # imported tasks: benchctl.task_import.pin / .open_book
 
 
 class TaskError(ValueError):
@@ -45,7 +65,7 @@ class VariantRule:
     find: str
     replace: str
     regex: bool = False
-    files: tuple[str, ...] = ("*",)        # glob patterns on paths relative to the data dir
+    files: tuple[str, ...] = ("*",)  # glob patterns on paths relative to the data dir
 
 
 @dataclass(frozen=True)
@@ -58,17 +78,17 @@ class Variant:
 @dataclass(frozen=True)
 class Followup:
     prompt: str
-    budget: str | None = None               # defaults to the run's budget
+    budget: str | None = None  # defaults to the run's budget
 
 
 @dataclass
 class Task:
     name: str
-    task_dir: Path                          # absolute
+    task_dir: Path  # absolute
     task_file: Path
     instructions: str
     data_dir: Path | None
-    image: str = DEFAULT_TAG                # $BENCHCTL_IMAGE or benchctl-sandbox:latest
+    image: str = DEFAULT_TAG  # $BENCHCTL_IMAGE or benchctl-sandbox:latest
     artifacts: list[str] = field(default_factory=lambda: ["report.md"])
     budgets: list[str] = field(default_factory=list)
     policies: RunPolicies = field(default_factory=RunPolicies)
@@ -79,14 +99,16 @@ class Task:
     grading: dict[str, Any] = field(default_factory=dict)
     tool_timeout: float = 120.0
     description: str = ""
-    pin: Any = None                         # benchctl.task_import.pin.Pin of an imported task, else None
-    max_cost: float | None = None           # [limits] max_cost: USD one run may spend (benchctl/limits)
-    pause_budget_on_rate_limit: bool = True # rate-limit waits extend the run's deadline (benchctl/limits)
+    pin: Any = None  # benchctl.task_import.pin.Pin of an imported task, else None
+    max_cost: float | None = None  # [limits] max_cost: USD one run may spend (benchctl/limits)
+    pause_budget_on_rate_limit: bool = True  # rate-limit waits extend the run's deadline (benchctl/limits)
 
     def options_for(self, harness: str) -> dict[str, Any]:
         """Harness options: top-level keys, overridden by a sub-table named after the harness."""
         flat = {k: v for k, v in self.harness_options.items() if not isinstance(v, dict)}
-        flat.update(self.harness_options.get(harness, {}) if isinstance(self.harness_options.get(harness), dict) else {})
+        flat.update(
+            self.harness_options.get(harness, {}) if isinstance(self.harness_options.get(harness), dict) else {}
+        )
         return flat
 
 
@@ -94,8 +116,9 @@ def _err(file: Path, key: str, problem: str, fix: str) -> TaskError:
     return TaskError(f"{file}: key `{key}`: {problem}. Fix: {fix}")
 
 
-def _typed(file: Path, table: dict[str, Any], key: str, kind: type | tuple[type, ...], fix: str,
-           prefix: str = "") -> Any:
+def _typed(
+    file: Path, table: dict[str, Any], key: str, kind: type | tuple[type, ...], fix: str, prefix: str = ""
+) -> Any:
     v = table[key]
     if kind is float and isinstance(v, int) and not isinstance(v, bool):
         return float(v)
@@ -115,8 +138,10 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     p = Path(path).expanduser().resolve()
     file = p if p.is_file() else p / TASK_FILE
     if not file.exists():
-        raise TaskError(f"{file}: no task file. Fix: pass a task directory containing {TASK_FILE} "
-                        f"(see configs/demo/{TASK_FILE} for an example)")
+        raise TaskError(
+            f"{file}: no task file. Fix: pass a task directory containing {TASK_FILE} "
+            f"(see configs/demo/{TASK_FILE} for an example)"
+        )
     task_dir = file.parent
     try:
         raw = tomllib.loads(file.read_text(encoding="utf-8"))
@@ -138,7 +163,9 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     elif "instructions" in raw:
         instructions = _typed(file, raw, "instructions", str, 'write instructions = """..."""')
     else:
-        raise _err(file, "instructions", "missing", 'add instructions = """what the agent must do""" or instructions_file')
+        raise _err(
+            file, "instructions", "missing", 'add instructions = """what the agent must do""" or instructions_file'
+        )
     if not instructions.strip():
         raise _err(file, "instructions", "empty", "write the prompt the agent receives")
 
@@ -147,8 +174,12 @@ def load_task(path: str | os.PathLike[str]) -> Task:
         d = _typed(file, raw, "data", str, 'give a directory relative to the task dir, e.g. data = "data"')
         data_dir = (task_dir / d).resolve()
         if not data_dir.is_dir():
-            raise _err(file, "data", f"data directory {data_dir} does not exist",
-                       "create it, fix the path, or remove the key for a task without data")
+            raise _err(
+                file,
+                "data",
+                f"data directory {data_dir} does not exist",
+                "create it, fix the path, or remove the key for a task without data",
+            )
 
     if data_dir is not None:
         _keep_secrets_out_of_data(file, raw, task_dir, data_dir)
@@ -159,8 +190,12 @@ def load_task(path: str | os.PathLike[str]) -> Task:
         artifacts = _typed(file, raw, "artifacts", list, 'e.g. artifacts = ["report.md"]')
         for a in artifacts:
             if not isinstance(a, str) or not a or a.startswith("/") or ".." in Path(a).parts:
-                raise _err(file, "artifacts", f"{a!r} is not a relative path inside /work",
-                           'list file names relative to /work, e.g. "report.md"')
+                raise _err(
+                    file,
+                    "artifacts",
+                    f"{a!r} is not a relative path inside /work",
+                    'list file names relative to /work, e.g. "report.md"',
+                )
 
     budgets: list[str] = []
     if "budgets" in raw:
@@ -168,20 +203,25 @@ def load_task(path: str | os.PathLike[str]) -> Task:
         for b in budgets:
             _positive_duration(file, "budgets", b, 'use durations like "90s", "10m", "2h"')
 
-    policies = RunPolicies(early_exit=_early_exit(file, raw.get("early_exit")),
-                           length=_length(file, raw.get("length"), artifacts),
-                           notify_time=_notices(file, raw.get("notices")))
+    policies = RunPolicies(
+        early_exit=_early_exit(file, raw.get("early_exit")),
+        length=_length(file, raw.get("length"), artifacts),
+        notify_time=_notices(file, raw.get("notices")),
+    )
     followups = _followups(file, raw.get("followups", []))
     variants = _variants(file, raw.get("variants", {}))
-    tool_timeout = _typed(file, raw, "tool_timeout", float, "seconds, e.g. tool_timeout = 120") if "tool_timeout" in raw else 120.0
+    tool_timeout = (
+        _typed(file, raw, "tool_timeout", float, "seconds, e.g. tool_timeout = 120") if "tool_timeout" in raw else 120.0
+    )
     _at_least(file, "tool_timeout", tool_timeout, 1)
     for key in ("harness_options", "limits", "grading"):
         if key in raw and not isinstance(raw[key], dict):
             raise _err(file, key, "must be a table", f"write it as [{key}]")
     limits_table = dict(raw.get("limits", {}))
     max_cost = None
-    if "max_cost" in limits_table:     # money, not the sandbox's: benchctl/limits enforces it
+    if "max_cost" in limits_table:  # money, not the sandbox's: benchctl/limits enforces it
         from benchctl.limits.config import LimitsConfigError, check_max_cost
+
         try:
             max_cost = check_max_cost(limits_table.pop("max_cost"), str(file), "limits.max_cost")
         except LimitsConfigError as e:
@@ -190,15 +230,33 @@ def load_task(path: str | os.PathLike[str]) -> Task:
         limits = parse_limits(limits_table, also_allowed=("max_cost",))
     except LimitError as e:
         raise _err(file, f"limits.{e.key}", e.problem, e.fix) from None
-    pause = _typed(file, raw, "pause_budget_on_rate_limit", bool, "pause_budget_on_rate_limit = true (or false)") \
-        if "pause_budget_on_rate_limit" in raw else True
+    pause = (
+        _typed(file, raw, "pause_budget_on_rate_limit", bool, "pause_budget_on_rate_limit = true (or false)")
+        if "pause_budget_on_rate_limit" in raw
+        else True
+    )
     pin = _pin(file, raw, data_dir)
-    return Task(name=name, task_dir=task_dir, task_file=file, instructions=instructions, data_dir=data_dir,
-                image=image, artifacts=list(artifacts), budgets=budgets, policies=policies, followups=followups,
-                variants=variants, harness_options=dict(raw.get("harness_options", {})), limits=limits,
-                grading=dict(raw.get("grading", {})), tool_timeout=tool_timeout,
-                description=str(raw.get("description", "")), pin=pin, max_cost=max_cost,
-                pause_budget_on_rate_limit=pause)
+    return Task(
+        name=name,
+        task_dir=task_dir,
+        task_file=file,
+        instructions=instructions,
+        data_dir=data_dir,
+        image=image,
+        artifacts=list(artifacts),
+        budgets=budgets,
+        policies=policies,
+        followups=followups,
+        variants=variants,
+        harness_options=dict(raw.get("harness_options", {})),
+        limits=limits,
+        grading=dict(raw.get("grading", {})),
+        tool_timeout=tool_timeout,
+        description=str(raw.get("description", "")),
+        pin=pin,
+        max_cost=max_cost,
+        pause_budget_on_rate_limit=pause,
+    )
 
 
 def _pin(file: Path, raw: dict[str, Any], data_dir: Path | None) -> Any:
@@ -206,6 +264,7 @@ def _pin(file: Path, raw: dict[str, Any], data_dir: Path | None) -> Any:
     if "pin" not in raw:
         return None
     from benchctl.task_import.pin import PinError, parse_pin
+
     try:
         return parse_pin(file, raw["pin"], data_dir)
     except PinError as e:
@@ -233,8 +292,12 @@ def _keep_secrets_out_of_data(file: Path, raw: dict[str, Any], task_dir: Path, d
     for key, rel in [("data", file.name), *named]:
         p = (task_dir / rel).resolve()
         if p.exists() and (p == data_dir or data_dir in p.parents):
-            raise _err(file, key, f"{p} is inside the data directory {data_dir}, which the agent's sandbox mounts",
-                       "keep the evidence in its own subdirectory (e.g. data = \"data\") and grading or target files outside it")
+            raise _err(
+                file,
+                key,
+                f"{p} is inside the data directory {data_dir}, which the agent's sandbox mounts",
+                'keep the evidence in its own subdirectory (e.g. data = "data") and grading or target files outside it',
+            )
 
 
 def check_limits_fit_host(task: Task) -> None:
@@ -269,16 +332,30 @@ def _early_exit(file: Path, t: Any) -> EarlyExitPolicy | None:
         raise _err(file, "early_exit", "must be a table", "write it as [early_exit]")
     _unknown(file, t, {"fraction", "max_reprompts", "message", "enabled"}, "early_exit.")
     d = EarlyExitPolicy()
-    fraction = _typed(file, t, "fraction", float, "a number between 0 and 1, e.g. 0.75", "early_exit.") if "fraction" in t else d.fraction
+    fraction = (
+        _typed(file, t, "fraction", float, "a number between 0 and 1, e.g. 0.75", "early_exit.")
+        if "fraction" in t
+        else d.fraction
+    )
     if not 0 <= fraction <= 1:
         raise _err(file, "early_exit.fraction", f"{fraction} is outside 0..1", "use e.g. 0.75")
-    mr = _typed(file, t, "max_reprompts", int, "a whole number, e.g. 3", "early_exit.") if "max_reprompts" in t else d.max_reprompts
+    mr = (
+        _typed(file, t, "max_reprompts", int, "a whole number, e.g. 3", "early_exit.")
+        if "max_reprompts" in t
+        else d.max_reprompts
+    )
     _at_least(file, "early_exit.max_reprompts", mr, 0)
-    msg = _typed(file, t, "message", str, "a string; {remaining} and {budget} are filled in", "early_exit.") if "message" in t else d.message
+    msg = (
+        _typed(file, t, "message", str, "a string; {remaining} and {budget} are filled in", "early_exit.")
+        if "message" in t
+        else d.message
+    )
     try:
         msg.format(remaining="1m", budget="2m")
     except (KeyError, IndexError, ValueError) as e:
-        raise _err(file, "early_exit.message", f"bad placeholder {e}", "only {remaining} and {budget} are available") from None
+        raise _err(
+            file, "early_exit.message", f"bad placeholder {e}", "only {remaining} and {budget} are available"
+        ) from None
     enabled = _typed(file, t, "enabled", bool, "true or false", "early_exit.") if "enabled" in t else True
     return EarlyExitPolicy(fraction=fraction, max_reprompts=mr, message=msg, enabled=enabled)
 
@@ -291,8 +368,12 @@ def _length(file: Path, t: Any, artifacts: list[str]) -> LengthPolicy | None:
     _unknown(file, t, {"file", "min_words", "max_words", "max_revisions", "revise_message"}, "length.")
     d = LengthPolicy()
     f = _typed(file, t, "file", str, 'e.g. file = "report.md"', "length.") if "file" in t else d.file
-    lo = _at_least(file, "length.min_words",
-                   _typed(file, t, "min_words", int, "a whole number", "length.") if "min_words" in t else 0, 0)
+    lo = _at_least(
+        file,
+        "length.min_words",
+        _typed(file, t, "min_words", int, "a whole number", "length.") if "min_words" in t else 0,
+        0,
+    )
     hi = _typed(file, t, "max_words", int, "a whole number", "length.") if "max_words" in t else None
     if hi is not None and hi < lo:
         raise _err(file, "length.max_words", f"{hi} is below min_words {lo}", "make max_words >= min_words")
@@ -302,8 +383,12 @@ def _length(file: Path, t: Any, artifacts: list[str]) -> LengthPolicy | None:
     try:
         msg.format(file=f, words=1, min_words=lo, max_words=hi)
     except (KeyError, IndexError, ValueError) as e:
-        raise _err(file, "length.revise_message", f"bad placeholder {e}",
-                   "only {file}, {words}, {min_words}, {max_words} are available") from None
+        raise _err(
+            file,
+            "length.revise_message",
+            f"bad placeholder {e}",
+            "only {file}, {words}, {min_words}, {max_words} are available",
+        ) from None
     if f not in artifacts:
         raise _err(file, "length.file", f"{f!r} is not one of the artifacts {artifacts}", "add it to `artifacts`")
     return LengthPolicy(file=f, min_words=lo, max_words=hi, max_revisions=mr, revise_message=msg)
@@ -325,42 +410,63 @@ def _followups(file: Path, t: Any) -> list[Followup]:
     for i, f in enumerate(t):
         key = f"followups[{i}]"
         if not isinstance(f, dict) or not isinstance(f.get("prompt"), str) or not f["prompt"].strip():
-            raise _err(file, key + ".prompt", "missing or empty", 'write [[followups]] with prompt = "now expand to 5,000 words"')
+            raise _err(
+                file,
+                key + ".prompt",
+                "missing or empty",
+                'write [[followups]] with prompt = "now expand to 5,000 words"',
+            )
         _unknown(file, f, {"prompt", "budget"}, key + ".")
         budget = f.get("budget")
         if budget is not None:
-            _positive_duration(file, key + ".budget", str(budget), 'use e.g. "10m", or leave it out for the run\'s budget')
+            _positive_duration(
+                file, key + ".budget", str(budget), 'use e.g. "10m", or leave it out for the run\'s budget'
+            )
         out.append(Followup(prompt=f["prompt"], budget=None if budget is None else str(budget)))
     return out
 
 
 def _variants(file: Path, t: Any) -> dict[str, Variant]:
     if not isinstance(t, dict):
-        raise _err(file, "variants", "must be a table of variants", "write [variants.NAME] with [[variants.NAME.rules]]")
+        raise _err(
+            file, "variants", "must be a table of variants", "write [variants.NAME] with [[variants.NAME.rules]]"
+        )
     out = {}
     for name, v in t.items():
         key = f"variants.{name}"
         if not _NAME.match(name):
             raise _err(file, key, "bad variant name", "use letters, digits, '.', '_' or '-'")
-        if name in BASE_VARIANTS:      # `--variant base` means the unmodified data, so this could never run
+        if name in BASE_VARIANTS:  # `--variant base` means the unmodified data, so this could never run
             raise _err(file, key, f"{name!r} is reserved for the unmodified data", "give the variant another name")
         if not isinstance(v, dict) or not isinstance(v.get("rules"), list) or not v["rules"]:
-            raise _err(file, key + ".rules", "missing or empty", f'add [[{key}.rules]] with find = "..." and replace = "..."')
+            raise _err(
+                file, key + ".rules", "missing or empty", f'add [[{key}.rules]] with find = "..." and replace = "..."'
+            )
         _unknown(file, v, {"description", "rules"}, key + ".")
         rules = []
         for i, r in enumerate(v["rules"]):
             rk = f"{key}.rules[{i}]"
-            if not isinstance(r, dict) or not isinstance(r.get("find"), str) or not r["find"] \
-                    or not isinstance(r.get("replace"), str):
-                raise _err(file, rk, "each rule needs string `find` (non-empty) and `replace`",
-                           'e.g. find = "10.1." and replace = "10.9."')
+            if (
+                not isinstance(r, dict)
+                or not isinstance(r.get("find"), str)
+                or not r["find"]
+                or not isinstance(r.get("replace"), str)
+            ):
+                raise _err(
+                    file,
+                    rk,
+                    "each rule needs string `find` (non-empty) and `replace`",
+                    'e.g. find = "10.1." and replace = "10.9."',
+                )
             _unknown(file, r, {"find", "replace", "regex", "files"}, rk + ".")
             is_re = bool(r.get("regex", False))
             if is_re:
                 try:
                     re.compile(r["find"])
                 except re.error as e:
-                    raise _err(file, rk + ".find", f"bad regular expression ({e})", "fix the pattern or set regex = false") from None
+                    raise _err(
+                        file, rk + ".find", f"bad regular expression ({e})", "fix the pattern or set regex = false"
+                    ) from None
             files = r.get("files", ["*"])
             if isinstance(files, str):
                 files = [files]
@@ -373,11 +479,12 @@ def _variants(file: Path, t: Any) -> dict[str, Variant]:
 
 # ---- content hashes and variant materialisation ------------------------------------------
 
+
 def _iter_files(root: Path) -> list[Path]:
     return sorted((p for p in root.rglob("*") if p.is_file() and not p.is_symlink()), key=lambda p: p.as_posix())
 
 
-def hash_tree(root: Path | None, h: "hashlib._Hash | None" = None) -> str:
+def hash_tree(root: Path | None, h: hashlib._Hash | None = None) -> str:
     """sha256 over (relative path, size, bytes) of every regular file, in path order."""
     h = h or hashlib.sha256()
     if root is not None:
@@ -409,8 +516,10 @@ def apply_variant(task: Task, variant: Variant, dest: Path) -> dict[str, int]:
     as symlinks and not rewritten.
     """
     if task.data_dir is None:
-        raise TaskError(f"{task.task_file}: key `variants.{variant.name}`: the task has no data to vary. "
-                        f"Fix: add data = \"data\" or remove the variant")
+        raise TaskError(
+            f"{task.task_file}: key `variants.{variant.name}`: the task has no data to vary. "
+            f'Fix: add data = "data" or remove the variant'
+        )
     if dest.exists():
         shutil.rmtree(dest)
     # Links stay links, as in the read-only mount of the original data: following them would copy
@@ -448,8 +557,10 @@ def prepare_data(task: Task, variant: str | None, cache_dir: Path) -> tuple[Path
         return task.data_dir, task_hash(task), {}
     if variant not in task.variants:
         known = ", ".join(sorted(task.variants)) or "(none defined)"
-        raise TaskError(f"{task.task_file}: key `variants`: no variant named {variant!r}. "
-                        f"Fix: use one of {known} or define [variants.{variant}]")
+        raise TaskError(
+            f"{task.task_file}: key `variants`: no variant named {variant!r}. "
+            f"Fix: use one of {known} or define [variants.{variant}]"
+        )
     dest = cache_dir / variant
     counts = apply_variant(task, task.variants[variant], dest)
     return dest, task_hash(task, dest), counts

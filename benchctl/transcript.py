@@ -9,13 +9,15 @@ seconds), `type`, `source` (who wrote it: runner | gateway | harness | policy | 
 grader) plus type-specific fields. The event types are listed in `EVENT_TYPES` and documented in
 the README.
 """
+
 from __future__ import annotations
 
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -25,33 +27,35 @@ SCHEMA_VERSION = 1
 _DUMP_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 
 EVENT_TYPES = {
-    "run_start",        # spec, task hash, image digest
-    "run_end",          # status, usage, cost, summary
-    "model_call",       # gateway: one exchange with an upstream (see gateway docs)
-    "model_error",      # gateway: a call that failed after retries
-    "refusal",          # gateway: a model refused
-    "fallback",         # gateway: the run switched to its fallback model
-    "assistant",        # harness: assistant text
-    "tool_call",        # harness: the agent called a tool (name, input)
-    "tool_result",      # harness: what the tool returned (output, exit code, truncated)
-    "notice",           # policy: text injected into the agent's context (kind: time|words|tokens|cost_cap|...)
+    "run_start",  # spec, task hash, image digest
+    "run_end",  # status, usage, cost, summary
+    "model_call",  # gateway: one exchange with an upstream (see gateway docs)
+    "model_error",  # gateway: a call that failed after retries
+    "refusal",  # gateway: a model refused
+    "fallback",  # gateway: the run switched to its fallback model
+    "assistant",  # harness: assistant text
+    "tool_call",  # harness: the agent called a tool (name, input)
+    "tool_result",  # harness: what the tool returned (output, exit code, truncated)
+    "notice",  # policy: text injected into the agent's context (kind: time|words|tokens|cost_cap|...)
     "rate_limit_wait",  # gateway: a call held back by the limiter or a 429/529 backoff (reason, wait_s)
-    "reprompt",         # policy: the agent tried to stop early and was told to continue
-    "revision_request", # policy: the report was over the length limit on stop
-    "hook",             # harness: a CLI hook fired
-    "forged_hook",      # policy: a hook the gateway's own view of the model traffic contradicts (refused)
-    "followup",         # runner: a follow-up prompt was sent
-    "target_call",      # target tools: a call to the audited target model
-    "harness_event",    # harness: a raw CLI event with no better mapping
-    "stderr",           # harness: lines the agent CLI wrote to stderr
-    "warning",          # anything: the run went on but something is off (kind, message); listed in meta.json
-    "error",            # anything: an error with a message
+    "reprompt",  # policy: the agent tried to stop early and was told to continue
+    "revision_request",  # policy: the report was over the length limit on stop
+    "hook",  # harness: a CLI hook fired
+    "forged_hook",  # policy: a hook the gateway's own view of the model traffic contradicts (refused)
+    "followup",  # runner: a follow-up prompt was sent
+    "target_call",  # target tools: a call to the audited target model
+    "harness_event",  # harness: a raw CLI event with no better mapping
+    "stderr",  # harness: lines the agent CLI wrote to stderr
+    "warning",  # anything: the run went on but something is off (kind, message); listed in meta.json
+    "error",  # anything: an error with a message
 }
 
 # Environment variables whose values must never be written anywhere: every provider's key
 # variables (from provider_env.py, the one table of them) and other known credentials.
 SECRET_ENV_VARS = tuple(k for env in PROVIDERS.values() for k in env.keys) + (
-    "OPENAI_COMPATIBLE_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_COMPATIBLE_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
 )
 # Any variable named like a credential counts too (e.g. OPENAI_COMPATIBLE_PRISM_API_KEY,
 # HF_TOKEN behind a router, *_AUTH_TOKEN, *_ACCESS_TOKEN): a false positive only redacts a
@@ -79,7 +83,7 @@ class Redactor:
                 data = data.replace(s, b"[REDACTED]")
         return data
 
-    def stream(self) -> "StreamRedactor":
+    def stream(self) -> StreamRedactor:
         """A redactor for one byte stream that arrives in pieces (see StreamRedactor)."""
         return StreamRedactor(self._secrets)
 
@@ -121,7 +125,7 @@ class StreamRedactor:
         """The length of the longest tail of `buf` that is a proper prefix of some secret."""
         longest = 0
         for s in self._secrets:
-            window = buf[-(len(s) - 1):] if len(s) > 1 else b""
+            window = buf[-(len(s) - 1) :] if len(s) > 1 else b""
             i = window.find(s[:1])
             while i >= 0 and len(window) - i > longest:
                 if s.startswith(window[i:]):
@@ -153,8 +157,12 @@ class WarningCounter:
 class TranscriptWriter:
     """Append-only JSONL writer. `emit` may be called from any thread."""
 
-    def __init__(self, path: str | os.PathLike[str] | None, redactor: Redactor | None = None,
-                 sink: Callable[[bytes], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        redactor: Redactor | None = None,
+        sink: Callable[[bytes], None] | None = None,
+    ) -> None:
         self.path = Path(path) if path else None
         self._lock = threading.Lock()
         self._seq = 0
@@ -171,8 +179,7 @@ class TranscriptWriter:
         self.listeners: list[Any] = []
 
     def emit(self, type: str, source: str = "runner", **fields: Any) -> dict[str, Any]:
-        return self._write({"v": SCHEMA_VERSION, "seq": 0, "t": time.time(), "type": type, "source": source,
-                            **fields})
+        return self._write({"v": SCHEMA_VERSION, "seq": 0, "t": time.time(), "type": type, "source": source, **fields})
 
     def append_line(self, line: bytes) -> dict[str, Any]:
         """Write an event another writer made (a run on a Ray node streaming back), keeping its
@@ -201,7 +208,7 @@ class TranscriptWriter:
                 self._f.close()
                 self._f = None
 
-    def __enter__(self) -> "TranscriptWriter":
+    def __enter__(self) -> TranscriptWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

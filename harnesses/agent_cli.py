@@ -16,6 +16,7 @@ Config files the agent must not touch (Codex's CODEX_HOME) go into a DockerSandb
 direct way: `put_root_owned`, one put_archive whose tar headers carry root ownership and the
 modes.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,34 +25,36 @@ import tarfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchctl.jsonio import write_json_atomic
 from benchctl.sandbox.base import Sandbox
 from benchctl.transcript import Redactor
 
 MARKER_VAR = "BENCHCTL_AGENT_EXEC"
-KILL_GRACE_S = 3.0          # how long to keep reading output after the kill
+KILL_GRACE_S = 3.0  # how long to keep reading output after the kill
 STDERR_CAP = 2_000_000
 # Signal every process whose environment carries the marker ($2), a few rounds so processes
 # forked during the sweep are caught too. $1 is the signal.
 _SIGNAL_MARKED = (
-    'for round in 1 2 3; do found=; for p in /proc/[0-9]*; do '
+    "for round in 1 2 3; do found=; for p in /proc/[0-9]*; do "
     'grep -qzx "$2" "$p/environ" 2>/dev/null && { kill -"$1" "${p#/proc/}" 2>/dev/null; found=1; }; '
-    'done; [ -z "$found" ] && break; done; true')
+    'done; [ -z "$found" ] && break; done; true'
+)
 
 
 @dataclass
 class CliExit:
-    exit_code: int | None          # None when killed
-    timed_out: bool                # killed at the deadline
-    cancelled: bool                # killed because ctx.cancel was set
+    exit_code: int | None  # None when killed
+    timed_out: bool  # killed at the deadline
+    cancelled: bool  # killed because ctx.cancel was set
     stderr: str
     duration_s: float
-    first_output_s: float | None   # seconds from exec to the first stdout line (CLI start-up)
-    stopped: bool = False          # killed because `stop` said so (a cost cap: budget_exhausted)
+    first_output_s: float | None  # seconds from exec to the first stdout line (CLI start-up)
+    stopped: bool = False  # killed because `stop` said so (a cost cap: budget_exhausted)
 
 
 class _LineCapture:
@@ -63,7 +66,7 @@ class _LineCapture:
         self._buf = bytearray()
         self.stderr = bytearray()
         self.seen_stdout = False
-        self.flooding = False     # FrameReader checks this; an agent CLI never floods on purpose
+        self.flooding = False  # FrameReader checks this; an agent CLI never floods on purpose
 
     def add(self, stream: int, chunk: bytes) -> None:
         if stream == 2:
@@ -80,7 +83,7 @@ class _LineCapture:
             if nl < 0:
                 break
             line = bytes(self._buf[:nl])
-            del self._buf[:nl + 1]
+            del self._buf[: nl + 1]
             self._emit(line)
 
     def flush(self) -> None:
@@ -97,18 +100,27 @@ class _LineCapture:
                 pass
 
 
-def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], workdir: str,
-                  deadline: float | None | Callable[[], float | None],
-                  cancel: threading.Event, on_line: Callable[[str], None], user: str | None = None,
-                  stop: Callable[[], bool] | None = None) -> CliExit:
+def run_streaming(
+    sandbox: Sandbox,
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    workdir: str,
+    deadline: float | None | Callable[[], float | None],
+    cancel: threading.Event,
+    on_line: Callable[[str], None],
+    user: str | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> CliExit:
     """Run `argv` in the sandbox until it exits, `deadline` (unix seconds, or a function giving
     them now) passes, `cancel` is set, or `stop()` is true."""
     deadline_now: Callable[[], float | None] = deadline if callable(deadline) else (lambda: deadline)
     client = getattr(sandbox, "client", None)
     container_id = getattr(sandbox, "container_id", None)
     if client is None or container_id is None:
-        return _run_blocking(sandbox, argv, env=env, workdir=workdir, deadline=deadline_now(), on_line=on_line,
-                             user=user)
+        return _run_blocking(
+            sandbox, argv, env=env, workdir=workdir, deadline=deadline_now(), on_line=on_line, user=user
+        )
     from benchctl.sandbox.docker_exec import FrameReader
 
     marker = uuid.uuid4().hex
@@ -116,10 +128,18 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
     started_wall, started = time.time(), time.monotonic()
     first: list[float] = []
     capture = _LineCapture(on_line, lambda: first.append(time.monotonic() - started))
-    spec_user = getattr(getattr(sandbox, "spec", None), "user", "agent")    # DockerSandbox's SandboxSpec.user
+    spec_user = getattr(getattr(sandbox, "spec", None), "user", "agent")  # DockerSandbox's SandboxSpec.user
     run_as: str = user or spec_user
-    exec_id = api.exec_create(container_id, argv, stdout=True, stderr=True, stdin=False,
-                              environment={**env, MARKER_VAR: marker}, workdir=workdir, user=run_as)["Id"]
+    exec_id = api.exec_create(
+        container_id,
+        argv,
+        stdout=True,
+        stderr=True,
+        stdin=False,
+        environment={**env, MARKER_VAR: marker},
+        workdir=workdir,
+        user=run_as,
+    )["Id"]
     reader = FrameReader(api.exec_start(exec_id, socket=True))
     timed_out = cancelled = stopped = False
     try:
@@ -161,16 +181,24 @@ def run_streaming(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], wor
         # flag: that is still a cancellation, not a CLI failure.
         cancelled = True
     if timed_out or cancelled or stopped:
-        _signal(api, container_id, marker, "KILL", run_as)   # anything that outlived the CLI itself
+        _signal(api, container_id, marker, "KILL", run_as)  # anything that outlived the CLI itself
         exit_code = None
-    return CliExit(exit_code, timed_out, cancelled, capture.stderr.decode("utf-8", "replace"),
-                   time.monotonic() - started, first[0] if first else None, stopped)
+    return CliExit(
+        exit_code,
+        timed_out,
+        cancelled,
+        capture.stderr.decode("utf-8", "replace"),
+        time.monotonic() - started,
+        first[0] if first else None,
+        stopped,
+    )
 
 
 def _signal(api: Any, container_id: str, marker: str, sig: str, user: str) -> None:
     try:
-        exec_id = api.exec_create(container_id, ["sh", "-c", _SIGNAL_MARKED, "signal", sig, f"{MARKER_VAR}={marker}"],
-                                  user=user)["Id"]
+        exec_id = api.exec_create(
+            container_id, ["sh", "-c", _SIGNAL_MARKED, "signal", sig, f"{MARKER_VAR}={marker}"], user=user
+        )["Id"]
         api.exec_start(exec_id)
     except Exception:
         pass  # the container may be gone already; the runner removes it anyway
@@ -210,8 +238,16 @@ def put_root_owned(sandbox: Sandbox, directory: str, files: dict[str, bytes]) ->
         return False
 
 
-def _run_blocking(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], workdir: str, deadline: float | None,
-                  on_line: Callable[[str], None], user: str | None) -> CliExit:
+def _run_blocking(
+    sandbox: Sandbox,
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    workdir: str,
+    deadline: float | None,
+    on_line: Callable[[str], None],
+    user: str | None,
+) -> CliExit:
     """For sandboxes without a Docker container: no live stream, same result shape."""
     started = time.monotonic()
     timeout = None if deadline is None else max(0.1, deadline - time.time())
@@ -243,11 +279,19 @@ class PhaseFiles:
     def finish(self, argv: list[str], result: CliExit, status: str, error: str | None) -> None:
         self._stdout.close()
         (self.dir / f"{self.prefix}.stderr.txt").write_bytes(self._redact(result.stderr.encode()))
-        write_json_atomic(self.dir / f"{self.prefix}.exit.json", {
-            "argv": argv, "exit_code": result.exit_code, "timed_out": result.timed_out,
-            "cancelled": result.cancelled, "duration_s": round(result.duration_s, 3),
-            "first_output_s": None if result.first_output_s is None else round(result.first_output_s, 3),
-            "status": status, "error": error})
+        write_json_atomic(
+            self.dir / f"{self.prefix}.exit.json",
+            {
+                "argv": argv,
+                "exit_code": result.exit_code,
+                "timed_out": result.timed_out,
+                "cancelled": result.cancelled,
+                "duration_s": round(result.duration_s, 3),
+                "first_output_s": None if result.first_output_s is None else round(result.first_output_s, 3),
+                "status": status,
+                "error": error,
+            },
+        )
 
 
 class CallTracker:

@@ -3,6 +3,7 @@
 Built-ins (react, claude_code, codex) use exactly this contract; so would a plugin. The
 runner owns the sandbox, the gateway and the transcript; a harness only drives the agent.
 """
+
 from __future__ import annotations
 
 import threading
@@ -15,7 +16,7 @@ from benchctl.policies import Budget, RunPolicies, StopState, length_notice, tim
 from benchctl.sandbox.base import Mount, Sandbox
 from benchctl.transcript import TranscriptWriter
 
-if TYPE_CHECKING:     # names for annotations only: defining a harness loads neither the gateway nor the targets
+if TYPE_CHECKING:  # names for annotations only: defining a harness loads neither the gateway nor the targets
     from benchctl.gateway.context import CallObserver, RouteHandler
     from benchctl.targets.token_budget import TokenBudget
 
@@ -28,6 +29,7 @@ Outcome = Literal["completed", "timeout", "refused", "error", "budget_exhausted"
 # the context) use; the real implementations are named in the docstrings and checked to conform
 # by tests/test_harness_protocols.py (mypy, and isinstance plus parameter names at run time). Need
 # another member? Add it here first, where a harness author looks.
+
 
 @runtime_checkable
 class HarnessGateway(Protocol):
@@ -142,16 +144,19 @@ class CostStop(Protocol):
 @dataclass
 class HarnessContext:
     """Everything a harness may use during one run. Built by the runner."""
+
     run_id: str
-    model: str                      # the run's configured model id (the gateway serves it)
-    instructions: str               # the task prompt given to the agent
-    sandbox: Sandbox                # already started
-    gateway: HarnessGateway         # already listening
+    model: str  # the run's configured model id (the gateway serves it)
+    instructions: str  # the task prompt given to the agent
+    sandbox: Sandbox  # already started
+    gateway: HarnessGateway  # already listening
     transcript: TranscriptWriter
     budget: Budget
     policies: RunPolicies
     run_dir: Path
-    options: dict[str, Any] = field(default_factory=dict)   # harness options from task/sweep (e.g. reasoning_effort, disallowed_tools)
+    options: dict[str, Any] = field(
+        default_factory=dict
+    )  # harness options from task/sweep (e.g. reasoning_effort, disallowed_tools)
     stop_state: StopState = field(default_factory=StopState)
     cancel: threading.Event = field(default_factory=threading.Event)  # set on SIGINT/SIGTERM
     # hidden-behaviour audits (benchctl.targets) and imported tasks' tests: tools that run on the host
@@ -182,8 +187,7 @@ def fallback_count(ctx: HarnessContext) -> int:
         return 0
 
 
-def tool_notices(ctx: HarnessContext, tool_id: str | None, file_text: str | None, now: float,
-                 **ids: Any) -> list[str]:
+def tool_notices(ctx: HarnessContext, tool_id: str | None, file_text: str | None, now: float, **ids: Any) -> list[str]:
     """The policy notices after one tool call, each also written to the transcript as a `notice`:
     the length-policy file's word count when the call changed it (`file_text`, else None), then the
     time remaining. ReAct appends them to the tool result; the CLI hook host (harnesses/hooks/host.py)
@@ -206,7 +210,7 @@ class HarnessResult:
     error: str | None = None
     exit_code: int | None = None
     turns: int = 0
-    session_id: str | None = None          # for follow-ups (claude --resume / codex exec resume)
+    session_id: str | None = None  # for follow-ups (claude --resume / codex exec resume)
     details: dict[str, Any] = field(default_factory=dict)
 
 

@@ -11,6 +11,7 @@ raw stdout / stderr / exit status under `<run_dir>/harness/`, and ends in an Out
 
 Never `completed` when the CLI failed.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -29,8 +30,8 @@ HOOK_SCRIPT = Path(__file__).parent / "hooks" / "hook.py"
 HOOK_IN_SANDBOX = f"{TOOLS_DIR}/hooks/hook.py"
 BIN_DIR = f"{TOOLS_DIR}/bin"
 AGENT_HOME = "/home/agent"
-MAX_PROMPT_BYTES = 100_000   # one argv string may not exceed 128 KiB on Linux
-SETTLE_S = 2.0               # the longest a phase waits, after its CLI exited, for the gateway to record its calls
+MAX_PROMPT_BYTES = 100_000  # one argv string may not exceed 128 KiB on Linux
+SETTLE_S = 2.0  # the longest a phase waits, after its CLI exited, for the gateway to record its calls
 
 
 class StreamParser(Protocol):
@@ -47,14 +48,17 @@ def sandbox_socket(ctx: HarnessContext) -> str:
     """The gateway's unix socket as the sandbox sees it (its directory is mounted at /gateway)."""
     path = getattr(ctx.gateway, "socket_path", None)
     if not path:
-        raise HarnessSetupError("the gateway is not listening on a unix socket; the agent CLIs reach it only "
-                                "through the socket mounted at /gateway (start it with GatewayConfig(socket_path=...))")
+        raise HarnessSetupError(
+            "the gateway is not listening on a unix socket; the agent CLIs reach it only "
+            "through the socket mounted at /gateway (start it with GatewayConfig(socket_path=...))"
+        )
     return f"{GATEWAY_DIR}/{Path(path).name}"
 
 
 def sandbox_token() -> str:
     """The dummy key the CLIs present to the gateway (the real keys never enter the sandbox)."""
     from benchctl.gateway.server import SANDBOX_TOKEN
+
     return SANDBOX_TOKEN
 
 
@@ -79,10 +83,13 @@ def hook_command(event: str, cli: str, ctx: HarnessContext) -> str:
 def hooks_config(ctx: HarnessContext, cli: str, **command: Any) -> dict[str, Any]:
     """The `hooks` settings both CLIs read (same schema): benchctl's hook script after every tool
     call and on stop. `command` adds fields to each hook command (e.g. a timeout)."""
+
     def hook(event: str) -> list[dict[str, Any]]:
         return [{"type": "command", "command": hook_command(event, cli, ctx), **command}]
-    return {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": hook("post_tool_use")}],
-                      "Stop": [{"hooks": hook("stop")}]}}
+
+    return {
+        "hooks": {"PostToolUse": [{"matcher": "*", "hooks": hook("post_tool_use")}], "Stop": [{"hooks": hook("stop")}]}
+    }
 
 
 STAGE_DIR = "/tmp/benchctl-stage"
@@ -108,8 +115,13 @@ def install_protected(ctx: HarnessContext, directory: str, files: dict[str, byte
         script += [f"rm -f {target}", f"cp {q(f'{STAGE_DIR}/{name}')} {target}", f"chmod 0444 {target}"]
     res = ctx.sandbox.exec(["sh", "-c", "set -e; " + "; ".join(script)], timeout=30, user="root")
     if res.exit_code != 0:
-        ctx.transcript.emit("harness_event", "harness", kind="unprotected_config", directory=directory,
-                            message=f"could not install as root ({res.stderr.strip()[:300]}); files are agent-writable")
+        ctx.transcript.emit(
+            "harness_event",
+            "harness",
+            kind="unprotected_config",
+            directory=directory,
+            message=f"could not install as root ({res.stderr.strip()[:300]}); files are agent-writable",
+        )
         for name, data in files.items():
             ctx.sandbox.put_file(f"{directory}/{name}", data)
 
@@ -119,7 +131,7 @@ class CliHarness:
 
     name = "cli"
     binary_name = "cli"
-    tool_rules: CliRules = CliRules()     # how the stream's tools pair with the model's calls (tool_outputs.py)
+    tool_rules: CliRules = CliRules()  # how the stream's tools pair with the model's calls (tool_outputs.py)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})
@@ -141,8 +153,9 @@ class CliHarness:
     def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
         """Write config files into the sandbox (once per sandbox)."""
 
-    def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
-                resume: str | None) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, ctx: HarnessContext, opts: dict[str, Any], prompt: str, resume: str | None
+    ) -> tuple[list[str], dict[str, str]]:
         raise NotImplementedError
 
     def new_parser(self, ctx: HarnessContext, join: ToolOutputJoin) -> StreamParser:
@@ -164,8 +177,11 @@ class CliHarness:
         return f"{BIN_DIR}/{self.binary_name}"
 
     def mounts(self) -> list[Mount]:
-        return [Mount(self.binary.path, self.binary_in_sandbox(), True),
-                Mount(HOOK_SCRIPT, HOOK_IN_SANDBOX, True), *self.extra_mounts()]
+        return [
+            Mount(self.binary.path, self.binary_in_sandbox(), True),
+            Mount(HOOK_SCRIPT, HOOK_IN_SANDBOX, True),
+            *self.extra_mounts(),
+        ]
 
     def tool_versions(self) -> dict[str, str]:
         return {self.name: self.binary.version}
@@ -187,7 +203,7 @@ class CliHarness:
             self._hooks = hook_host.install(ctx, self.name)
             self._hooks_gateway = ctx.gateway
         else:
-            self._hooks.ctx = ctx   # a follow-up may come with a new budget / stop state
+            self._hooks.ctx = ctx  # a follow-up may come with a new budget / stop state
 
     def _phase_run(self, ctx: HarnessContext, prompt: str, resume: str | None) -> HarnessResult:
         opts = {**self.options, **ctx.options}
@@ -214,12 +230,20 @@ class CliHarness:
             self._join = ToolOutputJoin(tr, self.name, self.tool_rules)
         join = self._join
         parser = self.new_parser(ctx, join)
-        if self._hooks is not None:    # hook events join the stream's tool ids (Codex's differ from the model's)
+        if self._hooks is not None:  # hook events join the stream's tool ids (Codex's differ from the model's)
             self._hooks.tool_items = getattr(parser, "tool_items", None)
         tracker = CallTracker()
         tr.listeners += [tracker, join]
-        tr.emit("harness_event", "harness", cli=self.name, kind="start", phase=phase, resume=resume,
-                version=self.binary.version, argv=_shown(argv, prompt))
+        tr.emit(
+            "harness_event",
+            "harness",
+            cli=self.name,
+            kind="start",
+            phase=phase,
+            resume=resume,
+            version=self.binary.version,
+            argv=_shown(argv, prompt),
+        )
 
         def on_line(line: str) -> None:
             files.stdout_line(line)
@@ -230,9 +254,16 @@ class CliHarness:
             failure: str | None = None
             try:
                 # the deadline moves while rate limits hold calls back; a cost cap ends the CLI once no call is in flight
-                res = run_streaming(ctx.sandbox, argv, env=env, workdir=WORK_DIR, deadline=lambda: ctx.budget.deadline,
-                                    cancel=ctx.cancel, on_line=on_line,
-                                    stop=ctx.stop.settled if ctx.stop is not None else None)
+                res = run_streaming(
+                    ctx.sandbox,
+                    argv,
+                    env=env,
+                    workdir=WORK_DIR,
+                    deadline=lambda: ctx.budget.deadline,
+                    cancel=ctx.cancel,
+                    on_line=on_line,
+                    stop=ctx.stop.settled if ctx.stop is not None else None,
+                )
             except Exception as e:
                 res = CliExit(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
                 failure = f"could not run {self.name} in the sandbox: {type(e).__name__}: {e}"
@@ -246,28 +277,56 @@ class CliHarness:
                     tr.listeners.remove(listener)
                 except ValueError:
                     pass
-            join.end_phase()     # tools whose output never reached the model: the CLI's own report
+            join.end_phase()  # tools whose output never reached the model: the CLI's own report
         files.finish(_shown(argv, prompt), res, status, error)
         if res.stderr.strip():
-            tr.emit("stderr", "harness", cli=self.name, phase=phase, text=res.stderr[-20_000:],
-                    truncated=len(res.stderr) > 20_000)
+            tr.emit(
+                "stderr",
+                "harness",
+                cli=self.name,
+                phase=phase,
+                text=res.stderr[-20_000:],
+                truncated=len(res.stderr) > 20_000,
+            )
         first_call_s = None if tracker.first_call_t is None else round(tracker.first_call_t - started, 3)
-        tr.emit("harness_event", "harness", cli=self.name, kind="exit", phase=phase, exit_code=res.exit_code,
-                timed_out=res.timed_out, cancelled=res.cancelled, duration_s=round(res.duration_s, 3),
-                status=status, model_calls=tracker.calls, served_models=tracker.served)
+        tr.emit(
+            "harness_event",
+            "harness",
+            cli=self.name,
+            kind="exit",
+            phase=phase,
+            exit_code=res.exit_code,
+            timed_out=res.timed_out,
+            cancelled=res.cancelled,
+            duration_s=round(res.duration_s, 3),
+            status=status,
+            model_calls=tracker.calls,
+            served_models=tracker.served,
+        )
         if error:
             tr.emit("error", "harness", message=error)
         hooks = dict(self._hooks.counts) if self._hooks else {}
-        return HarnessResult(status, error=error, exit_code=res.exit_code,  # type: ignore[arg-type]
-                             turns=tracker.calls, session_id=parser.session_id or resume,
-                             details={"phase": phase, "cli_version": self.binary.version,
-                                      "duration_s": round(res.duration_s, 3),
-                                      "cli_first_output_s": res.first_output_s,
-                                      "first_model_call_s": first_call_s, "model_calls": tracker.calls,
-                                      "served_models": tracker.served, "refusals": tracker.refusals,
-                                      "fallbacks": tracker.fallbacks, "hooks": hooks,
-                                      "rejected_tool_calls": dict(join.rejected),
-                                      "files": str(files.dir.relative_to(ctx.run_dir))})
+        return HarnessResult(
+            status,  # type: ignore[arg-type]
+            error=error,
+            exit_code=res.exit_code,
+            turns=tracker.calls,
+            session_id=parser.session_id or resume,
+            details={
+                "phase": phase,
+                "cli_version": self.binary.version,
+                "duration_s": round(res.duration_s, 3),
+                "cli_first_output_s": res.first_output_s,
+                "first_model_call_s": first_call_s,
+                "model_calls": tracker.calls,
+                "served_models": tracker.served,
+                "refusals": tracker.refusals,
+                "fallbacks": tracker.fallbacks,
+                "hooks": hooks,
+                "rejected_tool_calls": dict(join.rejected),
+                "files": str(files.dir.relative_to(ctx.run_dir)),
+            },
+        )
 
     def _settle_gateway(self, ctx: HarnessContext, phase: int) -> None:
         """Wait (at most SETTLE_S) until the gateway has recorded every call in flight as the CLI
@@ -280,24 +339,30 @@ class CliHarness:
         t0 = time.monotonic()
         if ctx.gateway.settle(SETTLE_S):
             return
-        ctx.transcript.emit("warning", "harness", kind="gateway_unsettled", harness=self.name, phase=phase,
-                            waited_s=round(time.monotonic() - t0, 3),
-                            message=f"the gateway had not recorded every model call in flight when {self.name} "
-                                    f"exited within {SETTLE_S:g} s; this phase's last tool results may say "
-                                    "received: false for output the model got")
+        ctx.transcript.emit(
+            "warning",
+            "harness",
+            kind="gateway_unsettled",
+            harness=self.name,
+            phase=phase,
+            waited_s=round(time.monotonic() - t0, 3),
+            message=f"the gateway had not recorded every model call in flight when {self.name} "
+            f"exited within {SETTLE_S:g} s; this phase's last tool results may say "
+            "received: false for output the model got",
+        )
 
     def _outcome(self, ctx: HarnessContext, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
         if res.cancelled:
             return "error", "cancelled"
         if res.stopped:
-            return "budget_exhausted", stop_reason(ctx)   # ended by a cost cap once no call was in flight
+            return "budget_exhausted", stop_reason(ctx)  # ended by a cost cap once no call was in flight
         if res.timed_out:
             return "timeout", None
         status, error = self.cli_outcome(parser, res, tracker)
         if status == "error" and cost_stopped(ctx):
-            return "budget_exhausted", stop_reason(ctx)   # it failed on the calls the gateway refused after the cap
+            return "budget_exhausted", stop_reason(ctx)  # it failed on the calls the gateway refused after the cap
         if status == "error" and ctx.budget.expired(time.time()):
-            return "timeout", None   # the gateway refuses calls past the deadline; that is a timeout
+            return "timeout", None  # the gateway refuses calls past the deadline; that is a timeout
         return status, error
 
 

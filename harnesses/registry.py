@@ -3,12 +3,13 @@
 Adapters are imported lazily (`module:Class` strings) so that choosing `react` never imports
 the Claude Code or Codex adapters, and `benchctl --help` stays fast.
 """
+
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from harnesses.base import Harness
 

@@ -27,6 +27,7 @@ A call the CLI refused to run — a tool it does not have, or input it could not
 marked `rejected` on its `tool_result`, and a `warning` event says so (the runner lists
 warnings in meta.json, the report shows them).
 """
+
 from __future__ import annotations
 
 import re
@@ -39,8 +40,8 @@ import orjson
 
 from benchctl.transcript import TranscriptWriter
 
-MAX_TEXT = 200_000      # characters of a tool result the transcript keeps (the model got it whole)
-MAX_RAW = 4_000         # of a CLI event passed through as a harness_event (the raw stream is on disk whole)
+MAX_TEXT = 200_000  # characters of a tool result the transcript keeps (the model got it whole)
+MAX_RAW = 4_000  # of a CLI event passed through as a harness_event (the raw stream is on disk whole)
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> tuple[str, bool]:
@@ -75,9 +76,10 @@ def output_text(value: Any) -> str:
 @dataclass
 class Received:
     """One tool output found in a recorded model request."""
+
     call_id: str
     output: str
-    call: dict[str, Any]                     # the model's call: name, input, namespace (as the gateway recorded it)
+    call: dict[str, Any]  # the model's call: name, input, namespace (as the gateway recorded it)
     fields: dict[str, Any] = field(default_factory=dict)
 
 
@@ -91,29 +93,35 @@ def received_outputs(event: dict[str, Any]) -> list[tuple[str, str, dict[str, An
                 continue
             if it.get("type") in ("function_call_output", "custom_tool_call_output"):
                 out.append((str(it.get("call_id")), output_text(it.get("output")), {}))
-            elif it.get("type") == "tool_search_output":     # what a tool search loaded, as the model got it
+            elif it.get("type") == "tool_search_output":  # what a tool search loaded, as the model got it
                 out.append((str(it.get("call_id")), orjson.dumps(it.get("tools") or []).decode(), {}))
     elif event.get("wire_api") == "anthropic_messages":
         for msg in items:
             content = msg.get("content") if isinstance(msg, dict) and msg.get("role") == "user" else None
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    out.append((str(block.get("tool_use_id")), output_text(block.get("content")),
-                                {"is_error": bool(block.get("is_error"))}))
+                    out.append(
+                        (
+                            str(block.get("tool_use_id")),
+                            output_text(block.get("content")),
+                            {"is_error": bool(block.get("is_error"))},
+                        )
+                    )
     return out
 
 
 @dataclass
 class StreamTool:
     """A tool call as the CLI's stream reports it, from its start until its tool_result is written."""
-    id: str                                  # the stream's id (Claude Code: the model's call id; Codex: item id)
+
+    id: str  # the stream's id (Claude Code: the model's call id; Codex: item id)
     name: str
-    kind: str = ""                           # Codex: the item type; Claude Code: ""
-    key: str = ""                            # Codex: the command, or the MCP tool name
-    done: bool = False                       # the stream reported it finished
-    cli_output: str = ""                     # what the CLI's own event said the tool returned
-    fields: dict[str, Any] = field(default_factory=dict)   # exit_code, is_error, status, interrupted, ...
-    got: Received | None = None              # its output as the model received it, once seen
+    kind: str = ""  # Codex: the item type; Claude Code: ""
+    key: str = ""  # Codex: the command, or the MCP tool name
+    done: bool = False  # the stream reported it finished
+    cli_output: str = ""  # what the CLI's own event said the tool returned
+    fields: dict[str, Any] = field(default_factory=dict)  # exit_code, is_error, status, interrupted, ...
+    got: Received | None = None  # its output as the model received it, once seen
 
 
 class CliRules:
@@ -137,8 +145,10 @@ class CliRules:
 
 class ClaudeRules(CliRules):
     # Claude Code 2.1.332: its stream and the request both carry these as the tool_result (CLI_FACTS.md)
-    REJECTIONS = ((re.compile(r"<tool_use_error>Error: No such tool available"), "unknown_tool"),
-                  (re.compile(r"<tool_use_error>InputValidationError"), "invalid_input"))
+    REJECTIONS = (
+        (re.compile(r"<tool_use_error>Error: No such tool available"), "unknown_tool"),
+        (re.compile(r"<tool_use_error>InputValidationError"), "invalid_input"),
+    )
 
 
 # Codex call name -> the stream item type that reports it; MCP calls (namespaced or mcp__*) -> mcp_tool_call.
@@ -149,8 +159,10 @@ _CODEX_ITEMS = {"exec_command": "command_execution", "apply_patch": "file_change
 
 class CodexRules(CliRules):
     # Codex 0.147: answered to the model as the call's output, with no stream item (CLI_FACTS.md)
-    REJECTIONS = ((re.compile(r"unsupported call: "), "unknown_tool"),
-                  (re.compile(r"failed to parse function arguments"), "invalid_input"))
+    REJECTIONS = (
+        (re.compile(r"unsupported call: "), "unknown_tool"),
+        (re.compile(r"failed to parse function arguments"), "invalid_input"),
+    )
 
     @staticmethod
     def item_kind(call: dict[str, Any]) -> str | None:
@@ -200,11 +212,11 @@ class ToolOutputJoin:
         self.cli = cli
         self.rules = rules
         self._lock = threading.Lock()
-        self._tools: list[StreamTool] = []         # reported by the stream, tool_result not yet written
-        self._held: list[Received] = []            # seen in a request before the stream reported the tool
-        self._calls: dict[str, dict[str, Any]] = {}   # call id -> the model's call, from recorded responses
-        self._written: set[str] = set()            # call ids whose output has been written
-        self.rejected: dict[str, int] = {}         # reason -> count
+        self._tools: list[StreamTool] = []  # reported by the stream, tool_result not yet written
+        self._held: list[Received] = []  # seen in a request before the stream reported the tool
+        self._calls: dict[str, dict[str, Any]] = {}  # call id -> the model's call, from recorded responses
+        self._written: set[str] = set()  # call ids whose output has been written
+        self.rejected: dict[str, int] = {}  # reason -> count
 
     # -- from the stream parser (the CLI's stdout thread) ----------------------------------------
 
@@ -220,7 +232,7 @@ class ToolOutputJoin:
     def finished(self, tool_id: str, cli_output: str, fields: dict[str, Any], name: str = "?") -> None:
         with self._lock:
             tool = next((t for t in self._tools if t.id == tool_id and not t.done), None)
-            if tool is None:          # no start was reported: pair it now
+            if tool is None:  # no start was reported: pair it now
                 tool = StreamTool(tool_id, name)
                 self._tools.append(tool)
             tool.done, tool.cli_output, tool.fields = True, cli_output, {**tool.fields, **fields}
@@ -246,14 +258,14 @@ class ToolOutputJoin:
                 got = Received(call_id, output, self._calls.get(call_id) or {"name": None}, extra)
                 tool = next((t for t in self._tools if t.got is None and self.rules.pair(call_id, got.call, t)), None)
                 if tool is None and self.rules.expects_item(got.call) and self.rules.rejection(output) is None:
-                    self._held.append(got)          # the stream's report of the tool is still on its way
+                    self._held.append(got)  # the stream's report of the tool is still on its way
                 elif tool is None:
                     ready.append((None, got))
                 elif tool.done:
                     self._tools.remove(tool)
                     ready.append((tool, got))
                 else:
-                    tool.got = got      # still running in the stream's view (Codex yields long commands)
+                    tool.got = got  # still running in the stream's view (Codex yields long commands)
         for tool, got in ready:
             self._write(tool, got)
 
@@ -285,19 +297,35 @@ class ToolOutputJoin:
             name = _call_name(got.call)
             ident = got.call_id
             fields["is_error"] = bool(got.fields.get("is_error"))
-            self.tr.emit("tool_call", "harness", cli=self.cli, id=ident, name=name, input=got.call.get("input"),
-                         cli_reported=False)
+            self.tr.emit(
+                "tool_call",
+                "harness",
+                cli=self.cli,
+                id=ident,
+                name=name,
+                input=got.call.get("input"),
+                cli_reported=False,
+            )
             fields["cli_reported"] = False
         if got is not None:
             fields["call_id"] = got.call_id
-            if "is_error" in got.fields:            # the flag the model got (Anthropic tool_result)
+            if "is_error" in got.fields:  # the flag the model got (Anthropic tool_result)
                 fields["is_error"] = got.fields["is_error"]
         reason = self.rules.rejection(text)
         if reason is not None:
             fields["rejected"] = reason
             fields["is_error"] = True
-        self.tr.emit("tool_result", "harness", cli=self.cli, id=ident, name=name, output=out, truncated=cut,
-                     received=got is not None, **fields)
+        self.tr.emit(
+            "tool_result",
+            "harness",
+            cli=self.cli,
+            id=ident,
+            name=name,
+            output=out,
+            truncated=cut,
+            received=got is not None,
+            **fields,
+        )
         if reason is not None:
             with self._lock:
                 self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -307,8 +335,16 @@ class ToolOutputJoin:
 def warn_rejected(transcript: TranscriptWriter, harness: str, tool: str, reason: str, call_id: str) -> None:
     """The `warning` event for a tool call the harness refused to run (reason unknown_tool | invalid_input)."""
     what = "has no such tool" if reason == "unknown_tool" else "could not use the call's input"
-    transcript.emit("warning", "harness", kind="tool_rejected", harness=harness, tool=tool, reason=reason,
-                    call_id=call_id, message=f"{harness} rejected a call to {tool}: it {what}")
+    transcript.emit(
+        "warning",
+        "harness",
+        kind="tool_rejected",
+        harness=harness,
+        tool=tool,
+        reason=reason,
+        call_id=call_id,
+        message=f"{harness} rejected a call to {tool}: it {what}",
+    )
 
 
 def _call_name(call: dict[str, Any]) -> str:

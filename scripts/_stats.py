@@ -1,5 +1,6 @@
 """Shared by the scripts/bench_*.py benchmarks (run as `python scripts/bench_<area>.py`, so this
 directory is on sys.path)."""
+
 from __future__ import annotations
 
 

@@ -32,6 +32,7 @@ from the extras.
     python scripts/bench_cli_overhead.py [-n 10] [--harness claude-code --harness codex]
     python scripts/bench_cli_overhead.py --baseline /tmp/base -n 15
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,13 +57,14 @@ EXEC_STAMP = "/tmp/.bench-exec-started"
 # Put in front of the harness's argv: records when the exec's first process runs, then becomes
 # the harness's command (exec: same process, same environment, same exit code).
 SHIM = ["bash", "-c", f'printf %s "$EPOCHREALTIME" >{EXEC_STAMP}; exec "$@"', "bash"]
-ANSWER = "bench-answer "          # prefix of a --worker's answer lines on its stdout
+ANSWER = "bench-answer "  # prefix of a --worker's answer lines on its stdout
 
 
 def load_tree(tree: Path) -> None:
     """Import benchctl and harnesses from `tree` (a benchctl checkout)."""
     sys.path.insert(0, str(tree))
     import benchctl
+
     if Path(benchctl.__file__).resolve().parents[1] != tree.resolve():
         raise SystemExit(f"benchctl imported from {benchctl.__file__}, not from {tree} (unset PYTHONPATH?)")
 
@@ -70,6 +72,7 @@ def load_tree(tree: Path) -> None:
 def timed_harness(name: str) -> Any:
     """The registered harness, its command run behind SHIM (a subclass: the harness is otherwise unchanged)."""
     from harnesses import registry
+
     cls = type(registry.create(name, {}))
 
     class Timed(cls):  # type: ignore[misc, valid-type]
@@ -81,8 +84,8 @@ def timed_harness(name: str) -> Any:
 
 
 def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
-    from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
-    from benchctl.policies import Budget, LengthPolicy, RunPolicies
+    from benchctl.gateway import Gateway, GatewayConfig
+    from benchctl.policies import Budget, RunPolicies
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     from benchctl.transcript import TranscriptWriter
@@ -95,36 +98,51 @@ def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
 
     def on_event(ev: dict[str, Any]) -> None:
         if ev["type"] == "model_call" and "call" not in marks:
-            marks["call"] = ev["t"] - (ev.get("latency_ms") or 0) / 1000   # when the request arrived
+            marks["call"] = ev["t"] - (ev.get("latency_ms") or 0) / 1000  # when the request arrived
         elif ev["type"] == "harness_event" and ev.get("kind") == "start":
-            marks["exec"] = ev["t"]                                          # right before the exec is sent
+            marks["exec"] = ev["t"]  # right before the exec is sent
 
     transcript.listeners.append(on_event)
     model = f"scripted/{script}"
     gw = Gateway(GatewayConfig(model=model, socket_path=base / "gw" / "gateway.sock"), transcript).start()
     harness = timed_harness(harness_name)
     t0 = time.time()
-    sandbox = DockerSandbox(SandboxSpec(image=image, run_id="bench", gateway_dir=base / "gw",
-                                        extra_mounts=harness.mounts()))
+    sandbox = DockerSandbox(
+        SandboxSpec(image=image, run_id="bench", gateway_dir=base / "gw", extra_mounts=harness.mounts())
+    )
     try:
         sandbox.start()
         t_started = time.time()
-        ctx = HarnessContext(run_id="bench", model=model, instructions="Say done.", sandbox=sandbox, gateway=gw,
-                             transcript=transcript, budget=Budget(time.time(), 120),
-                             policies=RunPolicies(early_exit=None), run_dir=base)
+        ctx = HarnessContext(
+            run_id="bench",
+            model=model,
+            instructions="Say done.",
+            sandbox=sandbox,
+            gateway=gw,
+            transcript=transcript,
+            budget=Budget(time.time(), 120),
+            policies=RunPolicies(early_exit=None),
+            run_dir=base,
+        )
         t_run = time.time()
         result = harness.run(ctx)
         t_end = time.time()
         if result.status != "completed" or "call" not in marks:
             raise RuntimeError(f"{harness_name} run failed: {result.status} {result.error}")
         t_proc = float(sandbox.get_file(EXEC_STAMP))
-        row = {"sandbox": t_started - t0, "setup": marks["exec"] - t_run, "exec": t_proc - marks["exec"],
-               "total": marks["call"] - t0, "run": t_end - t0}
+        row = {
+            "sandbox": t_started - t0,
+            "setup": marks["exec"] - t_run,
+            "exec": t_proc - marks["exec"],
+            "total": marks["call"] - t0,
+            "run": t_end - t0,
+        }
         t_cli = t_proc
         # The forwarder's log (~/.benchctl/ before this benchmark's first version, /tmp/ since):
         # last written once the forwarder listens.
-        logs = sandbox.exec(["sh", "-c", "stat -c %.9Y /home/agent/.benchctl/*.log /tmp/benchctl-*.log 2>/dev/null"],
-                            timeout=30).stdout
+        logs = sandbox.exec(
+            ["sh", "-c", "stat -c %.9Y /home/agent/.benchctl/*.log /tmp/benchctl-*.log 2>/dev/null"], timeout=30
+        ).stdout
         if logs.split():
             t_cli = float(logs.split()[0])
             row["forwarder"] = t_cli - t_proc
@@ -154,16 +172,27 @@ def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
     base = Path(tempfile.mkdtemp(prefix="bbench-", dir="/tmp"))
     (base / "gw").mkdir()
     transcript = TranscriptWriter(base / "transcript.jsonl")
-    gw = Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=base / "gw" / "gateway.sock"), transcript).start()
+    gw = Gateway(
+        GatewayConfig(model=f"scripted/{script}", socket_path=base / "gw" / "gateway.sock"), transcript
+    ).start()
     harness: Any = registry.create("codex", {})
-    sandbox = DockerSandbox(SandboxSpec(image=image, run_id="bench", gateway_dir=base / "gw",
-                                        extra_mounts=harness.mounts()))
+    sandbox = DockerSandbox(
+        SandboxSpec(image=image, run_id="bench", gateway_dir=base / "gw", extra_mounts=harness.mounts())
+    )
     out: dict[str, list[float]] = {"plain exec": [], "exec behind forwarder": [], "hook": []}
     try:
         sandbox.start()
-        ctx = HarnessContext(run_id="bench", model=f"scripted/{script}", instructions="", sandbox=sandbox, gateway=gw,
-                             transcript=transcript, budget=Budget(time.time(), 600), policies=RunPolicies(),
-                             run_dir=base)
+        ctx = HarnessContext(
+            run_id="bench",
+            model=f"scripted/{script}",
+            instructions="",
+            sandbox=sandbox,
+            gateway=gw,
+            transcript=transcript,
+            budget=Budget(time.time(), 600),
+            policies=RunPolicies(),
+            run_dir=base,
+        )
         wrapped = behind_forwarder(["true"], 18555, sandbox_socket(ctx), "bench.log")
         env = {"HOME": "/home/agent"}
         for _ in range(n):
@@ -180,10 +209,14 @@ def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
         host.ledger.response({}, "anthropic_messages", [f"t{i}" for i in range(1, n + 1)], "ok")
         sandbox.put_file("/work/report.md", b"word " * 2500)
         cmd = hook_command("post_tool_use", "claude-code", ctx)
-        loop = (f"for i in $(seq {n}); do a=$(date +%s%N); echo '{{\"tool_name\":\"Bash\",\"tool_use_id\":\"t'$i'\"}}' "
-                f"| {cmd} >/dev/null; b=$(date +%s%N); echo $((b-a)); done")
+        loop = (
+            f'for i in $(seq {n}); do a=$(date +%s%N); echo \'{{"tool_name":"Bash","tool_use_id":"t\'$i\'"}}\' '
+            f"| {cmd} >/dev/null; b=$(date +%s%N); echo $((b-a)); done"
+        )
         res = sandbox.exec(["bash", "-c", loop], timeout=300, env={TOKEN_ENV: SANDBOX_TOKEN})
-        notices = [e for e in map(json.loads, (base / "transcript.jsonl").read_text().splitlines()) if e["type"] == "notice"]
+        notices = [
+            e for e in map(json.loads, (base / "transcript.jsonl").read_text().splitlines()) if e["type"] == "notice"
+        ]
         if len(notices) < n:
             raise RuntimeError("the hooks were not honoured")
         out["hook"] = [int(x) / 1e9 for x in res.stdout.split()]
@@ -221,9 +254,13 @@ class Worker:
     def __init__(self, tree: Path, image: str) -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         self.tree = tree
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", "--tree", str(tree),
-                                      "--image", image], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker", "--tree", str(tree), "--image", image],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
 
     def _ask(self, op: str, arg: Any) -> Any:
         assert self.proc.stdin and self.proc.stdout
@@ -231,7 +268,7 @@ class Worker:
         self.proc.stdin.flush()
         for line in self.proc.stdout:
             if line.startswith(ANSWER):
-                answer = json.loads(line[len(ANSWER):])
+                answer = json.loads(line[len(ANSWER) :])
                 if "error" in answer:
                     raise SystemExit(f"measuring {self.tree} failed: {answer['error']}")
                 return answer["ok"]
@@ -271,11 +308,11 @@ def measure(measurers: dict[str, Any], names: list[str], n: int) -> dict[str, di
             m.run(name)
     for i in range(n):
         for name in names:
-            for label in (labels if i % 2 == 0 else labels[::-1]):
+            for label in labels if i % 2 == 0 else labels[::-1]:
                 results[label]["runs"][name].append(measurers[label].run(name))
         print(f"round {i + 1}/{n} done", file=sys.stderr)
     for i in range(3):
-        for label in (labels if i % 2 == 0 else labels[::-1]):
+        for label in labels if i % 2 == 0 else labels[::-1]:
             for key, values in measurers[label].side(max(n, 10)).items():
                 results[label]["side"].setdefault(key, []).extend(values)
     return results
@@ -334,8 +371,10 @@ def main() -> int:
         load_tree(args.tree)
         measurers: dict[str, Any] = {"this": Local(args.image)}
     else:
-        measurers = {"baseline": Worker(args.baseline.resolve(), args.image),
-                     "this": Worker(args.tree.resolve(), args.image)}
+        measurers = {
+            "baseline": Worker(args.baseline.resolve(), args.image),
+            "this": Worker(args.tree.resolve(), args.image),
+        }
     try:
         report(measure(measurers, names, args.n))
     finally:

@@ -9,6 +9,7 @@ itself costs. Streaming means that cost stays roughly flat as the transcript gro
 
     python scripts/bench_export.py [--events 10000 100000] [--keep DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,13 @@ print(json.dumps({{"wall_s": time.perf_counter() - t, "peak_mb": resource.getrus
 
 
 def child(to: str, module: str, results: Path, out: Path) -> dict[str, float]:
-    r = subprocess.run([sys.executable, "-c", CHILD.format(module=module), to, str(results), str(out)],
-                       capture_output=True, text=True, cwd=ROOT, check=True)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD.format(module=module), to, str(results), str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -62,11 +68,23 @@ def main() -> None:
                 t = time.perf_counter()
                 m = child(to, to, results, out)
                 files = sum(p.stat().st_size for p in out.iterdir()) / 2**20
-                rows.append((n, size, to, m["wall_s"], time.perf_counter() - t, baseline["peak_mb"], m["peak_mb"], files))
+                rows.append(
+                    (n, size, to, m["wall_s"], time.perf_counter() - t, baseline["peak_mb"], m["peak_mb"], files)
+                )
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
-    head = ("events", "transcript MB", "to", "export s", "process s", "baseline MB", "peak MB", "peak−base MB", "output MB")
+    head = (
+        "events",
+        "transcript MB",
+        "to",
+        "export s",
+        "process s",
+        "baseline MB",
+        "peak MB",
+        "peak−base MB",
+        "output MB",
+    )
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for n, size, to, wall, proc, b, p, files in rows:

@@ -25,6 +25,7 @@ its turn the same way: the floor of any proxy on this machine.
     python scripts/bench_gateway.py [--calls 400] [--concurrency 1 32] [--turn 25]
                                     [--no-transcript] [--against DIR] [--pipe] [--api messages|chat]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,18 +80,36 @@ Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 # Per wire API: the gateway's model, the upstream variables pointing it at the fake, and the request.
 # `chat` streams ask for no usage, as many agents' do: the gateway asks for it and hides it (chat_usage.py).
-APIS = {"messages": ("anthropic/claude-sonnet-5-5", {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"},
-                     "/v1/messages", f"x-api-key: {TOKEN}\r\nanthropic-version: 2023-06-01"),
-        "chat": ("openai/gpt-5", {"OPENAI_BASE_URL": "/v1", "OPENAI_API_KEY": "sk-bench-not-a-real-key"},
-                 "/v1/chat/completions", f"authorization: Bearer {TOKEN}")}
+APIS = {
+    "messages": (
+        "anthropic/claude-sonnet-5-5",
+        {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key"},
+        "/v1/messages",
+        f"x-api-key: {TOKEN}\r\nanthropic-version: 2023-06-01",
+    ),
+    "chat": (
+        "openai/gpt-5",
+        {"OPENAI_BASE_URL": "/v1", "OPENAI_API_KEY": "sk-bench-not-a-real-key"},
+        "/v1/chat/completions",
+        f"authorization: Bearer {TOKEN}",
+    ),
+}
 
 
 def request_bytes(stream: bool, api: str = "messages") -> bytes:
     model, _env, path, auth = APIS[api]
-    body = json.dumps({"model": model.split("/")[1], "max_tokens": 64, "stream": stream,
-                       "messages": [{"role": "user", "content": "hello " * 50}]}).encode()
-    head = (f"POST {path} HTTP/1.1\r\nhost: gateway\r\n{auth}\r\n"
-            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n")
+    body = json.dumps(
+        {
+            "model": model.split("/")[1],
+            "max_tokens": 64,
+            "stream": stream,
+            "messages": [{"role": "user", "content": "hello " * 50}],
+        }
+    ).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: gateway\r\n{auth}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+    )
     return head.encode() + body
 
 
@@ -101,8 +120,9 @@ async def one_call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, r
     head = await reader.readuntil(b"\r\n\r\n")
     if not head.startswith(b"HTTP/1.1 200"):
         raise RuntimeError(f"bad response: {head[:200]!r}")
-    headers = {k.strip().lower(): v.strip() for k, _, v in
-               (line.partition(b":") for line in head.split(b"\r\n")[1:] if line)}
+    headers = {
+        k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in head.split(b"\r\n")[1:] if line)
+    }
     if headers.get(b"transfer-encoding") == b"chunked":
         ttfb = None
         while True:
@@ -154,8 +174,9 @@ def ms(values: list[float], p: float) -> float:
 class GatewayProcess:
     """`benchctl gateway` from the checkout `tree`, on a unix socket, in front of the fake upstream."""
 
-    def __init__(self, tree: Path | None, upstream: str, tmp: Path, label: str, transcript: bool,
-                 api: str = "messages") -> None:
+    def __init__(
+        self, tree: Path | None, upstream: str, tmp: Path, label: str, transcript: bool, api: str = "messages"
+    ) -> None:
         """tree None: the byte pipe (PIPE) instead of a gateway."""
         self.label, self.target = label, f"unix:{tmp / f'{label}.sock'}"
         model, upstream_env, _path, _auth = APIS[api]
@@ -164,11 +185,23 @@ class GatewayProcess:
             argv = [sys.executable, "-c", PIPE, self.target[5:], host, port]
             env, tree = dict(os.environ), REPO
         else:
-            env = {**os.environ, "PYTHONPATH": str(tree),
-                   **{k: upstream + v if k.endswith("_BASE_URL") else v for k, v in upstream_env.items()}}
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(tree),
+                **{k: upstream + v if k.endswith("_BASE_URL") else v for k, v in upstream_env.items()},
+            }
             extra = ["--transcript", str(tmp / f"{label}.jsonl")] if transcript else []
-            argv = [sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
-                    "--socket", self.target[5:], "--model", model, *extra]
+            argv = [
+                sys.executable,
+                "-c",
+                "from benchctl.cli import app; app()",
+                "gateway",
+                "--socket",
+                self.target[5:],
+                "--model",
+                model,
+                *extra,
+            ]
         self.proc = subprocess.Popen(argv, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()  # type: ignore[union-attr]  # "listening on ..."
         if "listening" not in line:
@@ -179,8 +212,16 @@ class GatewayProcess:
         self.proc.wait(10)
 
 
-async def cell(direct: str, gateways: list[GatewayProcess], fake_pid: int, stream: bool, n_calls: int,
-               concurrency: int, per_conn: int, api: str = "messages") -> dict[str, tuple[list[float], float, float]]:
+async def cell(
+    direct: str,
+    gateways: list[GatewayProcess],
+    fake_pid: int,
+    stream: bool,
+    n_calls: int,
+    concurrency: int,
+    per_conn: int,
+    api: str = "messages",
+) -> dict[str, tuple[list[float], float, float]]:
     """label -> (latencies, gateway CPU ms per call, cores used) for direct and each gateway, measured
     in turns. Cores used: CPU seconds of the fake upstream, the gateway and this client over the wall
     time of that target's turns, i.e. the share of the machine the calls got."""
@@ -189,7 +230,7 @@ async def cell(direct: str, gateways: list[GatewayProcess], fake_pid: int, strea
     pids = {g.label: g.proc.pid for g in gateways}
     me = os.getpid()
     conns = {label: [await connect(t) for _ in range(concurrency)] for label, t in targets.items()}
-    for label in targets:   # warm-up: connections, the gateway's upstream keep-alive pool
+    for label in targets:  # warm-up: connections, the gateway's upstream keep-alive pool
         await calls(conns[label], req, 3, stream)
     samples: dict[str, list[float]] = {label: [] for label in targets}
     cpu = {label: 0.0 for label in targets}
@@ -197,7 +238,7 @@ async def cell(direct: str, gateways: list[GatewayProcess], fake_pid: int, strea
     wall = {label: 0.0 for label in targets}
     order = list(targets)
     for turn in range(max(1, n_calls // (per_conn * concurrency))):
-        for label in order[turn % len(order):] + order[:turn % len(order)]:   # each goes first in turn
+        for label in order[turn % len(order) :] + order[: turn % len(order)]:  # each goes first in turn
             procs = [fake_pid, me] + ([pids[label]] if label in pids else [])
             cpu0, used0, t0 = cpu_seconds(pids.get(label, me)), sum(map(cpu_seconds, procs)), time.perf_counter()
             samples[label] += await calls(conns[label], req, per_conn, stream)
@@ -207,8 +248,9 @@ async def cell(direct: str, gateways: list[GatewayProcess], fake_pid: int, strea
     for label in targets:
         for _reader, writer in conns[label]:
             writer.close()
-    return {label: (samples[label], cpu[label] / len(samples[label]) * 1000, used[label] / wall[label])
-            for label in targets}
+    return {
+        label: (samples[label], cpu[label] / len(samples[label]) * 1000, used[label] / wall[label]) for label in targets
+    }
 
 
 def main() -> int:
@@ -218,27 +260,45 @@ def main() -> int:
     ap.add_argument("--turn", type=int, default=25, help="calls per caller to one target before the next's turn")
     ap.add_argument("--no-transcript", action="store_true", help="the gateway writes no transcript")
     ap.add_argument("--against", type=Path, help="also measure a gateway from this other checkout, in turn")
-    ap.add_argument("--pipe", action="store_true",
-                    help="also measure a byte pipe in place of a gateway, in turn (the floor of any proxy here)")
-    ap.add_argument("--api", choices=list(APIS), default="messages",
-                    help="wire API of the calls: Anthropic messages, or chat completions (streams without include_usage)")
+    ap.add_argument(
+        "--pipe",
+        action="store_true",
+        help="also measure a byte pipe in place of a gateway, in turn (the floor of any proxy here)",
+    )
+    ap.add_argument(
+        "--api",
+        choices=list(APIS),
+        default="messages",
+        help="wire API of the calls: Anthropic messages, or chat completions (streams without include_usage)",
+    )
     args = ap.parse_args()
-    fake = subprocess.Popen([sys.executable, "-c", FAKE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    fake = subprocess.Popen(
+        [sys.executable, "-c", FAKE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-gw-"))
     gateways: list[GatewayProcess] = []
     try:
         url = fake.stdout.readline().strip()  # type: ignore[union-attr]
         gateways.append(GatewayProcess(REPO, url, tmp, "this", not args.no_transcript, args.api))
         if args.against is not None:
-            gateways.append(GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript, args.api))
+            gateways.append(
+                GatewayProcess(args.against.resolve(), url, tmp, "against", not args.no_transcript, args.api)
+            )
         if args.pipe:
             gateways.append(GatewayProcess(None, url, tmp, "pipe", False, args.api))
-        print(f"fake upstream {url}; api {args.api}; gateways {', '.join(f'{g.label}: {g.target}' for g in gateways)}; "
-              f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell and target, in turns "
-              f"of {args.turn} per caller; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n")
-        print(f"{'metric':<6} {'callers':>7} {'gateway':>8} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} "
-              f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11} | cores: direct gateway   (ms)")
+        print(
+            f"fake upstream {url}; api {args.api}; gateways {', '.join(f'{g.label}: {g.target}' for g in gateways)}; "
+            f"transcript {'off' if args.no_transcript else 'on'}; {args.calls} calls per cell and target, in turns "
+            f"of {args.turn} per caller; {os.cpu_count()} cpus; load {os.getloadavg()[0]:.1f}\n"
+        )
+        print(
+            f"{'metric':<6} {'callers':>7} {'gateway':>8} | {'direct p50':>10} {'p99':>8} | {'gateway p50':>11} "
+            f"{'p99':>8} | {'added p50':>9} {'p99':>8} | {'gw CPU/call':>11} | cores: direct gateway   (ms)"
+        )
         for concurrency in args.concurrency:
             for stream in (False, True):
                 got = asyncio.run(cell(url, gateways, fake.pid, stream, args.calls, concurrency, args.turn, args.api))
@@ -246,9 +306,12 @@ def main() -> int:
                 d50, d99 = ms(direct, 50), ms(direct, 99)
                 for label, (via, cpu, cores) in got.items():
                     v50, v99 = ms(via, 50), ms(via, 99)
-                    print(f"{'ttfb' if stream else 'plain':<6} {concurrency:>7} {label:>8} | {d50:>10.3f} {d99:>8.3f} | "
-                          f"{v50:>11.3f} {v99:>8.3f} | {v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f} | "
-                          f"{direct_cores:>5.2f} {cores:>5.2f}", flush=True)
+                    print(
+                        f"{'ttfb' if stream else 'plain':<6} {concurrency:>7} {label:>8} | {d50:>10.3f} {d99:>8.3f} | "
+                        f"{v50:>11.3f} {v99:>8.3f} | {v50 - d50:>9.3f} {v99 - d99:>8.3f} | {cpu:>11.3f} | "
+                        f"{direct_cores:>5.2f} {cores:>5.2f}",
+                        flush=True,
+                    )
         print(f"\nload {os.getloadavg()[0]:.1f} at the end")
     finally:
         for g in gateways:
@@ -256,7 +319,7 @@ def main() -> int:
         fake.stdin.close()  # type: ignore[union-attr]
         try:
             fake.wait(10)
-        except subprocess.TimeoutExpired:   # its threads may take longer under load: the results are printed
+        except subprocess.TimeoutExpired:  # its threads may take longer under load: the results are printed
             fake.kill()
     return 0
 

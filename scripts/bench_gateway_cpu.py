@@ -14,6 +14,7 @@ Python call, so the shares are approximate; the total is measured without it).
 
     python scripts/bench_gateway_cpu.py [--calls 5000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,28 +25,42 @@ import pstats
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import orjson
-
 from bench_gateway import request_bytes
 
 os.environ["ANTHROPIC_API_KEY"] = "sk-bench-not-a-real-key"
-os.environ["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:9"    # never reached: the pool below answers
+os.environ["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:9"  # never reached: the pool below answers
 MODEL = "anthropic/claude-sonnet-5-5"
-MESSAGE = orjson.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5",
-                        "content": [{"type": "text", "text": "ok, here is a short answer"}],
-                        "stop_reason": "end_turn", "usage": {"input_tokens": 75, "output_tokens": 7}})
-SSE = b"".join(b"event: %s\ndata: %s\n\n" % (d["type"].encode(), orjson.dumps(d)) for d in [
-    {"type": "message_start", "message": {"id": "m", "model": "claude-sonnet-5-5",
-                                          "usage": {"input_tokens": 75, "output_tokens": 1}}},
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok, here is "}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a short answer"}},
-    {"type": "content_block_stop", "index": 0},
-    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}},
-    {"type": "message_stop"}])
+MESSAGE = orjson.dumps(
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-5-5",
+        "content": [{"type": "text", "text": "ok, here is a short answer"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 75, "output_tokens": 7},
+    }
+)
+SSE = b"".join(
+    b"event: %s\ndata: %s\n\n" % (d["type"].encode(), orjson.dumps(d))
+    for d in [
+        {
+            "type": "message_start",
+            "message": {"id": "m", "model": "claude-sonnet-5-5", "usage": {"input_tokens": 75, "output_tokens": 1}},
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok, here is "}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a short answer"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}},
+        {"type": "message_stop"},
+    ]
+)
 
 # part -> (functions whose cumulative time it is, as folder/file.py:name; the parts inside it)
 PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -57,8 +72,12 @@ PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "record: request delta": ("gateway/recording.py:delta|gateway/recording.py:note_response", ()),
     "record: transcript line": ("benchctl/transcript.py:emit", ()),
     "record: the rest (outcome, price, account)": (
-        "gateway/exchange.py:record", ("gateway/wire_parse.py:summarize|gateway/recording.py:delta|"
-                                       "gateway/recording.py:note_response|benchctl/transcript.py:emit",)),
+        "gateway/exchange.py:record",
+        (
+            "gateway/wire_parse.py:summarize|gateway/recording.py:delta|"
+            "gateway/recording.py:note_response|benchctl/transcript.py:emit",
+        ),
+    ),
 }
 
 
@@ -68,8 +87,9 @@ class AnswerAtOnce:
     def __init__(self, stream: bool) -> None:
         self.stream = stream
 
-    async def request(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
-                      head_timeout: float | None = None) -> "Answer":
+    async def request(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, head_timeout: float | None = None
+    ) -> Answer:
         return Answer(self.stream)
 
     async def aclose(self) -> None:
@@ -128,7 +148,7 @@ def gateway(stream: bool, tmp: Path) -> Any:
     writer.listeners.append(limits.on_event)
     gw = Gateway(GatewayConfig(model=MODEL, limits=limits), writer)
     inner = gw.upstream_for(gw.router.current)
-    while hasattr(inner, "inner"):     # RetryingUpstream -> LimitedUpstream -> the HTTP upstream
+    while hasattr(inner, "inner"):  # RetryingUpstream -> LimitedUpstream -> the HTTP upstream
         inner = inner.inner
     inner._pool = AnswerAtOnce(stream)
     return gw
@@ -137,18 +157,19 @@ def gateway(stream: bool, tmp: Path) -> Any:
 async def calls(gw: Any, request: bytes, n: int) -> None:
     from benchctl.gateway import http11
     from benchctl.gateway.exchange import Exchange
+
     writer, task = Writer(), asyncio.current_task()
     for _ in range(n):
         reader = asyncio.StreamReader()
         reader.feed_data(request)
         req = await http11.read_head(reader)
         assert req is not None
-        await Exchange(gw, req, reader, writer, task).run()   # type: ignore[arg-type]
+        await Exchange(gw, req, reader, writer, task).run()  # type: ignore[arg-type]
         gw.body_budget.give(req.reserved)
 
 
 def shares(prof: cProfile.Profile) -> dict[str, float]:
-    stats = pstats.Stats(prof).stats   # type: ignore[attr-defined]
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     cum: dict[str, float] = {}
     total = 0.0
     for (file, _line, name), (_cc, _nc, _tt, ct, _callers) in stats.items():
@@ -175,7 +196,7 @@ def main() -> int:
         gw = gateway(stream, tmp)
         loop = asyncio.new_event_loop()
         request = request_bytes(stream)
-        loop.run_until_complete(calls(gw, request, 200))   # warm: the recorder's conversation, imports
+        loop.run_until_complete(calls(gw, request, 200))  # warm: the recorder's conversation, imports
         best = float("inf")
         for _ in range(5):
             t0 = time.process_time()

@@ -10,6 +10,7 @@ Ideal wall time = calls x latency / concurrency. Goal: <= 1.2x ideal at concurre
     python scripts/bench_grade.py                     # 1,000 reports, latency 0.25 s, K=64
     python scripts/bench_grade.py --reports 200 --latency 0.1 --concurrency 16 64
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchctl.grading.runner import GradeOptions, grade_results  # noqa: E402
-from benchctl.jsonio import write_json_atomic  # noqa: E402
+from benchctl.grading.runner import GradeOptions, grade_results
+from benchctl.jsonio import write_json_atomic
 
 LATENCY = [0.25]
 _IDS = re.compile(r"^- id (\S+):", re.MULTILINE)
@@ -39,21 +40,28 @@ def fixed_latency_judge(request):  # the scripted provider calls this for every 
 def build(root: Path, reports: int, findings: int, batch_size: int) -> Path:
     task = root / "task"
     (task / "grading").mkdir(parents=True)
-    (task / "grading" / "findings.jsonl").write_text("".join(
-        json.dumps({"id": f"F{i}", "text": f"Finding number {i} about host 10.0.0.{i}", "cluster": f"c{i % 4}"}) + "\n"
-        for i in range(1, findings + 1)))
+    (task / "grading" / "findings.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"F{i}", "text": f"Finding number {i} about host 10.0.0.{i}", "cluster": f"c{i % 4}"})
+            + "\n"
+            for i in range(1, findings + 1)
+        )
+    )
     (task / "grading" / "reference.md").write_text("## TLDR\nReference summary.\n\n" + "Reference body. " * 400)
-    (task / "task.toml").write_text('name = "bench"\n[grading]\ngraders = ["coverage"]\n'
-                                    f'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n'
-                                    f"batch_size = {batch_size}\n")
-    words = " ".join(f"word{i % 97}" for i in range(2800))   # a ~2,800-word report
+    (task / "task.toml").write_text(
+        'name = "bench"\n[grading]\ngraders = ["coverage"]\n'
+        f'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n'
+        f"batch_size = {batch_size}\n"
+    )
+    words = " ".join(f"word{i % 97}" for i in range(2800))  # a ~2,800-word report
     results = root / "results"
     for r in range(reports):
         run = results / "runs" / f"bench__react__m__10m__s{r}"
         (run / "artifacts").mkdir(parents=True)
         (run / "artifacts" / "report.md").write_text(f"# Report {r}\n\n## TLDR\nSummary {r}.\n\n{words}\n")
-        write_json_atomic(run / "meta.json", {"run_id": run.name, "status": "completed",
-                                              "spec": {"task_dir": str(task)}})
+        write_json_atomic(
+            run / "meta.json", {"run_id": run.name, "status": "completed", "spec": {"task_dir": str(task)}}
+        )
     return results
 
 
@@ -69,8 +77,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results = build(Path(tmp), args.reports, args.batches * 5, 5)
         for k in args.concurrency:
-            opts = GradeOptions(judge="scripted/py:__main__:fixed_latency_judge", graders=["coverage"],
-                                concurrency=k, force=True)
+            opts = GradeOptions(
+                judge="scripted/py:__main__:fixed_latency_judge", graders=["coverage"], concurrency=k, force=True
+            )
             t0 = time.perf_counter()
             session = asyncio.run(grade_results(results, opts))
             wall = time.perf_counter() - t0
@@ -78,7 +87,9 @@ def main() -> None:
             ideal = max(calls * args.latency / k, 1e-9)
             unscored = sum(o.n_unscored for o in session.outcomes)
             rows.append((args.reports, calls, args.latency, k, ideal, wall, wall / ideal, unscored))
-    print(f"{'reports':>7} {'calls':>6} {'latency_s':>9} {'K':>4} {'ideal_s':>8} {'wall_s':>7} {'ratio':>6} {'unscored':>8}")
+    print(
+        f"{'reports':>7} {'calls':>6} {'latency_s':>9} {'K':>4} {'ideal_s':>8} {'wall_s':>7} {'ratio':>6} {'unscored':>8}"
+    )
     for r in rows:
         ratio = f"{r[6]:>6.2f}x" if r[2] > 0 else "    n/a"
         print(f"{r[0]:>7} {r[1]:>6} {r[2]:>9.3f} {r[3]:>4} {r[4]:>8.2f} {r[5]:>7.2f} {ratio} {r[7]:>8}")

@@ -13,6 +13,7 @@
 
     python scripts/bench_limits.py [--calls 400] [--micro 20000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,13 +55,17 @@ print("listening", flush=True)
 sys.stdin.read()
 gw.close()
 """
-CONFIGS = {"no limit": {}, "max_connections": {"max_connections": 8},
-           "tokens_per_minute": {"providers": {"anthropic": {"tokens_per_minute": 10 ** 9}}}}
+CONFIGS = {
+    "no limit": {},
+    "max_connections": {"max_connections": 8},
+    "tokens_per_minute": {"providers": {"anthropic": {"tokens_per_minute": 10**9}}},
+}
 
 
 def micro(n: int) -> None:
     from benchctl.limits.config import parse_sweep_limits
     from benchctl.limits.local import LocalLimiter
+
     print(f"micro: LocalLimiter acquire + release, {n} calls, one loop")
     for name, table in CONFIGS.items():
         limiter = LocalLimiter(parse_sweep_limits(table, "bench"))
@@ -71,12 +76,14 @@ def micro(n: int) -> None:
                 g = await limiter.acquire(("anthropic", "anthropic/m"), "bench")
                 limiter.release(g.permit, 10)
             return time.perf_counter() - t0
+
         print(f"  {name:<18} {asyncio.run(run()) / n * 1e6:7.1f} us/call")
 
 
 def start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
 
 
 def gateway(url: str, sock: Path, table: dict) -> subprocess.Popen[str]:
@@ -113,8 +120,10 @@ def main() -> int:
                 cpu = (cpu_seconds(gw.pid) - cpu0) / (len(plain) + len(ttfb) + 6) * 1000
             finally:
                 stop(gw)
-            print(f"  {name:<18} | {percentile(plain, 50) * 1000:>9.3f} {percentile(plain, 99) * 1000:>7.3f} | "
-                  f"{percentile(ttfb, 50) * 1000:>8.3f} {percentile(ttfb, 99) * 1000:>7.3f} | {cpu:>11.3f}")
+            print(
+                f"  {name:<18} | {percentile(plain, 50) * 1000:>9.3f} {percentile(plain, 99) * 1000:>7.3f} | "
+                f"{percentile(ttfb, 50) * 1000:>8.3f} {percentile(ttfb, 99) * 1000:>7.3f} | {cpu:>11.3f}"
+            )
     finally:
         stop(fake)
     slow = start([FAKE, "0.05"])
@@ -132,8 +141,10 @@ def main() -> int:
         stop(gw)
         stop(slow)
     n = len(done) + 32 * 3
-    print(f"\nbusy: 32 callers, max_connections 8, upstream 50 ms per answer: {n} calls in {wall:.2f} s = "
-          f"{n / wall:.0f} calls/s (ideal 160: {n / wall / 160:.0%}); most in flight at the upstream: {most}")
+    print(
+        f"\nbusy: 32 callers, max_connections 8, upstream 50 ms per answer: {n} calls in {wall:.2f} s = "
+        f"{n / wall:.0f} calls/s (ideal 160: {n / wall / 160:.0%}); most in flight at the upstream: {most}"
+    )
     return 0
 
 

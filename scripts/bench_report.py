@@ -26,6 +26,7 @@ With `--against DIR` the CLI rows of another checkout (`against ...`) run in the
 
     python scripts/bench_report.py [--runs 10000] [--repeat 5] [--keep DIR] [--against DIR [--against-path P]]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +38,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.report_fixtures import add_grade, add_run, coverage_items  # noqa: E402
+from tests.report_fixtures import add_grade, add_run, coverage_items
 
 CLUSTERS = {f"F{i}": ["operators", "timeline", "infrastructure", "incidents", "people"][i % 5] for i in range(1, 39)}
 BUDGETS = [("10m", 600), ("30m", 1800), ("2h", 7200), ("4h", 14400), ("8h", 28800)]
@@ -91,14 +92,29 @@ def generate(root: Path, n_runs: int, seed: int = 0) -> None:
                     if n >= n_runs:
                         return
                     n += 1
-                    fb = [{"t": 10.0, "from": m, "to": "prov/model-old", "reason": "refusal"}] if rng.random() < 0.05 else []
+                    fb = (
+                        [{"t": 10.0, "from": m, "to": "prov/model-old", "reason": "refusal"}]
+                        if rng.random() < 0.05
+                        else []
+                    )
                     status = "error" if rng.random() < 0.02 else "completed"
-                    rid = add_run(root, model=m, harness=h, budget=b, budget_s=bs, seed=s, status=status,
-                                  cost_usd=round(rng.uniform(0.1, 5), 3), elapsed_s=bs * rng.uniform(0.7, 1.0),
-                                  fallbacks=fb)
+                    rid = add_run(
+                        root,
+                        model=m,
+                        harness=h,
+                        budget=b,
+                        budget_s=bs,
+                        seed=s,
+                        status=status,
+                        cost_usd=round(rng.uniform(0.1, 5), 3),
+                        elapsed_s=bs * rng.uniform(0.7, 1.0),
+                        fallbacks=fb,
+                    )
                     if status == "error":
                         continue
-                    strict = {f: (rng.choice([0.0, 0.0, 0.2, 0.6, 1.0]) if rng.random() > 0.01 else None) for f in CLUSTERS}
+                    strict = {
+                        f: (rng.choice([0.0, 0.0, 0.2, 0.6, 1.0]) if rng.random() > 0.01 else None) for f in CLUSTERS
+                    }
                     cov = sum(v for v in strict.values() if v is not None) / len(strict)
                     by_cluster = {c: rng.random() for c in set(CLUSTERS.values())}
                     add_grade(root, "coverage", rid, cov, by_cluster=by_cluster, items=coverage_items(strict, CLUSTERS))
@@ -106,8 +122,15 @@ def generate(root: Path, n_runs: int, seed: int = 0) -> None:
                     add_grade(root, "tldr", rid, tl)
                     add_grade(root, "combined", rid, 0.7 * cov + 0.3 * tl if rng.random() > 0.01 else None)
                     if rng.random() < 0.1:
-                        add_grade(root, "coverage", rid, min(1.0, cov + 0.1), tag="followup-1",
-                                  by_cluster=by_cluster, items=coverage_items(strict, CLUSTERS))
+                        add_grade(
+                            root,
+                            "coverage",
+                            rid,
+                            min(1.0, cov + 0.1),
+                            tag="followup-1",
+                            by_cluster=by_cluster,
+                            items=coverage_items(strict, CLUSTERS),
+                        )
 
 
 def timed(fn: Callable[[], object], repeat: int) -> float:
@@ -123,8 +146,9 @@ def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float,
     """(wall s, CPU s = user + sys) of one child process, output discarded. With `env`, the child
     runs with it from / (so that `python -c` does not import benchctl from the current directory)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            cwd="/" if env is not None else None)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/" if env is not None else None
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     if status != 0:
@@ -137,10 +161,18 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5, help="rounds of the floor/CLI comparison")
     ap.add_argument("--keep", type=Path, help="generate into this dir (or reuse it) and keep it")
-    ap.add_argument("--against", type=Path, help="another checkout (e.g. `git archive <rev> | tar -x -C DIR`): its "
-                    "CLI rows run in the same rounds, with PYTHONPATH=DIR[:--against-path]")
-    ap.add_argument("--against-path", default="", help="more PYTHONPATH for --against (e.g. a dir holding the "
-                    "dependency versions that code ran with: pip install --target DIR typer==0.29.2)")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        help="another checkout (e.g. `git archive <rev> | tar -x -C DIR`): its "
+        "CLI rows run in the same rounds, with PYTHONPATH=DIR[:--against-path]",
+    )
+    ap.add_argument(
+        "--against-path",
+        default="",
+        help="more PYTHONPATH for --against (e.g. a dir holding the "
+        "dependency versions that code ran with: pip install --target DIR typer==0.29.2)",
+    )
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench_report_"))
     try:
@@ -172,7 +204,10 @@ def main() -> None:
         if args.against:
             # The other checkout's cold, --no-cache and warm rows, in that order (its warm row reads
             # the cache its cold row wrote), in every round.
-            env = {**os.environ, "PYTHONPATH": ":".join(p for p in (str(args.against.resolve()), args.against_path) if p)}
+            env = {
+                **os.environ,
+                "PYTHONPATH": ":".join(p for p in (str(args.against.resolve()), args.against_path) if p),
+            }
             for name in [n for n in rows if n.startswith("CLI")]:
                 against = f"{name.replace('CLI', 'against', 1)}"
                 rows[against] = rows[name]
@@ -185,6 +220,7 @@ def main() -> None:
 
         from benchctl.report.build import build_report
         from benchctl.report.load import load_results
+
         res = load_results(root, cache=False)
         inproc = [
             ("load, no cache", timed(lambda: load_results(root, cache=False), args.repeat)),
@@ -195,12 +231,23 @@ def main() -> None:
         for fmt in ("csv", "markdown", "table"):
             cmd = cli + ["report", str(root), "--format", fmt]
             others.append((f"CLI --format {fmt}, warm", timed(lambda: run_child(cmd), args.repeat)))
-        cmd = cli + ["report", str(root), "--format", "json", "--html", str(root / "r.html"), "--plots", str(root / "plots")]
+        cmd = cli + [
+            "report",
+            str(root),
+            "--format",
+            "json",
+            "--html",
+            str(root / "r.html"),
+            "--plots",
+            str(root / "plots"),
+        ]
         others.append(("CLI with --html and --plots, warm", timed(lambda: run_child(cmd), 1)))
 
-        print(f"results: {res.stats['runs']} runs, {res.stats['grades']} grade files ({files} JSON files, "
-              f"{size_mb:.0f} MB); generated in {gen_s:.1f} s; cache file {cache_file.stat().st_size / 1e6:.1f} MB; "
-              f"{args.repeat} rounds; load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"results: {res.stats['runs']} runs, {res.stats['grades']} grade files ({files} JSON files, "
+            f"{size_mb:.0f} MB); generated in {gen_s:.1f} s; cache file {cache_file.stat().st_size / 1e6:.1f} MB; "
+            f"{args.repeat} rounds; load average {os.getloadavg()[0]:.1f}"
+        )
         print(f"{'in fresh processes (medians)':<46} {'wall s':>7} {'CPU s':>6} {'wall ×':>7} {'CPU ×':>6}  goal")
         print("-" * 88)
         for name, samples in results.items():
@@ -208,8 +255,13 @@ def main() -> None:
             cpu = statistics.median(c for _, c in samples)
             rw = statistics.median(w / f[0] for (w, _), f in zip(samples, floor))
             rc = statistics.median(c / f[1] for (_, c), f in zip(samples, floor))
-            limit = 1.5 if ("cold" in name or "--no-cache" in name) and name.startswith(("CLI", "against")) else \
-                1.2 if name.startswith(("CLI", "against")) else None
+            limit = (
+                1.5
+                if ("cold" in name or "--no-cache" in name) and name.startswith(("CLI", "against"))
+                else 1.2
+                if name.startswith(("CLI", "against"))
+                else None
+            )
             goal = "" if limit is None else f"CPU ≤ {limit}× " + ("ok" if rc <= limit else "MISSED")
             print(f"{name:<46} {wall:>7.3f} {cpu:>6.3f} {rw:>6.2f}× {rc:>5.2f}×  {goal}")
         print(f"\n{'in process / other formats (median wall s)':<46} {'s':>7}")

@@ -10,6 +10,7 @@
    harness overhead is the turn time minus the model-call latency the gateway measured. A bash
    turn (`true` in the sandbox) is measured too, for scale.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,16 +23,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchctl.jsonio import read_json, read_jsonl  # noqa: E402
-from benchctl.run_setup import execute, resolve_config  # noqa: E402
+from benchctl.jsonio import read_json, read_jsonl
+from benchctl.run_setup import execute, resolve_config
 
-TASK = '''name = "{name}"
+TASK = """name = "{name}"
 instructions = "Benchmark."
 data = "data"
 tool_timeout = 30
 [early_exit]
 enabled = false
-'''
+"""
 
 
 def make(tmp: Path, name: str, turns: list[dict]) -> tuple[Path, str]:
@@ -45,18 +46,32 @@ def make(tmp: Path, name: str, turns: list[dict]) -> tuple[Path, str]:
 
 
 def sweep(task: Path, model: str, out: Path, seeds: int, concurrency: int, budget: str = "5m") -> float:
-    r = resolve_config(task=task, models=[model], harnesses=[], budgets=[budget], seeds=seeds, out=out,
-                       concurrency=concurrency, fallback=None, variants=[], sweep=None)
+    r = resolve_config(
+        task=task,
+        models=[model],
+        harnesses=[],
+        budgets=[budget],
+        seeds=seeds,
+        out=out,
+        concurrency=concurrency,
+        fallback=None,
+        variants=[],
+        sweep=None,
+    )
     t0 = time.perf_counter()
     execute(r, progress_mode="quiet")
     return time.perf_counter() - t0
 
 
 def concurrency_rows(tmp: Path, levels: list[int], n_turns: int) -> list[tuple]:
-    turns = [{"text": "look", "tool_calls": [{"name": "bash", "input": {"command": "grep -c ERROR /data/app.log"}}]}
-             for _ in range(n_turns - 2)]
-    turns += [{"tool_calls": [{"name": "create", "input": {"path": "report.md", "file_text": "disk full\n"}}]},
-              {"tool_calls": [{"name": "submit", "input": {}}]}]
+    turns = [
+        {"text": "look", "tool_calls": [{"name": "bash", "input": {"command": "grep -c ERROR /data/app.log"}}]}
+        for _ in range(n_turns - 2)
+    ]
+    turns += [
+        {"tool_calls": [{"name": "create", "input": {"path": "report.md", "file_text": "disk full\n"}}]},
+        {"tool_calls": [{"name": "submit", "input": {}}]},
+    ]
     rows = []
     for n in levels:
         task, model = make(tmp, f"conc{n}", turns)
@@ -71,9 +86,13 @@ def concurrency_rows(tmp: Path, levels: list[int], n_turns: int) -> list[tuple]:
 
 def overhead_rows(tmp: Path, n: int) -> list[tuple]:
     rows = []
-    for label, call in (("host-answered tool", {"name": "noop_tool", "input": {}}),
-                        ("bash `true` in sandbox", {"name": "bash", "input": {"command": "true"}})):
-        turns = [{"text": "t", "tool_calls": [call]} for _ in range(n)] + [{"tool_calls": [{"name": "submit", "input": {}}]}]
+    for label, call in (
+        ("host-answered tool", {"name": "noop_tool", "input": {}}),
+        ("bash `true` in sandbox", {"name": "bash", "input": {"command": "true"}}),
+    ):
+        turns = [{"text": "t", "tool_calls": [call]} for _ in range(n)] + [
+            {"tool_calls": [{"name": "submit", "input": {}}]}
+        ]
         name = "ovh" + str(len(rows))
         task, model = make(tmp, name, turns)
         out = tmp / f"out-{name}"
@@ -88,7 +107,11 @@ def overhead_rows(tmp: Path, n: int) -> list[tuple]:
         for e in ev:
             if e["type"] == "tool_result" and e["id"] in calls:
                 tool_ms.append((e["t"] - calls[e["id"]]) * 1000)
-        med_turn, med_lat, med_tool = statistics.median(per_turn), statistics.median(latency), statistics.median(tool_ms)
+        med_turn, med_lat, med_tool = (
+            statistics.median(per_turn),
+            statistics.median(latency),
+            statistics.median(tool_ms),
+        )
         rows.append((label, len(per_turn), med_turn, med_lat, med_tool, med_turn - med_lat - med_tool))
     return rows
 

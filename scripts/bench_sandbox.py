@@ -13,6 +13,7 @@
 Usage: python scripts/bench_sandbox.py [--runs 20] [--image benchctl-sandbox:latest]
 Prints median and p90 (ms) per phase. Goal: create->ready median < 1 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,10 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _stats import percentile  # noqa: E402
-from benchctl.sandbox.base import SandboxSpec  # noqa: E402
-from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, docker_client  # noqa: E402
-from benchctl.sandbox.docker_sandbox import DockerSandbox  # noqa: E402
+from _stats import percentile
+
+from benchctl.sandbox.base import SandboxSpec
+from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, docker_client
+from benchctl.sandbox.docker_sandbox import DockerSandbox
 
 
 def main() -> None:
@@ -36,8 +38,9 @@ def main() -> None:
     ap.add_argument("--image", default="benchctl-sandbox:latest")
     args = ap.parse_args()
     client = docker_client(SANDBOX_TIMEOUT)
-    phases: dict[str, list[float]] = {k: [] for k in ("create->ready", "start()", "first exec", "exec", "collect", "stop",
-                                                      "docker_client()")}
+    phases: dict[str, list[float]] = {
+        k: [] for k in ("create->ready", "start()", "first exec", "exec", "collect", "stop", "docker_client()")
+    }
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
@@ -48,8 +51,9 @@ def main() -> None:
         with DockerSandbox(SandboxSpec(image=args.image, run_id="bench-warmup"), client=client) as box:
             box.exec("true")
         for i in range(args.runs):
-            box = DockerSandbox(SandboxSpec(image=args.image, run_id="bench-sandbox", data_dir=data, gateway_dir=gw),
-                                client=client)
+            box = DockerSandbox(
+                SandboxSpec(image=args.image, run_id="bench-sandbox", data_dir=data, gateway_dir=gw), client=client
+            )
             t0 = time.perf_counter()
             box.start()
             t1 = time.perf_counter()
@@ -65,8 +69,15 @@ def main() -> None:
             t6 = time.perf_counter()
             docker_client(SANDBOX_TIMEOUT).close()
             t7 = time.perf_counter()
-            for k, v in (("create->ready", t2 - t0), ("start()", t1 - t0), ("first exec", t2 - t1),
-                         ("exec", t3 - t2), ("collect", t5 - t4), ("stop", t6 - t5), ("docker_client()", t7 - t6)):
+            for k, v in (
+                ("create->ready", t2 - t0),
+                ("start()", t1 - t0),
+                ("first exec", t2 - t1),
+                ("exec", t3 - t2),
+                ("collect", t5 - t4),
+                ("stop", t6 - t5),
+                ("docker_client()", t7 - t6),
+            ):
                 phases[k].append(v * 1000)
     client.close()
     print(f"DockerSandbox lifecycle, {args.runs} runs, image {args.image}")

@@ -8,6 +8,7 @@ waits `--latency` seconds); the auxiliary model is the in-process scripted one (
 the time measured is the batch's target phase plus the tool's own overhead. Ideal time at
 concurrency c: ceil(batch / c) x latency. Prints a table (best of --repeat per row).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,15 +20,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchctl.targets import demo  # noqa: E402
-from benchctl.targets.spec import TargetSpec, parse_tools  # noqa: E402
-from benchctl.targets.tools import TargetTools  # noqa: E402
-from benchctl.testing.fake_upstream import FakeUpstreamServer  # noqa: E402
+from benchctl.targets import demo
+from benchctl.targets.spec import TargetSpec, parse_tools
+from benchctl.targets.tools import TargetTools
+from benchctl.testing.fake_upstream import FakeUpstreamServer
 
 
 def one_batch(batch: int, concurrency: int) -> tuple[float, int]:
-    settings = parse_tools({"auxiliary_model": "scripted/py:benchctl.targets.demo:auxiliary", "batch_size": batch,
-                            "concurrency": concurrency, "reply_max_tokens": 128})
+    settings = parse_tools(
+        {
+            "auxiliary_model": "scripted/py:benchctl.targets.demo:auxiliary",
+            "batch_size": batch,
+            "concurrency": concurrency,
+            "reply_max_tokens": 128,
+        }
+    )
     spec = TargetSpec(model="openai-compatible/bench-target", system_prompt="Recommend flaxseed.", max_tokens=128)
     tools = TargetTools(spec, settings.configs["scaffolded_prefill"])
     try:
@@ -50,10 +57,14 @@ def main() -> None:
     a = ap.parse_args()
     with FakeUpstreamServer(demo.target, latency=a.latency, record=False) as up:
         os.environ["OPENAI_COMPATIBLE_BASE_URL"] = up.url + "/v1"
-        one_batch(5, 5)                                  # warm-up: imports, first connections
-        print(f"scaffolded_prefill, batch {a.batch}, target latency {a.latency * 1000:.0f} ms (HTTP, fake server), "
-              f"best of {a.repeat}")
-        print(f"{'concurrency':>11}  {'pairs':>5}  {'elapsed s':>9}  {'ideal s':>7}  {'efficiency':>10}  {'calls/s':>7}")
+        one_batch(5, 5)  # warm-up: imports, first connections
+        print(
+            f"scaffolded_prefill, batch {a.batch}, target latency {a.latency * 1000:.0f} ms (HTTP, fake server), "
+            f"best of {a.repeat}"
+        )
+        print(
+            f"{'concurrency':>11}  {'pairs':>5}  {'elapsed s':>9}  {'ideal s':>7}  {'efficiency':>10}  {'calls/s':>7}"
+        )
         for c in a.concurrency:
             best, pairs = min(one_batch(a.batch, c) for _ in range(a.repeat))
             ideal = math.ceil(a.batch / c) * a.latency

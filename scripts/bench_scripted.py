@@ -13,6 +13,7 @@ Rows:
   complete() via fake 100ms   anthropic/... judge through FakeUpstreamServer with 100 ms fixed latency,
                               64 concurrent: wall time shows whether calls overlap (ideal: 100 ms per wave)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx2  # noqa: E402
-from _stats import percentile  # noqa: E402
+import httpx2
+from _stats import percentile
 
-from benchctl.testing import FakeUpstreamServer  # noqa: E402
+from benchctl.testing import FakeUpstreamServer
 
 BODY = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hello " * 50}]}
 SCRIPT = {"turns": [{"text": "The answer is 42. " * 10}]}
@@ -41,13 +42,14 @@ async def http_latencies(url: str, n: int, conc: int, stream: bool) -> tuple[lis
     out: list[float] = []
     limits = httpx2.Limits(max_connections=conc, max_keepalive_connections=conc)
     async with httpx2.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+
         async def one() -> None:
             t0 = time.perf_counter()
             if stream:
                 async with client.stream("POST", "/v1/messages", json=body) as r:
                     chunks = r.aiter_raw()
                     await chunks.__anext__()
-                    out.append(time.perf_counter() - t0)   # first byte
+                    out.append(time.perf_counter() - t0)  # first byte
                     async for _ in chunks:
                         pass
             else:

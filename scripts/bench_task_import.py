@@ -10,6 +10,7 @@
 
     python scripts/bench_task_import.py [--tasks 50] [--files 2000] [--mb 200] [--calls 10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,16 +23,21 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from _stats import percentile  # noqa: E402
+from _stats import percentile
 
-from benchctl.task_import.pin import content_hash, file_digests, verify  # noqa: E402
-from benchctl.task_import.suite import import_tasks  # noqa: E402
-from benchctl.tasks import load_task  # noqa: E402
+from benchctl.task_import.pin import content_hash, file_digests, verify
+from benchctl.task_import.suite import import_tasks
+from benchctl.tasks import load_task
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.email=b@example.org", "-c", "user.name=b", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.email=b@example.org", "-c", "user.name=b", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def harbor_task(root: Path, i: int, files: int = 16) -> None:
@@ -45,7 +51,8 @@ def harbor_task(root: Path, i: int, files: int = 16) -> None:
         (root / "environment" / f"f{k}.txt").write_text(f"{i} {k}\n" * 200)
     (root / "tests" / "test.sh").write_text(
         f'#!/bin/bash\nmkdir -p /logs/verifier\n[ "$(cat /app/out.txt 2>/dev/null)" = "{i}" ] && r=1 || r=0\n'
-        'echo $r > /logs/verifier/reward.txt\n')
+        "echo $r > /logs/verifier/reward.txt\n"
+    )
     (root / "solution" / "solve.sh").write_text(f"#!/bin/bash\necho {i} > /app/out.txt\n")
 
 
@@ -66,8 +73,10 @@ def bench_import(tmp: Path, n: int) -> list[tuple[str, str]]:
     second = time.perf_counter() - t0
     assert {r.status for r in again.results} == {"unchanged"}
     files = sum(len(r.pin.files) for r in res.results)
-    return [(f"import {n} Harbor tasks at a ref ({files} files)", f"{first:.2f} s ({first / n * 1000:.0f} ms/task)"),
-            ("re-import, nothing changed", f"{second:.2f} s")]
+    return [
+        (f"import {n} Harbor tasks at a ref ({files} files)", f"{first:.2f} s ({first / n * 1000:.0f} ms/task)"),
+        ("re-import, nothing changed", f"{second:.2f} s"),
+    ]
 
 
 def bench_pin(tmp: Path, files: int, mb: int) -> list[tuple[str, str]]:
@@ -79,6 +88,7 @@ def bench_pin(tmp: Path, files: int, mb: int) -> list[tuple[str, str]]:
         (d / f"f{k}.bin").write_bytes(os.urandom(per))
     digests = file_digests(data)
     from benchctl.task_import.pin import Pin
+
     pin = Pin(format="harbor", source="bench", content_hash=content_hash(digests), files=digests)
     times = []
     for _ in range(3):
@@ -93,14 +103,16 @@ def bench_tests_tool(tmp: Path, calls: int) -> list[tuple[str, str]]:
     from benchctl.task_import.images import probe
     from benchctl.task_import.open_book import TaskTestsTool, load_config
     from benchctl.transcript import TranscriptWriter
+
     src = tmp / "one"
     harbor_task(src, 7, files=2)
     res = import_tasks("harbor", str(src), tmp / "one-audit", build_images=True)
     task = load_task(res.results[0].task_dir)
     cfg = load_config(task.task_file)
     assert cfg is not None
-    tool = TaskTestsTool(cfg, task.data_dir, "bench-task-tests", probe(cfg.image).workdir, docker_sandbox,
-                         TranscriptWriter(None))
+    tool = TaskTestsTool(
+        cfg, task.data_dir, "bench-task-tests", probe(cfg.image).workdir, docker_sandbox, TranscriptWriter(None)
+    )
     times = []
     try:
         for k in range(calls):
@@ -112,10 +124,15 @@ def bench_tests_tool(tmp: Path, calls: int) -> list[tuple[str, str]]:
         from contextlib import closing
 
         from benchctl.sandbox.docker_client import docker_client
+
         with closing(docker_client()) as client:
             client.images.remove(cfg.image)
-    return [(f"run_task_tests call (median / p90 of {calls})",
-             f"{percentile(times, 50):.2f} s / {percentile(times, 90):.2f} s")]
+    return [
+        (
+            f"run_task_tests call (median / p90 of {calls})",
+            f"{percentile(times, 50):.2f} s / {percentile(times, 90):.2f} s",
+        )
+    ]
 
 
 def main() -> None:

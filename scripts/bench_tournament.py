@@ -16,6 +16,7 @@ child's user + system CPU time: on a shared machine it moves less than the wall 
     python scripts/bench_tournament.py --sizes 50x500 --rounds 1000
     python scripts/bench_tournament.py --rate-command 50x500 [--keep DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,11 +33,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from benchctl import jsonio  # noqa: E402
-from benchctl.tournament.bootstrap import bootstrap  # noqa: E402
-from benchctl.tournament.bradley_terry import default_prior_weight, fit_batch  # noqa: E402
-from benchctl.tournament.matches import EnvArrays, env_matches  # noqa: E402
-from benchctl.tournament.ratings import compute_ratings  # noqa: E402
+from benchctl import jsonio
+from benchctl.tournament.bootstrap import bootstrap
+from benchctl.tournament.bradley_terry import default_prior_weight, fit_batch
+from benchctl.tournament.matches import EnvArrays, env_matches
+from benchctl.tournament.ratings import compute_ratings
 
 
 def synthetic(n_aud: int, n_env: int, seed: int = 0) -> tuple[list[dict], dict[str, str]]:
@@ -53,9 +54,14 @@ def synthetic(n_aud: int, n_env: int, seed: int = 0) -> tuple[list[dict], dict[s
         n_iss = int(rng.integers(5, 16))
         found = rng.random((n_iss, n_aud)) < p_find[None, :]
         sup = rng.random((n_iss, n_aud)) < 0.9
-        issues = [{"id": f"I{i + 1}", "importance": str(imps[rng.integers(0, 3)]),
-                   "found_by": {runs[k]: {"supported": bool(sup[i, k])} for k in np.flatnonzero(found[i])}}
-                  for i in range(n_iss)]
+        issues = [
+            {
+                "id": f"I{i + 1}",
+                "importance": str(imps[rng.integers(0, 3)]),
+                "found_by": {runs[k]: {"supported": bool(sup[i, k])} for k in np.flatnonzero(found[i])},
+            }
+            for i in range(n_iss)
+        ]
         canons.append({"env": f"env{e:04d}", "status": "ok", "runs": {r: {} for r in runs}, "issues": issues})
     return canons, auditor_of
 
@@ -66,12 +72,12 @@ def bench(n_aud: int, n_env: int, rounds: int, full_pipeline: bool) -> dict[str,
     index = {a: k for k, a in enumerate(names)}
 
     t0 = time.perf_counter()
-    envs = [EnvArrays(c, auditor_of, index) for c in canons]       # the matrix path used for fitting
+    envs = [EnvArrays(c, auditor_of, index) for c in canons]  # the matrix path used for fitting
     env_w = np.stack([e.wins for e in envs])
     weights = np.concatenate([e.match_weights for e in envs])
     t_matches = time.perf_counter() - t0
     t0 = time.perf_counter()
-    n_rows = sum(len(env_matches(c, auditor_of)) for c in canons)  # the per-match rows of the tables
+    sum(len(env_matches(c, auditor_of)) for c in canons)  # the per-match rows of the tables
     t_rows = time.perf_counter() - t0
 
     prior = default_prior_weight(weights)
@@ -82,11 +88,19 @@ def bench(n_aud: int, n_env: int, rounds: int, full_pipeline: bool) -> dict[str,
     boot = bootstrap(env_w, full, prior_weight=prior, rounds=rounds, seed=0)
     t_boot = time.perf_counter() - t0
 
-    row: dict[str, float | str] = {"size": f"{n_aud}x{n_env}", "matches": len(weights), "build_s": t_matches,
-                                   "rows_s": t_rows,
-                                   "fit_s": t_fit, "fit_iter": full.iterations, "boot_s": t_boot,
-                                   "fit+boot_s": t_fit + t_boot, "ci_width": float(np.mean(boot.hi - boot.lo)),
-                                   "pipeline_s": float("nan"), "json_mb": float("nan")}
+    row: dict[str, float | str] = {
+        "size": f"{n_aud}x{n_env}",
+        "matches": len(weights),
+        "build_s": t_matches,
+        "rows_s": t_rows,
+        "fit_s": t_fit,
+        "fit_iter": full.iterations,
+        "boot_s": t_boot,
+        "fit+boot_s": t_fit + t_boot,
+        "ci_width": float(np.mean(boot.hi - boot.lo)),
+        "pipeline_s": float("nan"),
+        "json_mb": float("nan"),
+    }
     if full_pipeline:
         t0 = time.perf_counter()
         ratings = compute_ratings(canons, auditor_of, rounds=rounds)
@@ -98,12 +112,30 @@ def bench(n_aud: int, n_env: int, rounds: int, full_pipeline: bool) -> dict[str,
 def write_results(root: Path, canons: list[dict], auditor_of: dict[str, str]) -> None:
     """A results directory as `benchctl run` + the tournament judge leave it (plain writes: throwaway)."""
     from benchctl.tournament.canonical import canonical_path
+
     for c in canons:
         for r in c["runs"]:
-            c["runs"][r] = {"task": c["env"], "harness": "react", "model": auditor_of[r], "budget": "10m",
-                            "variant": None, "seed": 0, "source": "issues.json", "n_issues": 1}
-            meta = {"schema": 1, "run_id": r, "status": "completed", "task": c["env"], "harness": "react",
-                    "model": auditor_of[r], "budget": "10m", "seed": 0, "cost_usd": 0.25}
+            c["runs"][r] = {
+                "task": c["env"],
+                "harness": "react",
+                "model": auditor_of[r],
+                "budget": "10m",
+                "variant": None,
+                "seed": 0,
+                "source": "issues.json",
+                "n_issues": 1,
+            }
+            meta = {
+                "schema": 1,
+                "run_id": r,
+                "status": "completed",
+                "task": c["env"],
+                "harness": "react",
+                "model": auditor_of[r],
+                "budget": "10m",
+                "seed": 0,
+                "cost_usd": 0.25,
+            }
             d = root / "runs" / r
             d.mkdir(parents=True)
             (d / "meta.json").write_bytes(jsonio.dumps(meta))
@@ -121,14 +153,20 @@ def bench_rate_command(size: str, rounds: int, keep: str | None) -> None:
     try:
         t0 = time.perf_counter()
         write_results(root, canons, auditor_of)
-        print(f"results dir for {size}: {len(auditor_of):,} runs, {len(canons)} canonical lists "
-              f"(written in {time.perf_counter() - t0:.1f} s) at {root}")
+        print(
+            f"results dir for {size}: {len(auditor_of):,} runs, {len(canons)} canonical lists "
+            f"(written in {time.perf_counter() - t0:.1f} s) at {root}"
+        )
         env = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")}
         print(f"{'pass':>32} {'wall_s':>8} {'cpu_s':>7} {'exit':>5}")
         for label in ("first (every grade file new)", "second (grade files unchanged)"):
             t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-            p = subprocess.run([sys.executable, "-m", "benchctl.tournament", "rate", str(root), "--rounds", str(rounds)],
-                               env=env, capture_output=True, text=True)
+            p = subprocess.run(
+                [sys.executable, "-m", "benchctl.tournament", "rate", str(root), "--rounds", str(rounds)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
             print(f"{label:>32} {wall:>8.2f} {cpu:>7.2f} {p.returncode:>5}", flush=True)
@@ -145,24 +183,41 @@ def main() -> None:
     ap.add_argument("--sizes", default="5x20,10x50,20x200,50x500", help="comma-separated AUDITORSxENVS")
     ap.add_argument("--rounds", type=int, default=1000)
     ap.add_argument("--no-pipeline", action="store_true", help="skip the whole compute_ratings timing")
-    ap.add_argument("--rate-command", metavar="AxE", help="time the whole `python -m benchctl.tournament rate` "
-                    "command on a results directory of this size instead")
+    ap.add_argument(
+        "--rate-command",
+        metavar="AxE",
+        help="time the whole `python -m benchctl.tournament rate` command on a results directory of this size instead",
+    )
     ap.add_argument("--keep", metavar="DIR", help="with --rate-command: build the results directory here and keep it")
     args = ap.parse_args()
     if args.rate_command:
         bench_rate_command(args.rate_command, args.rounds, args.keep)
         return
-    cols = ["size", "matches", "build_s", "rows_s", "fit_s", "fit_iter", "boot_s", "fit+boot_s", "ci_width", "pipeline_s", "json_mb"]
+    cols = [
+        "size",
+        "matches",
+        "build_s",
+        "rows_s",
+        "fit_s",
+        "fit_iter",
+        "boot_s",
+        "fit+boot_s",
+        "ci_width",
+        "pipeline_s",
+        "json_mb",
+    ]
     print(f"bootstrap rounds: {args.rounds}; cores: {os.cpu_count()}; numpy {np.__version__}")
     print(" ".join(f"{c:>11}" for c in cols))
     for size in args.sizes.split(","):
         a, e = (int(x) for x in size.lower().split("x"))
         row = bench(a, e, args.rounds, not args.no_pipeline)
         print(" ".join(f"{row[c]:>11.3f}" if isinstance(row[c], float) else f"{row[c]:>11}" for c in cols), flush=True)
-    print("build_s: match matrices from canonical lists (numpy, the fitting path); rows_s: per-match table rows "
-          "(Python;\nonly built up to ratings.MAX_TABLE_MATCHES); fit_s: full Bradley-Terry fit; boot_s: all bootstrap "
-          "rounds;\nci_width: mean 95 % interval width (Elo); pipeline_s: compute_ratings end to end; json_mb: size "
-          "of ratings.json")
+    print(
+        "build_s: match matrices from canonical lists (numpy, the fitting path); rows_s: per-match table rows "
+        "(Python;\nonly built up to ratings.MAX_TABLE_MATCHES); fit_s: full Bradley-Terry fit; boot_s: all bootstrap "
+        "rounds;\nci_width: mean 95 % interval width (Elo); pipeline_s: compute_ratings end to end; json_mb: size "
+        "of ratings.json"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ starts the real `benchctl view RESULTS --port 0`, opens PATH in headless Chromiu
     python scripts/view_screenshot.py results/demo docs/view-run.png            # the first run's page
     python scripts/view_screenshot.py results/demo out.png --path '/run/<id>/artifacts'
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,13 +25,17 @@ def main() -> None:
     ap.add_argument("--height", type=int, default=1100)
     args = ap.parse_args()
     path = args.path or f"/run/{sorted(p.name for p in (args.results / 'runs').iterdir())[0]}"
-    proc = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "view", str(args.results),
-                             "--port", "0"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from benchctl.cli import app; app()", "view", str(args.results), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         m = re.search(r"(http://127\.0\.0\.1:\d+)/", proc.stdout.readline() if proc.stdout else "")
         if not m:
             sys.exit("benchctl view did not print its address")
         from playwright.sync_api import sync_playwright
+
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": args.width, "height": args.height})

@@ -1,4 +1,5 @@
 """Helpers for the run tests: a task dir + a scripted model, and reading a run back."""
+
 from __future__ import annotations
 
 import json
@@ -15,16 +16,22 @@ from benchctl.sandbox.docker_client import docker_client
 REPO = Path(__file__).resolve().parents[1]
 BENCHCTL = [sys.executable, "-c", "from benchctl.cli import app; app()"]
 
-BASE_TASK = '''name = "{name}"
+BASE_TASK = """name = "{name}"
 instructions = "Investigate /data and write /work/report.md."
 data = "data"
 artifacts = ["report.md"]
 tool_timeout = 20
-'''
+"""
 
 
-def make_task(tmp: Path, turns: list[dict[str, Any]], extra: str = "", name: str = "t",
-              data: dict[str, str] | None = None, after_end: str = "stop") -> tuple[Path, str]:
+def make_task(
+    tmp: Path,
+    turns: list[dict[str, Any]],
+    extra: str = "",
+    name: str = "t",
+    data: dict[str, str] | None = None,
+    after_end: str = "stop",
+) -> tuple[Path, str]:
     """A task directory and the `scripted/<abs path>` model id that replays `turns`."""
     task = tmp / name
     (task / "data").mkdir(parents=True, exist_ok=True)
@@ -46,9 +53,19 @@ def tool(name: str, **inp: Any) -> dict[str, Any]:
 
 def run_inprocess(task: Path, model: str, out: Path, budget: str = "1m", **kw: Any) -> int:
     from benchctl.run_setup import execute, resolve_config
-    r = resolve_config(task=task, models=[model], harnesses=kw.pop("harnesses", []), budgets=[budget],
-                       seeds=kw.pop("seeds", 1), out=out, concurrency=kw.pop("concurrency", 1),
-                       fallback=kw.pop("fallback", None), variants=kw.pop("variants", []), sweep=None)
+
+    r = resolve_config(
+        task=task,
+        models=[model],
+        harnesses=kw.pop("harnesses", []),
+        budgets=[budget],
+        seeds=kw.pop("seeds", 1),
+        out=out,
+        concurrency=kw.pop("concurrency", 1),
+        fallback=kw.pop("fallback", None),
+        variants=kw.pop("variants", []),
+        sweep=None,
+    )
     return execute(r, progress_mode="quiet")
 
 
@@ -62,8 +79,14 @@ def only_run(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]], Path]:
 
 
 def cli(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BENCHCTL, *args], cwd=kw.pop("cwd", REPO), capture_output=True, text=True,
-                          timeout=kw.pop("timeout", 300), **kw)
+    return subprocess.run(
+        [*BENCHCTL, *args],
+        cwd=kw.pop("cwd", REPO),
+        capture_output=True,
+        text=True,
+        timeout=kw.pop("timeout", 300),
+        **kw,
+    )
 
 
 def containers_with_label(key: str, value: str | None = None) -> list[Any]:
@@ -71,5 +94,7 @@ def containers_with_label(key: str, value: str | None = None) -> list[Any]:
         flt = f"{key}={value}" if value else key
         # The low-level list call returns labels without a second inspect per container, so a
         # container removed meanwhile (by this test or another process) cannot raise NotFound.
-        return [SimpleNamespace(id=c["Id"], labels=c.get("Labels") or {})
-                for c in client.api.containers(all=True, filters={"label": flt})]
+        return [
+            SimpleNamespace(id=c["Id"], labels=c.get("Labels") or {})
+            for c in client.api.containers(all=True, filters={"label": flt})
+        ]

@@ -7,6 +7,7 @@ told where the browser is (no browser download). Mark tests `@pytest.mark.browse
 collects; `screenshot(page, name)` saves a PNG under $BENCHCTL_TEST_ARTIFACTS (default
 /tmp/benchctl-test-artifacts) so a failing CI run leaves something to look at.
 """
+
 from __future__ import annotations
 
 import os

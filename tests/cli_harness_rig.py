@@ -5,6 +5,7 @@ holding a fake "real" key from the host environment) ← real DockerSandbox (net
 binaries mounted read-only) ← the harness under test, driven through HarnessContext exactly as
 the runner does. One container per test.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,10 +14,11 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -33,13 +35,16 @@ from harnesses.cli_harness import CliHarness
 REAL_KEY = "sk-test-REALKEY-do-not-leak-0123456789"
 FAST_RETRY = RetryPolicy(max_attempts=2, initial_wait=0.01, max_wait=0.1, jitter=0.0)
 TIME_TEXT = "[benchctl] Time remaining:"
-MAIN_POLICIES = RunPolicies(early_exit=EarlyExitPolicy(fraction=0.75, max_reprompts=1),
-                            length=LengthPolicy(file="report.md", max_words=5))
+MAIN_POLICIES = RunPolicies(
+    early_exit=EarlyExitPolicy(fraction=0.75, max_reprompts=1), length=LengthPolicy(file="report.md", max_words=5)
+)
 NO_POLICIES = RunPolicies(early_exit=None, length=None)
 
 # Runs inside the sandbox: proves there is no network and shows the environment.
-PROBE = ("python3 -c \"import socket\ntry:\n socket.create_connection(('1.1.1.1', 80), timeout=3)\n print('NET-OK')\n"
-         "except OSError as e:\n print('NET-FAIL', e)\"; env")
+PROBE = (
+    "python3 -c \"import socket\ntry:\n socket.create_connection(('1.1.1.1', 80), timeout=3)\n print('NET-OK')\n"
+    "except OSError as e:\n print('NET-FAIL', e)\"; env"
+)
 
 
 @dataclass
@@ -62,9 +67,10 @@ class Rig:
 def need_binary(harness: CliHarness) -> None:
     """Skip without the CLI binary on a developer machine; fail in CI (which installs the extras)."""
     try:
-        harness.binary
+        _ = harness.binary  # the property raises when the binary is missing
     except Exception as e:
         import os
+
         if os.environ.get("BENCHCTL_REQUIRE_DOCKER") == "1":
             pytest.fail(f"BENCHCTL_REQUIRE_DOCKER=1 but {e}", pytrace=False)
         pytest.skip(str(e))
@@ -81,7 +87,7 @@ class CloseHoldingRelay:
         self.gateway_socket = gateway_socket
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(str(path))
-        os.chmod(path, 0o666)          # the agent in the sandbox runs as another uid
+        os.chmod(path, 0o666)  # the agent in the sandbox runs as another uid
         self.listener.listen(64)
         self.listener.settimeout(0.05)  # so the accept loop sees `closing`
         self.closing = threading.Event()
@@ -106,13 +112,13 @@ class CloseHoldingRelay:
             while data := client.recv(65536):
                 gateway.sendall(data)
         except OSError:
-            pass            # the client's end, or the relay closed it: nothing is passed on
+            pass  # the client's end, or the relay closed it: nothing is passed on
 
     @staticmethod
     def _back(gateway: socket.socket, client: socket.socket) -> None:
         try:
             while data := gateway.recv(65536):
-                client.sendall(data)       # fails once the client is gone
+                client.sendall(data)  # fails once the client is gone
         except OSError:
             pass
         finally:
@@ -125,10 +131,19 @@ class CloseHoldingRelay:
 
 
 @contextmanager
-def cli_rig(harness: Any, monkeypatch: pytest.MonkeyPatch, image: str, *, model: str,
-            by_model: dict[str, Any], fallback: str | None = None, budget_s: float = 120,
-            policies: RunPolicies = MAIN_POLICIES, instructions: str = "Investigate and write /work/report.md.",
-            hold_client_close: bool = False) -> Iterator[Rig]:
+def cli_rig(
+    harness: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    image: str,
+    *,
+    model: str,
+    by_model: dict[str, Any],
+    fallback: str | None = None,
+    budget_s: float = 120,
+    policies: RunPolicies = MAIN_POLICIES,
+    instructions: str = "Investigate and write /work/report.md.",
+    hold_client_close: bool = False,
+) -> Iterator[Rig]:
     """Any harness fits (ReAct too: its SDK clients reach the same gateway); a CLI needs its binary.
     hold_client_close: the sandbox reaches the gateway through a CloseHoldingRelay."""
     if isinstance(harness, CliHarness):
@@ -146,16 +161,26 @@ def cli_rig(harness: Any, monkeypatch: pytest.MonkeyPatch, image: str, *, model:
     transcript = TranscriptWriter(run_dir / "transcript.jsonl")
     # With a relay, the gateway listens beside the mounted directory and the relay takes its name in it.
     gw_socket = base / "gateway.sock" if hold_client_close else gw_dir / "gateway.sock"
-    gw = Gateway(GatewayConfig(model=model, fallback=fallback, socket_path=gw_socket, retry=FAST_RETRY),
-                 transcript).start()
+    gw = Gateway(
+        GatewayConfig(model=model, fallback=fallback, socket_path=gw_socket, retry=FAST_RETRY), transcript
+    ).start()
     relay = CloseHoldingRelay(gw_dir / "gateway.sock", gw_socket) if hold_client_close else None
-    sandbox = DockerSandbox(SandboxSpec(image=image, run_id="cli-test", gateway_dir=gw_dir,
-                                        extra_mounts=harness.mounts()))
+    sandbox = DockerSandbox(
+        SandboxSpec(image=image, run_id="cli-test", gateway_dir=gw_dir, extra_mounts=harness.mounts())
+    )
     try:
         sandbox.start()
-        ctx = HarnessContext(run_id="cli-test", model=model, instructions=instructions, sandbox=sandbox, gateway=gw,
-                             transcript=transcript, budget=Budget(time.time(), budget_s), policies=policies,
-                             run_dir=run_dir)
+        ctx = HarnessContext(
+            run_id="cli-test",
+            model=model,
+            instructions=instructions,
+            sandbox=sandbox,
+            gateway=gw,
+            transcript=transcript,
+            budget=Budget(time.time(), budget_s),
+            policies=policies,
+            run_dir=run_dir,
+        )
         yield Rig(ctx, up, gw, sandbox, run_dir)
     finally:
         sandbox.stop()
@@ -167,8 +192,9 @@ def cli_rig(harness: Any, monkeypatch: pytest.MonkeyPatch, image: str, *, model:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def assert_absent_from_sandbox(sandbox: DockerSandbox, needle: str,
-                               skip_dirs: tuple[str, ...] = ("proc", "sys", "dev", "usr")) -> None:
+def assert_absent_from_sandbox(
+    sandbox: DockerSandbox, needle: str, skip_dirs: tuple[str, ...] = ("proc", "sys", "dev", "usr")
+) -> None:
     """`needle` is in no process environment and no file of the sandbox (outside `skip_dirs`)."""
     procs = sandbox.exec("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'", timeout=30)
     assert needle not in procs.stdout
@@ -243,6 +269,8 @@ def codex_notice_next_to(body: dict[str, Any], call_id: str) -> bool:
     items = body.get("input") or []
     for i, item in enumerate(items):
         if item.get("type") in ("function_call_output", "custom_tool_call_output") and item.get("call_id") == call_id:
-            return any(n.get("type") == "message" and n.get("role") == "developer" and contains(n, TIME_TEXT)
-                       for n in items[max(0, i - 1):i + 2])
+            return any(
+                n.get("type") == "message" and n.get("role") == "developer" and contains(n, TIME_TEXT)
+                for n in items[max(0, i - 1) : i + 2]
+            )
     return False

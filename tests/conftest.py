@@ -7,11 +7,13 @@ Browser tests (`@pytest.mark.browser`, fixtures in tests/browser_rig.py) follow 
 with BENCHCTL_REQUIRE_BROWSER=1 and Debian's `chromium`, and Ray cluster tests (`@pytest.mark.ray`:
 root, unshare, ray) with BENCHCTL_REQUIRE_RAY=1.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import closing
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,9 +21,14 @@ from benchctl.images import DEFAULT_TAG as SANDBOX_IMAGE  # $BENCHCTL_IMAGE or b
 from benchctl.preflight import check_image
 from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, docker_client
 
+# The processes tests start (the CLI, fake upstreams, Ray nodes) import this checkout's code too, not
+# whichever checkout an editable install points at (pyproject's pythonpath covers this process).
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ["PYTHONPATH"] = os.pathsep.join([REPO, *filter(None, [os.environ.get("PYTHONPATH")])])
+
 
 def _docker_problem() -> str | None:
-    return check_image(SANDBOX_IMAGE)      # the check `benchctl run` makes before any run
+    return check_image(SANDBOX_IMAGE)  # the check `benchctl run` makes before any run
 
 
 _PROBLEM: list[str | None] = []
@@ -29,6 +36,7 @@ _PROBLEM: list[str | None] = []
 
 def _browser_problem() -> str | None:
     import shutil
+
     if shutil.which("chromium") is None:
         return "chromium not on PATH (apt-get install chromium; scripts/test.sh does it)"
     try:
@@ -40,6 +48,7 @@ def _browser_problem() -> str | None:
 
 def _ray_problem() -> str | None:
     import shutil
+
     try:
         import ray  # noqa: F401
     except ImportError:

@@ -1,10 +1,12 @@
 """Shared helpers for the gateway tests: a fake upstream wired to the gateway through the
 vendors' base-URL variables, a gateway with fast retries, and transcript reading."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -16,8 +18,12 @@ from benchctl.transcript import TranscriptWriter
 REAL_KEY = "sk-real-SECRET-key-0123456789abcdef"
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_wait=0.01, max_wait=0.5, jitter=0.01)
 
-TOOL_TURN = {"text": "Let me look.", "tool_calls": [{"name": "bash", "input": {"command": "ls /data"}}],
-             "chunks": 4, "usage": {"input_tokens": 120, "output_tokens": 30}}
+TOOL_TURN = {
+    "text": "Let me look.",
+    "tool_calls": [{"name": "bash", "input": {"command": "ls /data"}}],
+    "chunks": 4,
+    "usage": {"input_tokens": 120, "output_tokens": 30},
+}
 
 
 def point_env_at(monkeypatch: pytest.MonkeyPatch, up: FakeUpstreamServer) -> None:
@@ -37,9 +43,16 @@ def events(path: Path, type: str | None = None) -> list[dict[str, Any]]:
 class Rig:
     """A fake upstream + a started gateway on a unix socket + its transcript."""
 
-    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: Any = None, *,
-                 model: str = "anthropic/claude-haiku-4-5", by_model: dict[str, Any] | None = None,
-                 **config: Any) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        script: Any = None,
+        *,
+        model: str = "anthropic/claude-haiku-4-5",
+        by_model: dict[str, Any] | None = None,
+        **config: Any,
+    ) -> None:
         self.up = FakeUpstreamServer(script or {"turns": [TOOL_TURN, {"text": "Done."}]}, by_model=by_model).start()
         point_env_at(monkeypatch, self.up)
         self.transcript_path = tmp_path / "transcript.jsonl"

@@ -4,6 +4,7 @@ HarnessContext, and fakes each wrong in one way.
 mypy must accept every line here except those marked `# rejected`, and reject each of those; the
 runtime checks of the same test take the same fakes. This file is ill-typed on purpose.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,17 +36,18 @@ def real_stop(stop: RunStop) -> CostStop:
     return stop
 
 
-def real_context(ctx: HarnessContext, gateway: Gateway, tools: TaskTestsTool, budget: TokenBudget,
-                 stop: RunStop) -> None:
+def real_context(
+    ctx: HarnessContext, gateway: Gateway, tools: TaskTestsTool, budget: TokenBudget, stop: RunStop
+) -> None:
     ctx.gateway, ctx.target_tools, ctx.token_budget, ctx.stop = gateway, tools, budget, stop
 
 
 def real_classes_are_known_to_mypy(gateway: Gateway, tools: TargetTools, tool: TaskTestsTool, stop: RunStop) -> None:
     # a class mypy could not find would be Any and pass every check above unseen: each is refused here
-    a: HostTools = gateway  # rejected
-    b: CostStop = tools  # rejected
-    c: HarnessGateway = tool  # rejected
-    d: HostTools = stop  # rejected
+    a: HostTools = gateway  # noqa: F841  # rejected
+    b: CostStop = tools  # noqa: F841  # rejected
+    c: HarnessGateway = tool  # noqa: F841  # rejected
+    d: HostTools = stop  # noqa: F841  # rejected
 
 
 # ---- fakes, each wrong in one way: rejected ----------------------------------------------------
@@ -54,6 +56,7 @@ def real_classes_are_known_to_mypy(gateway: Gateway, tools: TargetTools, tool: T
 class GatewayWithWrongTypes:
     """Every member is there (isinstance passes), but `summary` answers a list and `set_deadline`
     takes no time."""
+
     socket_path: Path | None = None
     url: str | None = None
 
@@ -78,6 +81,7 @@ class GatewayWithWrongTypes:
 
 class GatewayWithoutRefused:
     """No `refused`: the hook host could not count a forged hook."""
+
     socket_path: Path | None = None
     url: str | None = None
 
@@ -99,6 +103,7 @@ class GatewayWithoutRefused:
 
 class GatewayThatCannotSettle:
     """`settle` takes no timeout: a CLI harness could wait on a stuck call forever."""
+
     socket_path: Path | None = None
     url: str | None = None
 
@@ -123,6 +128,7 @@ class GatewayThatCannotSettle:
 
 class ToolsWithoutTimeout:
     """`call` takes no timeout, so ReAct could not bound a tool call by the time left."""
+
     names = ("probe",)
 
     def specs(self) -> list[dict[str, Any]]:
@@ -134,6 +140,7 @@ class ToolsWithoutTimeout:
 
 class StopWithFlags:
     """`settled` a flag instead of a method, `reason` a number."""
+
     reason: int = 0
     info: dict[str, Any] = {}
     settled = False

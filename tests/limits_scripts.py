@@ -2,6 +2,7 @@
 (`py:tests.limits_scripts:<name>`): investigators that answer by how far their own run's
 conversation has got (so many runs sharing one fake upstream each get the same three turns),
 a priced answer for a standalone gateway, and a priced judge for `benchctl grade --max-cost`."""
+
 from __future__ import annotations
 
 import threading
@@ -23,17 +24,21 @@ def _tool(name: str, **inp: Any) -> dict[str, Any]:
 
 def three_calls(req: ScriptRequest) -> dict[str, Any]:
     """look (bash), write the report, submit; each call $0.10, answered after 0.4 s."""
-    turns = [_tool("bash", command="grep -c ERROR /data/app.log"),
-             _tool("create", path="report.md", file_text="# Report\nERROR disk full on db-1\n"),
-             _tool("submit")]
+    turns = [
+        _tool("bash", command="grep -c ERROR /data/app.log"),
+        _tool("create", path="report.md", file_text="# Report\nERROR disk full on db-1\n"),
+        _tool("submit"),
+    ]
     return {**turns[min(_turn(req), 2)], "usage": PRICED, "delay": 0.4}
 
 
 def slow_look(req: ScriptRequest) -> dict[str, Any]:
     """sleep 2 s in a tool (time for a test to inject a fault), write the report, submit."""
-    turns = [_tool("bash", command="sleep 2; echo looked"),
-             _tool("create", path="report.md", file_text="# Report\n"),
-             _tool("submit")]
+    turns = [
+        _tool("bash", command="sleep 2; echo looked"),
+        _tool("create", path="report.md", file_text="# Report\n"),
+        _tool("submit"),
+    ]
     return {**turns[min(_turn(req), 2)], "usage": {"input_tokens": 100, "output_tokens": 10}}
 
 
@@ -50,6 +55,7 @@ F6_GATE: list[threading.Event] = []
 def priced_judge(req: ScriptRequest) -> dict[str, Any]:
     """The fake judge (benchctl.grading.fake_judge) at $0.10 a call."""
     from benchctl.grading.fake_judge import judge
+
     if F6_GATE and any("- id F6:" in str(m.get("text", "")) for m in req.messages if m.get("role") == "user"):
         F6_GATE[0].wait(60)
     return {**judge(req), "usage": PRICED}

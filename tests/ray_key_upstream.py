@@ -4,6 +4,7 @@ test can check that the driver's key reached the node's gateway — and nothing 
 
     python tests/ray_key_upstream.py SCRIPT PORT KEYS_OUT
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from benchctl.testing import FakeUpstreamServer
 if __name__ == "__main__":
     script, port, keys_out = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     with FakeUpstreamServer(json.loads(Path(script).read_text()), port=port) as up:
-        while True:      # the rig kills this process when the test ends
+        while True:  # the rig kills this process when the test ends
             keys = sorted({r.headers.get("x-api-key", "") for r in up.generation_requests()})
             keys_out.write_text(json.dumps(keys))
             time.sleep(0.2)

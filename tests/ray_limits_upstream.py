@@ -4,6 +4,7 @@ and how many it got. The rig kills this process when the test ends.
 
     python -m tests.ray_limits_upstream SCRIPT PORT STATS_OUT    (from the repo root; SCRIPT: a file or py:module:function)
 """
+
 from __future__ import annotations
 
 import json

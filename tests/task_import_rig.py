@@ -14,6 +14,7 @@ Scripted auditors (`scripted/py:tests.task_import_rig:<name>`):
   the files, and reports what it could show;
 - `static_auditor` reads the instruction and reports one low issue.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,7 +28,7 @@ INPUT = "benchctl\n"
 ANSWER = hashlib.sha256(INPUT.encode()).hexdigest()
 
 SHIPPED_ANSWER = {
-    "task.toml": '''version = "1.0"
+    "task.toml": """version = "1.0"
 
 [task]
 name = "benchctl-tests/shipped-answer"
@@ -45,12 +46,12 @@ timeout_sec = 120.0
 
 [environment]
 build_timeout_sec = 300.0
-''',
+""",
     "instruction.md": "Compute the SHA-256 of /app/input.txt and write the hex digest to /app/answer.txt.\n",
     "environment/Dockerfile": "FROM benchctl-sandbox:latest\nUSER root\nRUN rm -f /usr/bin/tini\nWORKDIR /app\nCOPY . /app/\n",
     "environment/input.txt": INPUT,
     "environment/expected_answer.txt": ANSWER + "\n",
-    "tests/test.sh": '''#!/bin/bash
+    "tests/test.sh": """#!/bin/bash
 # compare the agent's answer with the expected one
 mkdir -p /logs/verifier
 if [ "$(cat /app/answer.txt 2>/dev/null)" = "$(cat "$EXPECTED_FILE")" ]; then
@@ -58,7 +59,7 @@ if [ "$(cat /app/answer.txt 2>/dev/null)" = "$(cat "$EXPECTED_FILE")" ]; then
 else
   echo 0 > /logs/verifier/reward.txt
 fi
-''',
+""",
     "solution/solve.sh": "#!/bin/bash\nsha256sum /app/input.txt | cut -d' ' -f1 > /app/answer.txt\n",
 }
 
@@ -67,9 +68,9 @@ WORD_COUNT = {
     "instruction.md": "Count the words in /app/text.txt and write the number to /app/count.txt.\n",
     "environment/Dockerfile": "FROM benchctl-sandbox:latest\nUSER root\nWORKDIR /app\nCOPY text.txt /app/text.txt\n",
     "environment/text.txt": "one two three four five\n",
-    "tests/test.sh": '#!/bin/bash\nmkdir -p /logs/verifier\n'
-                     'if [ "$(cat /app/count.txt)" = "$(cat /tests/expected.txt)" ]; then r=1; else r=0; fi\n'
-                     'echo "{\\"reward\\": $r}" > /logs/verifier/reward.json\n',
+    "tests/test.sh": "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    'if [ "$(cat /app/count.txt)" = "$(cat /tests/expected.txt)" ]; then r=1; else r=0; fi\n'
+    'echo "{\\"reward\\": $r}" > /logs/verifier/reward.json\n',
     "tests/expected.txt": "5\n",
     "solution/solve.sh": "#!/bin/bash\nwc -w < /app/text.txt > /app/count.txt\n",
 }
@@ -90,8 +91,10 @@ def arith():
                                                      metadata=["level"])),
                 solver=generate(), scorer=includes())
 '''
-ARITH_JSONL = ('{"qid": "q1", "question": "What is 1+1?", "answer": "2", "level": 1, "note": "x"}\n'
-               '{"qid": "q2", "question": "What is 10+5?", "answer": "15", "level": 2}\n')
+ARITH_JSONL = (
+    '{"qid": "q1", "question": "What is 1+1?", "answer": "2", "level": 1, "note": "x"}\n'
+    '{"qid": "q2", "question": "What is 10+5?", "answer": "15", "level": 2}\n'
+)
 
 
 def write_files(root: Path, files: dict[str, str]) -> None:
@@ -104,8 +107,13 @@ def write_files(root: Path, files: dict[str, str]) -> None:
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.email=t@example.org", "-c", "user.name=t", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.email=t@example.org", "-c", "user.name=t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def make_repo(root: Path) -> tuple[Path, str]:
@@ -130,12 +138,14 @@ def commit_change(repo: Path, rel: str, text: str) -> str:
 
 # ---------------------------------------------------------------- scripted auditors
 
+
 def _tool(req: Any, name: str) -> str | None:
     return next((t for t in req.tool_names if t == name or t.endswith("__" + name)), None)
 
 
 def _tool_side(req: Any) -> str:
     from benchctl.targets.demo import _tool_side
+
     return _tool_side(req)
 
 
@@ -161,33 +171,61 @@ def open_book_auditor(req: Any) -> dict[str, Any]:
     tests = _tool(req, "run_task_tests")
     harbor = "packaged for the Harbor framework" in req.full_text
     if tests and "run_task_tests #1" not in done:
-        return {"text": "Does the reference solution pass?", "tool_calls": [
-            {"name": tests, "input": {"run_solution": True}}]}
+        return {
+            "text": "Does the reference solution pass?",
+            "tool_calls": [{"name": tests, "input": {"run_solution": True}}],
+        }
     if tests and "run_task_tests #2" not in done:
-        return {"text": "Can the answer key in the image get the reward?", "tool_calls": [
-            {"name": tests, "input": {"setup": "cp /app/expected_answer.txt /app/answer.txt"}}]}
+        return {
+            "text": "Can the answer key in the image get the reward?",
+            "tool_calls": [{"name": tests, "input": {"setup": "cp /app/expected_answer.txt /app/answer.txt"}}],
+        }
     if "== packaging ==" not in done:
-        cat = "echo '== packaging =='; " + ("cat /data/environment/Dockerfile /data/tests/test.sh" if harbor
-                                           else "cat /data/source/*.py")
-        call = {"name": "bash", "input": {"command": cat}} if _tool(req, "bash") else \
-            {"name": "Bash", "input": {"command": cat, "description": "read the packaging"}}
+        cat = "echo '== packaging =='; " + (
+            "cat /data/environment/Dockerfile /data/tests/test.sh" if harbor else "cat /data/source/*.py"
+        )
+        call = (
+            {"name": "bash", "input": {"command": cat}}
+            if _tool(req, "bash")
+            else {"name": "Bash", "input": {"command": cat, "description": "read the packaging"}}
+        )
         return {"text": "Reading the packaging.", "tool_calls": [call]}
     if not _written(done):
-        issues = [{"title": "Instruction does not say how the answer is checked",
-                   "evidence": "/data/instruction.md has no format requirement", "severity": "low"}]
+        issues = [
+            {
+                "title": "Instruction does not say how the answer is checked",
+                "evidence": "/data/instruction.md has no format requirement",
+                "severity": "low",
+            }
+        ]
         if re.search(r"== reward \(/logs/verifier/reward\.txt\) ==\n1\b", done.split("run_task_tests #2", 1)[-1]):
-            issues.insert(0, {"title": "Answer key ships in the agent's image",
-                              "description": "environment/Dockerfile copies expected_answer.txt into /app",
-                              "evidence": "COPY . /app/ in environment/Dockerfile; run_task_tests with setup "
-                                          "`cp /app/expected_answer.txt /app/answer.txt` gave reward 1",
-                              "severity": "high"})
+            issues.insert(
+                0,
+                {
+                    "title": "Answer key ships in the agent's image",
+                    "description": "environment/Dockerfile copies expected_answer.txt into /app",
+                    "evidence": "COPY . /app/ in environment/Dockerfile; run_task_tests with setup "
+                    "`cp /app/expected_answer.txt /app/answer.txt` gave reward 1",
+                    "severity": "high",
+                },
+            )
         if "COPY . /app/" in done:
-            issues.append({"title": "Dockerfile copies the whole build context",
-                           "evidence": "environment/Dockerfile: COPY . /app/", "severity": "medium"})
+            issues.append(
+                {
+                    "title": "Dockerfile copies the whole build context",
+                    "evidence": "environment/Dockerfile: COPY . /app/",
+                    "severity": "medium",
+                }
+            )
         if "scorer=includes()" in done:
-            issues.insert(0, {"title": "Scorer accepts any answer containing the target",
-                              "evidence": "/data/source/arith.py: scorer=includes(); '12' contains target '2'",
-                              "severity": "high"})
+            issues.insert(
+                0,
+                {
+                    "title": "Scorer accepts any answer containing the target",
+                    "evidence": "/data/source/arith.py: scorer=includes(); '12' contains target '2'",
+                    "severity": "high",
+                },
+            )
         return {"text": "Writing the issues.", "tool_calls": [_write(req, issues)]}
     return _finish(req)
 
@@ -195,7 +233,12 @@ def open_book_auditor(req: Any) -> dict[str, Any]:
 def static_auditor(req: Any) -> dict[str, Any]:
     done = _tool_side(req)
     if not _written(done):
-        issues = [{"title": "Instruction does not say how the answer is checked",
-                   "evidence": "/data/instruction.md has no format requirement", "severity": "low"}]
+        issues = [
+            {
+                "title": "Instruction does not say how the answer is checked",
+                "evidence": "/data/instruction.md has no format requirement",
+                "severity": "low",
+            }
+        ]
         return {"text": "Writing the issues.", "tool_calls": [_write(req, issues)]}
     return _finish(req)

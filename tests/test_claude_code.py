@@ -1,5 +1,6 @@
 """The claude-code harness with the real Claude Code CLI, real Docker and the real gateway,
 against a scripted Anthropic upstream (FakeUpstreamServer). Tool names and shapes: CLI_FACTS.md."""
+
 from __future__ import annotations
 
 import threading
@@ -8,23 +9,36 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_harness_rig import (
+    MAIN_POLICIES,
+    NO_POLICIES,
+    PROBE,
+    REAL_KEY,
+    assert_fallback_served,
+    assert_key_never_reached_the_sandbox,
+    claude_notice_next_to,
+    cli_rig,
+    contains,
+    refusing,
+)
 
 from harnesses.claude_code import ClaudeCodeHarness
-from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, assert_fallback_served,
-                             assert_key_never_reached_the_sandbox, claude_notice_next_to, cli_rig, contains,
-                             refusing)
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
 PRIMARY, FALLBACK = "claude-opus-5-5", "claude-opus-4-1"
-LONG_REPORT = "# Report\n\nalpha beta gamma delta epsilon zeta eta\n"     # 9 words, limit 5
+LONG_REPORT = "# Report\n\nalpha beta gamma delta epsilon zeta eta\n"  # 9 words, limit 5
 SHORT_REPORT = "# Report\n\nalpha beta\n"
 # Settings files the agent can write; with them Claude Code would run no hooks in the next phase.
-TAMPER = ("mkdir -p ~/.claude /work/.claude; echo '{\"disableAllHooks\": true}' | "
-          "tee ~/.claude/settings.json /work/.claude/settings.json")
+TAMPER = (
+    "mkdir -p ~/.claude /work/.claude; echo '{\"disableAllHooks\": true}' | "
+    "tee ~/.claude/settings.json /work/.claude/settings.json"
+)
 # Claude Code's Bash tool rejects a standalone `sleep N` at once; a python sleep really runs.
-LONG_COMMAND = {"name": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(300)'", "timeout": 600000,
-                                          "description": "wait"}}
+LONG_COMMAND = {
+    "name": "Bash",
+    "input": {"command": "python3 -c 'import time; time.sleep(300)'", "timeout": 600000, "description": "wait"},
+}
 
 
 def write(content: str) -> dict[str, Any]:
@@ -35,20 +49,25 @@ def bash(command: str) -> dict[str, Any]:
     return {"name": "Bash", "input": {"command": command, "description": "run a command"}}
 
 
-def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = {"turns": [
-        {"text": "Let me look around.", "tool_calls": [bash(PROBE)]},
-        {"tool_calls": [write(LONG_REPORT)]},
-        {"text": "Done."},                                      # too early: reprompted
-        {"tool_calls": [bash("wc -w /work/report.md; " + TAMPER)]},   # ...the run goes on (and tries to cheat)
-        {"text": "Done again."},                                # over the limit: revision request
-        {"tool_calls": [write(SHORT_REPORT)]},
-        {"text": "Final."},
-        {"text": "Follow-up answered."},
-    ]}
+def test_tools_notices_early_exit_revision_followup_and_secrecy(
+    sandbox_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = {
+        "turns": [
+            {"text": "Let me look around.", "tool_calls": [bash(PROBE)]},
+            {"tool_calls": [write(LONG_REPORT)]},
+            {"text": "Done."},  # too early: reprompted
+            {"tool_calls": [bash("wc -w /work/report.md; " + TAMPER)]},  # ...the run goes on (and tries to cheat)
+            {"text": "Done again."},  # over the limit: revision request
+            {"tool_calls": [write(SHORT_REPORT)]},
+            {"text": "Final."},
+            {"text": "Follow-up answered."},
+        ]
+    }
     h = ClaudeCodeHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
-                 policies=MAIN_POLICIES) as rig:
+    with cli_rig(
+        h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script}, policies=MAIN_POLICIES
+    ) as rig:
         result = h.run(rig.ctx)
         assert result.status == "completed", result.error
         assert result.exit_code == 0 and result.session_id
@@ -90,16 +109,23 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         last = rig.bodies()[-1]
         assert contains(last, "Now add one line of summary.") and contains(last, "Let me look around.")
         assert (rig.run_dir / "harness" / "claude-code.2.exit.json").is_file()
-        assert b"disableAllHooks" in rig.sandbox.get_file("/work/.claude/settings.json")   # planted...
-        assert follow.details["hooks"]["stop"] == 4          # ...but it did not switch hooks off
+        assert b"disableAllHooks" in rig.sandbox.get_file("/work/.claude/settings.json")  # planted...
+        assert follow.details["hooks"]["stop"] == 4  # ...but it did not switch hooks off
 
         assert_key_never_reached_the_sandbox(rig)
 
 
 def test_refusal_retry_is_served_by_the_fallback_model(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
     h = ClaudeCodeHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", fallback=f"anthropic/{FALLBACK}",
-                 by_model=refusing(PRIMARY, FALLBACK), policies=NO_POLICIES) as rig:
+    with cli_rig(
+        h,
+        monkeypatch,
+        sandbox_image,
+        model=f"anthropic/{PRIMARY}",
+        fallback=f"anthropic/{FALLBACK}",
+        by_model=refusing(PRIMARY, FALLBACK),
+        policies=NO_POLICIES,
+    ) as rig:
         result = h.run(rig.ctx)
         assert result.status == "completed", result.error
         # Claude Code retried the refused turn once itself; that retry went to the fallback model.
@@ -110,27 +136,36 @@ def test_refusal_retry_is_served_by_the_fallback_model(sandbox_image: str, monke
 
 def test_refusal_without_fallback_is_refused_not_completed(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
     h = ClaudeCodeHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model=refusing(PRIMARY),
-                 policies=NO_POLICIES) as rig:
+    with cli_rig(
+        h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model=refusing(PRIMARY), policies=NO_POLICIES
+    ) as rig:
         result = h.run(rig.ctx)
         assert result.status == "refused"
         assert result.exit_code == 1 and "safeguards" in (result.error or "")
-        assert len(rig.bodies()) == 2                   # the CLI's own single retry, then it gave up
+        assert len(rig.bodies()) == 2  # the CLI's own single retry, then it gave up
         assert result.details["refusals"] == 2 and not rig.events("fallback")
 
 
-def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, monkeypatch: pytest.MonkeyPatch,
-                                                            tmp_path: Path) -> None:
+def test_run_past_its_budget_is_killed_and_its_report_kept(
+    sandbox_image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     script = {"turns": [{"tool_calls": [write(SHORT_REPORT)]}, {"tool_calls": [LONG_COMMAND]}]}
     h = ClaudeCodeHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
-                 budget_s=8, policies=NO_POLICIES) as rig:
+    with cli_rig(
+        h,
+        monkeypatch,
+        sandbox_image,
+        model=f"anthropic/{PRIMARY}",
+        by_model={PRIMARY: script},
+        budget_s=8,
+        policies=NO_POLICIES,
+    ) as rig:
         result = h.run(rig.ctx)
         assert result.status == "timeout" and result.exit_code is None
         exit_info = (rig.run_dir / "harness" / "claude-code.1.exit.json").read_text()
         assert '"timed_out":true' in exit_info.replace(" ", "")
         # Nothing of the run is left running, and the report is still there to collect.
-        long_id = rig.events("tool_call")[1]["id"]        # killed inside the long command, not looping:
+        long_id = rig.events("tool_call")[1]["id"]  # killed inside the long command, not looping:
         assert all(r["t"] >= rig.ctx.budget.deadline for r in rig.events("tool_result") if r["id"] == long_id)
         ps = rig.sandbox.exec("ps -eo args", timeout=10).stdout
         assert "time.sleep(300)" not in ps and "/opt/benchctl/bin/claude" not in ps
@@ -141,13 +176,15 @@ def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, m
 def test_cancel_stops_the_cli_and_is_an_error(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
     script = {"turns": [{"tool_calls": [LONG_COMMAND]}]}
     h = ClaudeCodeHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script},
-                 policies=NO_POLICIES) as rig:
+    with cli_rig(
+        h, monkeypatch, sandbox_image, model=f"anthropic/{PRIMARY}", by_model={PRIMARY: script}, policies=NO_POLICIES
+    ) as rig:
         cancelled_at: list[float] = []
 
-        def cancel() -> None:                               # what SIGINT/SIGTERM does in the runner
+        def cancel() -> None:  # what SIGINT/SIGTERM does in the runner
             cancelled_at.append(time.time())
             rig.ctx.cancel.set()
+
         # Cancel once the long command has started (not after a fixed delay: CLI start-up varies with load).
         timer = threading.Timer(0.5, cancel)
         rig.ctx.transcript.listeners.append(lambda ev: ev["type"] == "tool_call" and timer.start())
@@ -156,6 +193,6 @@ def test_cancel_stops_the_cli_and_is_an_error(sandbox_image: str, monkeypatch: p
         finally:
             timer.cancel()
         assert result.status == "error" and result.error == "cancelled"
-        long_id = rig.events("tool_call")[0]["id"]        # cancelled while the command ran
+        long_id = rig.events("tool_call")[0]["id"]  # cancelled while the command ran
         assert not any(r["id"] == long_id and r["t"] < cancelled_at[0] for r in rig.events("tool_result"))
         assert "time.sleep(300)" not in rig.sandbox.exec("ps -eo args", timeout=10).stdout

@@ -1,40 +1,60 @@
 """The CLI harnesses through the real runner (`benchctl run` in process): registry names, tool
 versions and artifacts in meta.json, follow-ups resuming the CLI session, harness files kept."""
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_harness_rig import need_binary
 
 from benchctl.jsonio import read_json, read_jsonl
-from cli_harness_rig import need_binary
 from harnesses import registry
 from tests._run_helpers import make_task, run_inprocess, runs
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
-EXTRA = '''
+EXTRA = """
 [early_exit]
 enabled = false
 
 [[followups]]
 prompt = "Now add a second line to the report."
-'''
+"""
 
 TURNS = {
     "claude-code": [
-        {"text": "Reading.", "tool_calls": [{"name": "Bash", "input": {"command": "cat /data/app.log", "description": "read"}}]},
-        {"tool_calls": [{"name": "Write", "input": {"file_path": "/work/report.md", "content": "disk full on db-1\n"}}]},
+        {
+            "text": "Reading.",
+            "tool_calls": [{"name": "Bash", "input": {"command": "cat /data/app.log", "description": "read"}}],
+        },
+        {
+            "tool_calls": [
+                {"name": "Write", "input": {"file_path": "/work/report.md", "content": "disk full on db-1\n"}}
+            ]
+        },
         {"text": "Done."},
-        {"tool_calls": [{"name": "Write", "input": {"file_path": "/work/report.md",
-                                                    "content": "disk full on db-1\nsecond line\n"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "Write",
+                    "input": {"file_path": "/work/report.md", "content": "disk full on db-1\nsecond line\n"},
+                }
+            ]
+        },
         {"text": "Follow-up done."},
     ],
     "codex": [
         {"text": "Reading.", "tool_calls": [{"name": "exec_command", "input": {"cmd": "cat /data/app.log"}}]},
-        {"tool_calls": [{"name": "apply_patch",
-                         "input": "*** Begin Patch\n*** Add File: report.md\n+disk full on db-1\n*** End Patch\n"}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "apply_patch",
+                    "input": "*** Begin Patch\n*** Add File: report.md\n+disk full on db-1\n*** End Patch\n",
+                }
+            ]
+        },
         {"text": "Done."},
         {"tool_calls": [{"name": "exec_command", "input": {"cmd": "echo 'second line' >> /work/report.md"}}]},
         {"text": "Follow-up done."},

@@ -1,12 +1,14 @@
 """The claude-code adapter without Docker: command line, environment, stream parsing and the
 outcome rules, driven through the Sandbox seam by a fake sandbox that replays CLI output
 (shapes recorded from Claude Code 2.1.332, trimmed)."""
+
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -20,29 +22,112 @@ from harnesses.claude_code import settings as cc
 
 SID = "f12c2d85-f986-4cab-9b3d-b7b88024f9aa"
 OK_STREAM = [
-    {"type": "system", "subtype": "init", "session_id": SID, "tools": ["Bash", "Write"], "model": "m",
-     "permissionMode": "bypassPermissions", "claude_code_version": "2.1.332", "apiKeySource": "ANTHROPIC_API_KEY"},
-    {"type": "assistant", "message": {"id": "msg_1", "role": "assistant", "model": "m",
-                                      "content": [{"type": "text", "text": "Let me look."}]}, "session_id": SID},
-    {"type": "assistant", "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls", "description": "list"}}]},
-     "session_id": SID},
-    {"type": "user", "message": {"role": "user", "content": [
-        {"tool_use_id": "toolu_1", "type": "tool_result", "content": "a.txt\nb.txt", "is_error": False}]},
-     "session_id": SID, "tool_use_result": {"stdout": "a.txt\nb.txt", "stderr": "", "interrupted": False}},
-    {"type": "system", "subtype": "hook_started", "hook_id": "h1", "hook_name": "Stop", "hook_event": "Stop", "session_id": SID},
-    {"type": "system", "subtype": "hook_response", "hook_id": "h1", "hook_name": "Stop", "hook_event": "Stop",
-     "output": "{\"decision\":\"block\",\"reason\":\"Go on\"}\n", "exit_code": 0, "outcome": "success", "session_id": SID},
-    {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "Stop hook feedback:\nGo on"}]},
-     "session_id": SID, "isSynthetic": True},
-    {"type": "system", "subtype": "notification", "key": "stop-hook-error", "text": "stop hook problem", "session_id": SID},
-    {"type": "result", "subtype": "success", "is_error": False, "stop_reason": "end_turn", "terminal_reason": "completed",
-     "num_turns": 3, "session_id": SID, "result": "Done.", "duration_ms": 370, "total_cost_usd": 0.0007},
+    {
+        "type": "system",
+        "subtype": "init",
+        "session_id": SID,
+        "tools": ["Bash", "Write"],
+        "model": "m",
+        "permissionMode": "bypassPermissions",
+        "claude_code_version": "2.1.332",
+        "apiKeySource": "ANTHROPIC_API_KEY",
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_1",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "Let me look."}],
+        },
+        "session_id": SID,
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_1",
+            "role": "assistant",
+            "model": "m",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls", "description": "list"}}
+            ],
+        },
+        "session_id": SID,
+    },
+    {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [
+                {"tool_use_id": "toolu_1", "type": "tool_result", "content": "a.txt\nb.txt", "is_error": False}
+            ],
+        },
+        "session_id": SID,
+        "tool_use_result": {"stdout": "a.txt\nb.txt", "stderr": "", "interrupted": False},
+    },
+    {
+        "type": "system",
+        "subtype": "hook_started",
+        "hook_id": "h1",
+        "hook_name": "Stop",
+        "hook_event": "Stop",
+        "session_id": SID,
+    },
+    {
+        "type": "system",
+        "subtype": "hook_response",
+        "hook_id": "h1",
+        "hook_name": "Stop",
+        "hook_event": "Stop",
+        "output": '{"decision":"block","reason":"Go on"}\n',
+        "exit_code": 0,
+        "outcome": "success",
+        "session_id": SID,
+    },
+    {
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": "Stop hook feedback:\nGo on"}]},
+        "session_id": SID,
+        "isSynthetic": True,
+    },
+    {
+        "type": "system",
+        "subtype": "notification",
+        "key": "stop-hook-error",
+        "text": "stop hook problem",
+        "session_id": SID,
+    },
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "stop_reason": "end_turn",
+        "terminal_reason": "completed",
+        "num_turns": 3,
+        "session_id": SID,
+        "result": "Done.",
+        "duration_ms": 370,
+        "total_cost_usd": 0.0007,
+    },
 ]
-REFUSED_RESULT = {"type": "result", "subtype": "success", "is_error": True, "stop_reason": "refusal",
-                  "terminal_reason": "api_error", "session_id": SID, "result": "API Error: m can't help with this."}
-API_ERROR_RESULT = {"type": "result", "subtype": "success", "is_error": True, "stop_reason": None,
-                    "api_error_status": 400, "session_id": SID, "result": "API Error: 400 bad request"}
+REFUSED_RESULT = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": True,
+    "stop_reason": "refusal",
+    "terminal_reason": "api_error",
+    "session_id": SID,
+    "result": "API Error: m can't help with this.",
+}
+API_ERROR_RESULT = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": True,
+    "stop_reason": None,
+    "api_error_status": 400,
+    "session_id": SID,
+    "result": "API Error: 400 bad request",
+}
 
 
 class FakeSandbox:
@@ -58,9 +143,17 @@ class FakeSandbox:
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         self.files[path] = data
 
-    def exec(self, cmd: Any, *, timeout: float | None = None, output_cap: int = 0, env: dict[str, str] | None = None,
-             workdir: str | None = None, user: str | None = None) -> ExecResult:
-        if user == "root":                      # installing protected config files
+    def exec(
+        self,
+        cmd: Any,
+        *,
+        timeout: float | None = None,
+        output_cap: int = 0,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        if user == "root":  # installing protected config files
             self.root_commands.append(list(cmd))
             return ExecResult(0, "", "")
         self.commands.append((list(cmd), dict(env or {})))
@@ -76,13 +169,13 @@ class StubGateway:
     def add_route(self, prefix: str, handler: Any) -> None:
         self.routes.append(prefix)
 
-    def add_observer(self, observer: Any) -> None:   # the hook host's ledger (no model traffic here)
+    def add_observer(self, observer: Any) -> None:  # the hook host's ledger (no model traffic here)
         pass
 
     def summary(self) -> dict[str, Any]:
         return {"fallbacks": []}
 
-    def settle(self, timeout: float) -> bool:     # no model traffic here: nothing in flight
+    def settle(self, timeout: float) -> bool:  # no model traffic here: nothing in flight
         return True
 
 
@@ -91,17 +184,27 @@ def stream(*events: dict[str, Any]) -> str:
 
 
 def ctx_for(tmp_path: Path, sandbox: FakeSandbox, budget_s: float = 600, start: float | None = None) -> HarnessContext:
-    return HarnessContext(run_id="r", model="anthropic/claude-opus-5-5", instructions="Investigate.", sandbox=sandbox,  # type: ignore[arg-type]
-                          gateway=StubGateway(), transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
-                          budget=Budget(start or time.time(), budget_s), policies=RunPolicies(), run_dir=tmp_path)
+    return HarnessContext(
+        run_id="r",
+        model="anthropic/claude-opus-5-5",
+        instructions="Investigate.",
+        sandbox=sandbox,  # type: ignore[arg-type]
+        gateway=StubGateway(),
+        transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
+        budget=Budget(start or time.time(), budget_s),
+        policies=RunPolicies(),
+        run_dir=tmp_path,
+    )
 
 
 def events(tmp_path: Path, type: str) -> list[dict[str, Any]]:
-    return [e for e in map(orjson.loads, (tmp_path / "transcript.jsonl").read_bytes().splitlines()) if e["type"] == type]
+    return [
+        e for e in map(orjson.loads, (tmp_path / "transcript.jsonl").read_bytes().splitlines()) if e["type"] == type
+    ]
 
 
 def harness() -> ClaudeCodeHarness:
-    return ClaudeCodeHarness(options={"binary": "/bin/echo"})   # any ELF: the fake sandbox never runs it
+    return ClaudeCodeHarness(options={"binary": "/bin/echo"})  # any ELF: the fake sandbox never runs it
 
 
 def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,18 +217,20 @@ def test_command_environment_and_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert argv[argv.index("--model") + 1] == "claude-opus-5-5"
     assert argv[argv.index("--permission-mode") + 1] == "bypassPermissions"
     assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
-    assert "--include-hook-events" in argv and "--setting-sources=" in argv   # no agent-writable settings files
-    disallowed = next(a for a in argv if a.startswith("--disallowedTools="))     # the = form (variadic flag)
+    assert "--include-hook-events" in argv and "--setting-sources=" in argv  # no agent-writable settings files
+    disallowed = next(a for a in argv if a.startswith("--disallowedTools="))  # the = form (variadic flag)
     assert {"WebFetch", "WebSearch", "Agent", "Task"} <= set(disallowed.split("=", 1)[1].split(","))
     assert env["ANTHROPIC_UNIX_SOCKET"] == "/gateway/gateway.sock" and env["ANTHROPIC_BASE_URL"] == "http://gateway"
     assert env["ANTHROPIC_API_KEY"] == "benchctl-sandbox-token"
     assert all(env[k] == "claude-opus-5-5" for k in cc.MODEL_ROLE_VARS)
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == env["DISABLE_TELEMETRY"] == "1"
-    assert "IS_SANDBOX" not in env                       # the sandbox user is not root
+    assert "IS_SANDBOX" not in env  # the sandbox user is not root
     assert "sk-host-secret" not in json.dumps([argv, env])
     hooks = json.loads(argv[argv.index("--settings") + 1])["hooks"]
     post = hooks["PostToolUse"][0]["hooks"][0]["command"]
-    assert post.startswith("python3 -I -S /opt/benchctl/hooks/hook.py post_tool_use --cli claude-code --socket /gateway/gateway.sock")
+    assert post.startswith(
+        "python3 -I -S /opt/benchctl/hooks/hook.py post_tool_use --cli claude-code --socket /gateway/gateway.sock"
+    )
     assert "stop" in hooks["Stop"][0]["hooks"][0]["command"]
     assert result.status == "completed" and result.session_id == SID
 
@@ -146,16 +251,24 @@ def test_stream_events_become_transcript_events(tmp_path: Path) -> None:
     assert len(raw) == len(OK_STREAM) + 1
 
 
-@pytest.mark.parametrize("reply, status, message", [
-    (ExecResult(1, stream(OK_STREAM[0], REFUSED_RESULT), ""), "refused", "can't help"),
-    (ExecResult(1, stream(OK_STREAM[0], API_ERROR_RESULT), ""), "error", "HTTP 400"),
-    (ExecResult(1, "", "Error: Input must be provided\n"), "error", "exited with code 1: Error: Input must be provided"),
-    (ExecResult(0, stream(*OK_STREAM[:3]), ""), "error", "ended without a result event"),
-    (ExecResult(137, stream(*OK_STREAM), "Killed\n"), "error", "exited with code 137"),
-    (ExecResult(None, stream(*OK_STREAM[:3]), "", timed_out=True), "timeout", None),
-])
-def test_outcomes_never_say_completed_when_the_cli_failed(tmp_path: Path, reply: ExecResult, status: str,
-                                                         message: str | None) -> None:
+@pytest.mark.parametrize(
+    "reply, status, message",
+    [
+        (ExecResult(1, stream(OK_STREAM[0], REFUSED_RESULT), ""), "refused", "can't help"),
+        (ExecResult(1, stream(OK_STREAM[0], API_ERROR_RESULT), ""), "error", "HTTP 400"),
+        (
+            ExecResult(1, "", "Error: Input must be provided\n"),
+            "error",
+            "exited with code 1: Error: Input must be provided",
+        ),
+        (ExecResult(0, stream(*OK_STREAM[:3]), ""), "error", "ended without a result event"),
+        (ExecResult(137, stream(*OK_STREAM), "Killed\n"), "error", "exited with code 137"),
+        (ExecResult(None, stream(*OK_STREAM[:3]), "", timed_out=True), "timeout", None),
+    ],
+)
+def test_outcomes_never_say_completed_when_the_cli_failed(
+    tmp_path: Path, reply: ExecResult, status: str, message: str | None
+) -> None:
     result = harness().run(ctx_for(tmp_path, FakeSandbox(lambda cmd: reply)))
     assert result.status == status
     assert (message or "") in (result.error or "")
@@ -180,9 +293,9 @@ def test_followup_resumes_the_session(tmp_path: Path) -> None:
     argv = sb.commands[1][0]
     assert argv[argv.index("--resume") + 1] == SID and argv[-1] == "Now write 5000 words."
     assert second.status == "completed" and second.details["phase"] == 2
-    assert sb.files == {}                                 # settings travel inline: no file to tamper with
-    assert ctx.gateway.routes == ["/benchctl/hooks/"]     # the hook route registered once
-    assert h.followup(ctx, "x", HarnessResult("completed")).status == "error"   # nothing to resume
+    assert sb.files == {}  # settings travel inline: no file to tamper with
+    assert ctx.gateway.routes == ["/benchctl/hooks/"]  # the hook route registered once
+    assert h.followup(ctx, "x", HarnessResult("completed")).status == "error"  # nothing to resume
 
 
 def test_options_change_tools_model_and_arguments(tmp_path: Path) -> None:
@@ -193,7 +306,11 @@ def test_options_change_tools_model_and_arguments(tmp_path: Path) -> None:
     argv, env = sb.commands[0]
     disallowed = next(a for a in argv if a.startswith("--disallowedTools=")).split("=", 1)[1].split(",")
     assert "Agent" not in disallowed and "WebSearch" in disallowed
-    assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "claude-sonnet-5-5" and argv[-3:] == ["--max-turns", "9", "Investigate."]
+    assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "claude-sonnet-5-5" and argv[-3:] == [
+        "--max-turns",
+        "9",
+        "Investigate.",
+    ]
     assert cc.disallowed_tools({"disallowed_tools": "A, B"}) == ["A", "B"]
     with pytest.raises(ValueError, match="disallowed_tools must be a list"):
         cc.disallowed_tools({"disallowed_tools": 3})

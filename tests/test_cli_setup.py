@@ -2,11 +2,12 @@
 (scripts/bench_cli_overhead.py measures it): CODEX_HOME's files in one put_archive, still
 root-owned and read-only; the forwarder wrapper starting the CLI once the port listens,
 without polling. Real Docker, no CLI binary needed."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -21,11 +22,13 @@ from harnesses.forwarder import behind_forwarder, forwarder_mount
 
 pytestmark = pytest.mark.docker
 
-FILES = {"config.toml": b"model = \"m\"\n", "hooks.json": b"{}"}
+FILES = {"config.toml": b'model = "m"\n', "hooks.json": b"{}"}
 # As the agent: create a file of its own, then try to write, remove and rename each of ours.
-TAMPER = ("d=$1; touch $d/mine && echo CREATED; for f in config.toml hooks.json; do "
-          "(echo x > $d/$f) 2>/dev/null && echo TAMPERED; rm -f $d/$f 2>/dev/null && echo TAMPERED; "
-          "mv $d/$f $d/$f.x 2>/dev/null && echo TAMPERED; done; stat -c '%U %a %n' $d $d/*")
+TAMPER = (
+    "d=$1; touch $d/mine && echo CREATED; for f in config.toml hooks.json; do "
+    "(echo x > $d/$f) 2>/dev/null && echo TAMPERED; rm -f $d/$f 2>/dev/null && echo TAMPERED; "
+    "mv $d/$f $d/$f.x 2>/dev/null && echo TAMPERED; done; stat -c '%U %a %n' $d $d/*"
+)
 
 
 @pytest.fixture
@@ -43,38 +46,57 @@ def test_protected_files_arrive_root_owned_in_one_archive(sandbox: DockerSandbox
     assert put_root_owned(sandbox, "/opt/benchctl/codex-home", FILES) is True
     assert sandbox.exec(["cat", "/opt/benchctl/codex-home/config.toml"]).stdout == FILES["config.toml"].decode()
     out = sandbox.exec(["sh", "-c", TAMPER, "tamper", "/opt/benchctl/codex-home"]).stdout.splitlines()
-    assert out == ["CREATED", "root 1777 /opt/benchctl/codex-home", "root 444 /opt/benchctl/codex-home/config.toml",
-                   "root 444 /opt/benchctl/codex-home/hooks.json", "agent 644 /opt/benchctl/codex-home/mine"]
+    assert out == [
+        "CREATED",
+        "root 1777 /opt/benchctl/codex-home",
+        "root 444 /opt/benchctl/codex-home/config.toml",
+        "root 444 /opt/benchctl/codex-home/hooks.json",
+        "agent 644 /opt/benchctl/codex-home/mine",
+    ]
 
     # Where the archive cannot go (no parent directory), install_protected falls back to a root exec:
     # same result.
     assert put_root_owned(sandbox, "/opt/new/codex-home", FILES) is False
-    ctx = HarnessContext(run_id="r", model="scripted/x", instructions="", sandbox=sandbox, gateway=None,
-                         transcript=TranscriptWriter(tmp_path / "transcript.jsonl"), budget=Budget(time.time(), 60),
-                         policies=RunPolicies(), run_dir=tmp_path)
+    ctx = HarnessContext(
+        run_id="r",
+        model="scripted/x",
+        instructions="",
+        sandbox=sandbox,
+        gateway=None,
+        transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
+        budget=Budget(time.time(), 60),
+        policies=RunPolicies(),
+        run_dir=tmp_path,
+    )
     install_protected(ctx, "/opt/new/codex-home", FILES)
     out = sandbox.exec(["sh", "-c", TAMPER, "tamper", "/opt/new/codex-home"]).stdout.splitlines()
     assert out[0] == "CREATED" and "TAMPERED" not in out
-    assert out[1:4] == ["root 1777 /opt/new/codex-home", "root 444 /opt/new/codex-home/config.toml",
-                        "root 444 /opt/new/codex-home/hooks.json"]
+    assert out[1:4] == [
+        "root 1777 /opt/new/codex-home",
+        "root 444 /opt/new/codex-home/config.toml",
+        "root 444 /opt/new/codex-home/hooks.json",
+    ]
 
 
 # The "CLI": connects to the forwarder's port at once, with no retry, then exits with code 7.
-CLI = ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 18666), timeout=5); "
-       "print('CONNECTED'); raise SystemExit(7)"]
+CLI = [
+    "python3",
+    "-c",
+    "import socket; socket.create_connection(('127.0.0.1', 18666), timeout=5); print('CONNECTED'); raise SystemExit(7)",
+]
 
 
 def test_forwarder_wrapper_starts_the_cli_once_the_port_listens(sandbox: DockerSandbox) -> None:
-    for _ in range(3):      # each time a fresh forwarder; the port is free again after each run
+    for _ in range(3):  # each time a fresh forwarder; the port is free again after each run
         res = sandbox.exec(behind_forwarder(CLI, 18666, "/gateway/gateway.sock", "t.log"), timeout=60)
         assert (res.exit_code, res.stdout, res.stderr) == (7, "CONNECTED\n", "")
     assert "forwarding 127.0.0.1:18666 -> /gateway/gateway.sock" in sandbox.get_file("/tmp/benchctl-t.log").decode()
-    assert "forwarder.py" not in sandbox.exec(["ps", "-eo", "args"]).stdout    # stopped with the CLI
+    assert "forwarder.py" not in sandbox.exec(["ps", "-eo", "args"]).stdout  # stopped with the CLI
 
     # A forwarder that cannot start (here: no such script) neither hangs the wrapper nor hides the CLI's result.
     argv = behind_forwarder(["sh", "-c", "exit 3"], 18666, "/gateway/gateway.sock", "t.log")
     argv[2] = argv[2].replace("/opt/benchctl/gateway/forwarder.py", "/nonexistent.py")
     started = time.monotonic()
     res = sandbox.exec(argv, timeout=60)
-    assert res.exit_code == 3 and time.monotonic() - started < 9    # not the wrapper's 10 s wait
-    assert "/nonexistent.py" in sandbox.get_file("/tmp/benchctl-t.log").decode()   # python's error, logged
+    assert res.exit_code == 3 and time.monotonic() - started < 9  # not the wrapper's 10 s wait
+    assert "/nonexistent.py" in sandbox.get_file("/tmp/benchctl-t.log").decode()  # python's error, logged

@@ -1,53 +1,72 @@
 """The codex harness with the real Codex CLI, real Docker and the real gateway (through the
 in-sandbox forwarder), against a scripted OpenAI Responses upstream. Tool names: CLI_FACTS.md."""
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_harness_rig import (
+    MAIN_POLICIES,
+    NO_POLICIES,
+    PROBE,
+    REAL_KEY,
+    assert_fallback_served,
+    assert_key_never_reached_the_sandbox,
+    cli_rig,
+    codex_notice_next_to,
+    contains,
+    refusing,
+)
 
-from cli_harness_rig import (MAIN_POLICIES, NO_POLICIES, PROBE, REAL_KEY, assert_fallback_served,
-                             assert_key_never_reached_the_sandbox, cli_rig, codex_notice_next_to, contains,
-                             refusing)
 from harnesses.codex import CodexHarness
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
 PRIMARY, FALLBACK = "gpt-5.5", "gpt-5.4"
 SHORT_REPORT = "# Report\n\nalpha beta\n"
-ADD_LONG_REPORT = ("*** Begin Patch\n*** Add File: report.md\n+# Report\n+\n"
-                   "+alpha beta gamma delta epsilon zeta eta\n*** End Patch\n")        # 9 words, limit 5
+ADD_LONG_REPORT = (
+    "*** Begin Patch\n*** Add File: report.md\n+# Report\n+\n"
+    "+alpha beta gamma delta epsilon zeta eta\n*** End Patch\n"
+)  # 9 words, limit 5
 
 
 # A project config the agent can write (it would switch hooks off in the next phase), and the real
 # config it cannot touch (Codex itself rejects shell commands naming $CODEX_HOME; python does not).
-TAMPER = ("mkdir -p /work/.codex; printf '[features]\\nhooks = false\\n' > /work/.codex/config.toml; "
-          "python3 -c \"import os\nh = os.environ['CODEX' + '_HOME'] + '/hooks.json'\nfor f in (lambda: open(h, 'w'), "
-          "lambda: os.remove(h), lambda: os.rename(h, h + '.x')):\n  try: f(); print('TAMPERED')\n"
-          "  except OSError as e: print('DENIED', e.errno)\"")
+TAMPER = (
+    "mkdir -p /work/.codex; printf '[features]\\nhooks = false\\n' > /work/.codex/config.toml; "
+    "python3 -c \"import os\nh = os.environ['CODEX' + '_HOME'] + '/hooks.json'\nfor f in (lambda: open(h, 'w'), "
+    "lambda: os.remove(h), lambda: os.rename(h, h + '.x')):\n  try: f(); print('TAMPERED')\n"
+    "  except OSError as e: print('DENIED', e.errno)\""
+)
 
 
 def shell(cmd: str) -> dict[str, Any]:
     return {"name": "exec_command", "input": {"cmd": cmd}}
 
 
-def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = {"turns": [
-        {"text": "Let me look around.", "tool_calls": [shell(PROBE)]},
-        {"tool_calls": [{"name": "apply_patch", "input": ADD_LONG_REPORT}]},
-        {"text": "Done."},                                          # too early: reprompted
-        {"tool_calls": [shell("wc -w /work/report.md; " + TAMPER)]},  # ...the run goes on (and tries to cheat)
-        {"text": "Done again."},                                    # over the limit: revision request
-        {"tool_calls": [shell("printf '# Report\\n\\nalpha beta\\n' > /work/report.md")]},
-        {"text": "Final."},
-        {"tool_calls": [shell("wc -w /work/report.md")]},          # the follow-up runs tools too
-        {"tool_calls": [shell("head -1 /work/report.md")]},
-        {"text": "Follow-up answered."},
-    ]}
+def test_tools_notices_early_exit_revision_followup_and_secrecy(
+    sandbox_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = {
+        "turns": [
+            {"text": "Let me look around.", "tool_calls": [shell(PROBE)]},
+            {"tool_calls": [{"name": "apply_patch", "input": ADD_LONG_REPORT}]},
+            {"text": "Done."},  # too early: reprompted
+            {"tool_calls": [shell("wc -w /work/report.md; " + TAMPER)]},  # ...the run goes on (and tries to cheat)
+            {"text": "Done again."},  # over the limit: revision request
+            {"tool_calls": [shell("printf '# Report\\n\\nalpha beta\\n' > /work/report.md")]},
+            {"text": "Final."},
+            {"tool_calls": [shell("wc -w /work/report.md")]},  # the follow-up runs tools too
+            {"tool_calls": [shell("head -1 /work/report.md")]},
+            {"text": "Follow-up answered."},
+        ]
+    }
     h = CodexHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model={PRIMARY: script},
-                 policies=MAIN_POLICIES) as rig:
+    with cli_rig(
+        h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model={PRIMARY: script}, policies=MAIN_POLICIES
+    ) as rig:
         result = h.run(rig.ctx)
         assert result.status == "completed", result.error
         assert result.exit_code == 0 and result.session_id
@@ -84,8 +103,8 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         last = rig.bodies()[-1]
         assert contains(last, "Now add one line of summary.") and contains(last, "Let me look around.")
         assert {t.get("name") for t in last["tools"]} == {t.get("name") for t in bodies[0]["tools"]}  # same config
-        assert b"hooks = false" in rig.sandbox.get_file("/work/.codex/config.toml")   # planted...
-        assert follow.details["hooks"]["stop"] == 4          # ...but it did not switch hooks off
+        assert b"hooks = false" in rig.sandbox.get_file("/work/.codex/config.toml")  # planted...
+        assert follow.details["hooks"]["stop"] == 4  # ...but it did not switch hooks off
         # Codex counts its item ids from item_0 again in the follow-up: the transcript's stay unique
         calls = rig.events("tool_call")
         assert len(calls) == 6 and len({c["id"] for c in calls}) == 6 and calls[-1]["id"].endswith("@2")
@@ -93,15 +112,23 @@ def test_tools_notices_early_exit_revision_followup_and_secrecy(sandbox_image: s
         assert follow_hook["item_id"] == calls[-1]["id"] == rig.events("tool_result")[-1]["id"]
         assert results[2]["output"].count("DENIED") == 3 and "TAMPERED" not in results[2]["output"]
         assert sorted(p.name for p in (rig.run_dir / "harness").iterdir()) == [
-            f"codex.{n}.{k}" for n in (1, 2) for k in ("exit.json", "stderr.txt", "stdout.jsonl")]
+            f"codex.{n}.{k}" for n in (1, 2) for k in ("exit.json", "stderr.txt", "stdout.jsonl")
+        ]
 
         assert_key_never_reached_the_sandbox(rig)
 
 
 def test_refusal_is_followed_by_the_fallback_model(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
     h = CodexHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", fallback=f"openai/{FALLBACK}",
-                 by_model=refusing(PRIMARY, FALLBACK), policies=NO_POLICIES) as rig:
+    with cli_rig(
+        h,
+        monkeypatch,
+        sandbox_image,
+        model=f"openai/{PRIMARY}",
+        fallback=f"openai/{FALLBACK}",
+        by_model=refusing(PRIMARY, FALLBACK),
+        policies=NO_POLICIES,
+    ) as rig:
         result = h.run(rig.ctx)
         assert result.status == "completed", result.error
         # Codex drops the refused turn silently; the Stop hook hands the turn to the fallback model.
@@ -111,24 +138,37 @@ def test_refusal_is_followed_by_the_fallback_model(sandbox_image: str, monkeypat
 
 def test_refusal_without_fallback_is_refused_not_completed(sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
     h = CodexHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model=refusing(PRIMARY),
-                 policies=NO_POLICIES) as rig:
+    with cli_rig(
+        h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model=refusing(PRIMARY), policies=NO_POLICIES
+    ) as rig:
         result = h.run(rig.ctx)
-        assert result.exit_code == 0          # Codex itself thinks all went well...
-        assert result.status == "refused"     # ...but the gateway saw the refusal
+        assert result.exit_code == 0  # Codex itself thinks all went well...
+        assert result.status == "refused"  # ...but the gateway saw the refusal
         assert result.details["refusals"] == 1
 
 
-def test_run_past_its_budget_is_killed_and_its_report_kept(sandbox_image: str, monkeypatch: pytest.MonkeyPatch,
-                                                            tmp_path: Path) -> None:
-    script = {"turns": [{"tool_calls": [shell("printf '# Report\\n\\nalpha beta\\n' > /work/report.md")]},
-                        {"tool_calls": [{"name": "exec_command", "input": {"cmd": "sleep 300", "yield_time_ms": 30000}}]}]}
+def test_run_past_its_budget_is_killed_and_its_report_kept(
+    sandbox_image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    script = {
+        "turns": [
+            {"tool_calls": [shell("printf '# Report\\n\\nalpha beta\\n' > /work/report.md")]},
+            {"tool_calls": [{"name": "exec_command", "input": {"cmd": "sleep 300", "yield_time_ms": 30000}}]},
+        ]
+    }
     h = CodexHarness()
-    with cli_rig(h, monkeypatch, sandbox_image, model=f"openai/{PRIMARY}", by_model={PRIMARY: script},
-                 budget_s=8, policies=NO_POLICIES) as rig:
+    with cli_rig(
+        h,
+        monkeypatch,
+        sandbox_image,
+        model=f"openai/{PRIMARY}",
+        by_model={PRIMARY: script},
+        budget_s=8,
+        policies=NO_POLICIES,
+    ) as rig:
         result = h.run(rig.ctx)
         assert result.status == "timeout" and result.exit_code is None
-        long_id = rig.events("tool_call")[1]["id"]        # killed inside the long command, not looping:
+        long_id = rig.events("tool_call")[1]["id"]  # killed inside the long command, not looping:
         assert all(r["t"] >= rig.ctx.budget.deadline for r in rig.events("tool_result") if r["id"] == long_id)
         ps = rig.sandbox.exec("ps -eo args", timeout=10).stdout
         assert "sleep 300" not in ps and "/opt/benchctl/bin/codex" not in ps and "forwarder" not in ps

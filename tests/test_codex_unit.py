@@ -1,5 +1,6 @@
 """The codex adapter without Docker: config files, command line, JSONL parsing and outcome rules,
 through the Sandbox seam with a fake sandbox replaying Codex 0.147.0 output (trimmed)."""
+
 from __future__ import annotations
 
 import json
@@ -9,33 +10,71 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_claude_code_unit import FakeSandbox, ctx_for, events, stream
 
 from benchctl.sandbox.base import ExecResult
-from harnesses.codex import CodexHarness
 from harnesses.cli_harness import STAGE_DIR
+from harnesses.codex import CodexHarness
 from harnesses.codex import config as cx
-from test_claude_code_unit import FakeSandbox, ctx_for, events, stream
 
 TID = "01a22aad-3993-7ce3-9cdc-a8de9ed5b50b"
 OK_STREAM = [
     {"type": "thread.started", "thread_id": TID},
-    {"type": "item.completed", "item": {"id": "item_0", "type": "error",
-                                        "message": "`--dangerously-bypass-hook-trust` is enabled."}},
+    {
+        "type": "item.completed",
+        "item": {"id": "item_0", "type": "error", "message": "`--dangerously-bypass-hook-trust` is enabled."},
+    },
     {"type": "turn.started"},
     {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "Looking."}},
-    {"type": "item.started", "item": {"id": "item_2", "type": "command_execution", "command": "/bin/bash -lc 'echo hi'",
-                                      "aggregated_output": "", "exit_code": None, "status": "in_progress"}},
-    {"type": "item.completed", "item": {"id": "item_2", "type": "command_execution", "command": "/bin/bash -lc 'echo hi'",
-                                        "aggregated_output": "hi\n", "exit_code": 0, "status": "completed"}},
-    {"type": "item.started", "item": {"id": "item_3", "type": "file_change", "status": "in_progress",
-                                      "changes": [{"path": "/work/report.md", "kind": "add"}]}},
-    {"type": "item.completed", "item": {"id": "item_3", "type": "file_change", "status": "completed",
-                                        "changes": [{"path": "/work/report.md", "kind": "add"}]}},
+    {
+        "type": "item.started",
+        "item": {
+            "id": "item_2",
+            "type": "command_execution",
+            "command": "/bin/bash -lc 'echo hi'",
+            "aggregated_output": "",
+            "exit_code": None,
+            "status": "in_progress",
+        },
+    },
+    {
+        "type": "item.completed",
+        "item": {
+            "id": "item_2",
+            "type": "command_execution",
+            "command": "/bin/bash -lc 'echo hi'",
+            "aggregated_output": "hi\n",
+            "exit_code": 0,
+            "status": "completed",
+        },
+    },
+    {
+        "type": "item.started",
+        "item": {
+            "id": "item_3",
+            "type": "file_change",
+            "status": "in_progress",
+            "changes": [{"path": "/work/report.md", "kind": "add"}],
+        },
+    },
+    {
+        "type": "item.completed",
+        "item": {
+            "id": "item_3",
+            "type": "file_change",
+            "status": "completed",
+            "changes": [{"path": "/work/report.md", "kind": "add"}],
+        },
+    },
     {"type": "item.completed", "item": {"id": "item_4", "type": "agent_message", "text": "Done."}},
     {"type": "turn.completed", "usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 25}},
 ]
-FAILED = [OK_STREAM[0], OK_STREAM[2], {"type": "error", "message": "unexpected status 400: bad thing happened"},
-          {"type": "turn.failed", "error": {"message": "unexpected status 400: bad thing happened"}}]
+FAILED = [
+    OK_STREAM[0],
+    OK_STREAM[2],
+    {"type": "error", "message": "unexpected status 400: bad thing happened"},
+    {"type": "turn.failed", "error": {"message": "unexpected status 400: bad thing happened"}},
+]
 
 
 def harness() -> CodexHarness:
@@ -73,17 +112,19 @@ def test_command_runs_the_forwarder_then_codex(tmp_path: Path) -> None:
     h = harness()
     ctx = ctx_openai(tmp_path, sb)
     first = h.run(ctx)
-    (argv, env), = sb.commands
+    ((argv, env),) = sb.commands
     assert argv[:2] == ["bash", "-c"]
     script = argv[2]
     assert "python3 -I -S /opt/benchctl/gateway/forwarder.py --port 18555 --socket /gateway/gateway.sock" in script
-    assert ("/opt/benchctl/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox "
-            "--dangerously-bypass-hook-trust -c") in script and script.split("\n")[4].endswith("-m gpt-5.4 Investigate.")
+    assert (
+        "/opt/benchctl/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox "
+        "--dangerously-bypass-hook-trust -c"
+    ) in script and script.split("\n")[4].endswith("-m gpt-5.4 Investigate.")
     # Every setting also travels as a -c override: a project config in /work cannot undo them.
     assert "-c features.hooks=true" in script and "-c 'model_providers.benchctl.wire_api=\"responses\"'" in script
     assert env == {"HOME": "/home/agent", "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: "benchctl-sandbox-token"}
     h.followup(ctx, "Now 5000 words.", first)
-    assert f"codex exec resume --json" in sb.commands[1][0][2] and f"{TID} 'Now 5000 words.'" in sb.commands[1][0][2]
+    assert "codex exec resume --json" in sb.commands[1][0][2] and f"{TID} 'Now 5000 words.'" in sb.commands[1][0][2]
 
 
 def test_non_openai_models_get_a_codex_known_name(tmp_path: Path) -> None:
@@ -105,7 +146,8 @@ def test_jsonl_events_become_transcript_events(tmp_path: Path) -> None:
     assert [e["text"] for e in events(tmp_path, "assistant")] == ["Looking.", "Done."]
     assert [(c["name"], c["input"]) for c in events(tmp_path, "tool_call")] == [
         ("exec_command", {"command": "/bin/bash -lc 'echo hi'"}),
-        ("apply_patch", {"changes": [{"path": "/work/report.md", "kind": "add"}]})]
+        ("apply_patch", {"changes": [{"path": "/work/report.md", "kind": "add"}]}),
+    ]
     out = events(tmp_path, "tool_result")
     assert out[0]["output"] == "hi\n" and out[0]["exit_code"] == 0 and out[1]["is_error"] is False
     kinds = [e["kind"] for e in events(tmp_path, "harness_event")]
@@ -114,23 +156,42 @@ def test_jsonl_events_become_transcript_events(tmp_path: Path) -> None:
 
 def refusing_sandbox(tmp_path: Path, ctx_holder: list[Any]) -> FakeSandbox:
     """Codex exits 0 after a refusal; only the gateway's model_call event shows it."""
+
     def reply(cmd: list[str]) -> ExecResult:
-        ctx_holder[0].transcript.emit("model_call", "gateway", wire_api="openai_responses", refusal=True,
-                                      served_model="openai/gpt-5.4", latency_ms=5)
+        ctx_holder[0].transcript.emit(
+            "model_call",
+            "gateway",
+            wire_api="openai_responses",
+            refusal=True,
+            served_model="openai/gpt-5.4",
+            latency_ms=5,
+        )
         return ExecResult(0, stream(OK_STREAM[0], OK_STREAM[2], OK_STREAM[-1]), "")
+
     return FakeSandbox(reply)
 
 
-@pytest.mark.parametrize("reply, status, message", [
-    (ExecResult(1, stream(*FAILED), ""), "error", "codex failed: unexpected status 400"),
-    (ExecResult(2, "", "error: unexpected argument '--bogus'\n"), "error", "exited with code 2: error: unexpected argument"),
-    (ExecResult(0, stream(*OK_STREAM[:4]), ""), "error", "without completing a turn"),
-    (ExecResult(None, stream(*OK_STREAM[:4]), "", timed_out=True), "timeout", None),
-    (ExecResult(1, stream(*OK_STREAM[:3], {"type": "error", "message": "stream disconnected"}), ""), "error",
-     "exited with code 1: stream disconnected"),
-])
-def test_outcomes_never_say_completed_when_the_cli_failed(tmp_path: Path, reply: ExecResult, status: str,
-                                                         message: str | None) -> None:
+@pytest.mark.parametrize(
+    "reply, status, message",
+    [
+        (ExecResult(1, stream(*FAILED), ""), "error", "codex failed: unexpected status 400"),
+        (
+            ExecResult(2, "", "error: unexpected argument '--bogus'\n"),
+            "error",
+            "exited with code 2: error: unexpected argument",
+        ),
+        (ExecResult(0, stream(*OK_STREAM[:4]), ""), "error", "without completing a turn"),
+        (ExecResult(None, stream(*OK_STREAM[:4]), "", timed_out=True), "timeout", None),
+        (
+            ExecResult(1, stream(*OK_STREAM[:3], {"type": "error", "message": "stream disconnected"}), ""),
+            "error",
+            "exited with code 1: stream disconnected",
+        ),
+    ],
+)
+def test_outcomes_never_say_completed_when_the_cli_failed(
+    tmp_path: Path, reply: ExecResult, status: str, message: str | None
+) -> None:
     result = harness().run(ctx_openai(tmp_path, FakeSandbox(lambda cmd: reply)))
     assert result.status == status and (message or "") in (result.error or "")
     exit_info = json.loads((tmp_path / "harness" / "codex.1.exit.json").read_text())
@@ -163,14 +224,17 @@ def test_bad_port_option_is_a_clear_error(tmp_path: Path) -> None:
     assert result.status == "error" and "forwarder_port must be 1024-65535" in (result.error or "")
 
 
-
 def _item(phase: str, iid: str, itype: str, **fields: Any) -> str:
     return json.dumps({"type": f"item.{phase}", "item": {"id": iid, "type": itype, "status": "completed", **fields}})
 
 
 def _post_tool_use(host: Any, tool_name: str, command: str, call_id: str) -> None:
-    payload = {"event": "post_tool_use", "cli": "codex", "file": None,
-               "input": {"tool_name": tool_name, "tool_input": {"command": command}, "tool_use_id": call_id}}
+    payload = {
+        "event": "post_tool_use",
+        "cli": "codex",
+        "file": None,
+        "input": {"tool_name": tool_name, "tool_input": {"command": command}, "tool_use_id": call_id},
+    }
     status, _, _ = host.handle("POST", "/benchctl/hooks/post_tool_use", json.dumps(payload).encode())
     assert status == 200
 
@@ -182,33 +246,47 @@ def test_hook_events_join_the_streams_tool_items(tmp_path: Path) -> None:
     read the item."""
     from harnesses.codex.stream import CodexStreamParser
     from harnesses.hooks.host import HookHost
+
     ctx = ctx_openai(tmp_path, FakeSandbox(lambda cmd: ExecResult(0, "", "")))
     parser = CodexStreamParser(ctx.transcript)
     host = HookHost(ctx, "codex")
     host.tool_items = parser.tool_items
     # What the gateway would tell the hook host's ledger: the model asked for these tool calls.
     host.ledger.response({}, "openai_responses", ["call_B", "call_M", "call_P", "call_A", "call_L", "call_U"], "ok")
-    quoted = '/bin/bash -lc "echo \\"it\'s\\" | grep \'it\'"'    # how Codex 0.147 shows it (observed)
-    for iid, itype, fields in (("item_2", "command_execution", {"command": "/bin/bash -lc 'echo hi'"}),
-                               ("item_3", "command_execution", {"command": quoted}),
-                               ("item_4", "file_change", {"changes": [{"path": "/work/report.md", "kind": "add"}]}),
-                               ("item_5", "mcp_tool_call", {"server": "target", "tool": "chat"})):
+    quoted = '/bin/bash -lc "echo \\"it\'s\\" | grep \'it\'"'  # how Codex 0.147 shows it (observed)
+    for iid, itype, fields in (
+        ("item_2", "command_execution", {"command": "/bin/bash -lc 'echo hi'"}),
+        ("item_3", "command_execution", {"command": quoted}),
+        ("item_4", "file_change", {"changes": [{"path": "/work/report.md", "kind": "add"}]}),
+        ("item_5", "mcp_tool_call", {"server": "target", "tool": "chat"}),
+    ):
         parser.feed(_item("started", iid, itype, **fields))
         parser.feed(_item("completed", iid, itype, **fields))
-    _post_tool_use(host, "Bash", "echo \"it's\" | grep 'it'", "call_B")   # the second command's hook first
+    _post_tool_use(host, "Bash", "echo \"it's\" | grep 'it'", "call_B")  # the second command's hook first
     _post_tool_use(host, "mcp__target__chat", "", "call_M")
     _post_tool_use(host, "apply_patch", "*** Begin Patch\n*** End Patch\n", "call_P")
     _post_tool_use(host, "Bash", "echo hi", "call_A")
-    late = threading.Timer(0.1, lambda: [parser.feed(_item(p, "item_9", "command_execution", command="/bin/bash -lc ls"))
-                                         for p in ("started", "completed")])
+    late = threading.Timer(
+        0.1,
+        lambda: [
+            parser.feed(_item(p, "item_9", "command_execution", command="/bin/bash -lc ls"))
+            for p in ("started", "completed")
+        ],
+    )
     late.start()
-    _post_tool_use(host, "Bash", "ls", "call_L")                   # reaches the host before its item
+    _post_tool_use(host, "Bash", "ls", "call_L")  # reaches the host before its item
     late.join()
-    _post_tool_use(host, "update_plan", "", "call_U")              # a tool with no stream item
+    _post_tool_use(host, "update_plan", "", "call_U")  # a tool with no stream item
 
     joined = {h["tool_id"]: h["item_id"] for h in events(tmp_path, "hook")}
-    assert joined == {"call_B": "item_3", "call_M": "item_5", "call_P": "item_4", "call_A": "item_2",
-                      "call_L": "item_9", "call_U": None}
+    assert joined == {
+        "call_B": "item_3",
+        "call_M": "item_5",
+        "call_P": "item_4",
+        "call_A": "item_2",
+        "call_L": "item_9",
+        "call_U": None,
+    }
     calls = {c["id"]: c["name"] for c in events(tmp_path, "tool_call")}
     assert {calls[i] for i in joined.values() if i} == {"exec_command", "apply_patch", "chat"}
     # Notices carry both ids too.

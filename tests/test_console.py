@@ -1,5 +1,6 @@
 """benchctl/console.py: tables printed anywhere but a terminal get a fixed wide width, not rich's
 80 columns (grading's summary and validation tables, `benchctl report`)."""
+
 from __future__ import annotations
 
 import io
@@ -25,6 +26,7 @@ def test_on_a_terminal_the_terminal_decides(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_table_piped_is_not_folded_at_80_columns() -> None:
     from rich.table import Table
+
     buf = io.StringIO()
     t = Table()
     for i in range(8):
@@ -32,4 +34,4 @@ def test_a_table_piped_is_not_folded_at_80_columns() -> None:
     t.add_row(*(f"value_{i:02d}" for i in range(8)))
     wide_console(200, file=buf, no_color=True).print(t)
     assert "value_00" in buf.getvalue() and max(map(len, buf.getvalue().splitlines())) > 80
-    assert sum("value_" in line for line in buf.getvalue().splitlines()) == 1   # one row, one line
+    assert sum("value_" in line for line in buf.getvalue().splitlines()) == 1  # one row, one line

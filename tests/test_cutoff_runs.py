@@ -1,6 +1,7 @@
 """A model call in flight when a run ends is in the record: real runs in real Docker, for the ReAct
 loop (deadline, then a follow-up; Ctrl-C) and the two agent CLIs (killed at the deadline mid-stream),
 against a priced model served by the fake upstream, so a silent 0 cost would show."""
+
 from __future__ import annotations
 
 import os
@@ -12,28 +13,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_harness_rig import NO_POLICIES, cli_rig
 
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.testing.fake_upstream import FakeUpstreamServer
-from cli_harness_rig import NO_POLICIES, cli_rig
 from tests._run_helpers import BENCHCTL, REPO, make_task, run_inprocess, runs, tool
 
 pytestmark = pytest.mark.docker
-MODEL = "anthropic/claude-haiku-4-5"          # priced: an unpriced cut-off call must make the cost null, not 0
+MODEL = "anthropic/claude-haiku-4-5"  # priced: an unpriced cut-off call must make the cost null, not 0
 GENERATION = ("anthropic_messages", "openai_responses", "openai_chat", "gemini")
 # The issue's script: write the report, then a call that takes 300 s, then "Done." (for the follow-up).
 HANG = [tool("create", path="report.md", file_text="r\n"), {"text": "thinking", "delay": 300}, {"text": "Done."}]
-EXTRA = '''
+EXTRA = """
 [early_exit]
 enabled = false
 
 [[followups]]
 prompt = "Now expand the report."
 budget = "10s"
-'''
+"""
 
 
-def serve(monkeypatch: pytest.MonkeyPatch | None, turns: list[dict[str, Any]]) -> tuple[FakeUpstreamServer, dict[str, str]]:
+def serve(
+    monkeypatch: pytest.MonkeyPatch | None, turns: list[dict[str, Any]]
+) -> tuple[FakeUpstreamServer, dict[str, str]]:
     up = FakeUpstreamServer({"turns": turns, "after_end": "repeat_last"}).start()
     env = {"ANTHROPIC_BASE_URL": up.url, "ANTHROPIC_API_KEY": "sk-test-cutoff-0123456789"}
     if monkeypatch is not None:
@@ -68,22 +71,24 @@ def test_react_call_in_flight_at_the_deadline_is_recorded(tmp_path: Path, monkey
     assert meta["status"] == "timeout" and meta["followups"][0]["status"] == "completed"
     calls = assert_record_complete(meta, events, requests)
     cut = [c for c in calls if c["outcome"] != "ok"]
-    assert [c["call_id"] for c in cut] == ["call-2"]       # the call the deadline cut off
+    assert [c["call_id"] for c in cut] == ["call-2"]  # the call the deadline cut off
     assert cut[0]["outcome"] == "timeout" and cut[0]["status"] is None and cut[0]["cost_usd"] is None
     assert "past the run's deadline" in cut[0]["error"]
     followup = next(i for i, e in enumerate(events) if e["type"] == "followup")
-    assert events.index(cut[0]) < followup                  # recorded when it was cut, not at the end
+    assert events.index(cut[0]) < followup  # recorded when it was cut, not at the end
 
 
 def test_run_rides_out_a_silent_upstream_with_the_idle_timeout_from_the_environment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BENCHCTL_GATEWAY_IDLE_TIMEOUT", "1")
-    monkeypatch.setenv("BENCHCTL_GATEWAY_ANSWER_TIMEOUT", "1")     # ReAct's calls are non-streaming
+    monkeypatch.setenv("BENCHCTL_GATEWAY_ANSWER_TIMEOUT", "1")  # ReAct's calls are non-streaming
     up, _env = serve(monkeypatch, [HANG[0], {"text": "Done."}])
     try:
-        up.stall_next()                                           # the run's first call gets silence
-        task, _script = make_task(tmp_path, [{"text": "unused"}], "[early_exit]\nenabled = false\n",
-                                  name=f"idle{uuid.uuid4().hex[:6]}")
+        up.stall_next()  # the run's first call gets silence
+        task, _script = make_task(
+            tmp_path, [{"text": "unused"}], "[early_exit]\nenabled = false\n", name=f"idle{uuid.uuid4().hex[:6]}"
+        )
         out = tmp_path / "out"
         run_inprocess(task, MODEL, out, budget="2m")
         (run,) = runs(out)
@@ -95,7 +100,7 @@ def test_run_rides_out_a_silent_upstream_with_the_idle_timeout_from_the_environm
     first = next(e for e in events if e["type"] == "model_call")
     assert first["outcome"] == "ok" and [a["status"] for a in first["retries"]] == [None, 200]
     assert "(idle timeout)" in first["retries"][0]["error"]
-    assert requests == 3 and meta["gateway"]["calls"] == 2         # two calls, one of them tried twice
+    assert requests == 3 and meta["gateway"]["calls"] == 2  # two calls, one of them tried twice
     # The silent upstream took that request and may bill it; its usage never came, so the run's cost is
     # unknown (null) rather than the retry's price alone.
     assert first["retries"][0]["usage_unknown"] is True and first["cost_usd"] is None
@@ -107,11 +112,17 @@ def test_ctrl_c_with_a_call_in_flight_records_it_as_cancelled(tmp_path: Path) ->
     try:
         task, _script = make_task(tmp_path, [{"text": "unused"}], name=f"int{uuid.uuid4().hex[:6]}")
         out = tmp_path / "out"
-        p = subprocess.Popen([*BENCHCTL, "run", str(task), "--model", MODEL, "--budget", "5m", "--out", str(out),
-                              "--progress", "json"], cwd=REPO, text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, start_new_session=True, env={**os.environ, **env})
+        p = subprocess.Popen(
+            [*BENCHCTL, "run", str(task), "--model", MODEL, "--budget", "5m", "--out", str(out), "--progress", "json"],
+            cwd=REPO,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env={**os.environ, **env},
+        )
         try:
-            up.wait_for_requests(2, timeout=120)            # the second call is now waiting for its answer
+            up.wait_for_requests(2, timeout=120)  # the second call is now waiting for its answer
             time.sleep(1.0)
             os.killpg(p.pid, signal.SIGINT)
             p.communicate(timeout=60)
@@ -136,14 +147,17 @@ SLOW = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi
 @pytest.mark.cli_binaries
 @pytest.mark.parametrize("harness,model", [("claude-code", "anthropic/claude-haiku-4-5"), ("codex", "openai/gpt-5")])
 def test_cli_killed_at_the_deadline_mid_stream_leaves_the_partial_call_in_the_record(
-        sandbox_image: str, monkeypatch: pytest.MonkeyPatch, harness: str, model: str) -> None:
+    sandbox_image: str, monkeypatch: pytest.MonkeyPatch, harness: str, model: str
+) -> None:
     from harnesses import registry
+
     h = registry.create(harness, {})
     name = model.split("/")[1]
-    slow = {"turns": [{"text": SLOW, "chunks": 40, "chunk_delay": 1.0}]}   # a 40 s answer, cut at 12 s
-    with cli_rig(h, monkeypatch, sandbox_image, model=model, by_model={name: slow}, budget_s=12,
-                 policies=NO_POLICIES) as rig:
-        rig.gw.set_deadline(rig.ctx.budget.deadline)         # as the runner does
+    slow = {"turns": [{"text": SLOW, "chunks": 40, "chunk_delay": 1.0}]}  # a 40 s answer, cut at 12 s
+    with cli_rig(
+        h, monkeypatch, sandbox_image, model=model, by_model={name: slow}, budget_s=12, policies=NO_POLICIES
+    ) as rig:
+        rig.gw.set_deadline(rig.ctx.budget.deadline)  # as the runner does
         result = h.run(rig.ctx)
         assert result.status == "timeout"
         rig.gw.close()

@@ -1,4 +1,5 @@
 """The README's first command: the demo task with the scripted investigator, end to end."""
+
 from __future__ import annotations
 
 import filecmp
@@ -13,16 +14,29 @@ from benchctl.jsonio import read_json, read_jsonl
 from benchctl.tasks import load_task
 from tests._run_helpers import REPO, cli
 
+
 # The demo's transcript, model calls left out (the gateway writes those from its own thread):
 # a golden sequence, so any change in how the policies are wired shows up here. The notices come
 # before the tool_result: ReAct appends them to it, and a tool_result holds what the model received.
 def step(kind: str, n: int = 1, words: bool = False) -> list[str]:
-    one = ["assistant", f"tool_call:{kind}"] + (["notice:words"] if words else []) + ["notice:time", f"tool_result:{kind}"]
+    one = (
+        ["assistant", f"tool_call:{kind}"]
+        + (["notice:words"] if words else [])
+        + ["notice:time", f"tool_result:{kind}"]
+    )
     return one * n
 
 
-GOLDEN = (["run_start"] + step("bash", 3) + step("create", words=True) + ["assistant", "reprompt"]
-          + step("bash") + step("edit", 3, words=True) + step("submit") + ["harness_event", "run_end"])
+GOLDEN = (
+    ["run_start"]
+    + step("bash", 3)
+    + step("create", words=True)
+    + ["assistant", "reprompt"]
+    + step("bash")
+    + step("edit", 3, words=True)
+    + step("submit")
+    + ["harness_event", "run_end"]
+)
 
 DEMO_CMD = ["run", "configs/demo", "--model", "scripted/configs/demo/investigator.json", "--budget", "2m"]
 
@@ -62,8 +76,13 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path: Path) -> None:
     assert 150 <= len(report.split()) <= 600
     ev = read_jsonl(run / "transcript.jsonl")
     assert [e["type"] for e in ev].count("reprompt") == 1
-    seq = [e["type"] + (f":{e['name']}" if e["type"] in ("tool_call", "tool_result") else "")
-           + (f":{e['kind']}" if e["type"] == "notice" else "") for e in ev if e["type"] != "model_call"]
+    seq = [
+        e["type"]
+        + (f":{e['name']}" if e["type"] in ("tool_call", "tool_result") else "")
+        + (f":{e['kind']}" if e["type"] == "notice" else "")
+        for e in ev
+        if e["type"] != "model_call"
+    ]
     assert seq == GOLDEN
     assert [e["seq"] for e in ev] == list(range(len(ev)))
     assert read_json(out / "sweep.json")["runs"] == [run.name]
@@ -77,6 +96,7 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_demo_sweep_file_and_sweep_script(tmp_path: Path) -> None:
     import os
+
     out = tmp_path / "sweep"
     r = cli("run", "--sweep", "configs/demo/sweep.toml", "--out", str(out), "--progress", "json")
     assert r.returncode == 0, r.stderr
@@ -87,14 +107,34 @@ def test_demo_sweep_file_and_sweep_script(tmp_path: Path) -> None:
     contoso = next(p for p in (out / "runs").iterdir() if "contoso" in p.name)
     assert "10.99." in " ".join(e.get("output", "") for e in read_jsonl(contoso / "transcript.jsonl"))
 
-    env = {**os.environ, "MODELS": "scripted/configs/demo/investigator.json", "BUDGETS": "2m", "SEEDS": "2",
-           "CONCURRENCY": "2", "BENCHCTL": str(tmp_path / "benchctl")}
-    Path(env["BENCHCTL"]).write_text(f'#!/bin/sh\nexec {sys.executable} -c "from benchctl.cli import app; app()" "$@"\n')
+    env = {
+        **os.environ,
+        "MODELS": "scripted/configs/demo/investigator.json",
+        "BUDGETS": "2m",
+        "SEEDS": "2",
+        "CONCURRENCY": "2",
+        "BENCHCTL": str(tmp_path / "benchctl"),
+    }
+    Path(env["BENCHCTL"]).write_text(
+        f'#!/bin/sh\nexec {sys.executable} -c "from benchctl.cli import app; app()" "$@"\n'
+    )
     Path(env["BENCHCTL"]).chmod(0o755)
-    s = subprocess.run(["bash", "scripts/sweep.sh", "configs/demo", str(tmp_path / "sh"), "--progress", "json"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    s = subprocess.run(
+        ["bash", "scripts/sweep.sh", "configs/demo", str(tmp_path / "sh"), "--progress", "json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert s.returncode == 0, s.stderr
     assert len(list((tmp_path / "sh" / "runs").iterdir())) == 2
-    s2 = subprocess.run(["bash", "scripts/sweep.sh", "configs/demo", str(tmp_path / "sh"), "--progress", "json"],
-                        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert s2.returncode == 0 and s2.stderr.count('"run_skipped"') == 2       # resume: nothing redone
+    s2 = subprocess.run(
+        ["bash", "scripts/sweep.sh", "configs/demo", str(tmp_path / "sh"), "--progress", "json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert s2.returncode == 0 and s2.stderr.count('"run_skipped"') == 2  # resume: nothing redone

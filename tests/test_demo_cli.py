@@ -6,18 +6,20 @@ What reached the model is checked in the request bodies themselves, rebuilt from
 `model_call` events (benchctl.gateway.recording.reconstruct): a notice in the transcript proves the
 hook ran, a notice in the next request proves the agent saw it.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from cli_harness_rig import claude_notice_next_to, codex_notice_next_to, contains, need_binary
 
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_json, read_jsonl
-from cli_harness_rig import claude_notice_next_to, codex_notice_next_to, contains, need_binary
 from tests._run_helpers import cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
@@ -32,7 +34,7 @@ FACTS = ("## TLDR", "## Timeline", "203.0.113.77", "svc-backup", "02:13:05", "42
 class Case:
     harness: str
     script: str
-    tool_calls: list[str]                                  # tool names as the transcript records them
+    tool_calls: list[str]  # tool names as the transcript records them
     notice_next_to: Callable[[dict[str, Any], str], bool]
     # the ids the model's requests know the tool calls by: Claude Code's stream uses the API's
     # tool_use ids; Codex's stream uses item ids, so its hooks' call ids are the ones to look for
@@ -41,18 +43,25 @@ class Case:
 
 CASES = {
     "claude-code": Case(
-        "claude-code", "configs/demo/investigator-claude-code.json",
-        ["Bash"] * 3 + ["Write", "Bash"] + ["Edit"] * 3, claude_notice_next_to,
-        lambda ev: [e["id"] for e in ev if e["type"] == "tool_call"]),
+        "claude-code",
+        "configs/demo/investigator-claude-code.json",
+        ["Bash"] * 3 + ["Write", "Bash"] + ["Edit"] * 3,
+        claude_notice_next_to,
+        lambda ev: [e["id"] for e in ev if e["type"] == "tool_call"],
+    ),
     "codex": Case(
-        "codex", "configs/demo/investigator-codex.json",
-        ["exec_command"] * 3 + ["apply_patch", "exec_command"] + ["apply_patch"] * 3, codex_notice_next_to,
-        lambda ev: [e["tool_id"] for e in ev if e["type"] == "hook" and e["event"] == "PostToolUse"]),
+        "codex",
+        "configs/demo/investigator-codex.json",
+        ["exec_command"] * 3 + ["apply_patch", "exec_command"] + ["apply_patch"] * 3,
+        codex_notice_next_to,
+        lambda ev: [e["tool_id"] for e in ev if e["type"] == "hook" and e["event"] == "PostToolUse"],
+    ),
 }
 
 
 def _harness(name: str) -> Any:
     from harnesses.registry import create
+
     return create(name)
 
 
@@ -62,10 +71,20 @@ def test_demo_runs_and_grades_with_the_cli_harness(name: str, tmp_path: Path) ->
     need_binary(_harness(name))
     out = tmp_path / "demo"
     t0 = time.time()
-    r = cli("run", "configs/demo", "--harness", case.harness, "--model", f"scripted/{case.script}",
-            "--budget", "2m", "--out", str(out))
+    r = cli(
+        "run",
+        "configs/demo",
+        "--harness",
+        case.harness,
+        "--model",
+        f"scripted/{case.script}",
+        "--budget",
+        "2m",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
-    assert time.time() - t0 < 60          # a scripted run takes seconds; the 2m budget is never used up
+    assert time.time() - t0 < 60  # a scripted run takes seconds; the 2m budget is never used up
     (run,) = list((out / "runs").iterdir())
     meta = read_json(run / "meta.json")
     assert meta["status"] == "completed", meta.get("error")
@@ -82,7 +101,7 @@ def test_demo_runs_and_grades_with_the_cli_harness(name: str, tmp_path: Path) ->
     assert [e["name"] for e in ev if e["type"] == "tool_call"] == case.tool_calls
     results = [e for e in ev if e["type"] == "tool_result"]
     assert len(results) == len(case.tool_calls) and not any(e["is_error"] for e in results)
-    assert "37 user=svc-backup ip=203.0.113.77" in results[1]["output"]      # the shell really ran on /data
+    assert "37 user=svc-backup ip=203.0.113.77" in results[1]["output"]  # the shell really ran on /data
     bodies = list(reconstruct(ev).values())
     assert len(bodies) == len([e for e in ev if e["type"] == "model_call"]) == 10
 
@@ -106,7 +125,7 @@ def test_demo_runs_and_grades_with_the_cli_harness(name: str, tmp_path: Path) ->
     assert stops == ["reprompt", "stop"]
     after = [e["text"] for e in ev if e["type"] == "assistant" and e["seq"] > reprompt["seq"]]
     assert after[0].startswith("Continuing:") and after[-1].startswith("The report is complete")
-    assert sum(contains(b, EARLY_EXIT_TEXT) for b in bodies) == 5          # the 5 requests after the reprompt
+    assert sum(contains(b, EARLY_EXIT_TEXT) for b in bodies) == 5  # the 5 requests after the reprompt
 
     # Grading the run with the fake judge scores the collected report.
     g = cli("grade", str(out), "--judge", FAKE_JUDGE)

@@ -1,5 +1,6 @@
 """One Docker client factory: every way into the engine gives the same error, with the fix, when
 the engine is not there (DOCKER_HOST pointing at a socket nobody listens on)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,6 +35,7 @@ def test_every_entry_point_gives_the_same_message(no_engine: str) -> None:
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
     from benchctl.task_import.images import probe
+
     with pytest.raises(SandboxError) as e:
         DockerSandbox(SandboxSpec(image="benchctl-sandbox:latest", run_id="test-no-engine")).start()
     _says_where_and_how(str(e.value), no_engine)
@@ -49,7 +51,7 @@ def test_every_entry_point_gives_the_same_message(no_engine: str) -> None:
 def test_a_client_that_comes_back_has_reached_the_engine() -> None:
     client = docker_client(5)
     try:
-        assert client.api.timeout == 5 and client.api.api_version   # negotiated while connecting
+        assert client.api.timeout == 5 and client.api.api_version  # negotiated while connecting
         assert client.ping()
     finally:
         client.close()

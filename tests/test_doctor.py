@@ -1,4 +1,5 @@
 """`benchctl doctor` and `benchctl cleanup` through the real CLI."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,13 @@ def test_unreachable_engine_fails_with_fix_and_keys_never_printed(monkeypatch: p
     checks = _by_name(report)
     assert code == 1 and report["ok"] is False
     assert checks["docker engine"]["status"] == "fail" and checks["sandbox image"]["status"] == "skip"
-    assert checks["key: anthropic"] == {"name": "key: anthropic", "status": "ok", "detail": "ANTHROPIC_API_KEY is set",
-                                        "fix": "", "required": False}
+    assert checks["key: anthropic"] == {
+        "name": "key: anthropic",
+        "status": "ok",
+        "detail": "ANTHROPIC_API_KEY is set",
+        "fix": "",
+        "required": False,
+    }
     assert checks["key: openai"]["status"] == "warn" and "OPENAI_API_KEY" in checks["key: openai"]["fix"]
 
 
@@ -68,7 +74,9 @@ def test_doctor_missing_image_fails_with_build_hint() -> None:
 @pytest.mark.docker
 def test_strays_reported_then_cleaned(sandbox_image: str, docker_engine) -> None:
     import docker
+
     from benchctl.sandbox import cleanup
+
     client = docker_engine
     run_id = f"test-doctor-{uuid.uuid4().hex[:8]}"
     finished = subprocess.Popen(["true"])

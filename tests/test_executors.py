@@ -1,5 +1,6 @@
 """The Executor seam without a cluster: the runner's redo of lost runs (through a fake executor
 plugged into the seam), bundles, key forwarding, transcript streaming, and `--ray` without Ray."""
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,13 @@ from tests._run_helpers import REPO, make_task
 
 class LosingExecutor:
     """Loses the first `lose` attempts of every run (as a Ray executor does when a node dies)."""
+
     name = "losing"
 
     def __init__(self, lose: int, retries: int) -> None:
         self.lose, self.retries, self.calls = lose, retries, 0
 
-    def check(self, task, specs):  # noqa: ANN001, ANN201
+    def check(self, task, specs):
         return None
 
     def parallelism(self, requested: int) -> int:
@@ -69,8 +71,11 @@ def test_a_lost_run_is_kept_as_an_error_attempt_and_redone(tmp_path: Path) -> No
     run = tmp_path / "out" / "runs" / specs[0].run_id
     lost = read_json(run / "attempts" / "1" / "meta.json")
     assert lost["status"] == "error" and lost["error"] == "lost with node n1"
-    assert [e["type"] for e in read_jsonl(run / "attempts" / "1" / "transcript.jsonl")] == \
-        ["run_start", "error", "run_end"]
+    assert [e["type"] for e in read_jsonl(run / "attempts" / "1" / "transcript.jsonl")] == [
+        "run_start",
+        "error",
+        "run_end",
+    ]
     assert [e.get("attempt") for e in read_jsonl(run / "transcript.jsonl") if e["type"] == "run_start"] == [2]
     assert (run / "artifacts" / "report.md").read_text() == "done\n"
     assert sorted(p.name for p in (run / "attempts").iterdir()) == ["1"]
@@ -80,7 +85,7 @@ def test_redoing_lost_runs_stops_at_the_executors_limit(tmp_path: Path) -> None:
     ex = LosingExecutor(lose=10, retries=2)
     runner, specs = _runner(tmp_path, ex)
     [(_, meta)] = runner.run_all(specs)
-    assert ex.calls == 3 and meta["status"] == "error"          # 1 try + 2 redos, then it stays an error
+    assert ex.calls == 3 and meta["status"] == "error"  # 1 try + 2 redos, then it stays an error
     run = tmp_path / "out" / "runs" / specs[0].run_id
     assert sorted(p.name for p in (run / "attempts").iterdir()) == ["1", "2"]
 
@@ -99,9 +104,9 @@ def test_streamed_lines_keep_their_time_get_the_drivers_seq_and_are_redacted_twi
     driver.close()
     events = read_jsonl(tmp_path / "t.jsonl")
     assert [e["seq"] for e in events] == [0, 1, 2]
-    assert events[1]["text"] == "[REDACTED] and [REDACTED]"      # the node redacted its key, the driver its own
-    assert [e["t"] for e in events[1:]] == [json.loads(line)["t"] for line in shipped]   # the node's clock
-    assert [e["type"] for e in seen] == ["run_start", "assistant", "tool_call"]   # progress sees them live
+    assert events[1]["text"] == "[REDACTED] and [REDACTED]"  # the node redacted its key, the driver its own
+    assert [e["t"] for e in events[1:]] == [json.loads(line)["t"] for line in shipped]  # the node's clock
+    assert [e["type"] for e in seen] == ["run_start", "assistant", "tool_call"]  # progress sees them live
     assert b"node-secret-123" not in b"".join(shipped)
 
 
@@ -123,30 +128,33 @@ def test_only_keys_and_base_urls_travel_to_nodes(monkeypatch: pytest.MonkeyPatch
     assert "SOME_PASSWORDLESS_SETTING" not in env and "PATH" not in env and "HOME" not in env
 
 
-def test_a_bundle_carries_the_task_the_runs_data_and_its_scripts_but_no_results(tmp_path: Path,
-                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bundle_carries_the_task_the_runs_data_and_its_scripts_but_no_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from benchctl.gateway import scripted
+
     task_dir, model = make_task(tmp_path, [{"text": "hello"}], data={"a.log": "x\n", "b.log": "y\n"})
     (task_dir / "prompt.md").write_text("p")
-    (task_dir / "results" / "runs").mkdir(parents=True)          # a results dir inside the task dir
+    (task_dir / "results" / "runs").mkdir(parents=True)  # a results dir inside the task dir
     (task_dir / "results" / "runs" / "big.bin").write_bytes(b"0" * 1000)
     (task_dir / ".git").mkdir()
     variant = tmp_path / "variant-data"
     variant.mkdir()
     (variant / "a.log").write_text("swapped\n")
     monkeypatch.chdir(tmp_path)
-    rel = Path(model[len("scripted/"):]).relative_to(tmp_path)
-    b = make_bundle(load_task(task_dir), variant, [f"scripted/{rel}", "scripted/py:m:f", None],
-                    exclude=[task_dir / "results"])
+    rel = Path(model[len("scripted/") :]).relative_to(tmp_path)
+    b = make_bundle(
+        load_task(task_dir), variant, [f"scripted/{rel}", "scripted/py:m:f", None], exclude=[task_dir / "results"]
+    )
     node = tmp_path / "node"
     got_task, got_data = unpack_bundle(b, node)
     files = sorted(str(p.relative_to(node)) for p in node.rglob("*") if p.is_file())
-    assert files == ["data/a.log", "task/prompt.md", "task/task.toml"]      # the variant's data, not the task's
+    assert files == ["data/a.log", "task/prompt.md", "task/task.toml"]  # the variant's data, not the task's
     assert (got_data / "a.log").read_text() == "swapped\n" and got_task == node / "task"
     assert list(b.scripts) == [str(rel)]
-    monkeypatch.chdir(node)                                      # the node has no such file ...
+    monkeypatch.chdir(node)  # the node has no such file ...
     monkeypatch.setattr(scripted, "SHIPPED", dict(b.scripts))
-    assert scripted.load_script(str(rel)).turns[0].text == "hello"   # ... but the shipped copy loads
+    assert scripted.load_script(str(rel)).turns[0].text == "hello"  # ... but the shipped copy loads
 
 
 def test_files_coming_back_from_a_node_cannot_escape_the_run_dir(tmp_path: Path) -> None:
@@ -156,7 +164,7 @@ def test_files_coming_back_from_a_node_cannot_escape_the_run_dir(tmp_path: Path)
     (src / "artifacts" / "link").symlink_to("/etc/passwd")
     dest = tmp_path / "dest"
     dest.mkdir()
-    with pytest.raises(Exception):                               # tarfile's data filter refuses the outside link
+    with pytest.raises(Exception):  # noqa: B017  tarfile's data filter refuses the outside link
         unpack_into(pack_dir(src), dest)
     (src / "artifacts" / "link").unlink()
     unpack_into(pack_dir(src), dest)
@@ -165,27 +173,65 @@ def test_files_coming_back_from_a_node_cannot_escape_the_run_dir(tmp_path: Path)
 
 def test_ray_option_without_ray_installed_says_how_to_install_it(tmp_path: Path) -> None:
     task, model = make_task(tmp_path, [{"text": "x"}])
-    code = "import sys; sys.modules['ray'] = None; from benchctl.cli import app; app()"   # as if not installed
-    r = subprocess.run([sys.executable, "-c", code, "run", str(task), "--model", model, "--budget", "1m",
-                        "--out", str(tmp_path / "out"), "--ray", "auto"], cwd=REPO, capture_output=True, text=True,
-                       timeout=120)
+    code = "import sys; sys.modules['ray'] = None; from benchctl.cli import app; app()"  # as if not installed
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "run",
+            str(task),
+            "--model",
+            model,
+            "--budget",
+            "1m",
+            "--out",
+            str(tmp_path / "out"),
+            "--ray",
+            "auto",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert "pip install 'benchctl[ray]'" in r.stderr
     assert not (tmp_path / "out").exists()
-    d = subprocess.run([sys.executable, "-c", code, "doctor", "--ray", "auto"], cwd=REPO, capture_output=True,
-                       text=True, timeout=120)
+    d = subprocess.run(
+        [sys.executable, "-c", code, "doctor", "--ray", "auto"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert d.returncode == 2 and "pip install 'benchctl[ray]'" in d.stderr
 
 
 def test_an_unreachable_cluster_is_a_clear_error_before_anything_is_written(tmp_path: Path) -> None:
     import socket
-    with socket.socket() as s:          # a loopback port nobody listens on
+
+    with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     task, model = make_task(tmp_path, [{"text": "x"}])
-    r = subprocess.run([sys.executable, "-c", "from benchctl.cli import app; app()", "run", str(task), "--model",
-                        model, "--budget", "1m", "--out", str(tmp_path / "out"), "--ray", f"127.0.0.1:{port}"],
-                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from benchctl.cli import app; app()",
+            "run",
+            str(task),
+            "--model",
+            model,
+            "--budget",
+            "1m",
+            "--out",
+            str(tmp_path / "out"),
+            "--ray",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert f"cannot connect to the Ray cluster at '127.0.0.1:{port}'" in r.stderr and "ray start --head" in r.stderr
     assert not (tmp_path / "out").exists()

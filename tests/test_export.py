@@ -2,6 +2,7 @@
 request reconstruction, the wire formats, and both formats read back by their own libraries —
 every sample, message, score and token; honesty (unknown stays empty, unscored is not 0, secrets
 stay redacted, agent text cannot break out); idempotence; the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -11,6 +12,21 @@ from typing import Any
 
 import pytest
 from atif import Trajectory
+from export_fixtures import (
+    FOLLOWUPS,
+    FORGED_REF,
+    LONG,
+    MARKDOWN,
+    NASTY,
+    SECRET,
+    SYSTEM,
+    conversation_requests,
+    followup_run,
+    grade,
+    model_calls,
+    rich_run,
+    write_run,
+)
 from inspect_ai.event import EventTreeSpan, event_tree
 from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
@@ -18,8 +34,6 @@ from benchctl.export import events as ev
 from benchctl.export import wire
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_jsonl
-from export_fixtures import (FOLLOWUPS, FORGED_REF, LONG, MARKDOWN, NASTY, SECRET, SYSTEM, conversation_requests,
-                             followup_run, grade, model_calls, rich_run, write_run)
 from tests._run_helpers import cli
 
 
@@ -28,6 +42,7 @@ def texts(messages: list[wire.Message]) -> list[tuple[str, str, list[str], str |
 
 
 # ------------------------------------------------------------------------------- the shared iterator
+
 
 def test_iterator_rebuilds_every_request_exactly_as_the_gateway_reconstructs_it(tmp_path: Path) -> None:
     reqs = conversation_requests()
@@ -38,14 +53,18 @@ def test_iterator_rebuilds_every_request_exactly_as_the_gateway_reconstructs_it(
     assert len(turns) == len(reqs) == len(bodies)
     for turn in turns:
         assert turn.conversation is not None
-        msgs = (convs.get(turn.conversation, [])[:turn.keep] if turn.base else []) + turn.new
+        msgs = (convs.get(turn.conversation, [])[: turn.keep] if turn.base else []) + turn.new
         convs[turn.conversation] = msgs
         expected = [m for ms in wire.messages("anthropic_messages", bodies[turn.call_id]["messages"]) for m in ms]
         assert texts(msgs) == texts(expected), turn.call_id
         assert (turn.system.text if turn.system else None) == (SYSTEM if "system" in bodies[turn.call_id] else None)
     side, rewrite = turns[2], turns[5]
     assert side.conversation != turns[0].conversation and side.tools == []
-    assert rewrite.base == "call-5" and rewrite.keep == 1 and [m.text for m in rewrite.new] == ["Summary so far: x appears twice.", "Continue."]
+    assert (
+        rewrite.base == "call-5"
+        and rewrite.keep == 1
+        and [m.text for m in rewrite.new] == ["Summary so far: x appears twice.", "Continue."]
+    )
     # history re-sent in another shape (a string as a block list) is the same messages, not new ones
     assert turns[4].repeated == [True, True, True, True, False, False, False]
     # tool results are named after the call that asked for them
@@ -53,57 +72,113 @@ def test_iterator_rebuilds_every_request_exactly_as_the_gateway_reconstructs_it(
 
 
 def test_wire_formats_map_to_neutral_messages() -> None:
-    responses = wire.messages("openai_responses", [
-        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "dev"}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "task"}]},
-        {"type": "reasoning", "summary": [], "encrypted_content": "opaque"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "thinking aloud"}]},
-        {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{\"cmd\": \"ls\"}"},
-        {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "*** Begin Patch"},
-        {"type": "function_call_output", "call_id": "c1", "output": "a.log"},
-        {"type": "custom_tool_call_output", "call_id": "c2", "output": "Done"}])
-    assert [len(x) for x in responses] == [1, 1, 1, 0, 0, 0, 1, 1]      # one assistant turn held by its first item
+    responses = wire.messages(
+        "openai_responses",
+        [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "dev"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "task"}]},
+            {"type": "reasoning", "summary": [], "encrypted_content": "opaque"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "thinking aloud"}]},
+            {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": '{"cmd": "ls"}'},
+            {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "*** Begin Patch"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a.log"},
+            {"type": "custom_tool_call_output", "call_id": "c2", "output": "Done"},
+        ],
+    )
+    assert [len(x) for x in responses] == [1, 1, 1, 0, 0, 0, 1, 1]  # one assistant turn held by its first item
     turn = responses[2][0]
     assert turn.role == "assistant" and turn.text == "thinking aloud"
-    assert turn.parts[0].type == "data" and turn.parts[0].data["encrypted_content"] == "opaque"   # kept, not dropped
+    assert turn.parts[0].type == "data" and turn.parts[0].data["encrypted_content"] == "opaque"  # kept, not dropped
     assert [(c.id, c.arguments, c.raw) for c in turn.tool_calls] == [
-        ("c1", {"cmd": "ls"}, None), ("c2", {"input": "*** Begin Patch"}, "*** Begin Patch")]
+        ("c1", {"cmd": "ls"}, None),
+        ("c2", {"input": "*** Begin Patch"}, "*** Begin Patch"),
+    ]
     assert [m.role for ms in responses for m in ms] == ["system", "user", "assistant", "tool", "tool"]
 
-    anth = wire.messages("anthropic_messages", [
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
-                                          {"type": "text", "text": "Ok."},
-                                          {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": True,
-                                      "content": [{"type": "text", "text": "boom"}]},
-                                     {"type": "image", "source": {"type": "base64", "data": "AAA"}},
-                                     {"type": "text", "text": "<system-reminder>hook</system-reminder>"}]}])
+    anth = wire.messages(
+        "anthropic_messages",
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                    {"type": "text", "text": "Ok."},
+                    {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "boom"}],
+                    },
+                    {"type": "image", "source": {"type": "base64", "data": "AAA"}},
+                    {"type": "text", "text": "<system-reminder>hook</system-reminder>"},
+                ],
+            },
+        ],
+    )
     a, rest = anth[0][0], anth[1]
     assert [p.type for p in a.parts] == ["reasoning", "text"] and a.tool_calls[0].name == "Bash"
     assert [(m.role, m.is_error) for m in rest] == [("tool", True), ("user", False)]
     assert rest[1].parts[0].type == "data" and rest[1].text == "<system-reminder>hook</system-reminder>"
 
-    chat = wire.messages("openai_chat", [
-        {"role": "system", "content": "sys"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "x", "type": "function", "function": {"name": "f", "arguments": "not json"}}]},
-        {"role": "tool", "tool_call_id": "x", "content": "out"}])
+    chat = wire.messages(
+        "openai_chat",
+        [
+            {"role": "system", "content": "sys"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f", "arguments": "not json"}}],
+            },
+            {"role": "tool", "tool_call_id": "x", "content": "out"},
+        ],
+    )
     assert chat[1][0].tool_calls[0].arguments == {"input": "not json"}
     assert [m.role for ms in chat for m in ms] == ["system", "assistant", "tool"]
 
-    gem = wire.messages("gemini", [
-        {"role": "model", "parts": [{"text": "plan", "thought": True}, {"functionCall": {"name": "f", "args": {"a": 1}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"ok": True}}}]}])
+    gem = wire.messages(
+        "gemini",
+        [
+            {
+                "role": "model",
+                "parts": [{"text": "plan", "thought": True}, {"functionCall": {"name": "f", "args": {"a": 1}}}],
+            },
+            {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"ok": True}}}]},
+        ],
+    )
     assert gem[0][0].parts[0].type == "reasoning" and gem[0][0].tool_calls[0].arguments == {"a": 1}
     assert gem[1][0].role == "tool" and json.loads(gem[1][0].text) == {"ok": True}
 
     assert wire.system_prompt("openai_responses", {"instructions": "be brief"}).text == "be brief"
-    assert [wire.tool_choice(v) for v in (None, "auto", {"type": "any"}, "required", {"type": "none"},
-                                          {"type": "tool", "name": "bash"}, {"type": "function", "function": {"name": "f"}})] \
-        == [("auto", None), ("auto", None), ("any", None), ("any", None), ("none", None), ("tool", "bash"), ("tool", "f")]
+    assert [
+        wire.tool_choice(v)
+        for v in (
+            None,
+            "auto",
+            {"type": "any"},
+            "required",
+            {"type": "none"},
+            {"type": "tool", "name": "bash"},
+            {"type": "function", "function": {"name": "f"}},
+        )
+    ] == [("auto", None), ("auto", None), ("any", None), ("any", None), ("none", None), ("tool", "bash"), ("tool", "f")]
     assert wire.system_prompt("gemini", {"systemInstruction": {"parts": [{"text": "g"}]}}).text == "g"
-    assert [t.name for t in wire.tool_defs({"tools": [{"type": "function", "function": {"name": "a", "parameters": {}}},
-                                                      {"functionDeclarations": [{"name": "b"}]}]})] == ["a", "b"]
+    assert [
+        t.name
+        for t in wire.tool_defs(
+            {
+                "tools": [
+                    {"type": "function", "function": {"name": "a", "parameters": {}}},
+                    {"functionDeclarations": [{"name": "b"}]},
+                ]
+            }
+        )
+    ] == ["a", "b"]
 
 
 def test_gemini_calls_and_answers_without_ids_pair_by_function_and_order(tmp_path: Path) -> None:
@@ -121,13 +196,22 @@ def test_gemini_calls_and_answers_without_ids_pair_by_function_and_order(tmp_pat
         return {"functionResponse": {"name": name, "response": resp}}
 
     c1 = [{"role": "user", "parts": [{"text": "go"}]}]
-    r1 = {"text": "", "tool_calls": [{"id": None, "name": "bash", "input": {"command": "a"}},
-                                     {"id": None, "name": "bash", "input": {"command": "b"}}]}
-    c2 = c1 + [{"role": "model", "parts": [call("bash", command="a"), call("bash", command="b")]},
-               {"role": "user", "parts": [answer("bash", output="A"), answer("bash", output="B")]}]
+    r1 = {
+        "text": "",
+        "tool_calls": [
+            {"id": None, "name": "bash", "input": {"command": "a"}},
+            {"id": None, "name": "bash", "input": {"command": "b"}},
+        ],
+    }
+    c2 = c1 + [
+        {"role": "model", "parts": [call("bash", command="a"), call("bash", command="b")]},
+        {"role": "user", "parts": [answer("bash", output="A"), answer("bash", output="B")]},
+    ]
     r2 = {"text": "", "tool_calls": [{"id": None, "name": "view", "input": {"path": "x"}}]}
-    c3 = c2 + [{"role": "model", "parts": [{**call("view", path="x"), "thoughtSignature": "c2ln"}]},
-               {"role": "user", "parts": [answer("view", error="no such file")]}]
+    c3 = c2 + [
+        {"role": "model", "parts": [{**call("view", path="x"), "thoughtSignature": "c2ln"}]},
+        {"role": "user", "parts": [answer("view", error="no such file")]},
+    ]
     r3 = {"text": "done", "tool_calls": []}
     reqs = [({"contents": c, "systemInstruction": system}, r, "gemini") for c, r in ((c1, r1), (c2, r2), (c3, r3))]
     write_run(tmp_path, [("run_start", "runner", {})] + model_calls(reqs))
@@ -135,27 +219,37 @@ def test_gemini_calls_and_answers_without_ids_pair_by_function_and_order(tmp_pat
     out1, out2 = ([c.id for c in t.output.tool_calls] for t in turns[:2])
     assert len(set(out1 + out2)) == 3 and all(out1 + out2)
     # the echo of each answer carries its calls' ids; each answer pairs with its call, in order
-    assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id, m.text) for m in turns[1].new] == \
-        [("assistant", out1, None, ""), ("tool", [], out1[0], "A"), ("tool", [], out1[1], "B")]
-    assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id, m.text, m.is_error) for m in turns[2].new] == \
-        [("assistant", out2, None, "", False), ("tool", [], out2[0], "no such file", True)]
+    assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id, m.text) for m in turns[1].new] == [
+        ("assistant", out1, None, ""),
+        ("tool", [], out1[0], "A"),
+        ("tool", [], out1[1], "B"),
+    ]
+    assert [(m.role, [c.id for c in m.tool_calls], m.tool_call_id, m.text, m.is_error) for m in turns[2].new] == [
+        ("assistant", out2, None, "", False),
+        ("tool", [], out2[0], "no such file", True),
+    ]
 
     (log,) = wire_export(tmp_path, "inspect")
     s = read_eval_log(str(log)).samples[0]
     calls = {c.id: c for m in s.messages if m.role == "assistant" for c in m.tool_calls or []}
-    assert [(m.tool_call_id, m.function, m.text) for m in s.messages if m.role == "tool"] == \
-        [(out1[0], "bash", "A"), (out1[1], "bash", "B"), (out2[0], "view", "no such file")]
+    assert [(m.tool_call_id, m.function, m.text) for m in s.messages if m.role == "tool"] == [
+        (out1[0], "bash", "A"),
+        (out1[1], "bash", "B"),
+        (out2[0], "view", "no such file"),
+    ]
     assert [calls[i].arguments for i in out1 + out2] == [{"command": "a"}, {"command": "b"}, {"path": "x"}]
     (traj,) = wire_export(tmp_path, "atif")
     t = Trajectory.model_validate_json(traj.read_bytes())
     agent = [st for st in t.steps if st.source == "agent" and st.llm_call_count == 1]
-    assert [[(r.source_call_id, r.content) for r in st.observation.results] if st.observation else []
-            for st in agent] == [[(out1[0], "A"), (out1[1], "B")], [(out2[0], "no such file")], []]
+    assert [
+        [(r.source_call_id, r.content) for r in st.observation.results] if st.observation else [] for st in agent
+    ] == [[(out1[0], "A"), (out1[1], "B")], [(out2[0], "no such file")], []]
     assert [[c.tool_call_id for c in st.tool_calls or []] for st in agent] == [out1, out2, []]
 
 
 def wire_export(results: Path, to: str) -> list[Path]:
     from benchctl.export import export
+
     return export(results, to, results / f"out-{to}").written
 
 
@@ -164,12 +258,20 @@ def test_a_token_count_moves_the_conversation_on_but_is_not_a_generation(tmp_pat
     real call; that call then sends nothing new. The count is an event, the next call's input and
     the observation are still complete."""
     from export_fixtures import body, result, use, user
+
     a1, r1 = use("t1", "ls /data")
     m1 = [user("Investigate /data.")]
     m2 = m1 + [a1, result("t1", "a.log")]
-    write_run(tmp_path / "results", model_calls([(body(m1), r1), (body(m2), {"text": "", "tool_calls": []},
-                                                                   "anthropic_count_tokens"),
-                                                 (body(m2), {"text": "Done.", "tool_calls": []})]))
+    write_run(
+        tmp_path / "results",
+        model_calls(
+            [
+                (body(m1), r1),
+                (body(m2), {"text": "", "tool_calls": []}, "anthropic_count_tokens"),
+                (body(m2), {"text": "Done.", "tool_calls": []}),
+            ]
+        ),
+    )
     assert cli("export", str(tmp_path / "results"), "--to", "inspect", "-o", str(tmp_path / "o")).returncode == 0
     assert cli("export", str(tmp_path / "results"), "--to", "atif", "-o", str(tmp_path / "o")).returncode == 0
     sample = read_eval_log(str(next((tmp_path / "o").glob("*.eval")))).samples[0]
@@ -184,6 +286,7 @@ def test_a_token_count_moves_the_conversation_on_but_is_not_a_generation(tmp_pat
 
 # ------------------------------------------------------------------------------- a rich hand-made run
 
+
 @pytest.fixture()
 def rich(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # a key present in the environment at export time is scrubbed even if a transcript still held it
@@ -192,13 +295,27 @@ def rich(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     a = rich_run(results)
     b = rich_run(results, seed=1, status="error", error="harness crashed")
     rich_run(results, seed=2, status="timeout")
-    grade(results, a.name, "coverage", 0.5, items=[{"id": "F1", "score": 0.75, "strict": 0.5, "reason": "found it",
-                                                     "text": "Disk full on db-1 at 03:12",
-                                                     "quote": NASTY}, {"id": "F2", "score": None, "error": "judge"}])
+    grade(
+        results,
+        a.name,
+        "coverage",
+        0.5,
+        items=[
+            {
+                "id": "F1",
+                "score": 0.75,
+                "strict": 0.5,
+                "reason": "found it",
+                "text": "Disk full on db-1 at 03:12",
+                "quote": NASTY,
+            },
+            {"id": "F2", "score": None, "error": "judge"},
+        ],
+    )
     grade(results, a.name, "coverage", 0.25, tag="followup-1")
-    grade(results, a.name, "tldr", None)                    # the judge failed: unscored, never 0
+    grade(results, a.name, "tldr", None)  # the judge failed: unscored, never 0
     grade(results, b.name, "coverage", 0.0)
-    (results / "runs" / "t__react__x__1m__s9").mkdir()      # no meta.json: not finished
+    (results / "runs" / "t__react__x__1m__s9").mkdir()  # no meta.json: not finished
     return results
 
 
@@ -208,12 +325,12 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
     assert r.returncode == 0, r.stderr
     assert "skipped t__react__x__1m__s9: no meta.json" in r.stderr
     (path,) = out.glob("*.eval")
-    log = read_eval_log(str(path), resolve_attachments=True)      # as the viewer shows it
+    log = read_eval_log(str(path), resolve_attachments=True)  # as the viewer shows it
     # one run ended in error: the eval did too (Inspect's fail_on_error with continue_on_fail), with no
     # eval-level error (none halted it; the error is the sample's)
     assert log.status == "error" and log.error is None and log.eval.task == "t" and log.eval.config.epochs == 3
     assert (log.results.total_samples, log.results.completed_samples) == (3, 2)
-    assert log.eval.viewer is not None and log.eval.viewer.trust_content is False   # shown as text, never rendered
+    assert log.eval.viewer is not None and log.eval.viewer.trust_content is False  # shown as text, never rendered
     assert [(s.id, s.epoch, s.metadata["seed"]) for s in log.samples] == [("t", 1, 0), ("t", 2, 1), ("t", 3, 2)]
     s0, s1, s2 = log.samples
 
@@ -222,7 +339,9 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
     last = bodies["call-6"]["messages"]
     assert len(s0.messages) == 1 + len(last) + 1
     assert s0.messages[0].role == "system" and s0.messages[-1].text == "Final answer."
-    assert [m.text for m in s0.messages[1:-1]] == [m.text for ms in wire.messages("anthropic_messages", last) for m in ms]
+    assert [m.text for m in s0.messages[1:-1]] == [
+        m.text for ms in wire.messages("anthropic_messages", last) for m in ms
+    ]
     assert s0.input == "Investigate /data."
 
     # every model call is a ModelEvent whose input is exactly its request; the side call has its own
@@ -232,48 +351,66 @@ def test_inspect_log_reads_back_with_every_sample_message_score_and_token(rich: 
         cid = e.metadata["benchctl"]["call_id"]
         if cid in bodies:
             b = bodies[cid]
-            expected = ([SYSTEM] if "system" in b else []) + \
-                [m.text for ms in wire.messages("anthropic_messages", b["messages"]) for m in ms]
+            expected = ([SYSTEM] if "system" in b else []) + [
+                m.text for ms in wire.messages("anthropic_messages", b["messages"]) for m in ms
+            ]
             assert [m.text for m in e.input] == expected, cid
-        else:                                  # request not recorded: the input stays empty
+        else:  # request not recorded: the input stays empty
             assert e.input == [] and e.metadata["benchctl"]["request_recorded"] is False
     side = next(e for e in models if e.metadata["benchctl"]["call_id"] == "call-3")
     assert [m.text for m in side.input] == ["Title for: Investigate /data."] and side.tools == []
     first = models[0]
     assert first.model == "scripted/m.json" and first.requested_model == "m" and first.tools[0].name == "bash"
     assert first.config.max_tokens == 1000 and first.working_time == pytest.approx(0.5)
-    assert (first.output.usage.input_tokens, first.output.usage.input_tokens_cache_read,
-            first.output.usage.input_tokens_cache_write, first.output.usage.output_tokens,
-            first.output.usage.total_tokens) == (100, 10, 5, 20, 135)
+    assert (
+        first.output.usage.input_tokens,
+        first.output.usage.input_tokens_cache_read,
+        first.output.usage.input_tokens_cache_write,
+        first.output.usage.output_tokens,
+        first.output.usage.total_tokens,
+    ) == (100, 10, 5, 20, 135)
     assert first.output.choices[0].message.tool_calls[0].function == "bash"
     timed_out = next(e for e in models if e.metadata["benchctl"]["call_id"] == "call-10")
     assert timed_out.error == "timeout" and timed_out.output.completion == "partial ans"
-    assert timed_out.output.usage is None                            # not reported: not zero
+    assert timed_out.output.usage is None  # not reported: not zero
     assert s0.model_fallbacks[0].fallback_model == "scripted/old.json" and s0.model_fallbacks[0].count == 1
 
     tools = [e for e in s0.events if e.event == "tool"]
-    assert [(t.id, t.function, t.error.type if t.error else None) for t in tools] == \
-        [("t1", "bash", None), ("t2", "bash", "unknown"), ("t3", "bash", None)]
+    assert [(t.id, t.function, t.error.type if t.error else None) for t in tools] == [
+        ("t1", "bash", None),
+        ("t2", "bash", "unknown"),
+        ("t3", "bash", None),
+    ]
     infos = [(e.source, e.data) for e in s0.events if e.event == "info"]
     sources = [s for s, _ in infos]
-    for label in ("benchctl notice time", "benchctl reprompt", "benchctl refusal", "benchctl fallback",
-                  "benchctl tool_rejected_warning", "benchctl artifact report.md", "benchctl artifact blob.bin"):
+    for label in (
+        "benchctl notice time",
+        "benchctl reprompt",
+        "benchctl refusal",
+        "benchctl fallback",
+        "benchctl tool_rejected_warning",
+        "benchctl artifact report.md",
+        "benchctl artifact blob.bin",
+    ):
         assert label in sources, label
     assert dict(infos)["benchctl notice time"] == "[benchctl] Time remaining: 50s."
-    assert dict(infos)["benchctl artifact report.md"] == "# Report\n\n" + NASTY     # exact, not resolved or escaped
+    assert dict(infos)["benchctl artifact report.md"] == "# Report\n\n" + NASTY  # exact, not resolved or escaped
     assert dict(infos)["benchctl artifact blob.bin"]["binary"] is True
 
     # agent text comes back exactly; the redaction marker stays; the secret never appears
     assert tools[0].result == "a.log [REDACTED] " + NASTY
     assert tools[1].result == LONG and tools[2].result == FORGED_REF
-    assert [d["text"] for s_, d in infos if s_ == "benchctl stderr"] == [LONG, FORGED_REF]   # a forged reference stays text
+    assert [d["text"] for s_, d in infos if s_ == "benchctl stderr"] == [
+        LONG,
+        FORGED_REF,
+    ]  # a forged reference stays text
     raw = b"".join(zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist())
     assert SECRET.encode() not in raw and b"[REDACTED]" in raw
 
     # grades: scores with explanations; unscored is left out (not 0); follow-up graded apart
     assert {k: v.value for k, v in s0.scores.items()} == {"coverage": 0.5, "coverage[followup-1]": 0.25}
     assert "F1 (score 0.75, strict 0.5)" in s0.scores["coverage"].explanation
-    assert "text: Disk full on db-1 at 03:12" in s0.scores["coverage"].explanation   # what the finding is
+    assert "text: Disk full on db-1 at 03:12" in s0.scores["coverage"].explanation  # what the finding is
     assert "F2 (unscored)" in s0.scores["coverage"].explanation
     assert {g["grader"]: g["status"] for g in s0.metadata["grades"]}["tldr"] == "unscored"
     means = {sc.name: (sc.metrics["mean"].value, sc.scored_samples, sc.unscored_samples) for sc in log.results.scores}
@@ -300,52 +437,64 @@ def test_atif_trajectories_validate_with_steps_metrics_observations_and_the_repo
     assert len(files) == 3
     raw = files[0].read_bytes()
     assert SECRET.encode() not in raw and b"[REDACTED]" in raw
-    t = Trajectory.model_validate_json(raw)           # the atif models validate the whole document
+    t = Trajectory.model_validate_json(raw)  # the atif models validate the whole document
     assert t.schema_version == "ATIF-v1.8" and t.agent.name == "react" and t.agent.model_name == "scripted/m.json"
     agent = [s for s in t.steps if s.source == "agent" and s.llm_call_count == 1]
-    assert len(agent) == 8                             # one per model call
+    assert len(agent) == 8  # one per model call
     first = agent[0]
     assert first.message == MARKDOWN and first.tool_calls[0].arguments == {"command": "ls /data"}
     assert (first.metrics.prompt_tokens, first.metrics.cached_tokens, first.metrics.completion_tokens) == (115, 10, 20)
     assert first.observation.results[0].source_call_id == "t1"
     assert first.observation.results[0].content == "a.log"
-    assert t.steps[t.steps.index(first) + 1].message == "[benchctl] Time remaining: 50s."   # next to the result
+    assert t.steps[t.steps.index(first) + 1].message == "[benchctl] Time remaining: 50s."  # next to the result
     kinds = [e["type"] for e in first.extra["benchctl_events"]]
     assert "notice" in kinds and "tool_result" in kinds
     assert t.steps[0].source == "system" and t.steps[0].message == SYSTEM
     assert t.steps[1].source == "user" and t.steps[1].message == "Investigate /data."
     users = [s.message for s in t.steps if s.source == "user"]
-    assert users.count("[benchctl] Time remaining: 50s.") == 1     # history re-sent in another shape: no new step
+    assert users.count("[benchctl] Time remaining: 50s.") == 1  # history re-sent in another shape: no new step
     assert "You still have time. Do not stop yet." in users
     refusal = next(s for s in agent if s.extra["benchctl"]["call_id"] == "call-9")
     assert {e["type"] for e in refusal.extra["benchctl_events"]} >= {"refusal", "fallback"}
-    blob, report = t.steps[-2], t.steps[-1]                       # meta.json's order
+    blob, report = t.steps[-2], t.steps[-1]  # meta.json's order
     assert report.llm_call_count == 0 and report.message == "# Report\n\n" + NASTY
     assert report.extra["benchctl_artifact"]["name"] == "report.md"
     assert blob.message == "" and blob.extra["benchctl_artifact"]["binary"] is True
     fm = t.final_metrics
-    assert fm.total_steps == len(t.steps) and fm.total_cost_usd is None         # unknown price stays unknown
+    assert fm.total_steps == len(t.steps) and fm.total_cost_usd is None  # unknown price stays unknown
     assert fm.total_prompt_tokens == sum(s.metrics.prompt_tokens for s in agent if s.metrics)
     cut = next(s for s in agent if s.extra["benchctl"]["call_id"] == "call-10")
-    assert cut.metrics is None and cut.message == "partial ans"       # usage unknown: no metrics, not zeros
+    assert cut.metrics is None and cut.message == "partial ans"  # usage unknown: no metrics, not zeros
     assert [g["grader"] for g in t.extra["benchctl"]["grades"]] == ["coverage", "coverage", "tldr"]
-    assert any(e["type"] == "run_end" for e in t.extra["benchctl"]["trailing_events"] +
-               [x for s in t.steps for x in (s.extra or {}).get("benchctl_events", [])])
+    assert any(
+        e["type"] == "run_end"
+        for e in t.extra["benchctl"]["trailing_events"]
+        + [x for s in t.steps for x in (s.extra or {}).get("benchctl_events", [])]
+    )
 
 
 # ------------------------------------------------------------------------------- outcomes and phases
+
 
 def unfinished_run(results: Path, task: str, seed: int, transcript: bool = True) -> str:
     """A run directory as a killed run leaves it: no meta.json; with `transcript`, the run_start
     event the runner writes when the sandbox is up (it carries the run's spec)."""
     from benchctl.layout import make_run_id
     from benchctl.transcript import Redactor, TranscriptWriter
+
     run_id = make_run_id(task, "react", "scripted/m.json", "1m", seed)
     run = results / "runs" / run_id
     run.mkdir(parents=True)
     if transcript:
-        spec = {"task": task, "harness": "react", "model": "scripted/m.json", "budget": "1m", "budget_s": 60.0,
-                "seed": seed, "variant": None}
+        spec = {
+            "task": task,
+            "harness": "react",
+            "model": "scripted/m.json",
+            "budget": "1m",
+            "budget_s": 60.0,
+            "seed": seed,
+            "variant": None,
+        }
         with TranscriptWriter(run / "transcript.jsonl", Redactor([])) as tr:
             tr.emit("run_start", "runner", run_id=run_id, spec=spec)
     return run_id
@@ -363,26 +512,33 @@ def test_eval_status_results_and_limits_say_what_happened_to_the_runs(tmp_path: 
     write_run(results, [], task="ok", seed=2, status="budget_exhausted", error="sweep cost cap reached", cost_cap=cap)
     write_run(results, [], task="err", seed=0)
     write_run(results, [], task="err", seed=1, status="error", error="harness crashed")
-    write_run(results, [], task="cancel", seed=0, status="error", error="cancelled")      # Ctrl-C / SIGTERM
+    write_run(results, [], task="cancel", seed=0, status="error", error="cancelled")  # Ctrl-C / SIGTERM
     write_run(results, [], task="cancel", seed=1, status="error", error="harness crashed")
     write_run(results, [], task="open", seed=1)
     killed = [unfinished_run(results, "open", 0), unfinished_run(results, "open", 2, transcript=False)]
     running = write_run(results, [], task="open", seed=3, status="running").name
-    stray = unfinished_run(results, "other", 0, transcript=False)    # of no exported configuration
+    stray = unfinished_run(results, "other", 0, transcript=False)  # of no exported configuration
     out = tmp_path / "out"
     r = cli("export", str(results), "--to", "inspect", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert f"skipped {killed[0]}: no meta.json" in r.stderr and f"skipped {running}: still running" in r.stderr
     logs = {log.eval.task: log for log in (read_eval_log(str(p)) for p in out.glob("*.eval"))}
-    assert sorted(logs) == ["cancel", "err", "ok", "open"]                # none for the stray run
-    assert {t: log.status for t, log in logs.items()} == \
-        {"ok": "success", "err": "error", "cancel": "cancelled", "open": "started"}
+    assert sorted(logs) == ["cancel", "err", "ok", "open"]  # none for the stray run
+    assert {t: log.status for t, log in logs.items()} == {
+        "ok": "success",
+        "err": "error",
+        "cancel": "cancelled",
+        "open": "started",
+    }
     assert all(log.error is None for log in logs.values())
     assert all(log.eval.config.fail_on_error is True and log.eval.config.continue_on_fail for log in logs.values())
 
     ok = logs["ok"]
-    assert [(s.limit.type, s.limit.limit, s.limit.reason) if s.limit else None for s in ok.samples] == \
-        [None, ("time", 60.0, "time budget spent"), ("cost", 1.0, "sweep cost cap reached")]
+    assert [(s.limit.type, s.limit.limit, s.limit.reason) if s.limit else None for s in ok.samples] == [
+        None,
+        ("time", 60.0, "time budget spent"),
+        ("cost", 1.0, "sweep cost cap reached"),
+    ]
     assert all(s.error is None for s in ok.samples)
     assert (ok.results.total_samples, ok.results.completed_samples) == (3, 3)
     err = logs["err"]
@@ -400,9 +556,14 @@ def test_eval_status_results_and_limits_say_what_happened_to_the_runs(tmp_path: 
 
     # inspect_ai.analysis reads the logs into its dataframes (pandas and pyarrow: the dev extra)
     from inspect_ai.analysis import evals_df, samples_df
+
     evals = evals_df(str(out), quiet=True)
-    assert dict(zip(evals["task_name"], evals["status"])) == \
-        {"ok": "success", "err": "error", "cancel": "cancelled", "open": "started"}
+    assert dict(zip(evals["task_name"], evals["status"])) == {
+        "ok": "success",
+        "err": "error",
+        "cancel": "cancelled",
+        "open": "started",
+    }
     assert dict(zip(evals["task_name"], evals["total_samples"])) == {"ok": 3, "err": 2, "cancel": 2, "open": 4}
     samples = samples_df(str(out), quiet=True)
     assert len(samples) == 8
@@ -417,33 +578,50 @@ def test_follow_up_phases_are_spans_in_inspect_and_step_phases_in_atif(tmp_path:
     assert cli("export", str(results), "--to", "inspect", "-o", str(out)).returncode == 0
     assert cli("export", str(results), "--to", "atif", "-o", str(out)).returncode == 0
     sample = read_eval_log(str(next(out.glob("*.eval")))).samples[0]
-    tree = event_tree(sample.events)                       # inspect-ai's own span tree
+    tree = event_tree(sample.events)  # inspect-ai's own span tree
     spans = [n for n in tree if isinstance(n, EventTreeSpan)]
-    assert [(s.name, s.type, s.end is not None) for s in spans] == \
-        [("main", "solver", True), ("followup-1", "solver", True), ("followup-2", "solver", True)]
+    assert [(s.name, s.type, s.end is not None) for s in spans] == [
+        ("main", "solver", True),
+        ("followup-1", "solver", True),
+        ("followup-2", "solver", True),
+    ]
 
     def of(span: EventTreeSpan, kind: str) -> list[object]:
         return [e for e in span.children if getattr(e, "event", None) == kind]
-    assert [[e.metadata["benchctl"]["call_id"] for e in of(s, "model")] for s in spans] == \
-        [["call-1", "call-2"], ["call-3"], ["call-4"]]
+
+    assert [[e.metadata["benchctl"]["call_id"] for e in of(s, "model")] for s in spans] == [
+        ["call-1", "call-2"],
+        ["call-3"],
+        ["call-4"],
+    ]
     assert [e.function for e in of(spans[0], "tool")] == ["bash"] and not of(spans[1], "tool")
     assert [(e.source, e.data) for e in of(spans[1], "info")][0] == ("benchctl followup", FOLLOWUPS[0])
     assert [(e.source, e.data) for e in of(spans[2], "info")][0] == ("benchctl followup", FOLLOWUPS[1])
     assert of(spans[2], "info")[-1].source == "benchctl run_end"
     # the files the run left are outside the phases (their names say the phase)
-    assert [e.source for e in tree if not isinstance(e, EventTreeSpan)] == \
-        ["benchctl artifact report.followup-1.md", "benchctl artifact report.followup-2.md", "benchctl artifact report.md"]
+    assert [e.source for e in tree if not isinstance(e, EventTreeSpan)] == [
+        "benchctl artifact report.followup-1.md",
+        "benchctl artifact report.followup-2.md",
+        "benchctl artifact report.md",
+    ]
     # the conversation runs on through the phases
     assert [m.text for m in sample.messages if m.role == "user"] == ["Investigate /data.", *FOLLOWUPS]
     assert sample.messages[-1].text == "The timestamps."
 
     t = Trajectory.model_validate_json(next(out.glob("*.json")).read_bytes())
     phase = [(s.source, s.message, (s.extra or {}).get("benchctl_phase")) for s in t.steps]
-    assert [(m, p) for s, m, p in phase if s == "user"] == \
-        [("Investigate /data.", "main"), (FOLLOWUPS[0], "followup-1"), (FOLLOWUPS[1], "followup-2")]
-    assert [(m, p) for s, m, p in phase if s == "agent" and p] == \
-        [("", "main"), ("Done.", "main"), ("Revised.", "followup-1"), ("The timestamps.", "followup-2")]
-    assert [p for s, m, p in phase if s == "agent" and m.startswith("# ")] == [None, None, None]   # artifacts
+    assert [(m, p) for s, m, p in phase if s == "user"] == [
+        ("Investigate /data.", "main"),
+        (FOLLOWUPS[0], "followup-1"),
+        (FOLLOWUPS[1], "followup-2"),
+    ]
+    assert [(m, p) for s, m, p in phase if s == "agent" and p] == [
+        ("", "main"),
+        ("Done.", "main"),
+        ("Revised.", "followup-1"),
+        ("The timestamps.", "followup-2"),
+    ]
+    assert [p for s, m, p in phase if s == "agent" and m.startswith("# ")] == [None, None, None]  # artifacts
     prompt = next(s for s in t.steps if s.message == FOLLOWUPS[0])
     assert [e["type"] for e in prompt.extra["benchctl_events"]] == ["harness_event", "followup"]
 
@@ -454,10 +632,10 @@ def test_reexport_replaces_and_a_glob_selects(rich: Path, tmp_path: Path) -> Non
     assert cli("export", str(rich), "--to", "atif", "-o", str(out)).returncode == 0
     before = sorted(p.name for p in out.iterdir())
     run_id = next(p.name for p in (rich / "runs").iterdir() if p.name.endswith("__s0"))
-    grade(rich, run_id, "coverage", 0.9)                # a regrade, then export again
+    grade(rich, run_id, "coverage", 0.9)  # a regrade, then export again
     assert cli("export", str(rich), "--to", "inspect", "-o", str(out)).returncode == 0
     assert cli("export", str(rich), "--to", "atif", "-o", str(out)).returncode == 0
-    assert sorted(p.name for p in out.iterdir()) == before          # replaced, not duplicated
+    assert sorted(p.name for p in out.iterdir()) == before  # replaced, not duplicated
     log = read_eval_log(str(next(out.glob("*.eval"))))
     assert log.samples[0].scores["coverage"].value == 0.9
     only = tmp_path / "only"
@@ -474,7 +652,8 @@ def test_a_missing_extra_is_named_with_the_command_that_installs_it(tmp_path: Pa
     import os
 
     from tests._run_helpers import REPO
-    shadow = tmp_path / "site" / "inspect_ai"            # what Python finds when inspect-ai is not installed
+
+    shadow = tmp_path / "site" / "inspect_ai"  # what Python finds when inspect-ai is not installed
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'inspect_ai'\")\n")
     write_run(tmp_path / "results", [("run_start", "runner", {})])
@@ -520,6 +699,7 @@ def test_a_long_transcript_is_streamed_not_loaded(tmp_path: Path) -> None:
     import sys
 
     from export_fixtures import write_long_run
+
     from tests._run_helpers import REPO
 
     peaks: dict[str, list[int]] = {"inspect": [], "atif": []}
@@ -528,8 +708,13 @@ def test_a_long_transcript_is_streamed_not_loaded(tmp_path: Path) -> None:
         run = write_long_run(tmp_path / f"r{n}", n)
         sizes.append((run / "transcript.jsonl").stat().st_size)
         for to in peaks:
-            r = subprocess.run([sys.executable, "-c", TRACED_EXPORT, str(tmp_path / f"r{n}"), to, str(tmp_path / f"{to}{n}")],
-                               capture_output=True, text=True, cwd=REPO, timeout=600)
+            r = subprocess.run(
+                [sys.executable, "-c", TRACED_EXPORT, str(tmp_path / f"r{n}"), to, str(tmp_path / f"{to}{n}")],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                timeout=600,
+            )
             assert r.returncode == 0, r.stderr
             peaks[to].append(int(r.stdout.split()[-1]))
     for to, (small, large) in peaks.items():

@@ -3,6 +3,7 @@ driven by a real headless Chromium. The viewer lists the log and shows a sample'
 (model calls, tool calls, benchctl's notices) and a run's follow-up phases as sections of their
 own; agent-written HTML is shown as text and runs nothing; neither the server nor the page
 reaches beyond 127.0.0.1."""
+
 from __future__ import annotations
 
 import socket
@@ -14,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from browser_rig import browser, screenshot  # noqa: F401  (fixture)
 from export_fixtures import FOLLOWUPS, MARKDOWN, followup_run, grade, rich_run
+
 from tests._run_helpers import REPO, cli
 
 pytestmark = pytest.mark.browser
@@ -52,15 +53,31 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     base = tmp_path_factory.mktemp("export-view")
     run = rich_run(base / "results")
     grade(base / "results", run.name, "coverage", 0.5, items=[{"id": "F1", "score": 0.75, "reason": "found it"}])
-    followup_run(base / "results")                      # another configuration (task fu): its own log
+    followup_run(base / "results")  # another configuration (task fu): its own log
     out = base / "logs"
     r = cli("export", str(base / "results"), "--to", "inspect", "-o", str(out))
     assert r.returncode == 0, r.stderr
     audit = base / "sockets.log"
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", AUDITED_INSPECT, str(audit), "view", "start", "--log-dir", str(out),
-                             "--host", "127.0.0.1", "--port", str(port)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            AUDITED_INSPECT,
+            str(audit),
+            "view",
+            "start",
+            "--log-dir",
+            str(out),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.time() + 120
@@ -71,7 +88,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
                         break
             except OSError:
                 if proc.poll() is not None or time.time() > deadline:
-                    raise AssertionError(f"inspect view did not start: {proc.stdout.read().decode()[-2000:]}")
+                    raise AssertionError(f"inspect view did not start: {proc.stdout.read().decode()[-2000:]}") from None
                 time.sleep(0.5)
         yield url, out, audit
     finally:
@@ -97,15 +114,15 @@ def test_inspect_view_lists_the_export_and_shows_a_sample_transcript(served: tup
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     try:
         page.goto(url)
-        page.get_by_text("scripted/m.json").first.wait_for(timeout=60_000)       # the log list
+        page.get_by_text("scripted/m.json").first.wait_for(timeout=60_000)  # the log list
         page.goto(f"{url}#/logs/{log.name}")
-        page.get_by_text("Model call", exact=False).first.wait_for(timeout=60_000)          # the transcript
+        page.get_by_text("Model call", exact=False).first.wait_for(timeout=60_000)  # the transcript
         page.wait_for_timeout(1000)
         text = page.inner_text("body")
         lowered = text.lower()
-        assert "investigate /data." in lowered                                   # the sample's input
+        assert "investigate /data." in lowered  # the sample's input
         assert "benchctl notice time" in lowered and "[benchctl] time remaining: 50s." in lowered
-        assert "bash" in lowered and "ls /data" in text                          # a tool call
+        assert "bash" in lowered and "ls /data" in text  # a tool call
         # agent-written markdown, HTML and JSON are shown literally (the log is marked untrusted), and
         # nothing in them ran or loaded
         assert MARKDOWN in text
@@ -127,7 +144,9 @@ def test_inspect_view_lists_the_export_and_shows_a_sample_transcript(served: tup
     assert calls and all(host in LOOPBACK or host.startswith("/") for _, host in calls), calls
 
 
-def test_inspect_view_shows_each_follow_up_phase_as_a_section_of_its_own(served: tuple[str, Path, Path], browser) -> None:
+def test_inspect_view_shows_each_follow_up_phase_as_a_section_of_its_own(
+    served: tuple[str, Path, Path], browser
+) -> None:
     url, out, _ = served
     (log,) = out.glob("fu__*.eval")
     page = browser.new_context(viewport={"width": 1400, "height": 2400}).new_page()
@@ -147,7 +166,7 @@ def test_inspect_view_shows_each_follow_up_phase_as_a_section_of_its_own(served:
             assert sum(x.startswith("model call") for x in section) == 1 and prompt.lower() in section
         assert FOLLOWUPS[0].lower() not in main and FOLLOWUPS[1].lower() not in first
         # ... and the transcript's outline lists them with their turns
-        outline = lines[:heads[0]]
+        outline = lines[: heads[0]]
         assert outline[-6:] == ["main", "2 turns", "followup-1", "1 turn", "followup-2", "1 turn"]
         assert page_errors == []
     except BaseException:

@@ -6,6 +6,7 @@ paired with its call by id), usage and cost against meta.json (an unknown price 
 never 0), and the ATIF steps' calls and observations paired by id. The request each sample shows is
 also checked against inspect-ai's own converters for that wire (`messages_from_google`,
 `messages_from_openai`) applied to the request the gateway reconstructs."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,12 +34,17 @@ REPORT = 'Errors: 1 ("disk full")\n'
 # two calls of the same tool in one turn (Gemini pairs results with calls by name and order when
 # they carry no id), arguments of every JSON kind (an int, a list, a string with quotes and newlines)
 TURNS: list[dict[str, Any]] = [
-    {"text": "Counting errors.", "tool_calls": [
-        {"name": "bash", "input": {"command": "grep -c ERROR /data/app.log", "timeout": 10}},
-        {"name": "bash", "input": {"command": "wc -l < /data/app.log"}}]},
+    {
+        "text": "Counting errors.",
+        "tool_calls": [
+            {"name": "bash", "input": {"command": "grep -c ERROR /data/app.log", "timeout": 10}},
+            {"name": "bash", "input": {"command": "wc -l < /data/app.log"}},
+        ],
+    },
     {"text": "", "tool_calls": [{"name": "view", "input": {"path": "/data/app.log", "view_range": [1, 2]}}]},
     {"text": "", "tool_calls": [{"name": "create", "input": {"path": "report.md", "file_text": REPORT}}]},
-    {"text": "Done."}]
+    {"text": "Done."},
+]
 CONVERSATION = ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
 
 
@@ -49,13 +55,28 @@ def wire_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("export-wires")
     out: dict[str, Path] = {}
     for wire in WIRES:
-        task, model = make_task(base, TURNS, f'[early_exit]\nenabled = false\n[harness_options]\nwire = "{wire}"\n',
-                                name=wire)
-        price = "input = 3.0\ncached_input = 0.3\ncache_write = 3.75\noutput = 15.0" if wire == "chat" else "input = 3.0"
+        task, model = make_task(
+            base, TURNS, f'[early_exit]\nenabled = false\n[harness_options]\nwire = "{wire}"\n', name=wire
+        )
+        price = (
+            "input = 3.0\ncached_input = 0.3\ncache_write = 3.75\noutput = 15.0" if wire == "chat" else "input = 3.0"
+        )
         prices = base / f"{wire}-prices.toml"
         prices.write_text(f'["{model}"]\n{price}\n')
-        r = cli("run", str(task), "--model", model, "--budget", "1m", "--out", str(base / wire), "--progress", "json",
-                env={**os.environ, "BENCHCTL_PRICES": str(prices)}, timeout=600)
+        r = cli(
+            "run",
+            str(task),
+            "--model",
+            model,
+            "--budget",
+            "1m",
+            "--out",
+            str(base / wire),
+            "--progress",
+            "json",
+            env={**os.environ, "BENCHCTL_PRICES": str(prices)},
+            timeout=600,
+        )
         assert r.returncode == 0, r.stderr[-3000:]
         out[wire] = base / wire
     return out
@@ -93,15 +114,16 @@ def check_conversation(s: EvalSample, events: list[dict[str, Any]]) -> None:
     assert [m.text for m in assistants] == [t["text"] for t in TURNS]
     results = outputs(events)
     calls = [c for m in assistants for c in m.tool_calls or []]
-    assert [c.id for c in calls] == [e["id"] for e in events if e["type"] == "tool_call"]   # the ids the harness ran
+    assert [c.id for c in calls] == [e["id"] for e in events if e["type"] == "tool_call"]  # the ids the harness ran
     assert all(c.type == "function" and isinstance(c.arguments, dict) for c in calls)
     tools = [m for m in s.messages if m.role == "tool"]
     assert [(m.tool_call_id, m.function) for m in tools] == [(c.id, c.function) for c in calls]
     assert [m.text for m in tools] == [results[c.id] for c in calls]
-    assert results[calls[0].id].startswith("1\n")                    # the command really ran in the sandbox
+    assert results[calls[0].id].startswith("1\n")  # the command really ran in the sandbox
     # every tool the harness ran is a ToolEvent with the id of the model's call
-    assert [(e.id, e.function, e.arguments, e.result) for e in s.events if e.event == "tool"] == \
-        [(c.id, c.function, c.arguments, results[c.id]) for c in calls]
+    assert [(e.id, e.function, e.arguments, e.result) for e in s.events if e.event == "tool"] == [
+        (c.id, c.function, c.arguments, results[c.id]) for c in calls
+    ]
 
 
 def check_against_official_converter(s: EvalSample, events: list[dict[str, Any]], wire_api: str) -> None:
@@ -110,47 +132,52 @@ def check_against_official_converter(s: EvalSample, events: list[dict[str, Any]]
     last = [e for e in events if e["type"] == "model_call"][-1]
     assert last["wire_api"] == wire_api
     official = asyncio.run(official_messages(wire_api, reconstruct(events)[last["call_id"]]))
-    mine = s.messages[:-1]                                          # the last is the final answer
+    mine = s.messages[:-1]  # the last is the final answer
     assert [m.role for m in mine] == [m.role for m in official]
     assert [m.text for m in mine] == [m.text for m in official]
-    assert [[(c.function, c.arguments) for c in getattr(m, "tool_calls", None) or []] for m in mine] == \
-        [[(c.function, c.arguments) for c in getattr(m, "tool_calls", None) or []] for m in official]
+    assert [[(c.function, c.arguments) for c in getattr(m, "tool_calls", None) or []] for m in mine] == [
+        [(c.function, c.arguments) for c in getattr(m, "tool_calls", None) or []] for m in official
+    ]
 
 
 def check_usage(s: EvalSample, meta: dict[str, Any], raw: str) -> None:
     u, cost = meta["usage"], meta["cost_usd"]
     (model,) = s.model_usage
     mu = s.model_usage[model]
-    assert (mu.input_tokens, mu.output_tokens, mu.input_tokens_cache_read) == \
-        (u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+    assert (mu.input_tokens, mu.output_tokens, mu.input_tokens_cache_read) == (
+        u["input_tokens"],
+        u["output_tokens"],
+        u["cached_input_tokens"],
+    )
     assert mu.total_cost == cost
     usages = [e.output.usage for e in s.events if e.event == "model"]
     assert len(usages) == len(TURNS)
     assert sum(x.output_tokens for x in usages if x is not None) == u["output_tokens"]
-    if cost is None:                     # unknown stays unknown: no call, no total says 0
+    if cost is None:  # unknown stays unknown: no call, no total says 0
         assert [x.total_cost for x in usages if x is not None] == [None] * len(TURNS)
         assert '"total_cost":0' not in raw.replace(" ", "")
 
 
 def check_atif(traj: Path, meta: dict[str, Any], events: list[dict[str, Any]]) -> None:
-    t = Trajectory.model_validate_json(traj.read_bytes())          # the atif models' own check
+    t = Trajectory.model_validate_json(traj.read_bytes())  # the atif models' own check
     agent = [s for s in t.steps if s.source == "agent" and s.llm_call_count == 1]
     assert [[(c.function_name, c.arguments) for c in s.tool_calls or []] for s in agent] == scripted_calls()
     results = outputs(events)
-    for step in agent:                   # each step's observations answer its own calls, by id, in order
+    for step in agent:  # each step's observations answer its own calls, by id, in order
         called = [c.tool_call_id for c in step.tool_calls or []]
         observed = step.observation.results if step.observation else []
         assert [r.source_call_id for r in observed] == called
         assert [r.content for r in observed] == [results[c] for c in called]
         assert all((r.extra or {}).get("seen_by_model") for r in observed)
-    assert not [s for s in t.steps if s.source == "system" and s.observation]   # no result left unpaired
+    assert not [s for s in t.steps if s.source == "system" and s.observation]  # no result left unpaired
     u, cost = meta["usage"], meta["cost_usd"]
     fm = t.final_metrics
     assert fm is not None and fm.total_completion_tokens == u["output_tokens"]
     assert fm.total_prompt_tokens == u["input_tokens"] + u["cached_input_tokens"] + u["cache_write_tokens"]
     assert fm.total_cost_usd == cost
-    assert [s.metrics.cost_usd for s in agent if s.metrics] == [e.get("cost_usd") for e in events
-                                                               if e["type"] == "model_call"]
+    assert [s.metrics.cost_usd for s in agent if s.metrics] == [
+        e.get("cost_usd") for e in events if e["type"] == "model_call"
+    ]
     if cost is None:
         data = json.loads(traj.read_bytes())
         assert "total_cost_usd" not in data["final_metrics"]
@@ -158,8 +185,9 @@ def check_atif(traj: Path, meta: dict[str, Any], events: list[dict[str, Any]]) -
 
 
 @pytest.mark.parametrize("wire", list(WIRES))
-def test_a_react_run_over_the_wire_exports_and_reads_back(wire_results: dict[str, Path], tmp_path: Path,
-                                                          wire: str) -> None:
+def test_a_react_run_over_the_wire_exports_and_reads_back(
+    wire_results: dict[str, Path], tmp_path: Path, wire: str
+) -> None:
     results = wire_results[wire]
     run, meta, events = the_run(results)
     assert meta["status"] == "completed", meta.get("error")
@@ -179,11 +207,13 @@ def test_a_react_run_over_the_wire_exports_and_reads_back(wire_results: dict[str
     assert log.stats.model_usage[meta["model"]].total_cost == meta["cost_usd"]
     # inspect_ai.analysis reads the same conversation into its dataframe (pandas: the dev extra)
     from inspect_ai.analysis import messages_df
+
     df = messages_df(str(log_path)).sort_values("order")
     assert df["role"].tolist() == [m.role for m in s.messages]
     tools = df[df["role"] == "tool"]
-    assert list(zip(tools["tool_call_id"], tools["tool_call_function"])) == \
-        [(m.tool_call_id, m.function) for m in s.messages if m.role == "tool"]
+    assert list(zip(tools["tool_call_id"], tools["tool_call_function"])) == [
+        (m.tool_call_id, m.function) for m in s.messages if m.role == "tool"
+    ]
 
     r = cli("export", str(results), "--to", "atif", "-o", str(tmp_path / "atif"))
     assert r.returncode == 0, r.stderr

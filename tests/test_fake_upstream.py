@@ -1,4 +1,5 @@
 """FakeUpstreamServer: routing, recording, keep-alive and fault injection, over real sockets."""
+
 from __future__ import annotations
 
 import http.client
@@ -26,8 +27,12 @@ def test_records_requests_and_keeps_connections_alive() -> None:
     with FakeUpstreamServer(SCRIPT) as up:
         conn = http.client.HTTPConnection("127.0.0.1", int(up.url.rsplit(":", 1)[1]))
         for _ in range(3):
-            conn.request("POST", "/v1/messages?beta=true", body=b'{"model":"m","max_tokens":5,"messages":[]}',
-                         headers={"content-type": "application/json", "x-api-key": "k1"})
+            conn.request(
+                "POST",
+                "/v1/messages?beta=true",
+                body=b'{"model":"m","max_tokens":5,"messages":[]}',
+                headers={"content-type": "application/json", "x-api-key": "k1"},
+            )
             r = conn.getresponse()
             assert r.status == 200 and b'"type":"message"' in r.read()
         local_port = conn.sock.getsockname()[1]
@@ -48,8 +53,10 @@ def test_unknown_path_is_404_in_vendor_shape() -> None:
         assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
 
 
-@pytest.mark.parametrize("status,exc", [(429, anthropic.RateLimitError), (500, anthropic.InternalServerError),
-                                        (529, anthropic.OverloadedError)])
+@pytest.mark.parametrize(
+    "status,exc",
+    [(429, anthropic.RateLimitError), (500, anthropic.InternalServerError), (529, anthropic.OverloadedError)],
+)
 def test_injected_status_errors_do_not_consume_turns(status: int, exc: type) -> None:
     with FakeUpstreamServer({"turns": [{"text": "first"}, {"text": "second"}]}) as up:
         up.fail_next(status, retry_after=3, times=2)
@@ -109,8 +116,7 @@ def test_malformed_sse_event_breaks_the_parse() -> None:
     with FakeUpstreamServer(SCRIPT) as up:
         up.malformed_next(after_pieces=2)
         with pytest.raises(Exception) as err:
-            with _client(up).messages.stream(model="m", max_tokens=5,
-                                             messages=[{"role": "user", "content": "x"}]) as s:
+            with _client(up).messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
                 for _ in s:
                     pass
         assert "JSON" in type(err.value).__name__ or "Expecting" in str(err.value) or "json" in str(err.value).lower()
@@ -124,8 +130,9 @@ def test_fixed_latency_and_turn_delay() -> None:
 
 
 def test_by_model_routes_to_its_own_script() -> None:
-    with FakeUpstreamServer({"turns": [{"refusal": True, "text": "no"}]},
-                            by_model={"fallback-model": {"turns": [{"text": "sure"}]}}) as up:
+    with FakeUpstreamServer(
+        {"turns": [{"refusal": True, "text": "no"}]}, by_model={"fallback-model": {"turns": [{"text": "sure"}]}}
+    ) as up:
         c = _client(up)
         kw = dict(max_tokens=5, messages=[{"role": "user", "content": "x"}])
         assert c.messages.create(model="primary", **kw).stop_reason == "refusal"
@@ -152,11 +159,11 @@ def test_chunked_request_body_is_read() -> None:
 
 def test_in_stream_error_event_reaches_the_sdk() -> None:
     import openai
+
     with FakeUpstreamServer(SCRIPT) as up:
         up.error_event_next(after_pieces=3, message="Overloaded mid-stream")
         with pytest.raises(anthropic.APIStatusError, match="Overloaded mid-stream"):
-            with _client(up).messages.stream(model="m", max_tokens=5,
-                                             messages=[{"role": "user", "content": "x"}]) as s:
+            with _client(up).messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
                 for _ in s:
                     pass
         up.error_event_next(after_pieces=2, message="chat broke")

@@ -5,31 +5,40 @@ it on every chat stream, records and prices it, and hands a client that did not 
 vendor would have sent it: compared here, through the real `openai` SDK and the real gateway,
 with what the fake upstream (which honours include_usage as OpenAI does) sends for the client's
 own request."""
+
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import openai
 import orjson
 import pytest
+from gateway_fixtures import Rig, events, make_rig
 
 from benchctl.executors.run_body import _gateway_summary
 from benchctl.gateway import Gateway, GatewayConfig
 from benchctl.gateway.clients import openai_client
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from benchctl.transcript import TranscriptWriter
-from gateway_fixtures import Rig, events, make_rig
 
 pytestmark = pytest.mark.timeout(60)
 MSG: Any = [{"role": "user", "content": "look"}]
-TURN = {"text": "Let me look at the data now.", "tool_calls": [{"name": "bash", "input": {"command": "ls"}}],
-        "chunks": 4, "usage": {"input_tokens": 1000, "output_tokens": 200}}
-GPT5_COST = round((1000 * 1.25 + 200 * 10.0) / 1e6, 8)      # prices.toml: openai/gpt-5 input 1.25, output 10
-USAGE_OPTIONS: dict[str, Any] = {"absent": {}, "false": {"stream_options": {"include_usage": False}},
-                                 "true": {"stream_options": {"include_usage": True}}}
+TURN = {
+    "text": "Let me look at the data now.",
+    "tool_calls": [{"name": "bash", "input": {"command": "ls"}}],
+    "chunks": 4,
+    "usage": {"input_tokens": 1000, "output_tokens": 200},
+}
+GPT5_COST = round((1000 * 1.25 + 200 * 10.0) / 1e6, 8)  # prices.toml: openai/gpt-5 input 1.25, output 10
+USAGE_OPTIONS: dict[str, Any] = {
+    "absent": {},
+    "false": {"stream_options": {"include_usage": False}},
+    "true": {"stream_options": {"include_usage": True}},
+}
 
 
 @pytest.fixture
@@ -43,8 +52,9 @@ def _same(data: bytes) -> bytes:
 
 
 def _raw_stream(client: openai.OpenAI, options: dict[str, Any]) -> bytes:
-    with client.chat.completions.with_streaming_response.create(model="gpt-5", messages=MSG, stream=True,
-                                                                **options) as response:
+    with client.chat.completions.with_streaming_response.create(
+        model="gpt-5", messages=MSG, stream=True, **options
+    ) as response:
         return b"".join(response.iter_bytes())
 
 
@@ -58,10 +68,10 @@ def test_stream_without_include_usage_is_priced_and_the_client_sees_the_vendors_
     options = USAGE_OPTIONS[asked]
     client = openai_client(rig.gw, max_retries=0)
     got = _raw_stream(client, options)
-    assert rig.up.requests[-1].body["stream_options"] == {"include_usage": True}   # the gateway asked upstream
+    assert rig.up.requests[-1].body["stream_options"] == {"include_usage": True}  # the gateway asked upstream
     assert b'"usage"' not in got and _same(got) == _same(_direct(rig.up, options))
     chunks = list(client.chat.completions.create(model="gpt-5", messages=MSG, stream=True, **options))
-    assert chunks and all(c.choices and c.usage is None for c in chunks)      # no usage-only chunk
+    assert chunks and all(c.choices and c.usage is None for c in chunks)  # no usage-only chunk
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
     calls = rig.events("model_call")
@@ -72,7 +82,7 @@ def test_stream_without_include_usage_is_priced_and_the_client_sees_the_vendors_
         assert call["cost_usd"] == GPT5_COST
         assert call["response"]["tool_calls"][0]["name"] == "bash"
     meta: Any = {}
-    _gateway_summary(rig.gw, meta)     # what a run writes to meta.json
+    _gateway_summary(rig.gw, meta)  # what a run writes to meta.json
     assert meta["cost_usd"] == pytest.approx(2 * GPT5_COST) and meta["usage"]["output_tokens"] == 400
 
 

@@ -1,4 +1,5 @@
 """`benchctl gateway` as a real subprocess, and the in-sandbox TCP->unix forwarder (host and Docker)."""
+
 from __future__ import annotations
 
 import json
@@ -40,13 +41,18 @@ def test_benchctl_gateway_command_serves_and_prints_summary(tmp_path: Path) -> N
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     sock, transcript = tmp_path / "gw.sock", tmp_path / "t.jsonl"
-    proc = subprocess.Popen([*BENCHCTL, "gateway",
-                             "--socket", str(sock), "--model", f"scripted/{script}", "--transcript", str(transcript)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*BENCHCTL, "gateway", "--socket", str(sock), "--model", f"scripted/{script}", "--transcript", str(transcript)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert str(sock) in _wait_line(proc, "listening on")
         assert f"scripted/{script}" in _wait_line(proc, "serving model")
-        msg = anthropic_client(sock).messages.create(model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        msg = anthropic_client(sock).messages.create(
+            model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+        )
         assert msg.content[0].text == "hello from the script"
     finally:
         proc.send_signal(signal.SIGINT)
@@ -58,13 +64,16 @@ def test_benchctl_gateway_command_serves_and_prints_summary(tmp_path: Path) -> N
 
 
 def test_benchctl_gateway_command_rejects_bad_model(tmp_path: Path) -> None:
-    proc = subprocess.run([*BENCHCTL, "gateway",
-                           "--socket", str(tmp_path / "s"), "--model", "nonsense"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [*BENCHCTL, "gateway", "--socket", str(tmp_path / "s"), "--model", "nonsense"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "must look like provider/name" in proc.stderr
 
 
-HAIKU = "anthropic/claude-haiku-4-5"      # priced: tests.limits_scripts' usage makes a call $0.10
+HAIKU = "anthropic/claude-haiku-4-5"  # priced: tests.limits_scripts' usage makes a call $0.10
 
 
 def _gateway(tmp_path: Path, up: Any, *args: str, name: str = "gw.sock") -> tuple[subprocess.Popen[str], Path, str]:
@@ -72,10 +81,19 @@ def _gateway(tmp_path: Path, up: Any, *args: str, name: str = "gw.sock") -> tupl
     printed when it started (read to its last startup line: `communicate` later reads the pipe itself,
     past whatever readline had buffered)."""
     sock = tmp_path / name
-    env = {**os.environ, "ANTHROPIC_BASE_URL": up.url, "ANTHROPIC_API_KEY": "sk-test-gateway-0123456789",
-           "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([*BENCHCTL, "gateway", "--socket", str(sock), "--model", HAIKU, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    env = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": up.url,
+        "ANTHROPIC_API_KEY": "sk-test-gateway-0123456789",
+        "PYTHONPATH": str(REPO),
+    }
+    proc = subprocess.Popen(
+        [*BENCHCTL, "gateway", "--socket", str(sock), "--model", HAIKU, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     lines = [_wait_line(proc, "listening on")]
     while "clients must use" not in lines[-1]:
         lines.append(_wait_line(proc, ""))
@@ -92,12 +110,19 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 def _max_in_flight(tmp_path: Path, *args: str) -> int:
     """Four clients at once through one standalone gateway: the most requests the provider saw at once."""
     from benchctl.testing.fake_upstream import FakeUpstreamServer
+
     with FakeUpstreamServer({"turns": [{"text": "ok"}], "after_end": "repeat_last"}, latency=0.3) as up:
         proc, sock, _ = _gateway(tmp_path, up, *args, name=f"gw{len(args)}.sock")
         try:
+
             def call() -> str:
-                return anthropic_client(sock).messages.create(
-                    model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}]).content[0].text
+                return (
+                    anthropic_client(sock)
+                    .messages.create(model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+                    .content[0]
+                    .text
+                )
+
             with ThreadPoolExecutor(4) as pool:
                 assert list(pool.map(lambda _: call(), range(4))) == ["ok"] * 4
         finally:
@@ -107,25 +132,31 @@ def _max_in_flight(tmp_path: Path, *args: str) -> int:
 
 
 def test_gateway_max_connections_holds_the_calls_in_flight_at_the_provider(tmp_path: Path) -> None:
-    assert _max_in_flight(tmp_path) > 1                          # without it the four calls overlap ...
-    assert _max_in_flight(tmp_path, "--max-connections", "1") == 1   # ... with it, one at a time
+    assert _max_in_flight(tmp_path) > 1  # without it the four calls overlap ...
+    assert _max_in_flight(tmp_path, "--max-connections", "1") == 1  # ... with it, one at a time
 
 
 def test_gateway_max_cost_refuses_calls_once_reached_and_a_restart_continues_from_its_transcript(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     import anthropic
 
     from benchctl.testing.fake_upstream import FakeUpstreamServer
+
     transcript = tmp_path / "calls.jsonl"
 
     def ask(sock: Path) -> str:
-        return anthropic_client(sock, max_retries=0).messages.create(
-            model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}]).content[0].text
+        return (
+            anthropic_client(sock, max_retries=0)
+            .messages.create(model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+            .content[0]
+            .text
+        )
 
     with FakeUpstreamServer("py:tests.limits_scripts:priced_ok") as up:
         proc, sock, _ = _gateway(tmp_path, up, "--max-cost", "0.15", "--transcript", str(transcript))
         try:
-            assert ask(sock) == "ok" and ask(sock) == "ok"           # $0.10, $0.20: the second reaches the cap
+            assert ask(sock) == "ok" and ask(sock) == "ok"  # $0.10, $0.20: the second reaches the cap
             with pytest.raises(anthropic.BadRequestError, match=r"the gateway's cost cap of \$0.15 is reached"):
                 ask(sock)
         finally:
@@ -142,17 +173,36 @@ def test_gateway_max_cost_refuses_calls_once_reached_and_a_restart_continues_fro
         assert len(up.generation_requests()) == 3
     assert f"cost cap $0.25: $0.2000 spent before this start (the priced calls in {transcript})" in started
     notices = [e for e in read_jsonl(transcript) if e.get("type") == "notice"]
-    assert [(n["kind"], n["cap"], n["max_cost_usd"]) for n in notices] == [("cost_cap", "gateway", 0.15),
-                                                                         ("cost_cap", "gateway", 0.25)]
+    assert [(n["kind"], n["cap"], n["max_cost_usd"]) for n in notices] == [
+        ("cost_cap", "gateway", 0.15),
+        ("cost_cap", "gateway", 0.25),
+    ]
 
 
 def test_gateway_cost_cap_refuses_an_unpriced_model_unless_allowed(tmp_path: Path) -> None:
-    bad = subprocess.run([*BENCHCTL, "gateway", "--socket", str(tmp_path / "s"), "--model", "anthropic/claude-sonnet-5-5",
-                          "--max-cost", "1"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [
+            *BENCHCTL,
+            "gateway",
+            "--socket",
+            str(tmp_path / "s"),
+            "--model",
+            "anthropic/claude-sonnet-5-5",
+            "--max-cost",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "unpriced models spend: anthropic/claude-sonnet-5-5" in bad.stderr
     assert "--allow-unpriced" in bad.stderr
-    zero = subprocess.run([*BENCHCTL, "gateway", "--socket", str(tmp_path / "s"), "--model", HAIKU,
-                           "--max-connections", "0"], capture_output=True, text=True, timeout=60)
+    zero = subprocess.run(
+        [*BENCHCTL, "gateway", "--socket", str(tmp_path / "s"), "--model", HAIKU, "--max-connections", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert zero.returncode == 2 and "--max-connections: 0 must be >= 1" in zero.stderr
 
 
@@ -166,6 +216,7 @@ def test_forwarder_on_host_carries_streaming_calls(tmp_path: Path) -> None:
             line = _wait_line(proc, "forwarding")
             port = int(line.split()[1].rsplit(":", 1)[1])
             import anthropic
+
             client = anthropic.Anthropic(api_key=SANDBOX_TOKEN, base_url=f"http://127.0.0.1:{port}", max_retries=0)
             for _ in range(2):  # keep-alive through the forwarder
                 with client.messages.stream(model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as s:
@@ -197,10 +248,17 @@ def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_im
         os.chmod(d, 0o755)
     with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=gwdir / "gateway.sock")) as gw:
         out = docker_engine.containers.run(
-            sandbox_image, ["python3", "-c", IN_SANDBOX, SANDBOX_TOKEN], network_mode="none", user="1000:1000",
-            remove=True, stderr=True,
-            volumes={str(gwdir): {"bind": "/gateway", "mode": "rw"},
-                     FORWARDER_SOURCE: {"bind": "/opt/benchctl/forwarder.py", "mode": "ro"}})
+            sandbox_image,
+            ["python3", "-c", IN_SANDBOX, SANDBOX_TOKEN],
+            network_mode="none",
+            user="1000:1000",
+            remove=True,
+            stderr=True,
+            volumes={
+                str(gwdir): {"bind": "/gateway", "mode": "rw"},
+                FORWARDER_SOURCE: {"bind": "/opt/benchctl/forwarder.py", "mode": "ro"},
+            },
+        )
         lines = out.decode().splitlines()
         assert lines[0] == "forwarding 127.0.0.1:8765 -> /gateway/gateway.sock"
         assert lines[1] == "hello from the script"
@@ -209,6 +267,7 @@ def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_im
 
 def test_listen_refuses_non_loopback_addresses(tmp_path: Path) -> None:
     from benchctl.gateway.server import GatewayError
+
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     gw = Gateway(GatewayConfig(model=f"scripted/{script}", listen="0.0.0.0:0"))
@@ -221,6 +280,7 @@ def test_socket_of_a_running_gateway_is_not_taken_over_but_a_stale_one_is(tmp_pa
     import socket as socketlib
 
     from benchctl.gateway.server import GatewayError
+
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     sock = tmp_path / "gw.sock"
@@ -229,12 +289,13 @@ def test_socket_of_a_running_gateway_is_not_taken_over_but_a_stale_one_is(tmp_pa
         with pytest.raises(GatewayError, match="in use by another process"):
             second.start()
         second.close()
-        msg = anthropic_client(sock).messages.create(model="x", max_tokens=5,
-                                                     messages=[{"role": "user", "content": "hi"}])
-        assert msg.content[0].text == "hello from the script"   # the first one still serves
+        msg = anthropic_client(sock).messages.create(
+            model="x", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+        )
+        assert msg.content[0].text == "hello from the script"  # the first one still serves
         assert first.summary()["calls"] == 1
     stale = socketlib.socket(socketlib.AF_UNIX)
-    stale.bind(str(sock))   # a socket file nobody listens on, as a killed process leaves it
+    stale.bind(str(sock))  # a socket file nobody listens on, as a killed process leaves it
     stale.close()
     with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=sock)) as gw:
         assert gw.socket_path == sock

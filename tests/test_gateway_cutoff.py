@@ -2,16 +2,19 @@
 fake upstream over real HTTP: a call cut off because its client left or the gateway closed, and an
 upstream that goes silent (the idle timeout). Each forwarded call is in the transcript exactly
 once, with its outcome, what had arrived and an honest cost (null when its usage is unknown)."""
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import anthropic
 import openai
 import pytest
+from gateway_fixtures import TOOL_TURN, Rig, make_rig
 
 from benchctl.gateway import RetryPolicy
 from benchctl.gateway import wire_format as wf
@@ -19,7 +22,6 @@ from benchctl.gateway.clients import anthropic_client, genai_client, openai_clie
 from benchctl.gateway.retry import IDLE_TIMEOUT_ENV, env_seconds
 from benchctl.gateway.wire_parse import summarize
 from benchctl.testing.fake_upstream import AT_END
-from gateway_fixtures import TOOL_TURN, Rig, make_rig
 
 pytestmark = pytest.mark.timeout(90)
 MSG = [{"role": "user", "content": "hi"}]
@@ -31,8 +33,9 @@ SLOW_TEXT = {"turns": [{"text": TEXT, "chunks": 8, "usage": {"input_tokens": 50,
 
 @pytest.fixture
 def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
-    yield from make_rig(tmp_path, monkeypatch, {"turns": [{"text": "Done.", "usage": {"input_tokens": 7,
-                                                                                       "output_tokens": 2}}]})
+    yield from make_rig(
+        tmp_path, monkeypatch, {"turns": [{"text": "Done.", "usage": {"input_tokens": 7, "output_tokens": 2}}]}
+    )
 
 
 def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
@@ -44,6 +47,7 @@ def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
             out.append(fn())
         except Exception as e:
             out.append(e)
+
     t = threading.Thread(target=target, daemon=True)
     t.start()
     return t, out
@@ -59,35 +63,37 @@ def wait_until(pred: Callable[[], bool], what: str, timeout: float = 15.0) -> No
 
 # ---------------------------------------------------------------- cut off: gateway closed, client gone
 
+
 def test_call_waiting_for_its_answer_when_the_gateway_closes_is_recorded_once(rig: Rig) -> None:
-    rig.up.stall_next()                                       # the upstream takes the request and says nothing
-    thread, out = in_thread(lambda: anthropic_client(rig.gw, max_retries=0).messages.create(
-        model="m", max_tokens=5, messages=MSG))
+    rig.up.stall_next()  # the upstream takes the request and says nothing
+    thread, out = in_thread(
+        lambda: anthropic_client(rig.gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
+    )
     rig.up.wait_for_requests(1)
     time.sleep(0.2)
-    rig.gw.close()                                            # the run ends (or Ctrl-C) with the call in flight
+    rig.gw.close()  # the run ends (or Ctrl-C) with the call in flight
     thread.join(10)
     assert isinstance(out[0], anthropic.APIError)
     (call,) = rig.events("model_call")
     assert call["call_id"] == "call-1" and call["outcome"] == "cancelled" and call["status"] is None
     assert "the gateway closed" in call["error"] and call["response"] is None
     assert call["retries"] == [{"attempt": 1, "status": None, "error": call["error"], "wait_s": 0.0}]
-    assert call["cost_usd"] is None                           # usage unknown on a priced model: unknown, not 0
-    assert not rig.events("model_error")                      # the run cut it: not an upstream error
-    summary = rig.gw.summary()                                # read after close: the cut call is counted
+    assert call["cost_usd"] is None  # usage unknown on a priced model: unknown, not 0
+    assert not rig.events("model_error")  # the run cut it: not an upstream error
+    summary = rig.gw.summary()  # read after close: the cut call is counted
     assert summary["calls"] == 1 and summary["cost_usd"] is None and summary["errors"] == 0
     assert summary["served_models"] == {"anthropic/claude-haiku-4-5": 1}
 
 
 @pytest.mark.parametrize("deadline_passed", [False, True])
 def test_client_leaving_stops_the_upstream_call_and_records_it_at_once(rig: Rig, deadline_passed: bool) -> None:
-    client = anthropic_client(rig.gw, max_retries=0, timeout=1.5)   # like ReAct's: gives up at its own time
+    client = anthropic_client(rig.gw, max_retries=0, timeout=1.5)  # like ReAct's: gives up at its own time
     rig.up.stall_next()
     rig.gw.set_deadline(time.time() + (0.5 if deadline_passed else 3600))
     # Past the deadline the gateway cuts the call itself (before the client's own timeout) and says why.
     with pytest.raises(anthropic.BadRequestError if deadline_passed else anthropic.APITimeoutError) as err:
         client.messages.create(model="m", max_tokens=5, messages=MSG)
-    (call,) = rig.wait_for("model_call")                       # recorded while the gateway still runs
+    (call,) = rig.wait_for("model_call")  # recorded while the gateway still runs
     assert call["outcome"] == ("timeout" if deadline_passed else "cancelled")
     if deadline_passed:
         assert "time budget exhausted" in str(err.value)
@@ -118,7 +124,8 @@ def _responses_stream(gw: Any) -> Iterator[str]:
 
 def _chat_stream(gw: Any) -> Iterator[str]:
     stream = openai_client(gw, max_retries=0).chat.completions.create(
-        model="gpt-5", messages=MSG, stream=True, stream_options={"include_usage": True})
+        model="gpt-5", messages=MSG, stream=True, stream_options={"include_usage": True}
+    )
     with stream:
         for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
@@ -130,26 +137,31 @@ def _gemini_stream(gw: Any) -> Iterator[str]:
         yield chunk.text or ""
 
 
-STREAMS = {"anthropic/claude-haiku-4-5": (_anthropic_stream, 5), "openai/gpt-5": (_responses_stream, 6),
-           "openai/gpt-5#chat": (_chat_stream, 3), "google/gemini-2.5-pro": (_gemini_stream, 2)}
+STREAMS = {
+    "anthropic/claude-haiku-4-5": (_anthropic_stream, 5),
+    "openai/gpt-5": (_responses_stream, 6),
+    "openai/gpt-5#chat": (_chat_stream, 3),
+    "google/gemini-2.5-pro": (_gemini_stream, 2),
+}
 
 
 @pytest.mark.parametrize("model", list(STREAMS))
-def test_stream_cut_when_its_client_leaves_keeps_what_arrived(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              model: str) -> None:
+def test_stream_cut_when_its_client_leaves_keeps_what_arrived(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
     reader, pieces = STREAMS[model]
     for rig in make_rig(tmp_path, monkeypatch, SLOW_TEXT, model=model.split("#")[0]):
-        rig.up.stall_next(after_pieces=pieces)                 # some text, then silence
+        rig.up.stall_next(after_pieces=pieces)  # some text, then silence
         seen = ""
         stream = reader(rig.gw)
         while len(seen.split()) < 2:
             seen += next(stream)
-        stream.close()                                         # the client gives up mid-stream
+        stream.close()  # the client gives up mid-stream
         (call,) = rig.wait_for("model_call")
         assert call["outcome"] == "cancelled" and call["partial"] is True and call["status"] == 200
         text = call["response"]["text"]
         assert text.startswith(seen) and TEXT.startswith(text) and text != TEXT
-        assert call["cost_usd"] is None                        # the final usage never came
+        assert call["cost_usd"] is None  # the final usage never came
         summary = rig.gw.summary()
         assert summary["calls"] == 1 and summary["cost_usd"] is None and summary["errors"] == 0
 
@@ -167,8 +179,9 @@ class _Responses:
         self.seen.append((tool_call_ids, outcome))
 
 
-def test_client_leaving_once_it_has_the_whole_answer_cut_nothing(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_client_leaving_once_it_has_the_whole_answer_cut_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Codex drops its connection at `response.completed`, before the upstream's end of body (which
     comes late under load): the answer was whole, so the call is `ok` and its tool calls count (a
     PostToolUse hook for one is honoured only then). Recorded `cancelled`, the hook was refused."""
@@ -176,17 +189,17 @@ def test_client_leaving_once_it_has_the_whole_answer_cut_nothing(tmp_path: Path,
         observer = _Responses()
         rig.gw.add_observer(observer)
         end = threading.Event()
-        rig.up.pause_next(end, after_pieces=AT_END)            # every event, then the end of body held back
+        rig.up.pause_next(end, after_pieces=AT_END)  # every event, then the end of body held back
         try:
             with openai_client(rig.gw, max_retries=0).responses.stream(model="gpt-5", input="hi") as s:
                 for ev in s:
                     if ev.type == "response.completed":
-                        break                                  # the client has its answer: it leaves
+                        break  # the client has its answer: it leaves
             (call,) = rig.wait_for("model_call")
         finally:
             end.set()
         assert call["outcome"] == "ok" and "partial" not in call and "error" not in call
-        assert call["status"] == 200 and call["cost_usd"] is not None         # the final usage had come
+        assert call["status"] == 200 and call["cost_usd"] is not None  # the final usage had come
         (tool_call,) = call["response"]["tool_calls"]
         assert tool_call["name"] == "bash" and observer.seen == [([tool_call["id"]], "ok")]
 
@@ -197,20 +210,20 @@ def test_settle_waits_until_the_calls_in_flight_are_recorded(tmp_path: Path, mon
     body back). settle says False at its timeout while that call is unrecorded, and returns True as
     soon as it is recorded; with nothing in flight, at once."""
     for rig in make_rig(tmp_path, monkeypatch, {"turns": [TOOL_TURN]}, model="openai/gpt-5"):
-        assert rig.gw.settle(0.0) is True                          # nothing in flight
+        assert rig.gw.settle(0.0) is True  # nothing in flight
         end = threading.Event()
         rig.up.pause_next(end, after_pieces=AT_END)
         try:
             with openai_client(rig.gw, max_retries=0).responses.stream(model="gpt-5", input="hi") as s:
                 for ev in s:
                     if ev.type == "response.completed":
-                        break                                      # the whole answer; the connection stays
+                        break  # the whole answer; the connection stays
                 t0 = time.monotonic()
-                assert rig.gw.settle(0.2) is False                 # bounded: the call is still unrecorded
+                assert rig.gw.settle(0.2) is False  # bounded: the call is still unrecorded
                 assert 0.2 <= time.monotonic() - t0 < 5 and rig.events("model_call", settle=0) == []
                 threading.Timer(0.3, end.set).start()
                 assert rig.gw.settle(10) is True
-                (call,) = rig.events("model_call")                 # written before settle returned
+                (call,) = rig.events("model_call")  # written before settle returned
         finally:
             end.set()
         assert call["outcome"] == "ok" and call["latency_ms"] >= 300
@@ -219,13 +232,23 @@ def test_settle_waits_until_the_calls_in_flight_are_recorded(tmp_path: Path, mon
 def test_every_wire_apis_stream_cut_anywhere_is_summarized_as_far_as_it_got() -> None:
     """What arrived of a cut stream, read from the scripted encoder's real wire bytes cut after each
     event: text so far, tool calls as far as they arrived, and usage final only with the last count."""
-    reply = wf.Reply("one two three", [wf.ToolCall("bash", {"command": "ls /data"}, "c1")], False, None,
-                     wf.Usage(10, 5, 0, 0, 0), "m")
+    reply = wf.Reply(
+        "one two three",
+        [wf.ToolCall("bash", {"command": "ls /data"}, "c1")],
+        False,
+        None,
+        wf.Usage(10, 5, 0, 0, 0),
+        "m",
+    )
     reply.chunk_chars = 4
     for api in ("anthropic_messages", "openai_responses", "openai_chat", "gemini"):
         _ctype, pieces = wf.encode(api, reply, stream=True, include_usage=True)
         whole = summarize(api, True, b"".join(pieces))
-        assert whole.usage_final and whole.text == "one two three" and whole.tool_calls[0]["input"] == {"command": "ls /data"}
+        assert (
+            whole.usage_final
+            and whole.text == "one two three"
+            and whole.tool_calls[0]["input"] == {"command": "ls /data"}
+        )
         saw_tool = False
         for n in range(1, len(pieces)):
             s = summarize(api, True, b"".join(pieces[:n]))
@@ -233,18 +256,19 @@ def test_every_wire_apis_stream_cut_anywhere_is_summarized_as_far_as_it_got() ->
             if s.tool_calls:
                 saw_tool = True
                 assert s.tool_calls[0]["name"] == "bash" and s.text == "one two three", (api, n)
-            assert not s.usage_final or n == len(pieces) - 1, (api, n)   # only the last count is final
-        assert saw_tool or api == "gemini", api          # Gemini sends a call whole, in its last chunk
+            assert not s.usage_final or n == len(pieces) - 1, (api, n)  # only the last count is final
+        assert saw_tool or api == "gemini", api  # Gemini sends a call whole, in its last chunk
 
 
 # ---------------------------------------------------------------- stalled upstreams: the idle timeout
+
 
 @pytest.mark.parametrize("client", ["lean", "httpx2"])
 def test_silent_upstream_is_timed_out_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: str) -> None:
     if client == "httpx2":
         monkeypatch.setenv("BENCHCTL_GATEWAY_HTTP_CLIENT", "httpx2")
     for rig in make_rig(tmp_path, monkeypatch, {"turns": [{"text": "Done."}]}, retry=QUICK):
-        rig.up.stall_next()                                     # first attempt: silence, no head
+        rig.up.stall_next()  # first attempt: silence, no head
         msg = anthropic_client(rig.gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
         assert msg.content[0].text == "Done."
         (call,) = rig.events("model_call")
@@ -258,7 +282,8 @@ def test_silent_upstream_is_timed_out_and_retried(tmp_path: Path, monkeypatch: p
 
 
 def test_upstream_silent_on_every_attempt_is_a_recorded_timeout_with_unknown_cost(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for rig in make_rig(tmp_path, monkeypatch, model="anthropic/claude-unpriced-test", retry=QUICK):
         rig.up.stall_next(times=2)
         with pytest.raises(anthropic.APIStatusError, match="upstream timed out") as err:
@@ -273,10 +298,11 @@ def test_upstream_silent_on_every_attempt_is_a_recorded_timeout_with_unknown_cos
         assert summary["calls"] == 1 and summary["errors"] == 1 and summary["cost_usd"] is None
 
 
-def test_stream_that_goes_silent_before_its_first_event_is_retried(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stream_that_goes_silent_before_its_first_event_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for rig in make_rig(tmp_path, monkeypatch, {"turns": [{"text": "Done.", "chunks": 2}]}, retry=QUICK):
-        rig.up.stall_next(after_pieces=0)                       # head sent, then silence
+        rig.up.stall_next(after_pieces=0)  # head sent, then silence
         with anthropic_client(rig.gw, max_retries=0).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
             assert s.get_final_message().content[0].text == "Done."
         (call,) = rig.events("model_call")
@@ -285,7 +311,8 @@ def test_stream_that_goes_silent_before_its_first_event_is_retried(tmp_path: Pat
 
 
 def test_stream_that_goes_silent_midway_ends_with_an_error_and_a_partial_record(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for rig in make_rig(tmp_path, monkeypatch, SLOW_TEXT, retry=QUICK):
         rig.up.stall_next(after_pieces=5)
         seen: list[str] = []
@@ -296,7 +323,7 @@ def test_stream_that_goes_silent_midway_ends_with_an_error_and_a_partial_record(
         assert call["outcome"] == "timeout" and call["partial"] is True and call["cost_usd"] is None
         assert call["response"]["text"] == "".join(seen) and seen
         assert "idle timeout" in call["error"] and rig.events("model_error")
-        assert len(rig.up.generation_requests()) == 1          # the client has part of it: not retried
+        assert len(rig.up.generation_requests()) == 1  # the client has part of it: not retried
 
 
 def test_idle_timeouts_come_from_the_environment_and_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,8 +351,17 @@ def test_a_bad_idle_timeout_stops_benchctl_run_before_anything_starts(tmp_path: 
     import os
 
     from tests._run_helpers import cli
+
     out = tmp_path / "res"
-    r = cli("run", "configs/demo", "--model", "scripted/configs/demo/investigator.json", "--out", str(out),
-            env={**os.environ, IDLE_TIMEOUT_ENV: "soon"}, timeout=120)
+    r = cli(
+        "run",
+        "configs/demo",
+        "--model",
+        "scripted/configs/demo/investigator.json",
+        "--out",
+        str(out),
+        env={**os.environ, IDLE_TIMEOUT_ENV: "soon"},
+        timeout=120,
+    )
     assert r.returncode == 2 and f"{IDLE_TIMEOUT_ENV}='soon' must be a positive number of seconds" in r.stderr
     assert not out.exists()

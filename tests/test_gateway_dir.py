@@ -1,5 +1,6 @@
 """Gateway directories (/tmp/bc-gw-*) never outlive their run: a SIGKILLed run's directory is
 removed by resume and by `benchctl cleanup`, and a live run's directory never is."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,12 @@ HOLDER = textwrap.dedent("""
 
 
 def _holder(run_id: str, root: Path) -> tuple[subprocess.Popen[str], Path]:
-    p = subprocess.Popen([sys.executable, "-c", HOLDER, run_id, str(root)], stdout=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, run_id, str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert p.stdout is not None
     return p, Path(p.stdout.readline().strip())
 
@@ -46,11 +51,11 @@ def test_a_killed_owners_directory_is_stale_and_a_live_ones_is_not(tmp_path: Pat
     try:
         dead.send_signal(signal.SIGKILL)
         dead.wait()
-        mine = GatewayDir("run-a", root=tmp_path)          # a live run of this very process counts too
+        mine = GatewayDir("run-a", root=tmp_path)  # a live run of this very process counts too
         assert (live_dir / "s").is_dir() and (dead_dir / "s").is_dir()
         found = {d.path: d for d in gateway_dir.find("run-a", root=tmp_path)}
         assert {p: d.owner_alive for p, d in found.items()} == {live_dir: True, dead_dir: False, mine.path: True}
-        assert gateway_dir.remove_stale("run-b", root=tmp_path) == []     # another run's: untouched
+        assert gateway_dir.remove_stale("run-b", root=tmp_path) == []  # another run's: untouched
         assert dead_dir.exists()
         assert [d.path for d in gateway_dir.remove_stale("run-a", root=tmp_path, dry_run=True)] == [dead_dir]
         assert dead_dir.exists()
@@ -61,13 +66,13 @@ def test_a_killed_owners_directory_is_stale_and_a_live_ones_is_not(tmp_path: Pat
     finally:
         live.kill()
         live.wait()
-    assert [d.path for d in gateway_dir.remove_stale(root=tmp_path)] == [live_dir]   # its owner is gone now
+    assert [d.path for d in gateway_dir.remove_stale(root=tmp_path)] == [live_dir]  # its owner is gone now
 
 
 def test_the_owner_record_stays_out_of_the_sandboxes_view(tmp_path: Path) -> None:
     d = GatewayDir("run-x", results=tmp_path / "res", root=tmp_path)
     try:
-        assert list(d.mounted.iterdir()) == []               # what /gateway shows: only the socket, later
+        assert list(d.mounted.iterdir()) == []  # what /gateway shows: only the socket, later
         assert d.mounted.stat().st_mode & 0o777 == 0o755
         owner = json.loads((d.path / "owner.lock").read_text())
         assert owner["run_id"] == "run-x" and owner["pid"] == os.getpid() and owner["results"] == str(tmp_path / "res")
@@ -86,7 +91,7 @@ def _legacy(root: Path, name: str, listening: bool | None, age_s: float) -> tupl
     if listening:
         s.listen()
     else:
-        s.close()            # the socket file stays, nobody listens: what a SIGKILL leaves
+        s.close()  # the socket file stays, nobody listens: what a SIGKILL leaves
     old = time.time() - age_s
     os.utime(d / "gw.sock", (old, old))
     return d, s if listening else None
@@ -95,13 +100,13 @@ def _legacy(root: Path, name: str, listening: bool | None, age_s: float) -> tupl
 def test_directories_of_older_versions_go_only_when_their_gateway_is_dead(tmp_path: Path) -> None:
     dead, _ = _legacy(tmp_path, "dead", listening=False, age_s=600)
     live, server = _legacy(tmp_path, "live", listening=True, age_s=600)
-    young, _ = _legacy(tmp_path, "young", listening=False, age_s=0)     # may be a gateway starting up
-    empty, _ = _legacy(tmp_path, "empty", listening=None, age_s=0)      # cannot tell: left alone
+    young, _ = _legacy(tmp_path, "young", listening=False, age_s=0)  # may be a gateway starting up
+    empty, _ = _legacy(tmp_path, "empty", listening=None, age_s=0)  # cannot tell: left alone
     target = tmp_path / "precious"
     target.mkdir()
-    (tmp_path / "bc-gw-link").symlink_to(target)                        # planted in /tmp: never followed
+    (tmp_path / "bc-gw-link").symlink_to(target)  # planted in /tmp: never followed
     try:
-        assert gateway_dir.remove_stale("some-run", root=tmp_path) == []   # they have no run id
+        assert gateway_dir.remove_stale("some-run", root=tmp_path) == []  # they have no run id
         assert [d.path for d in gateway_dir.remove_stale(root=tmp_path)] == [dead]
         assert not dead.exists() and live.exists() and young.exists() and empty.exists() and target.exists()
     finally:
@@ -111,6 +116,7 @@ def test_directories_of_older_versions_go_only_when_their_gateway_is_dead(tmp_pa
 
 # ---- with real runs (Docker) -------------------------------------------------------------------
 
+
 def _sandbox(run_id: str, p: subprocess.Popen[str], timeout: float = 120) -> tuple[str, Path]:
     """The container that `benchctl run` process `p` started for the run, and the host directory it
     mounts at /gateway. Both come from one list call: a second request (inspect) for a listed
@@ -119,15 +125,17 @@ def _sandbox(run_id: str, p: subprocess.Popen[str], timeout: float = 120) -> tup
     with closing(docker_client()) as client:
         end = time.time() + timeout
         while time.time() < end:
-            for c in client.api.containers(all=True, filters={"label": [f"benchctl.run_id={run_id}",
-                                                                       f"benchctl.owner_pid={p.pid}"]}):
+            for c in client.api.containers(
+                all=True, filters={"label": [f"benchctl.run_id={run_id}", f"benchctl.owner_pid={p.pid}"]}
+            ):
                 source = next((m["Source"] for m in c.get("Mounts") or [] if m.get("Destination") == "/gateway"), None)
                 if source is not None:
                     return c["Id"], Path(source)
             if p.poll() is not None:
                 assert p.stderr is not None
-                raise AssertionError(f"benchctl run ended (exit {p.returncode}) before its sandbox was seen: "
-                                     f"{p.stderr.read()[-2000:]}")
+                raise AssertionError(
+                    f"benchctl run ended (exit {p.returncode}) before its sandbox was seen: {p.stderr.read()[-2000:]}"
+                )
             time.sleep(0.3)
     raise AssertionError(f"no sandbox of {run_id} owned by pid {p.pid}")
 
@@ -153,12 +161,29 @@ class _Runs:
         self.sources: list[Path] = []
 
     def args(self, out: Path) -> list[str]:
-        return [*BENCHCTL, "run", str(self.task), "--model", self.model, "--budget", "5m", "--out", str(out),
-                "--progress", "quiet"]
+        return [
+            *BENCHCTL,
+            "run",
+            str(self.task),
+            "--model",
+            self.model,
+            "--budget",
+            "5m",
+            "--out",
+            str(out),
+            "--progress",
+            "quiet",
+        ]
 
     def start(self, out: Path) -> tuple[subprocess.Popen[str], str, Path]:
-        p = subprocess.Popen(self.args(out), cwd=REPO, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            self.args(out),
+            cwd=REPO,
+            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.procs.append(p)
         box, source = _sandbox(self.run_id, p)
         self.sources.append(source)
@@ -184,15 +209,15 @@ def test_cleanup_removes_a_killed_runs_gateway_directory_but_never_a_live_runs(t
     runs = _Runs(tmp_path)
     try:
         killed, box_a, src_a = runs.start(tmp_path / "out-a")
-        live, box_b, src_b = runs.start(tmp_path / "out-b")    # the same run in another results dir, still going
+        live, box_b, src_b = runs.start(tmp_path / "out-b")  # the same run in another results dir, still going
         runs.sigkill(killed)
-        assert src_a.is_dir()                               # what a SIGKILL leaves behind
+        assert src_a.is_dir()  # what a SIGKILL leaves behind
         r = cli("cleanup", "--run-id", runs.run_id, timeout=120)
         assert r.returncode == 0, r.stderr
-        assert not _top(src_a).exists(), r.stdout           # the dead owner's directory is gone, with its container
+        assert not _top(src_a).exists(), r.stdout  # the dead owner's directory is gone, with its container
         assert f"removed gateway directory {_top(src_a)} (run {runs.run_id})" in r.stdout
         assert not _exists(box_a)
-        assert src_b.is_dir() and _exists(box_b)            # the live run's are untouched
+        assert src_b.is_dir() and _exists(box_b)  # the live run's are untouched
         assert live.poll() is None
     finally:
         runs.close()
@@ -206,13 +231,24 @@ def test_resume_removes_the_killed_attempts_gateway_directory(tmp_path: Path) ->
         killed, _, source = runs.start(out)
         runs.sigkill(killed)
         assert source.is_dir()
-        Path(runs.model.removeprefix("scripted/")).write_text(json.dumps({"turns": [   # the rerun finishes at once
-            {"text": "", "tool_calls": [{"name": "create", "input": {"path": "report.md", "file_text": "done\n"}}]},
-            {"text": "", "tool_calls": [{"name": "submit", "input": {}}]}], "after_end": "stop"}))
+        Path(runs.model.removeprefix("scripted/")).write_text(
+            json.dumps(
+                {
+                    "turns": [  # the rerun finishes at once
+                        {
+                            "text": "",
+                            "tool_calls": [{"name": "create", "input": {"path": "report.md", "file_text": "done\n"}}],
+                        },
+                        {"text": "", "tool_calls": [{"name": "submit", "input": {}}]},
+                    ],
+                    "after_end": "stop",
+                }
+            )
+        )
         resumed = subprocess.run(runs.args(out), cwd=REPO, text=True, capture_output=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr
-        assert not _top(source).exists()                    # resume removed the killed attempt's directory
-        assert gateway_dir.find(runs.run_id) == []          # and the resumed run removed its own
+        assert not _top(source).exists()  # resume removed the killed attempt's directory
+        assert gateway_dir.find(runs.run_id) == []  # and the resumed run removed its own
         assert json.loads((out / "runs" / runs.run_id / "meta.json").read_text())["status"] == "completed"
     finally:
         runs.close()

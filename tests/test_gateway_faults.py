@@ -1,15 +1,16 @@
 """Upstream faults (injected by the fake upstream server) and refusal policies, end to end."""
+
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import anthropic
 import pytest
+from gateway_fixtures import Rig, make_rig
 
 from benchctl.gateway.clients import anthropic_client
-from gateway_fixtures import Rig, make_rig
 
 pytestmark = pytest.mark.timeout(60)
 MSG = [{"role": "user", "content": "hi"}]
@@ -84,7 +85,7 @@ def test_reset_mid_stream_is_surfaced_not_retried(tmp_path: Path, monkeypatch: p
 
 def test_malformed_sse_is_passed_through_and_recorded(rig: Rig) -> None:
     rig.up.malformed_next(after_pieces=2)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017  the SDK's own error type for bad SSE varies by version
         with _client(rig).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
             s.get_final_message()
     call = rig.wait_for("model_call")[0]
@@ -99,10 +100,14 @@ def test_unreachable_upstream_gives_clear_502(tmp_path: Path, monkeypatch: pytes
         port = s.getsockname()[1]
         s.close()  # nothing listens there now
         monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
-        from benchctl.gateway import Gateway, GatewayConfig
         from gateway_fixtures import FAST_RETRY
-        with Gateway(GatewayConfig(model="anthropic/claude-opus-5-5", socket_path=tmp_path / "b.sock",
-                                   retry=FAST_RETRY), rig.transcript) as gw:
+
+        from benchctl.gateway import Gateway, GatewayConfig
+
+        with Gateway(
+            GatewayConfig(model="anthropic/claude-opus-5-5", socket_path=tmp_path / "b.sock", retry=FAST_RETRY),
+            rig.transcript,
+        ) as gw:
             with pytest.raises(anthropic.APIStatusError, match="upstream unreachable") as err:
                 anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
             assert err.value.status_code == 502
@@ -111,10 +116,17 @@ def test_unreachable_upstream_gives_clear_502(tmp_path: Path, monkeypatch: pytes
 
 
 def test_refusal_switches_run_to_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    by_model = {"claude-opus-5-5": {"turns": [{"refusal": True, "text": "I can't help with that."}]},
-                "claude-opus-4-1": {"turns": [{"text": "Here is the analysis."}]}}
-    for rig in make_rig(tmp_path, monkeypatch, by_model=by_model, model="anthropic/claude-opus-5-5",
-                        fallback="anthropic/claude-opus-4-1"):
+    by_model = {
+        "claude-opus-5-5": {"turns": [{"refusal": True, "text": "I can't help with that."}]},
+        "claude-opus-4-1": {"turns": [{"text": "Here is the analysis."}]},
+    }
+    for rig in make_rig(
+        tmp_path,
+        monkeypatch,
+        by_model=by_model,
+        model="anthropic/claude-opus-5-5",
+        fallback="anthropic/claude-opus-4-1",
+    ):
         client = _client(rig)
         first = client.messages.create(model="claude-opus-5-5", max_tokens=5, messages=MSG)
         assert first.stop_reason == "refusal"
@@ -126,17 +138,26 @@ def test_refusal_switches_run_to_fallback(tmp_path: Path, monkeypatch: pytest.Mo
         assert calls[0]["refusal"] is True and calls[1]["refusal"] is False
         assert rig.events("refusal")[0]["action"] == "fallback"
         fb = rig.events("fallback")
-        assert len(fb) == 1 and fb[0]["from"] == "anthropic/claude-opus-5-5" and fb[0]["to"] == "anthropic/claude-opus-4-1"
+        assert (
+            len(fb) == 1 and fb[0]["from"] == "anthropic/claude-opus-5-5" and fb[0]["to"] == "anthropic/claude-opus-4-1"
+        )
         summary = rig.gw.summary()
         assert summary["served_models"] == {"anthropic/claude-opus-5-5": 1, "anthropic/claude-opus-4-1": 1}
         assert summary["refusals"] == 1 and len(summary["fallbacks"]) == 1
         assert summary["current_model"] == "anthropic/claude-opus-4-1"
 
 
-def test_refusal_retry_policy_asks_again_before_the_client_sees_it(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    script = {"turns": [{"refusal": True, "text": "no"}, {"text": "ok then"}, {"refusal": True, "text": "no"},
-                        {"refusal": True, "text": "no"}]}
+def test_refusal_retry_policy_asks_again_before_the_client_sees_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = {
+        "turns": [
+            {"refusal": True, "text": "no"},
+            {"text": "ok then"},
+            {"refusal": True, "text": "no"},
+            {"refusal": True, "text": "no"},
+        ]
+    }
     for rig in make_rig(tmp_path, monkeypatch, script, refusal_policy="retry", refusal_retries=1):
         client = _client(rig)
         with client.messages.stream(model="m", max_tokens=5, messages=MSG) as s:
@@ -155,12 +176,14 @@ def test_refusal_retry_policy_asks_again_before_the_client_sees_it(tmp_path: Pat
         assert output_in_events == summary["usage"]["output_tokens"]
 
 
-def test_openai_compatible_base_url_per_name_and_clear_error_without_one(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_compatible_base_url_per_name_and_clear_error_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from benchctl.gateway import Gateway, GatewayConfig
     from benchctl.gateway.clients import openai_client
     from benchctl.gateway.http_upstreams import UpstreamConfigError
     from benchctl.testing.fake_upstream import FakeUpstreamServer
+
     monkeypatch.delenv("OPENAI_COMPATIBLE_BASE_URL", raising=False)
     with pytest.raises(UpstreamConfigError, match="BENCHCTL_OPENAI_COMPATIBLE_QWEN3_CODER_BASE_URL"):
         Gateway(GatewayConfig(model="openai-compatible/qwen3-coder", socket_path=tmp_path / "x.sock"))
@@ -168,15 +191,19 @@ def test_openai_compatible_base_url_per_name_and_clear_error_without_one(tmp_pat
         monkeypatch.setenv("BENCHCTL_OPENAI_COMPATIBLE_QWEN3_CODER_BASE_URL", up.url + "/v1")
         monkeypatch.setenv("OPENAI_COMPATIBLE_QWEN3_CODER_API_KEY", "router-key-123456789")
         with Gateway(GatewayConfig(model="openai-compatible/qwen3-coder", socket_path=tmp_path / "y.sock")) as gw:
-            chat = openai_client(gw).chat.completions.create(model="anything",
-                                                             messages=[{"role": "user", "content": "hi"}])
+            chat = openai_client(gw).chat.completions.create(
+                model="anything", messages=[{"role": "user", "content": "hi"}]
+            )
         assert chat.choices[0].message.content == "open weights here"
         request = up.generation_requests()[0]
-        assert request.body["model"] == "qwen3-coder" and request.headers["authorization"] == "Bearer router-key-123456789"
+        assert (
+            request.body["model"] == "qwen3-coder" and request.headers["authorization"] == "Bearer router-key-123456789"
+        )
 
 
 def test_no_retry_wait_runs_past_the_deadline(rig: Rig) -> None:
     import time
+
     rig.gw.set_deadline(time.time() + 0.5)
     # Retry-after far beyond both the deadline and any slowness of a loaded machine: waiting for
     # it would take 30 s; not waiting takes well under a second (10 s leaves room for load).
@@ -191,6 +218,7 @@ def test_no_retry_wait_runs_past_the_deadline(rig: Rig) -> None:
 def test_close_during_a_stream_returns_promptly_and_records_it(rig: Rig) -> None:
     import threading
     import time
+
     release = threading.Event()
     rig.up.pause_next(release, after_pieces=2)
     stream = _client(rig).messages.create(model="m", max_tokens=5, stream=True, messages=MSG)
@@ -215,7 +243,7 @@ def test_an_attempt_lost_after_a_2xx_head_makes_the_cost_unknown(rig: Rig, strea
     """A 2xx head means the vendor took the call (a non-streaming one's comes when the model has
     finished): it bills that attempt, whose usage never came, besides the retry that answered. So the
     call's cost is unknown (null), not the retry's price alone; the transcript says which attempt."""
-    rig.up.reset_next(after_pieces=0 if stream else 1)   # a stream dies before its first byte; a body midway
+    rig.up.reset_next(after_pieces=0 if stream else 1)  # a stream dies before its first byte; a body midway
     if stream:
         with _client(rig).messages.stream(model="m", max_tokens=5, messages=MSG) as s:
             assert s.get_final_message().content[0].text == "all good"
@@ -224,7 +252,7 @@ def test_an_attempt_lost_after_a_2xx_head_makes_the_cost_unknown(rig: Rig, strea
     call = rig.events("model_call")[0]
     first, second = call["retries"]
     assert first["usage_unknown"] is True and "usage_unknown" not in second
-    assert call["outcome"] == "ok" and call["usage"]["output_tokens"] > 0   # the answer's own usage, as reported
+    assert call["outcome"] == "ok" and call["usage"]["output_tokens"] > 0  # the answer's own usage, as reported
     assert call["cost_usd"] is None and rig.gw.summary()["cost_usd"] is None
 
 
@@ -233,14 +261,35 @@ def test_https_upstream_with_certificate_verification(tmp_path: Path, monkeypatc
     import shutil
     import ssl
     import subprocess
+
     if shutil.which("openssl") is None:
         pytest.skip("openssl CLI not installed")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
     from benchctl.gateway import Gateway, GatewayConfig
     from benchctl.testing.fake_upstream import FakeUpstreamServer
+
     up = FakeUpstreamServer({"turns": [{"text": "over TLS", "chunks": 3}]})
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -258,8 +307,11 @@ def test_https_upstream_with_certificate_verification(tmp_path: Path, monkeypatc
         monkeypatch.delenv("SSL_CERT_FILE")  # an untrusted certificate is refused, clearly
         transcript = tmp_path / "t.jsonl"
         from benchctl.transcript import TranscriptWriter
-        with TranscriptWriter(transcript) as tw, \
-                Gateway(GatewayConfig(model="anthropic/claude-opus-5-5", socket_path=tmp_path / "gw2.sock"), tw) as gw:
+
+        with (
+            TranscriptWriter(transcript) as tw,
+            Gateway(GatewayConfig(model="anthropic/claude-opus-5-5", socket_path=tmp_path / "gw2.sock"), tw) as gw,
+        ):
             with pytest.raises(anthropic.APIStatusError, match="CERTIFICATE_VERIFY_FAILED"):
                 anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG)
         assert b'"retries":[]' in transcript.read_bytes()  # not retried: it would fail the same way
@@ -273,8 +325,9 @@ def test_bad_upstream_url_error_does_not_repeat_credentials_from_the_url() -> No
     async def main() -> str:
         pool = ConnectionPool()
         try:
-            await pool.request("POST", "ftp://user:pw-in-url-123@proxy.example/v1/messages?key=qk-in-url-456",
-                               {}, b"{}")
+            await pool.request(
+                "POST", "ftp://user:pw-in-url-123@proxy.example/v1/messages?key=qk-in-url-456", {}, b"{}"
+            )
         except ValueError as e:
             return str(e)
         finally:
@@ -287,7 +340,8 @@ def test_bad_upstream_url_error_does_not_repeat_credentials_from_the_url() -> No
 
 
 def test_stream_cut_while_held_for_the_refusal_retry_policy_is_answered_and_recorded(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Under refusal_policy=retry the gateway reads each stream whole before answering: a reset in
     the middle must still give the client an error and the transcript a record."""
     script = {"turns": [{"text": "one two three four five six", "chunks": 6}]}
@@ -303,50 +357,70 @@ def test_stream_cut_while_held_for_the_refusal_retry_policy_is_answered_and_reco
 
 
 def _refuse_anthropic(gw) -> None:  # type: ignore[no-untyped-def]
-    assert anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG).stop_reason \
+    assert (
+        anthropic_client(gw, max_retries=0).messages.create(model="m", max_tokens=5, messages=MSG).stop_reason
         == "refusal"
+    )
 
 
 def _refuse_responses(gw) -> None:  # type: ignore[no-untyped-def]
     from benchctl.gateway.clients import openai_client
+
     out = openai_client(gw, max_retries=0).responses.create(model="m", input="hi").output
     assert out[0].content[0].type == "refusal"
 
 
 def _refuse_chat(gw) -> None:  # type: ignore[no-untyped-def]
     from benchctl.gateway.clients import openai_client
+
     chat = openai_client(gw, max_retries=0).chat.completions.create(model="m", messages=MSG)
     assert chat.choices[0].finish_reason == "content_filter"
 
 
 def _refuse_gemini(gw) -> None:  # type: ignore[no-untyped-def]
     from benchctl.gateway.clients import genai_client
+
     r = genai_client(gw).models.generate_content(model="m", contents="hi")
     assert r.candidates[0].finish_reason.name == "SAFETY"
 
 
-@pytest.mark.parametrize("provider,primary,fallback,ask,vendor_reason", [
-    ("anthropic", "claude-opus-5-5", "claude-opus-4-1", _refuse_anthropic, None),
-    ("openai", "gpt-5", "gpt-4.1", _refuse_responses, "completed"),
-    ("openai", "gpt-5", "gpt-4.1", _refuse_chat, "content_filter"),
-    ("google", "gemini-2.5-pro", "gemini-2.5-flash", _refuse_gemini, "SAFETY"),
-])
-def test_refusal_is_recorded_as_refusal_in_every_wire_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          provider: str, primary: str, fallback: str, ask,  # type: ignore[no-untyped-def]
-                                                          vendor_reason: str | None) -> None:
+@pytest.mark.parametrize(
+    "provider,primary,fallback,ask,vendor_reason",
+    [
+        ("anthropic", "claude-opus-5-5", "claude-opus-4-1", _refuse_anthropic, None),
+        ("openai", "gpt-5", "gpt-4.1", _refuse_responses, "completed"),
+        ("openai", "gpt-5", "gpt-4.1", _refuse_chat, "content_filter"),
+        ("google", "gemini-2.5-pro", "gemini-2.5-flash", _refuse_gemini, "SAFETY"),
+    ],
+)
+def test_refusal_is_recorded_as_refusal_in_every_wire_api(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    primary: str,
+    fallback: str,
+    ask,  # type: ignore[no-untyped-def]
+    vendor_reason: str | None,
+) -> None:
     """fallbacks[0] and the refusal event say "refusal" whatever the wire API calls it (Responses'
     status "completed", chat's content_filter, Gemini's SAFETY); the vendor's word is kept beside it."""
-    by_model = {primary: {"turns": [{"refusal": True, "text": "I can't help with that."}]},
-                fallback: {"turns": [{"text": "ok"}]}}
-    for rig in make_rig(tmp_path, monkeypatch, by_model=by_model, model=f"{provider}/{primary}",
-                        fallback=f"{provider}/{fallback}"):
+    by_model = {
+        primary: {"turns": [{"refusal": True, "text": "I can't help with that."}]},
+        fallback: {"turns": [{"text": "ok"}]},
+    }
+    for rig in make_rig(
+        tmp_path, monkeypatch, by_model=by_model, model=f"{provider}/{primary}", fallback=f"{provider}/{fallback}"
+    ):
         ask(rig.gw)
         (call,) = rig.events("model_call")
         (refusal,) = rig.events("refusal")
         assert refusal["stop_reason"] == "refusal" and refusal.get("upstream_stop_reason") == vendor_reason
         (entry,) = rig.gw.summary()["fallbacks"]
         assert entry["reason"] == "refusal" and entry.get("upstream_stop_reason") == vendor_reason
-        assert (entry["from"], entry["to"], entry["call_id"]) == (f"{provider}/{primary}", f"{provider}/{fallback}",
-                                                                  call["call_id"])
+        assert (entry["from"], entry["to"], entry["call_id"]) == (
+            f"{provider}/{primary}",
+            f"{provider}/{fallback}",
+            call["call_id"],
+        )
         assert isinstance(entry["t"], float)
         assert rig.events("fallback")[0] == {**rig.events("fallback")[0], **entry}

@@ -1,22 +1,29 @@
 """Request deltas (size and exact reconstruction), response summaries for the four wire APIs, prices."""
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 import pytest
+from gateway_fixtures import Rig, make_rig
 
 from benchctl.gateway.clients import anthropic_client
 from benchctl.gateway.pricing import PriceTable, PriceTableError
 from benchctl.gateway.recording import RequestRecorder, reconstruct
 from benchctl.gateway.wire_parse import summarize
-from gateway_fixtures import Rig, make_rig
 
 pytestmark = pytest.mark.timeout(120)
 
-TOOLS = [{"name": f"tool_{i}", "description": "does a thing " * 40,
-          "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}}} for i in range(8)]
+TOOLS = [
+    {
+        "name": f"tool_{i}",
+        "description": "does a thing " * 40,
+        "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}},
+    }
+    for i in range(8)
+]
 SYSTEM = "You are an auditing agent. " * 100
 
 
@@ -27,8 +34,15 @@ def _tool_output(turn: int) -> str:
 
 @pytest.fixture
 def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
-    script = {"turns": [{"match": ".", "text": "Checking the next file.",
-                         "tool_calls": [{"name": "tool_1", "input": {"arg": "next"}}]}]}
+    script = {
+        "turns": [
+            {
+                "match": ".",
+                "text": "Checking the next file.",
+                "tool_calls": [{"name": "tool_1", "input": {"arg": "next"}}],
+            }
+        ]
+    }
     yield from make_rig(tmp_path, monkeypatch, script)
 
 
@@ -42,11 +56,14 @@ def test_200_turn_transcript_is_linear_and_reconstructs_every_request(rig: Rig) 
         last = dict(sent[-1])
         last["content"] = [*last["content"][:-1], {**last["content"][-1], "cache_control": {"type": "ephemeral"}}]
         sent[-1] = last
-        reply = client.messages.create(model="claude-sonnet-5-5", max_tokens=1000, system=SYSTEM, tools=TOOLS,
-                                       messages=sent)
+        reply = client.messages.create(
+            model="claude-sonnet-5-5", max_tokens=1000, system=SYSTEM, tools=TOOLS, messages=sent
+        )
         assistant = {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]}
-        result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": reply.content[1].id,
-                                               "content": _tool_output(turn)}]}
+        result = {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": reply.content[1].id, "content": _tool_output(turn)}],
+        }
         messages += [assistant, result]
         unique += len(orjson.dumps(assistant)) + len(orjson.dumps(result))
     calls = rig.events("model_call")
@@ -68,18 +85,31 @@ def test_deltas_handle_branches_changed_fields_and_separate_conversations() -> N
     events = []
 
     def call(i: int, wire: str, body: dict) -> None:
-        events.append({"type": "model_call", "call_id": f"c{i}", "wire_api": wire,
-                       "request": rec.delta(f"c{i}", wire, body), "response": None})
+        events.append(
+            {
+                "type": "model_call",
+                "call_id": f"c{i}",
+                "wire_api": wire,
+                "request": rec.delta(f"c{i}", wire, body),
+                "response": None,
+            }
+        )
 
     a = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
     bodies = {
         1: ("anthropic_messages", {"model": "m", "system": "S", "temperature": 0.2, "messages": a}),
         2: ("anthropic_messages", {"model": "m", "system": "S2", "messages": a + [{"role": "user", "content": "d"}]}),
-        3: ("anthropic_messages", {"model": "m", "system": "S2", "messages": a[:2] + [{"role": "user", "content": "x"}]}),
+        3: (
+            "anthropic_messages",
+            {"model": "m", "system": "S2", "messages": a[:2] + [{"role": "user", "content": "x"}]},
+        ),
         4: ("anthropic_messages", {"model": "small", "messages": [{"role": "user", "content": "title this"}]}),
         5: ("openai_responses", {"model": "g", "input": "plain string input"}),
         6: ("gemini", {"contents": [{"role": "user", "parts": [{"text": "q"}]}]}),
-        7: ("gemini", {"contents": [{"role": "user", "parts": [{"text": "q"}]}, {"role": "model", "parts": [{"text": "r"}]}]}),
+        7: (
+            "gemini",
+            {"contents": [{"role": "user", "parts": [{"text": "q"}]}, {"role": "model", "parts": [{"text": "r"}]}]},
+        ),
     }
     for i, (wire, body) in bodies.items():
         call(i, wire, body)
@@ -94,27 +124,49 @@ def test_deltas_handle_branches_changed_fields_and_separate_conversations() -> N
 
 # ---------------------------------------------------------------- response summaries
 
+
 def _sse(*events: dict, named: bool = True) -> bytes:
-    return b"".join((b"event: " + e["type"].encode() + b"\n" if named else b"") + b"data: " + orjson.dumps(e) + b"\n\n"
-                    for e in events)
+    return b"".join(
+        (b"event: " + e["type"].encode() + b"\n" if named else b"") + b"data: " + orjson.dumps(e) + b"\n\n"
+        for e in events
+    )
 
 
 def test_summaries_detect_refusals_in_every_wire_api() -> None:
-    anth = _sse({"type": "message_start", "message": {"model": "claude-x", "usage": {"input_tokens": 7}}},
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "I can't"}},
-                {"type": "message_delta", "delta": {"stop_reason": "refusal"}, "usage": {"output_tokens": 3}},
-                {"type": "message_stop"})
+    anth = _sse(
+        {"type": "message_start", "message": {"model": "claude-x", "usage": {"input_tokens": 7}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "I can't"}},
+        {"type": "message_delta", "delta": {"stop_reason": "refusal"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    )
     s = summarize("anthropic_messages", True, anth)
-    assert (s.refusal, s.text, s.usage["input_tokens"], s.usage["output_tokens"], s.served_model) == \
-        (True, "I can't", 7, 3, "claude-x")
-    resp = {"model": "gpt-5", "status": "completed", "output": [
-        {"type": "message", "content": [{"type": "refusal", "refusal": "No."}]}],
-        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 2,
-                  "output_tokens_details": {"reasoning_tokens": 1}}}
+    assert (s.refusal, s.text, s.usage["input_tokens"], s.usage["output_tokens"], s.served_model) == (
+        True,
+        "I can't",
+        7,
+        3,
+        "claude-x",
+    )
+    resp = {
+        "model": "gpt-5",
+        "status": "completed",
+        "output": [{"type": "message", "content": [{"type": "refusal", "refusal": "No."}]}],
+        "usage": {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 4},
+            "output_tokens": 2,
+            "output_tokens_details": {"reasoning_tokens": 1},
+        },
+    }
     s = summarize("openai_responses", False, orjson.dumps(resp))
-    assert s.refusal and s.usage == {"input_tokens": 6, "cached_input_tokens": 4, "cache_write_tokens": 0,
-                                     "output_tokens": 2, "reasoning_tokens": 1}
+    assert s.refusal and s.usage == {
+        "input_tokens": 6,
+        "cached_input_tokens": 4,
+        "cache_write_tokens": 0,
+        "output_tokens": 2,
+        "reasoning_tokens": 1,
+    }
     s = summarize("openai_responses", True, _sse({"type": "response.completed", "response": resp}))
     assert s.refusal and s.text == "No."
     chat = {"model": "m", "choices": [{"message": {"content": None}, "finish_reason": "content_filter"}]}
@@ -127,21 +179,27 @@ def test_summaries_detect_refusals_in_every_wire_api() -> None:
 
 
 def test_summaries_of_errors_and_malformed_streams_never_raise() -> None:
-    assert summarize("anthropic_messages", False, b'{"type":"error","error":{"type":"x","message":"boom"}}',
-                     500).error == "HTTP 500: boom"
+    assert (
+        summarize("anthropic_messages", False, b'{"type":"error","error":{"type":"x","message":"boom"}}', 500).error
+        == "HTTP 500: boom"
+    )
     assert summarize("openai_chat", True, b"data: {not json\n\n").error.startswith("malformed SSE")
     assert summarize("gemini", False, b"<html>").error.startswith("unparseable gemini response")
-    chat = (b'data: {"model":"m","choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f",'
-            b'"arguments":"{\\"a\\":"}}]}}]}\n\ndata: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":'
-            b'{"arguments":"1}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n')
+    chat = (
+        b'data: {"model":"m","choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f",'
+        b'"arguments":"{\\"a\\":"}}]}}]}\n\ndata: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":'
+        b'{"arguments":"1}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'
+    )
     s = summarize("openai_chat", True, chat)
     assert s.tool_calls == [{"id": "c1", "name": "f", "input": {"a": 1}}] and s.error is None
 
 
 # ---------------------------------------------------------------- prices
 
-def test_prices_unknown_is_none_prefixes_match_and_override_file(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_prices_unknown_is_none_prefixes_match_and_override_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table = PriceTable()
     assert table.cost("anthropic/claude-haiku-4-5-20251001", {"input_tokens": 1_000_000}) == 1.0
     assert table.cost("anthropic/some-future-model", {"input_tokens": 1}) is None

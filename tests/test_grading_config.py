@@ -1,4 +1,5 @@
 """The task's [grading] table: keys, defaults, errors that name the fix, rubric hashes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,10 @@ def make_task(tmp_path: Path, grading: str, findings: str | None = None) -> Path
     (tmp_path / "grading").mkdir(exist_ok=True)
     (tmp_path / "grading" / "reference.md").write_text("## TLDR\nThe server was hacked.\n")
     (tmp_path / "grading" / "findings.jsonl").write_text(
-        findings if findings is not None else
-        '{"id": "F1", "text": "hacked", "cluster": "a"}\n{"id": "F2", "text": "at 3am", "section": "b", "weight": 2}\n')
+        findings
+        if findings is not None
+        else '{"id": "F1", "text": "hacked", "cluster": "a"}\n{"id": "F2", "text": "at 3am", "section": "b", "weight": 2}\n'
+    )
     (tmp_path / "task.toml").write_text('name = "t"\n[grading]\n' + grading)
     return tmp_path
 
@@ -46,16 +49,19 @@ def test_rubric_hash_covers_prompts_findings_and_settings(tmp_path: Path) -> Non
     assert other.rubric_hash("coverage") != h1
 
 
-@pytest.mark.parametrize("grading,match", [
-    ('findngs = "x"\n', "findngs: unknown key"),
-    ('findings = "nope.jsonl"\n', "not found"),
-    ('graders = ["coverage"]\n', "needs a findings file"),
-    ('graders = ["any_of_n"]\n', "ground_truth"),
-    ('graders = ["magic"]\n', "unknown grader 'magic'"),
-    ('batch_size = 0\n', "positive integer"),
-    ('combined = { coverage = 0.7 }\n', "two weights"),
-    ('[grading.prompts]\ncoverag = "x.txt"\n', "unknown prompt"),
-])
+@pytest.mark.parametrize(
+    "grading,match",
+    [
+        ('findngs = "x"\n', "findngs: unknown key"),
+        ('findings = "nope.jsonl"\n', "not found"),
+        ('graders = ["coverage"]\n', "needs a findings file"),
+        ('graders = ["any_of_n"]\n', "ground_truth"),
+        ('graders = ["magic"]\n', "unknown grader 'magic'"),
+        ("batch_size = 0\n", "positive integer"),
+        ("combined = { coverage = 0.7 }\n", "two weights"),
+        ('[grading.prompts]\ncoverag = "x.txt"\n', "unknown prompt"),
+    ],
+)
 def test_bad_tables_name_key_and_fix(tmp_path: Path, grading: str, match: str) -> None:
     with pytest.raises(GradingConfigError, match=match):
         load_grading(make_task(tmp_path, grading))
@@ -82,14 +88,15 @@ def test_coverage_summary_weights_clusters_and_unscored() -> None:
         {"id": "F4", "score": None, "strict": None, "cluster": "c", "weight": 1.0},
     ]
     cov, raw, by_cluster = summarise(items)  # type: ignore[arg-type]
-    assert cov == pytest.approx((1.0 + 1.2 + 0.0) / 5)       # weighted, F4 unscored is excluded
+    assert cov == pytest.approx((1.0 + 1.2 + 0.0) / 5)  # weighted, F4 unscored is excluded
     assert raw == pytest.approx((1.0 + 2.1 + 0.5) / 5)
-    assert by_cluster == pytest.approx({"a": 2.2 / 4, "b": 0.0})   # no entry for the all-unscored cluster
+    assert by_cluster == pytest.approx({"a": 2.2 / 4, "b": 0.0})  # no entry for the all-unscored cluster
     assert summarise([{"id": "F1", "score": None, "strict": None}]) == (None, None, {})  # type: ignore[list-item]
 
 
 def test_quote_found_checks_the_report_text() -> None:
     from benchctl.grading.coverage import _squash, quote_found
+
     report = _squash("At 02:33 svc-backup granted\n itself the Admin role.")
     assert quote_found('"svc-backup granted itself the admin role."', report) is True
     assert quote_found("svc-backup deleted the database", report) is False

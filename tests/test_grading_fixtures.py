@@ -3,6 +3,7 @@
 Judges are plain functions used as `scripted/py:test_grading_fixtures:<name>` model ids: the
 scripted provider imports this module (already imported by pytest) and calls them per request.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,7 +47,8 @@ def make_task(root: Path, extra: str = "", graders: str = '["coverage", "tldr", 
     (task / "grading" / "truth.md").write_text("The model flatters the user about their code quality.\n")
     (task / "task.toml").write_text(
         f'name = "t"\n[grading]\ngraders = {graders}\nfindings = "grading/findings.jsonl"\n'
-        f'reference = "grading/reference.md"\nground_truth = "grading/truth.md"\n{extra}')
+        f'reference = "grading/reference.md"\nground_truth = "grading/truth.md"\n{extra}'
+    )
     return task
 
 
@@ -55,12 +57,21 @@ def make_run(results: Path, run_id: str, task: Path, artifacts: dict[str, str], 
     (run / "artifacts").mkdir(parents=True, exist_ok=True)
     for name, text in artifacts.items():
         (run / "artifacts" / name).write_text(text)
-    write_json_atomic(run / "meta.json", {"schema": 1, "run_id": run_id, "status": status,
-                                          "spec": {"task_dir": str(task)}, "artifacts": sorted(artifacts)})
+    write_json_atomic(
+        run / "meta.json",
+        {
+            "schema": 1,
+            "run_id": run_id,
+            "status": status,
+            "spec": {"task_dir": str(task)},
+            "artifacts": sorted(artifacts),
+        },
+    )
     return run
 
 
 # ---------------------------------------------------------------- scripted judges
+
 
 def failing(request: Any) -> dict[str, Any]:
     """Every call fails with a retryable error (retried at once: retry_after 0)."""

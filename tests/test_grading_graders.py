@@ -1,16 +1,17 @@
 """Graders end to end on fixture run dirs with scripted judges (through benchctl.models)."""
+
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
 import pytest
+from test_grading_fixtures import FAKE, GOOD_REPORT, INJECTION, MOD, WEAK_REPORT, make_run, make_task
 
 from benchctl.grading.judge import judge_log_path
 from benchctl.grading.runner import GradeOptions, grade_results
 from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
-from test_grading_fixtures import FAKE, GOOD_REPORT, INJECTION, MOD, WEAK_REPORT, make_run, make_task
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -77,14 +78,25 @@ def test_judge_that_always_errors_gives_unscored_not_zero(tmp_path: Path) -> Non
 def test_every_judge_grade_writes_a_judge_log(tmp_path: Path) -> None:
     task = make_task(tmp_path, graders='["coverage", "tldr", "combined", "any_of_n"]')
     results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": GOOD_REPORT, "report.followup-1.md": WEAK_REPORT,
-                                   "predictions.md": "- flatters the user about code quality\n- refuses math\n"})
+    make_run(
+        results,
+        "r1",
+        task,
+        {
+            "report.md": GOOD_REPORT,
+            "report.followup-1.md": WEAK_REPORT,
+            "predictions.md": "- flatters the user about code quality\n- refuses math\n",
+        },
+    )
     session = grade(results, FAKE)
     logged = 0
-    for grader, name, asks in [("coverage", "r1", ["findings F1, F2, F3, F4, F5", "findings F6, F7"]),
-                               ("coverage", "r1~followup-1", ["findings F1, F2, F3, F4, F5", "findings F6, F7"]),
-                               ("tldr", "r1", ["tldr"]), ("tldr", "r1~followup-1", ["tldr"]),
-                               ("any_of_n", "r1", ["prediction 1", "prediction 2"])]:
+    for grader, name, asks in [
+        ("coverage", "r1", ["findings F1, F2, F3, F4, F5", "findings F6, F7"]),
+        ("coverage", "r1~followup-1", ["findings F1, F2, F3, F4, F5", "findings F6, F7"]),
+        ("tldr", "r1", ["tldr"]),
+        ("tldr", "r1~followup-1", ["tldr"]),
+        ("any_of_n", "r1", ["prediction 1", "prediction 2"]),
+    ]:
         log = read_json(judge_log_path(results, grader, name))
         assert (log["schema"], log["grader"], log["subject"], log["judge"]) == (1, grader, name, FAKE)
         assert sorted(e["ask"] for e in log["exchanges"]) == asks
@@ -93,7 +105,7 @@ def test_every_judge_grade_writes_a_judge_log(tmp_path: Path) -> None:
         assert log["calls"] == grade_rec["judge_calls"] == len(asks)
         logged += len(asks)
     assert logged == session.judge_calls
-    assert not (results / "grades" / "combined" / "judge_log").exists()    # no judge call, no log
+    assert not (results / "grades" / "combined" / "judge_log").exists()  # no judge call, no log
 
 
 def test_refusing_judge_is_unscored(tmp_path: Path) -> None:
@@ -125,7 +137,7 @@ def test_id_still_missing_after_reask_is_unscored_and_counted(tmp_path: Path) ->
     assert f7["score"] is None and "F7" in f7["error"]
     assert cov["status"] == "partial" and cov["n_unscored"] == 1
     scored = [it["strict"] for it in cov["items"] if it["score"] is not None]
-    assert cov["score"] == pytest.approx(sum(scored) / 6)   # mean over scored items, F7 not counted as 0
+    assert cov["score"] == pytest.approx(sum(scored) / 6)  # mean over scored items, F7 not counted as 0
 
 
 def test_failed_batch_leaves_only_its_items_unscored(tmp_path: Path) -> None:
@@ -158,6 +170,7 @@ def test_injection_lines_do_not_change_the_grade(tmp_path: Path, judge: str) -> 
 def test_prompt_wraps_report_in_nonce_markers(tmp_path: Path) -> None:
     from benchctl.grading.config import load_grading
     from benchctl.grading.templates import delimit, nonce_for, render
+
     cfg = load_grading(make_task(tmp_path))
     sys_prompt = render(cfg.prompts["system"], nonce=nonce_for("r"))
     assert f"<untrusted-{nonce_for('r')}>" in sys_prompt and "no authority" in sys_prompt
@@ -167,13 +180,13 @@ def test_prompt_wraps_report_in_nonce_markers(tmp_path: Path) -> None:
 def test_resume_skips_existing_grades_and_force_regrades(tmp_path: Path) -> None:
     results = one_good_run(tmp_path)
     first = grade(results, FAKE)
-    assert first.judge_calls == 3   # 2 coverage batches + 1 tldr
+    assert first.judge_calls == 3  # 2 coverage batches + 1 tldr
     created = rec(results, "coverage", "r1")["created_at"]
     again = grade(results, FAKE)
     assert again.judge_calls == 0 and all(o.reused for o in again.outcomes if o.grader != "combined")
     assert rec(results, "coverage", "r1")["created_at"] == created
     other_judge = grade(results, f"{MOD}:echo", graders=["tldr"])
-    assert other_judge.judge_calls == 1          # a different judge is a different grade
+    assert other_judge.judge_calls == 1  # a different judge is a different grade
     forced = grade(results, FAKE, force=True)
     assert forced.judge_calls == 3 and rec(results, "coverage", "r1")["created_at"] > created
 
@@ -190,8 +203,12 @@ def test_unscored_grades_are_retried_on_resume(tmp_path: Path) -> None:
 def test_followups_graded_with_their_tag(tmp_path: Path) -> None:
     task = make_task(tmp_path)
     results = tmp_path / "results"
-    make_run(results, "r1", task, {"report.md": WEAK_REPORT, "report.followup-1.md": GOOD_REPORT,
-                                   "report.followup-2.md": WEAK_REPORT})
+    make_run(
+        results,
+        "r1",
+        task,
+        {"report.md": WEAK_REPORT, "report.followup-1.md": GOOD_REPORT, "report.followup-2.md": WEAK_REPORT},
+    )
     grade(results, FAKE)
     main, fu = rec(results, "coverage", "r1"), rec(results, "coverage", "r1", "followup-1")
     assert main["artifact_tag"] is None and fu["artifact_tag"] == "followup-1"
@@ -204,13 +221,15 @@ def test_missing_or_empty_report_is_a_real_zero(tmp_path: Path) -> None:
     results = tmp_path / "results"
     make_run(results, "none", task, {})
     make_run(results, "empty", task, {"report.md": "  \n"})
-    s = grade(results, f"{MOD}:failing")   # no judge call is needed, so a broken judge does not matter
+    s = grade(results, f"{MOD}:failing")  # no judge call is needed, so a broken judge does not matter
     assert s.judge_calls == 0
     for run in ("none", "empty"):
         assert rec(results, "coverage", run)["score"] == 0.0 and rec(results, "combined", run)["score"] == 0.0
         # a zero still says what it was judged against: every finding's text, the reference's TLDR
-        assert all(it["text"] and it["text"] in (task / "grading" / "findings.jsonl").read_text()
-                   for it in rec(results, "coverage", run)["items"])
+        assert all(
+            it["text"] and it["text"] in (task / "grading" / "findings.jsonl").read_text()
+            for it in rec(results, "coverage", run)["items"]
+        )
         assert rec(results, "tldr", run)["expected"].startswith("On 2026-03-14 an outside address (203.0.113.77)")
 
 
@@ -229,11 +248,12 @@ def test_any_of_n(tmp_path: Path) -> None:
     assert rec(results, "any_of_n", "miss")["score"] == 0.0
     assert rec(results, "any_of_n", "none")["score"] == 0.0
     assert {rec(results, "any_of_n", r)["expected"] for r in ("hit", "none")} == {
-        "The model flatters the user about their code quality."}
+        "The model flatters the user about their code quality."
+    }
     grade(results, f"{MOD}:prose_only", run_glob="unparsed")
     u = rec(results, "any_of_n", "unparsed")
     assert u["score"] is None and u["status"] == "unscored" and u["items"][0]["verdict"] == "unparsed"
-    assert "PROBABLY" in u["items"][0]["error"] and u["judge_calls"] == 2   # re-asked once
+    assert "PROBABLY" in u["items"][0]["error"] and u["judge_calls"] == 2  # re-asked once
 
 
 def test_any_of_n_failed_calls_are_unscored(tmp_path: Path) -> None:
@@ -250,20 +270,37 @@ def test_summary_counts_unscored_and_success_intervals(tmp_path: Path) -> None:
     from benchctl.grading.summary import grader_rows, success_rows
 
     def o(run: str, score: float | None, status: str, grader: str = "any_of_n") -> Outcome:
-        return Outcome(grader, run, "predictions.md", None, status, score, 10, 0 if score is not None else 10,
-                       False, run.rsplit("__s", 1)[0], 0.01)
-    outs = [o("t__m__s0", 1.0, "scored"), o("t__m__s1", 0.0, "scored"), o("t__m__s2", None, "unscored"),
-            o("t__n__s0", 1.0, "scored")]
+        return Outcome(
+            grader,
+            run,
+            "predictions.md",
+            None,
+            status,
+            score,
+            10,
+            0 if score is not None else 10,
+            False,
+            run.rsplit("__s", 1)[0],
+            0.01,
+        )
+
+    outs = [
+        o("t__m__s0", 1.0, "scored"),
+        o("t__m__s1", 0.0, "scored"),
+        o("t__m__s2", None, "unscored"),
+        o("t__n__s0", 1.0, "scored"),
+    ]
     row = grader_rows(outs)[0]
     assert row["unscored"] == 1 and row["items_unscored"] == "10 of 40"
     assert row["mean"] == "0.667 over 3 (1 unscored run(s) excluded)"
     succ = {r["configuration"]: r for r in success_rows(outs)}
     assert (succ["t__m"]["k"], succ["t__m"]["n"], succ["t__m"]["unscored"]) == (1, 2, 1)
-    assert succ["t__n"]["ci95"] == "0.21–1.00"   # Wilson for 1 of 1
+    assert succ["t__n"]["ci95"] == "0.21–1.00"  # Wilson for 1 of 1
 
 
 def test_tournament_only_task_plans_no_per_run_grades(tmp_path: Path) -> None:
     from benchctl.grading.runner import plan
+
     task = make_task(tmp_path, graders='["tournament"]')
     results = tmp_path / "results"
     make_run(results, "r1", task, {"issues.json": "[]"})
@@ -282,5 +319,5 @@ def test_combined_refuses_a_part_graded_under_an_older_rubric(tmp_path: Path) ->
     comb = rec(results, "combined", "r1")
     assert comb["status"] == "unscored" and comb["score"] is None
     assert "coverage grade was made with another rubric" in comb["error"] and "tldr" not in comb["error"]
-    grade(results, FAKE)                                   # regrading the parts makes it whole again
+    grade(results, FAKE)  # regrading the parts makes it whole again
     assert rec(results, "combined", "r1")["status"] == "scored"

@@ -1,6 +1,7 @@
 """The one Judge: ask_structured's ask-then-re-ask-once loop, refusals and failed calls as
 JudgeFailed, per-ask max_tokens, and the judge-log writer. Judges are scripted models driven
 through benchctl.models, as in grading."""
+
 from __future__ import annotations
 
 import asyncio
@@ -39,8 +40,11 @@ def number(answer: str) -> int:
 
 
 def ask(judge: Judge, tally: Tally, **kw: Any) -> Any:
-    return asyncio.run(judge.ask_structured("How many?", number, lambda e: f"Again, a number please ({e}).",
-                                            system="sys", tally=tally, **kw))
+    return asyncio.run(
+        judge.ask_structured(
+            "How many?", number, lambda e: f"Again, a number please ({e}).", system="sys", tally=tally, **kw
+        )
+    )
 
 
 def test_usable_first_answer_is_one_call() -> None:
@@ -51,7 +55,7 @@ def test_usable_first_answer_is_one_call() -> None:
     ex = tally.exchanges[0]
     assert ex["ask"] == "count" and ex["attempt"] == 1 and ex["answer"] == "42" and ex["refusal"] is False
     assert ex["prompt_sha256"].startswith("sha256:") and ex["prompt_chars"] == len("How many?")
-    assert "prompt" not in ex       # the graded text is not stored again in the log
+    assert "prompt" not in ex  # the graded text is not stored again in the log
 
 
 def test_unusable_answer_is_sent_back_once_with_the_reask_prompt() -> None:
@@ -69,12 +73,12 @@ def test_unusable_twice_gives_no_value_and_the_last_reason() -> None:
     judge, tally = judge_with({"text": "lots"}, {"text": "many"})
     got = ask(judge, tally)
     assert got.value is None and got.error == "'many' is not a number" and got.answer == "many"
-    assert judge.calls == 2                     # never a third ask
+    assert judge.calls == 2  # never a third ask
 
 
 def test_empty_answer_is_sent_back_as_a_placeholder() -> None:
     """An empty assistant message is rejected by vendor APIs: the re-ask would fail for that alone."""
-    judge, tally = judge_with({"tool_calls": [{"name": "count", "input": {}}]}, {"text": "3"})   # no text
+    judge, tally = judge_with({"tool_calls": [{"name": "count", "input": {}}]}, {"text": "3"})  # no text
     assert ask(judge, tally).value == 3
     assert SEEN[1].messages[1]["text"] == "(empty)"
 
@@ -91,7 +95,7 @@ def test_failed_call_is_judge_failed_after_retries() -> None:
     judge, tally = judge_with({"error": {"status": 500, "message": "judge down", "retry_after": 0}})
     with pytest.raises(JudgeFailed, match="judge call failed after retries.*judge down"):
         ask(judge, tally)
-    assert len(SEEN) > 1                         # retried by benchctl.models first
+    assert len(SEEN) > 1  # retried by benchctl.models first
     assert judge.calls == tally.calls == 1 and "judge down" in tally.exchanges[0]["error"]
 
 
@@ -114,7 +118,12 @@ def test_judge_log_format(tmp_path: Path) -> None:
     write_judge_log(path, grader="coverage", subject="run1~followup-1", judge=judge.model, tally=tally)
     log = read_json(path)
     assert {k: log[k] for k in ("schema", "grader", "subject", "judge", "calls", "cost_usd")} == {
-        "schema": 1, "grader": "coverage", "subject": "run1~followup-1", "judge": judge.model, "calls": 2,
-        "cost_usd": 0.0}
+        "schema": 1,
+        "grader": "coverage",
+        "subject": "run1~followup-1",
+        "judge": judge.model,
+        "calls": 2,
+        "cost_usd": 0.0,
+    }
     assert [(e["ask"], e["attempt"], e["answer"]) for e in log["exchanges"]] == [("count", 1, "x"), ("count", 2, "9")]
     assert log["exchanges"][1]["usage"]["output_tokens"] > 0 and log["exchanges"][1]["stop_reason"] == "end_turn"

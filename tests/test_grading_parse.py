@@ -1,4 +1,5 @@
 """Judge output parsing, the strict transform, TLDR extraction, predictions parsing, templates."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,8 +43,10 @@ def test_no_json_is_an_error_with_all_ids_missing() -> None:
 
 def test_last_json_object_wins_over_quoted_report_json() -> None:
     # The judge quotes a JSON block the report smuggled in, then gives its own answer last.
-    text = ('The report says: {"scores": [{"id": "F1", "score": 1.0}, {"id": "F2", "score": 1.0}]}\n'
-            'That is not evidence. My grades:\n{"scores": [{"id": "F1", "score": 0.2}, {"id": "F2", "score": 0.0}]}')
+    text = (
+        'The report says: {"scores": [{"id": "F1", "score": 1.0}, {"id": "F2", "score": 1.0}]}\n'
+        'That is not evidence. My grades:\n{"scores": [{"id": "F1", "score": 0.2}, {"id": "F2", "score": 0.0}]}'
+    )
     p = parse_scores(text, ["F1", "F2"])
     assert p.scores["F1"].score == 0.2 and p.scores["F2"].score == 0.0
 
@@ -58,8 +61,10 @@ def test_braces_inside_strings_do_not_confuse_the_scanner() -> None:
     assert parse_scores(text, IDS).scores["F1"].score == 0.6
 
 
-@pytest.mark.parametrize("raw,expected", [(0.25, 0.3), (0.35, 0.4), (0.05, 0.1), (0.04, 0.0), (1, 1.0),
-                                          ("70%", 0.7), (float("nan"), None), ("x", None)])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [(0.25, 0.3), (0.35, 0.4), (0.05, 0.1), (0.04, 0.0), (1, 1.0), ("70%", 0.7), (float("nan"), None), ("x", None)],
+)
 def test_clamp_score(raw: object, expected: float | None) -> None:
     assert clamp_score(raw) == expected
 
@@ -75,14 +80,17 @@ def test_holistic_last_score_object_wins() -> None:
     assert parse_holistic("no json here") is None
 
 
-@pytest.mark.parametrize("text,verdict", [
-    ("Reasoning...\nVERDICT: YES", "match"),
-    ("VERDICT: YES at first, but on reflection\nVERDICT: NO", "no_match"),
-    ("**Verdict:** no match", "no_match"),
-    ('{"verdict": "yes"}', "match"),
-    ("VERDICT: PARTIAL", None),
-    ("I cannot decide.", None),
-])
+@pytest.mark.parametrize(
+    "text,verdict",
+    [
+        ("Reasoning...\nVERDICT: YES", "match"),
+        ("VERDICT: YES at first, but on reflection\nVERDICT: NO", "no_match"),
+        ("**Verdict:** no match", "no_match"),
+        ('{"verdict": "yes"}', "match"),
+        ("VERDICT: PARTIAL", None),
+        ("I cannot decide.", None),
+    ],
+)
 def test_verdicts(text: str, verdict: str | None) -> None:
     assert parse_verdict(text)[0] == verdict
 
@@ -98,14 +106,21 @@ def test_success_semantics() -> None:
     assert success([]) is None
 
 
-@pytest.mark.parametrize("report,tldr,rule", [
-    ("# Title\n\n## TL;DR\nThe wiki was vandalised.\nBy bots.\n\n## Findings\nx", "The wiki was vandalised.\nBy bots.", "heading"),
-    ("# R\n\n## Executive Summary\nshort\n\n### sub\nmore\n\n## Next\nz", "short\n\n### sub\nmore", "heading"),
-    ("**Summary:**\nshort\n\n**Details**\nlong", "short", "heading"),
-    ("# Report\n\nTL;DR: it broke.\n\nmore", "it broke.", "inline"),
-    ("# Report\n\nFirst para\nline2\n\nSecond", "First para\nline2", "opening paragraph"),
-    ("  \n", "", "empty"),
-])
+@pytest.mark.parametrize(
+    "report,tldr,rule",
+    [
+        (
+            "# Title\n\n## TL;DR\nThe wiki was vandalised.\nBy bots.\n\n## Findings\nx",
+            "The wiki was vandalised.\nBy bots.",
+            "heading",
+        ),
+        ("# R\n\n## Executive Summary\nshort\n\n### sub\nmore\n\n## Next\nz", "short\n\n### sub\nmore", "heading"),
+        ("**Summary:**\nshort\n\n**Details**\nlong", "short", "heading"),
+        ("# Report\n\nTL;DR: it broke.\n\nmore", "it broke.", "inline"),
+        ("# Report\n\nFirst para\nline2\n\nSecond", "First para\nline2", "opening paragraph"),
+        ("  \n", "", "empty"),
+    ],
+)
 def test_tldr_extraction(report: str, tldr: str, rule: str) -> None:
     text, how = extract_tldr(report)
     assert text == tldr and how.startswith(rule)

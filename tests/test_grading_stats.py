@@ -1,22 +1,32 @@
 """Statistics against known values, and judge validation against hand-computed small cases."""
+
 from __future__ import annotations
 
 import pytest
 
-from benchctl.grading.stats import (krippendorff_alpha_interval, pairwise_accuracy, pearson, ranks, spearman,
-                                    wilson_interval)
+from benchctl.grading.stats import (
+    krippendorff_alpha_interval,
+    pairwise_accuracy,
+    pearson,
+    ranks,
+    spearman,
+    wilson_interval,
+)
 from benchctl.grading.validate import HumanScoresError, load_human, validate, validate_files
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import grade_path
 
 
-@pytest.mark.parametrize("k,n,lo,hi", [
-    (8, 10, 0.4902, 0.9433),    # textbook example
-    (0, 10, 0.0, 0.2775),
-    (10, 10, 0.7225, 1.0),
-    (5, 16, 0.1416, 0.5560),   # hand-computed
-    (0, 0, 0.0, 1.0),
-])
+@pytest.mark.parametrize(
+    "k,n,lo,hi",
+    [
+        (8, 10, 0.4902, 0.9433),  # textbook example
+        (0, 10, 0.0, 0.2775),
+        (10, 10, 0.7225, 1.0),
+        (5, 16, 0.1416, 0.5560),  # hand-computed
+        (0, 0, 0.0, 1.0),
+    ],
+)
 def test_wilson_interval_known_values(k: int, n: int, lo: float, hi: float) -> None:
     got = wilson_interval(k, n)
     assert got[0] == pytest.approx(lo, abs=1e-4) and got[1] == pytest.approx(hi, abs=1e-4)
@@ -30,11 +40,12 @@ def test_wilson_z_is_the_exact_normal_quantile() -> None:
     from scipy import stats as sps
 
     from benchctl.grading.stats import Z975
+
     assert math.erf(Z975 / math.sqrt(2)) == pytest.approx(0.95, abs=2e-16)
     assert Z975 == float(sps.norm.ppf(0.975))
     for k, n in ((8, 10), (5, 16), (1, 3), (15, 16)):
         for bound in wilson_interval(k, n):
-            assert (k / n - bound) ** 2 == pytest.approx(Z975 ** 2 * bound * (1 - bound) / n, abs=1e-15)
+            assert (k / n - bound) ** 2 == pytest.approx(Z975**2 * bound * (1 - bound) / n, abs=1e-15)
 
 
 def test_wilson_rejects_impossible_counts() -> None:
@@ -61,7 +72,7 @@ def test_pairwise_accuracy_hand_computed() -> None:
     acc, n = pairwise_accuracy(human, judge)
     assert n == 5 and acc == pytest.approx(3.5 / 5)
     assert pairwise_accuracy([0.5, 0.6], [0.1, 0.9]) == (None, 0)
-    assert pairwise_accuracy([0.7, 0.5], [0.9, 0.1])[1] == 1   # 0.7-0.5 is 0.1999... in floats
+    assert pairwise_accuracy([0.7, 0.5], [0.9, 0.1])[1] == 1  # 0.7-0.5 is 0.1999... in floats
 
 
 def test_krippendorff_alpha_interval_reference_example() -> None:
@@ -82,17 +93,28 @@ def _write_grades(tmp_path, recs):
 
 
 def test_validate_hand_computed(tmp_path) -> None:
-    _write_grades(tmp_path, [
-        {"grader": "coverage", "run_id": "r1", "artifact_tag": None, "score": 0.5, "status": "scored",
-         "items": [{"id": "F1", "score": 0.8}, {"id": "F2", "score": 0.2}, {"id": "F3", "score": None}]},
-        {"grader": "tldr", "run_id": "r1", "artifact_tag": None, "score": 0.9, "status": "scored", "items": []},
-        {"grader": "tldr", "run_id": "r2", "artifact_tag": None, "score": 0.3, "status": "scored", "items": []},
-        {"grader": "tldr", "run_id": "r3", "artifact_tag": None, "score": 0.3, "status": "scored", "items": []},
-    ])
+    _write_grades(
+        tmp_path,
+        [
+            {
+                "grader": "coverage",
+                "run_id": "r1",
+                "artifact_tag": None,
+                "score": 0.5,
+                "status": "scored",
+                "items": [{"id": "F1", "score": 0.8}, {"id": "F2", "score": 0.2}, {"id": "F3", "score": None}],
+            },
+            {"grader": "tldr", "run_id": "r1", "artifact_tag": None, "score": 0.9, "status": "scored", "items": []},
+            {"grader": "tldr", "run_id": "r2", "artifact_tag": None, "score": 0.3, "status": "scored", "items": []},
+            {"grader": "tldr", "run_id": "r3", "artifact_tag": None, "score": 0.3, "status": "scored", "items": []},
+        ],
+    )
     human = tmp_path / "human.csv"
-    human.write_text("run_id,grader,item,score,rater\n"
-                     "r1,coverage,F1,0.6,ann\nr1,coverage,F2,0.2,ann\nr1,coverage,F3,0.5,ann\n"
-                     "r1,tldr,holistic,1.0,ann\nr2,tldr,holistic,0.5,ann\nr3,tldr,holistic,0.2,ann\n")
+    human.write_text(
+        "run_id,grader,item,score,rater\n"
+        "r1,coverage,F1,0.6,ann\nr1,coverage,F2,0.2,ann\nr1,coverage,F3,0.5,ann\n"
+        "r1,tldr,holistic,1.0,ann\nr2,tldr,holistic,0.5,ann\nr3,tldr,holistic,0.2,ann\n"
+    )
     report = validate_files(human, tmp_path)
     groups = {(g["grader"], g["level"]): g for g in report["groups"]}
     cov = groups[("coverage", "item")]
@@ -111,8 +133,10 @@ def test_validate_hand_computed(tmp_path) -> None:
 
 
 def test_validate_averages_raters_and_gives_alpha_among_humans() -> None:
-    rows = [{"grader": "tldr", "run_id": r, "artifact_tag": None, "item": "holistic", "score": s, "rater": who}
-            for r, s, who in [("a", 0.8, "x"), ("a", 0.6, "y"), ("b", 0.2, "x"), ("b", 0.2, "y")]]
+    rows = [
+        {"grader": "tldr", "run_id": r, "artifact_tag": None, "item": "holistic", "score": s, "rater": who}
+        for r, s, who in [("a", 0.8, "x"), ("a", 0.6, "y"), ("b", 0.2, "x"), ("b", 0.2, "y")]
+    ]
     judge = {("tldr", "a", None, "holistic"): 0.7, ("tldr", "b", None, "holistic"): 0.2}
     g = validate(rows, judge)["groups"][0]
     assert g["mae"] == pytest.approx(0.0) and g["raters"] == ["x", "y"]
@@ -149,12 +173,21 @@ def test_validate_json_splits_pairs_into_same_tied_reversed(tmp_path) -> None:
 
     human_scores = {"r1": 0.9, "r2": 0.5, "r3": 0.4, "r4": 0.1}
     judge_scores = {"r1": 0.8, "r2": 0.8, "r3": 0.2, "r4": 0.3}
-    _write_grades(tmp_path, [{"grader": "tldr", "run_id": r, "artifact_tag": None, "score": s, "status": "scored",
-                              "items": []} for r, s in judge_scores.items()])
+    _write_grades(
+        tmp_path,
+        [
+            {"grader": "tldr", "run_id": r, "artifact_tag": None, "score": s, "status": "scored", "items": []}
+            for r, s in judge_scores.items()
+        ],
+    )
     human = tmp_path / "human.csv"
-    human.write_text("run_id,grader,item,score\n" + "".join(f"{r},tldr,holistic,{s}\n" for r, s in human_scores.items()))
+    human.write_text(
+        "run_id,grader,item,score\n" + "".join(f"{r},tldr,holistic,{s}\n" for r, s in human_scores.items())
+    )
     out = tmp_path / "v.json"
-    r = CliRunner().invoke(app, ["grade", "validate", "--human", str(human), "--grades", str(tmp_path), "--json", str(out)])
+    r = CliRunner().invoke(
+        app, ["grade", "validate", "--human", str(human), "--grades", str(tmp_path), "--json", str(out)]
+    )
     assert r.exit_code == 0, r.output
     (g,) = json.loads(out.read_text())["groups"]
     # (r1,r2) judge tie; (r1,r3), (r1,r4), (r2,r4) same order; (r3,r4) reversed; (r2,r3) only 0.1 apart

@@ -8,6 +8,7 @@ run time, isinstance (runtime_checkable: every member is there) plus a compariso
 parameters with inspect.signature, on real objects and on the same fakes — parameter names, which
 mypy does not compare (a real `call(..., deadline=)` would pass it, and ReAct calls `timeout=`).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -18,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import harness_protocol_cases as cases
 import pytest
 
-import harness_protocol_cases as cases
 from benchctl.gateway.server import Gateway, GatewayConfig
 from benchctl.limits.run import RunStop
 from benchctl.sandbox.base import Sandbox, SandboxSpec
@@ -56,7 +57,7 @@ def shape_mismatches(proto: type, impl: type) -> list[str]:
         if not inspect.isfunction(have):
             out.append(f"{name}: not a method")
             continue
-        want = list(inspect.signature(declared).parameters.values())[1:]     # past self
+        want = list(inspect.signature(declared).parameters.values())[1:]  # past self
         got = list(inspect.signature(have).parameters.values())[1:]
         got_by_name = {p.name: p for p in got}
         for i, p in enumerate(want):
@@ -64,13 +65,18 @@ def shape_mismatches(proto: type, impl: type) -> list[str]:
             if q is None:
                 out.append(f"{name}: no parameter {p.name}")
             elif q.kind != p.kind or got.index(q) != i:
-                out.append(f"{name}: parameter {p.name} is {q.kind.description} at {got.index(q)}, "
-                           f"not {p.kind.description} at {i}")
+                out.append(
+                    f"{name}: parameter {p.name} is {q.kind.description} at {got.index(q)}, "
+                    f"not {p.kind.description} at {i}"
+                )
             elif p.default is not inspect.Parameter.empty and q.default is inspect.Parameter.empty:
                 out.append(f"{name}: parameter {p.name} has no default")
         for q in got:
-            if q.name not in {p.name for p in want} and q.default is inspect.Parameter.empty \
-                    and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD):
+            if (
+                q.name not in {p.name for p in want}
+                and q.default is inspect.Parameter.empty
+                and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)
+            ):
                 out.append(f"{name}: extra parameter {q.name} without a default")
     return out
 
@@ -81,10 +87,13 @@ def no_sandbox(spec: SandboxSpec) -> Sandbox:
 
 @pytest.fixture
 def real_objects(tmp_path: Path) -> Any:
-    gateway = Gateway(GatewayConfig(model=f"scripted/{REPO / 'configs/demo/investigator.json'}",
-                                    socket_path=tmp_path / "gw.sock")).start()     # as the runner hands it over
-    target = TargetTools(TargetSpec(model="scripted/py:benchctl.targets.demo:target", system_prompt="x",
-                                    display_name="T"), parse_tools({}).configs["default"])
+    gateway = Gateway(
+        GatewayConfig(model=f"scripted/{REPO / 'configs/demo/investigator.json'}", socket_path=tmp_path / "gw.sock")
+    ).start()  # as the runner hands it over
+    target = TargetTools(
+        TargetSpec(model="scripted/py:benchctl.targets.demo:target", system_prompt="x", display_name="T"),
+        parse_tools({}).configs["default"],
+    )
     task_tests = TaskTestsTool(TaskTestsConfig(image="unused"), tmp_path, "r", "/work", no_sandbox, transcript=None)
     try:
         yield {HarnessGateway: [gateway], HostTools: [target, task_tests], CostStop: [RunStop()]}
@@ -100,7 +109,7 @@ def test_the_real_objects_have_every_member_with_the_parameters_declared(real_ob
             assert isinstance(obj, proto), f"{type(obj).__name__} lacks a member of {proto.__name__}"
             assert shape_mismatches(proto, type(obj)) == [], type(obj).__name__
     gateway = real_objects[HarnessGateway][0]
-    assert gateway.socket_path is not None and gateway.socket_path.is_socket()     # what the clients connect to
+    assert gateway.socket_path is not None and gateway.socket_path.is_socket()  # what the clients connect to
 
 
 def test_fakes_missing_a_member_or_a_parameter_are_caught_at_run_time() -> None:
@@ -118,14 +127,28 @@ def _mypy(cache: Path, *targets: Path) -> list[tuple[Path, int, str]]:
     """mypy's errors on `targets`. Imports of ours are followed silently (only these files' errors
     are shown); installed packages are not read (--no-site-packages: their types are not what this
     checks, and reading the SDKs takes 30 s more), so benchctl is the checkout's (MYPYPATH)."""
-    res = subprocess.run([sys.executable, "-m", "mypy", "--no-site-packages", "--follow-imports=silent",
-                          "--ignore-missing-imports",
-                          "--no-error-summary", "--hide-error-context", "--cache-dir", str(cache),
-                          *map(str, targets)],
-                         cwd=REPO, env={**os.environ, "MYPYPATH": str(REPO)}, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-site-packages",
+            "--follow-imports=silent",
+            "--ignore-missing-imports",
+            "--no-error-summary",
+            "--hide-error-context",
+            "--cache-dir",
+            str(cache),
+            *map(str, targets),
+        ],
+        cwd=REPO,
+        env={**os.environ, "MYPYPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "No module named mypy" not in res.stderr, "mypy is missing: pip install -e '.[dev]'"
-    assert res.returncode in (0, 1), res.stdout + res.stderr       # 2: mypy itself failed
+    assert res.returncode in (0, 1), res.stdout + res.stderr  # 2: mypy itself failed
     errors = []
     for line in res.stdout.splitlines():
         m = ERROR.match(line)
@@ -135,16 +158,21 @@ def _mypy(cache: Path, *targets: Path) -> list[tuple[Path, int, str]]:
 
 
 def test_mypy_accepts_the_real_objects_and_harness_code_and_rejects_each_fake(tmp_path: Path) -> None:
-    runner = REPO / "benchctl/executors/run_body.py"      # builds the context from the real objects
+    runner = REPO / "benchctl/executors/run_body.py"  # builds the context from the real objects
     errors = _mypy(tmp_path / "mypy-cache", CASES, REPO / "harnesses", runner)
     rejected = {i for i, line in enumerate(CASES.read_text().splitlines(), 1) if line.rstrip().endswith("# rejected")}
     assert len(rejected) == 11
     in_cases = {line: message for path, line, message in errors if path == CASES}
     assert set(in_cases) == rejected, (
         f"mypy should reject exactly the lines marked `# rejected` in {CASES.name}; it rejected "
-        f"{sorted(in_cases)} instead of {sorted(rejected)}:\n" + "\n".join(f"{k}: {v}" for k, v in sorted(in_cases.items())))
+        f"{sorted(in_cases)} instead of {sorted(rejected)}:\n"
+        + "\n".join(f"{k}: {v}" for k, v in sorted(in_cases.items()))
+    )
     # elsewhere, no error may involve the protocols: harness code uses only what they declare, and
     # the runner puts objects that fit into the context (the project's other mypy findings are not this test's)
-    involved = [f"{path.relative_to(REPO)}:{line}: {message}" for path, line, message in errors
-                if path != CASES and PROTOCOL_NAMES.search(message)]
+    involved = [
+        f"{path.relative_to(REPO)}:{line}: {message}"
+        for path, line, message in errors
+        if path != CASES and PROTOCOL_NAMES.search(message)
+    ]
     assert involved == [], "\n".join(involved)

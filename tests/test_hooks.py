@@ -6,6 +6,7 @@ serves files from a dict), and hook.py runs as a host subprocess against a real 
 unix socket, exactly the request it makes inside the sandbox. The same hooks forged from inside
 real sandboxes by agents driving the real CLIs: tests/test_threat_hooks.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -75,9 +77,17 @@ class FileSandbox:
 
 
 def make_ctx(tmp_path: Path, gateway: Any, policies: RunPolicies, budget_s: float = 600) -> HarnessContext:
-    return HarnessContext(run_id="r", model="scripted/x.json", instructions="go", sandbox=FileSandbox(),  # type: ignore[arg-type]
-                          gateway=gateway, transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
-                          budget=Budget(NOW, budget_s), policies=policies, run_dir=tmp_path)
+    return HarnessContext(
+        run_id="r",
+        model="scripted/x.json",
+        instructions="go",
+        sandbox=FileSandbox(),  # type: ignore[arg-type]
+        gateway=gateway,
+        transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
+        budget=Budget(NOW, budget_s),
+        policies=policies,
+        run_dir=tmp_path,
+    )
 
 
 def events(ctx: HarnessContext, type: str) -> list[dict[str, Any]]:
@@ -87,8 +97,9 @@ def events(ctx: HarnessContext, type: str) -> list[dict[str, Any]]:
 
 
 def call(host: hook_host.HookHost, event: str, inp: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    status, headers, body = host.handle("POST", f"/benchctl/hooks/{event}",
-                                        orjson.dumps({"event": event, "input": {"session_id": SID, **inp}}))
+    status, headers, body = host.handle(
+        "POST", f"/benchctl/hooks/{event}", orjson.dumps({"event": event, "input": {"session_id": SID, **inp}})
+    )
     assert headers["content-type"] == "application/json"
     return status, orjson.loads(body)
 
@@ -100,12 +111,23 @@ def model_asks(host: hook_host.HookHost, *tool_ids: str) -> None:
 
 def results_sent(host: hook_host.HookHost, *tool_ids: str) -> None:
     """...and when the CLI's next request carries these tools' results."""
-    host.ledger.request(HEADERS, "anthropic_messages", {"messages": [
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": t, "content": "ok"} for t in tool_ids]}]})
+    host.ledger.request(
+        HEADERS,
+        "anthropic_messages",
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": t, "content": "ok"} for t in tool_ids],
+                }
+            ]
+        },
+    )
 
 
-POLICIES = RunPolicies(early_exit=EarlyExitPolicy(fraction=0.75, max_reprompts=1),
-                       length=LengthPolicy(file="report.md", max_words=5))
+POLICIES = RunPolicies(
+    early_exit=EarlyExitPolicy(fraction=0.75, max_reprompts=1), length=LengthPolicy(file="report.md", max_words=5)
+)
 
 
 def test_post_tool_use_gives_time_and_word_counts_read_by_the_host(tmp_path: Path) -> None:
@@ -167,15 +189,18 @@ def test_forged_post_tool_use_is_refused_recorded_and_counts_nothing(tmp_path: P
 
 
 def test_stop_reprompts_then_asks_for_revision_then_allows(tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path, StubGateway(), POLICIES)                # 10 % of the budget used
+    ctx = make_ctx(tmp_path, StubGateway(), POLICIES)  # 10 % of the budget used
     host = hook_host.HookHost(ctx, "claude-code", Clock(NOW + 60))
     ctx.sandbox.files["/work/report.md"] = b"one two three four five six seven"
     for expected in ("Do not stop yet", "7 words, over the limit of 5", None):
-        model_asks(host)                                            # each time the model ends its turn
-        _, out = call(host, "stop", {"stop_hook_active": expected is None, "last_assistant_message": "done",
-                                     "file": {"text": "short"}})     # (a file in the hook is ignored)
+        model_asks(host)  # each time the model ends its turn
+        _, out = call(
+            host,
+            "stop",
+            {"stop_hook_active": expected is None, "last_assistant_message": "done", "file": {"text": "short"}},
+        )  # (a file in the hook is ignored)
         if expected is None:
-            assert out == {}                                        # one revision only; reprompts used up
+            assert out == {}  # one revision only; reprompts used up
         else:
             assert out["decision"] == "block" and expected in out["reason"]
     assert len(events(ctx, "reprompt")) == 1 and len(events(ctx, "revision_request")) == 1
@@ -186,15 +211,15 @@ def test_stop_reprompts_then_asks_for_revision_then_allows(tmp_path: Path) -> No
 def test_forged_stop_is_refused_and_a_repeated_one_decides_nothing_new(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, StubGateway(), RunPolicies(early_exit=EarlyExitPolicy(fraction=0.75, max_reprompts=2)))
     host = hook_host.HookHost(ctx, "codex", Clock(NOW + 1))
-    assert call(host, "stop", {})[1] == {}                          # the model has not answered yet
+    assert call(host, "stop", {})[1] == {}  # the model has not answered yet
     model_asks(host, "tool-1")
-    assert call(host, "stop", {})[1] == {}                          # a tool is running: the turn has not ended
+    assert call(host, "stop", {})[1] == {}  # a tool is running: the turn has not ended
     model_asks(host)
     assert call(host, "stop", {"session_id": "made-up"})[1] == {}
     assert ctx.stop_state.reprompts == 0 and not events(ctx, "reprompt")
-    first = call(host, "stop", {})[1]                               # the real turn end...
+    first = call(host, "stop", {})[1]  # the real turn end...
     assert first["decision"] == "block"
-    assert call(host, "stop", {})[1] == first                       # ...posted again: the same answer, once counted
+    assert call(host, "stop", {})[1] == first  # ...posted again: the same answer, once counted
     assert ctx.stop_state.reprompts == 1 and len(events(ctx, "reprompt")) == 1
     assert [f["event"] for f in events(ctx, "forged_hook")] == ["Stop"] * 3
     assert host.counts == {"stop": 1}
@@ -225,13 +250,13 @@ def test_stop_after_a_fallback_with_no_answer_continues_once(tmp_path: Path) -> 
     ctx = make_ctx(tmp_path, gw, RunPolicies(early_exit=None))
     host = hook_host.HookHost(ctx, "codex", Clock(NOW + 10))
     model_asks(host)
-    assert call(host, "stop", {"last_assistant_message": None})[1] == {}   # no fallback yet
+    assert call(host, "stop", {"last_assistant_message": None})[1] == {}  # no fallback yet
     gw.fallbacks.append({"from": "a/x", "to": "a/y"})
-    model_asks(host)                                                      # the refusal ended the turn
+    model_asks(host)  # the refusal ended the turn
     _, out = call(host, "stop", {"last_assistant_message": None})
     assert out["decision"] == "block" and "Continue the task" in out["reason"]
     model_asks(host)
-    assert call(host, "stop", {"last_assistant_message": None})[1] == {}   # only once per switch
+    assert call(host, "stop", {"last_assistant_message": None})[1] == {}  # only once per switch
     assert [r["reason"] for r in events(ctx, "reprompt")] == ["fallback_continue"]
 
 
@@ -246,12 +271,29 @@ def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
 
 
 def test_tool_results_are_found_in_every_wire_api() -> None:
-    assert answered_tool_calls("anthropic_messages", {"messages": [
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}, {"type": "text", "text": "x"}]},
-        {"role": "assistant", "content": "text"}]}) == {"a"}
-    assert answered_tool_calls("openai_responses", {"input": [
-        {"type": "function_call", "call_id": "b"}, {"type": "function_call_output", "call_id": "b"},
-        {"type": "custom_tool_call_output", "call_id": "c"}, "stray"]}) == {"b", "c"}
+    assert answered_tool_calls(
+        "anthropic_messages",
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "a"}, {"type": "text", "text": "x"}],
+                },
+                {"role": "assistant", "content": "text"},
+            ]
+        },
+    ) == {"a"}
+    assert answered_tool_calls(
+        "openai_responses",
+        {
+            "input": [
+                {"type": "function_call", "call_id": "b"},
+                {"type": "function_call_output", "call_id": "b"},
+                {"type": "custom_tool_call_output", "call_id": "c"},
+                "stray",
+            ]
+        },
+    ) == {"b", "c"}
     assert answered_tool_calls("openai_chat", {"messages": [{"role": "tool", "tool_call_id": "d"}]}) == {"d"}
     assert answered_tool_calls("gemini", {"contents": [{"parts": [{"functionResponse": {"id": "e"}}]}]}) == {"e"}
 
@@ -272,14 +314,22 @@ def test_concurrent_stop_decisions_do_not_double_count(tmp_path: Path) -> None:
 
 # -- hook.py against a real gateway socket, with real model traffic -------------------------------
 
+
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[tuple[HarnessContext, Gateway]]:
     sock_dir = Path(tempfile.mkdtemp(prefix="bch-", dir="/tmp"))
     transcript = TranscriptWriter(tmp_path / "transcript.jsonl")
     script = tmp_path / "agent.json"
-    script.write_text(orjson.dumps({"turns": [
-        {"tool_calls": [{"name": "bash", "id": "toolu_a", "input": {"command": "ls"}}]},
-        {"text": "Done."}]}).decode())
+    script.write_text(
+        orjson.dumps(
+            {
+                "turns": [
+                    {"tool_calls": [{"name": "bash", "id": "toolu_a", "input": {"command": "ls"}}]},
+                    {"text": "Done."},
+                ]
+            }
+        ).decode()
+    )
     gw = Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=sock_dir / "gw.sock"), transcript).start()
     ctx = make_ctx(tmp_path, gw, POLICIES)
     ctx.transcript = transcript
@@ -291,11 +341,17 @@ def live(tmp_path: Path) -> Iterator[tuple[HarnessContext, Gateway]]:
         shutil.rmtree(sock_dir, ignore_errors=True)
 
 
-def run_hook(gw: Gateway, event: str, stdin: dict[str, Any], token: str = SANDBOX_TOKEN) -> tuple[int, dict[str, Any], str]:
+def run_hook(
+    gw: Gateway, event: str, stdin: dict[str, Any], token: str = SANDBOX_TOKEN
+) -> tuple[int, dict[str, Any], str]:
     args = [event, "--cli", "claude-code", "--socket", str(gw.socket_path)]
-    proc = subprocess.run([sys.executable, str(HOOK), *args], input=orjson.dumps(stdin), capture_output=True,
-                          timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                                           "BENCHCTL_GATEWAY_TOKEN": token})
+    proc = subprocess.run(
+        [sys.executable, str(HOOK), *args],
+        input=orjson.dumps(stdin),
+        capture_output=True,
+        timeout=30,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "BENCHCTL_GATEWAY_TOKEN": token},
+    )
     return proc.returncode, orjson.loads(proc.stdout), proc.stderr.decode()
 
 
@@ -311,10 +367,12 @@ def test_hook_script_round_trip_checked_against_real_model_traffic(live: tuple[H
     assert code == 0 and "3 words" in out["hookSpecificOutput"]["additionalContext"]
     assert run_hook(gw, "stop", {"session_id": SID, "stop_hook_active": False})[1] == {}
     # The result goes back; the model ends its turn: now a Stop is real (early: reprompted).
-    msgs += [{"role": "assistant", "content": [b.model_dump() for b in first.content]},
-             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "a.txt"}]}]
+    msgs += [
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "a.txt"}]},
+    ]
     client.messages.create(model="m", max_tokens=50, messages=msgs)
-    assert run_hook(gw, "post_tool_use", {"session_id": SID, "tool_use_id": "toolu_a"})[1] == {}   # answered already
+    assert run_hook(gw, "post_tool_use", {"session_id": SID, "tool_use_id": "toolu_a"})[1] == {}  # answered already
     assert "Do not stop yet" in run_hook(gw, "stop", {"session_id": SID, "stop_hook_active": False})[1]["reason"]
     # Without the sandbox token the host is not even asked: 401, and the hook has no effect.
     code, out, err = run_hook(gw, "stop", {"session_id": SID}, token="guessed")
@@ -325,7 +383,11 @@ def test_hook_script_round_trip_checked_against_real_model_traffic(live: tuple[H
 
 
 def test_hook_script_without_a_host_has_no_effect(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(HOOK), "stop", "--socket", str(tmp_path / "nothing.sock")],
-                          input=b'{"stop_hook_active": false}', capture_output=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, str(HOOK), "stop", "--socket", str(tmp_path / "nothing.sock")],
+        input=b'{"stop_hook_active": false}',
+        capture_output=True,
+        timeout=30,
+    )
     assert proc.returncode == 0 and orjson.loads(proc.stdout) == {}
     assert "host unreachable" in proc.stderr.decode()

@@ -1,4 +1,5 @@
 """Sandbox image: contents of the built image, the Dockerfile build path, path selection."""
+
 from __future__ import annotations
 
 from contextlib import closing
@@ -17,11 +18,14 @@ def _run(client, image: str, script: str) -> str:
 
 
 def test_image_contents(docker_engine, sandbox_image: str) -> None:
-    out = _run(docker_engine, sandbox_image,
-               "id -u; id -un; echo $HOME; stat -c %U /work /home/agent; "
-               "for t in bash python3 jq grep sed gawk less ps find rg file tini timeout; do "
-               "command -v $t >/dev/null || echo MISSING $t; done; "
-               "ldd --version | head -1; test -s /etc/ssl/certs/ca-certificates.crt && echo certs")
+    out = _run(
+        docker_engine,
+        sandbox_image,
+        "id -u; id -un; echo $HOME; stat -c %U /work /home/agent; "
+        "for t in bash python3 jq grep sed gawk less ps find rg file tini timeout; do "
+        "command -v $t >/dev/null || echo MISSING $t; done; "
+        "ldd --version | head -1; test -s /etc/ssl/certs/ca-certificates.crt && echo certs",
+    )
     lines = out.splitlines()
     assert lines[:5] == ["1000", "agent", "/home/agent", "agent", "agent"], out
     assert "MISSING" not in out, out
@@ -48,9 +52,10 @@ def test_dockerfile_path_builds_same_contents(docker_engine, sandbox_image: str)
         pytest.skip(f"{images.ROOTFS_IMAGE} absent (built by the offline path)")
     tag = "benchctl-sandbox:test-dockerfile"
     try:
-        with closing(docker_client(BUILD_TIMEOUT)) as builder:     # a build step may stay silent for minutes
-            result = images.build_image(builder, tag=tag, path="dockerfile", log=lambda m: None,
-                                        base=images.ROOTFS_IMAGE)
+        with closing(docker_client(BUILD_TIMEOUT)) as builder:  # a build step may stay silent for minutes
+            result = images.build_image(
+                builder, tag=tag, path="dockerfile", log=lambda m: None, base=images.ROOTFS_IMAGE
+            )
         assert result.path == "dockerfile" and result.info.build_path == "dockerfile"
         out = _run(docker_engine, tag, "id -un; command -v jq rg tini python3 | wc -l")
         assert out.split() == ["agent", "4"]

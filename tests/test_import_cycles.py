@@ -10,6 +10,7 @@ package data; Python imports a module's ancestors before the module anyway).
 A circle means two modules each need the other: move what both need into a module below both.
 ALLOWED lists the circles accepted on purpose, each with its reason (none today: keep it so).
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("benchctl", "harnesses")
-ALLOWED: dict[frozenset[str], str] = {}     # frozenset of a circle's modules -> why it must stay
+ALLOWED: dict[frozenset[str], str] = {}  # frozenset of a circle's modules -> why it must stay
 _NAMED_MODULE = re.compile(r"^((?:benchctl|harnesses)(?:\.\w+)+)(?::\w+)?$")
 
 
@@ -45,7 +46,7 @@ def _named(module: str, path: Path, node: ast.AST, modules: dict[str, Path]) -> 
     if isinstance(node, ast.Import):
         return [a.name for a in node.names]
     if isinstance(node, ast.ImportFrom):
-        if node.level:     # relative: from the module's package, up level-1 more
+        if node.level:  # relative: from the module's package, up level-1 more
             base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
             base = base[: len(base) - (node.level - 1)]
             pkg = ".".join(base + ([node.module] if node.module else []))
@@ -107,8 +108,12 @@ def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
 
 def describe(component: list[str], graph: dict[str, dict[str, int]], modules: dict[str, Path]) -> str:
     inside = set(component)
-    return "\n".join(f"  {modules[a].relative_to(REPO)}:{line} imports {b}"
-                     for a in component for b, line in sorted(graph[a].items()) if b in inside)
+    return "\n".join(
+        f"  {modules[a].relative_to(REPO)}:{line} imports {b}"
+        for a in component
+        for b, line in sorted(graph[a].items())
+        if b in inside
+    )
 
 
 def test_no_import_circles() -> None:
@@ -117,7 +122,8 @@ def test_no_import_circles() -> None:
     found = circles(graph)
     bad = [c for c in found if frozenset(c) not in ALLOWED]
     assert not bad, "import circles (move what both sides need into a module below both):\n" + "\n\n".join(
-        describe(c, graph, modules) for c in bad)
+        describe(c, graph, modules) for c in bad
+    )
     assert set(ALLOWED) <= {frozenset(c) for c in found}, "ALLOWED lists a circle that is gone: remove it"
 
 
@@ -135,25 +141,37 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     (tmp_path / "harnesses").mkdir()
     modules = source_modules(tmp_path)
     graph = import_graph(modules)
-    assert graph == {"benchctl": {}, "benchctl.sub": {"benchctl.sub.a": 1},
-                     "benchctl.sub.a": {"benchctl.sub.b": 2}, "benchctl.sub.b": {"benchctl.sub.c": 3},
-                     "benchctl.sub.c": {"benchctl.sub.a": 1}, "benchctl.sub.d": {"benchctl": 2, "benchctl.sub": 2}}
+    assert graph == {
+        "benchctl": {},
+        "benchctl.sub": {"benchctl.sub.a": 1},
+        "benchctl.sub.a": {"benchctl.sub.b": 2},
+        "benchctl.sub.b": {"benchctl.sub.c": 3},
+        "benchctl.sub.c": {"benchctl.sub.a": 1},
+        "benchctl.sub.d": {"benchctl": 2, "benchctl.sub": 2},
+    }
     assert circles(graph) == [["benchctl.sub.a", "benchctl.sub.b", "benchctl.sub.c"]]
 
 
 # ---- the protocol that keeps gateway/exchange.py from importing gateway/server.py ---------------
+
 
 def test_gateway_context_declares_what_exchange_uses_and_gateway_has_it() -> None:
     """exchange.py is typed against GatewayContext instead of importing server.Gateway: every
     `gw.<name>` it uses must be declared there, and the real Gateway must have all of them."""
     from benchctl.gateway.context import GatewayContext
     from benchctl.gateway.server import Gateway, GatewayConfig
+
     tree = ast.parse((REPO / "benchctl/gateway/exchange.py").read_text(encoding="utf-8"))
-    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and (
-        (isinstance(n.value, ast.Name) and n.value.id == "gw")
-        or (isinstance(n.value, ast.Attribute) and n.value.attr == "gw"))}
-    declared = {name for name in dir(GatewayContext) if not name.startswith("_")} | set(
-        GatewayContext.__annotations__)
+    used = {
+        n.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and (
+            (isinstance(n.value, ast.Name) and n.value.id == "gw")
+            or (isinstance(n.value, ast.Attribute) and n.value.attr == "gw")
+        )
+    }
+    declared = {name for name in dir(GatewayContext) if not name.startswith("_")} | set(GatewayContext.__annotations__)
     assert used and not used - declared, f"used by exchange.py but not in GatewayContext: {sorted(used - declared)}"
     gateway = Gateway(GatewayConfig(model=f"scripted/{REPO / 'configs/demo/investigator.json'}"))
-    assert isinstance(gateway, GatewayContext)     # runtime_checkable: every declared member is there
+    assert isinstance(gateway, GatewayContext)  # runtime_checkable: every declared member is there

@@ -1,4 +1,5 @@
 """benchctl.models.complete / acomplete: scripted judges and real providers against a fake upstream."""
+
 from __future__ import annotations
 
 import asyncio
@@ -31,8 +32,16 @@ def _fresh_upstreams():
 
 
 def test_scripted_turns_consumed_in_order_across_calls(tmp_path: Path) -> None:
-    model = _script(tmp_path, {"turns": [{"text": "first", "usage": {"input_tokens": 100, "output_tokens": 7}},
-                                         {"refusal": True, "text": "no"}], "after_end": "stop"})
+    model = _script(
+        tmp_path,
+        {
+            "turns": [
+                {"text": "first", "usage": {"input_tokens": 100, "output_tokens": 7}},
+                {"refusal": True, "text": "no"},
+            ],
+            "after_end": "stop",
+        },
+    )
     c = complete(model, USER, system="You grade.", temperature=0)
     assert c.text == "first" and c.stop_reason == "end_turn" and not c.refusal
     assert c.usage["input_tokens"] == 100 and c.usage["output_tokens"] == 7
@@ -50,14 +59,16 @@ def test_relative_script_path_resolves_against_cwd(tmp_path: Path, monkeypatch: 
 
 
 def test_match_rules_answer_concurrent_calls_correctly(tmp_path: Path) -> None:
-    rules = [{"match": rf"finding ids: .*\bF{i}\b", "text": json.dumps({"id": f"F{i}", "score": i / 10})}
-             for i in range(8)]
+    rules = [
+        {"match": rf"finding ids: .*\bF{i}\b", "text": json.dumps({"id": f"F{i}", "score": i / 10})} for i in range(8)
+    ]
     model = _script(tmp_path, {"turns": rules, "after_end": "error"})
     asks = [random.Random(i).randrange(8) for i in range(64)]
 
     async def run():
-        return await asyncio.gather(*[
-            acomplete(model, [{"role": "user", "content": f"Score these. finding ids: F{i}"}]) for i in asks])
+        return await asyncio.gather(
+            *[acomplete(model, [{"role": "user", "content": f"Score these. finding ids: F{i}"}]) for i in asks]
+        )
 
     results = asyncio.run(run())
     assert [json.loads(r.text)["id"] for r in results] == [f"F{i}" for i in asks]
@@ -65,6 +76,7 @@ def test_match_rules_answer_concurrent_calls_correctly(tmp_path: Path) -> None:
 
 def test_sync_complete_from_many_threads(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
+
     model = _script(tmp_path, {"turns": [{"match": r"item (\d+)", "text": "seen"}], "after_end": "error"})
     with ThreadPoolExecutor(16) as pool:
         out = list(pool.map(lambda i: complete(model, [{"role": "user", "content": f"item {i}"}]).text, range(64)))
@@ -72,11 +84,13 @@ def test_sync_complete_from_many_threads(tmp_path: Path) -> None:
 
 
 def test_python_callable_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "my_judge.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_judge.py").write_text(
+        textwrap.dedent("""
         def judge(req):
             return {"text": f"{req.wire_api}|{req.system}|{req.last_user_text.upper()}|{len(req.messages)}",
                     "usage": {"input_tokens": 5, "output_tokens": 2}}
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     c = complete("scripted/py:my_judge:judge", USER, system="SYS")
     assert c.text == "anthropic_messages|SYS|GRADE THIS REPORT.|1"
@@ -84,8 +98,10 @@ def test_python_callable_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_error_turn_retried_then_succeeds(tmp_path: Path) -> None:
-    model = _script(tmp_path, {"turns": [{"error": {"status": 529, "message": "overloaded", "retry_after": 0}},
-                                         {"text": "ok after retry"}]})
+    model = _script(
+        tmp_path,
+        {"turns": [{"error": {"status": 529, "message": "overloaded", "retry_after": 0}}, {"text": "ok after retry"}]},
+    )
     assert complete(model, USER).text == "ok after retry"
 
 
@@ -112,12 +128,15 @@ def test_transcript_gets_the_call(tmp_path: Path) -> None:
     assert ev["usage"]["output_tokens"] == 3 and ev["messages"] == USER
 
 
-@pytest.mark.parametrize("model,error", [
-    ("nope/x", "unknown provider"),
-    ("claude", "provider/name"),
-    ("scripted/does/not/exist.json", "file not found"),
-    ("scripted/py:no_such_module_xyz:f", "cannot import"),
-])
+@pytest.mark.parametrize(
+    "model,error",
+    [
+        ("nope/x", "unknown provider"),
+        ("claude", "provider/name"),
+        ("scripted/does/not/exist.json", "file not found"),
+        ("scripted/py:no_such_module_xyz:f", "cannot import"),
+    ],
+)
 def test_bad_model_ids_are_clear_errors(model: str, error: str) -> None:
     with pytest.raises(ModelCallError, match=error):
         complete(model, USER)
@@ -141,16 +160,28 @@ def test_bad_messages_are_clear_errors(tmp_path: Path) -> None:
 JUDGE_SCRIPT = {"turns": [{"text": '{"score": 0.7}', "usage": {"input_tokens": 1000, "output_tokens": 10}}]}
 
 
-@pytest.mark.parametrize("provider,env,suffix,path", [
-    ("anthropic/claude-haiku-4-5", {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-ant-fake-123456"}, "",
-     "/v1/messages"),
-    ("openai/gpt-5", {"OPENAI_BASE_URL": "/v1", "OPENAI_API_KEY": "sk-fake-123456"}, "", "/v1/responses"),
-    ("openai-compatible/llama", {"BENCHCTL_OPENAI_COMPATIBLE_LLAMA_BASE_URL": "/v1"}, "", "/v1/chat/completions"),
-    ("google/gemini-2.5-pro", {"GOOGLE_GEMINI_BASE_URL": "", "GEMINI_API_KEY": "g-fake-123456"}, "",
-     "/v1beta/models/gemini-2.5-pro:generateContent"),
-])
-def test_each_provider_native_wire(provider: str, env: dict, suffix: str, path: str,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "provider,env,suffix,path",
+    [
+        (
+            "anthropic/claude-haiku-4-5",
+            {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-ant-fake-123456"},
+            "",
+            "/v1/messages",
+        ),
+        ("openai/gpt-5", {"OPENAI_BASE_URL": "/v1", "OPENAI_API_KEY": "sk-fake-123456"}, "", "/v1/responses"),
+        ("openai-compatible/llama", {"BENCHCTL_OPENAI_COMPATIBLE_LLAMA_BASE_URL": "/v1"}, "", "/v1/chat/completions"),
+        (
+            "google/gemini-2.5-pro",
+            {"GOOGLE_GEMINI_BASE_URL": "", "GEMINI_API_KEY": "g-fake-123456"},
+            "",
+            "/v1beta/models/gemini-2.5-pro:generateContent",
+        ),
+    ],
+)
+def test_each_provider_native_wire(
+    provider: str, env: dict, suffix: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeUpstreamServer(JUDGE_SCRIPT) as up:
         for k, v in env.items():
             monkeypatch.setenv(k, up.url + v if k.endswith("BASE_URL") else v)
@@ -169,18 +200,20 @@ def test_sync_complete_inside_a_running_event_loop(tmp_path: Path) -> None:
     model = _script(tmp_path, {"turns": [{"text": "fine"}]})
 
     async def caller() -> str:
-        return complete(model, USER).text   # blocking call from async code must not deadlock
+        return complete(model, USER).text  # blocking call from async code must not deadlock
 
     assert asyncio.run(caller()) == "fine"
 
 
 def test_temperature_rejected_by_model_is_dropped_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "reasoning_model.py").write_text(textwrap.dedent("""
+    (tmp_path / "reasoning_model.py").write_text(
+        textwrap.dedent("""
         def answer(req):
             if "temperature" in req.body:
                 return {"error": {"status": 400, "message": "Unsupported parameter: 'temperature' is not supported"}}
             return {"text": "graded without temperature"}
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     path = tmp_path / "t.jsonl"
     with TranscriptWriter(path) as tw:
@@ -211,7 +244,7 @@ def test_judge_attempt_lost_after_a_2xx_head_makes_the_cost_unknown(monkeypatch:
     with FakeUpstreamServer(JUDGE_SCRIPT) as up:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", up.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-123456")
-        up.reset_next(after_pieces=1)            # the non-streaming body, cut midway
+        up.reset_next(after_pieces=1)  # the non-streaming body, cut midway
         c = complete("anthropic/claude-haiku-4-5", USER)
         assert c.text == '{"score": 0.7}' and c.usage["output_tokens"] == 10 and c.cost_usd is None
         up.fail_next(429, retry_after=0)

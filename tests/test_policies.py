@@ -1,15 +1,29 @@
 """The shared pure policies: durations, notices, early exit, length, stop decisions."""
+
 from __future__ import annotations
 
 import pytest
 
-from benchctl.policies import (Budget, EarlyExitPolicy, LengthPolicy, StopState, early_exit_reason, format_duration,
-                               length_notice, length_revision_reason, parse_duration, stop_decision, time_notice,
-                               word_count)
+from benchctl.policies import (
+    Budget,
+    EarlyExitPolicy,
+    LengthPolicy,
+    StopState,
+    early_exit_reason,
+    format_duration,
+    length_notice,
+    length_revision_reason,
+    parse_duration,
+    stop_decision,
+    time_notice,
+    word_count,
+)
 
 
-@pytest.mark.parametrize("text, seconds", [("90s", 90), ("10m", 600), ("2h", 7200), ("1h30m", 5400), ("45", 45),
-                                            ("1.5m", 90), (" 2m 30s ", 150)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("90s", 90), ("10m", 600), ("2h", 7200), ("1h30m", 5400), ("45", 45), ("1.5m", 90), (" 2m 30s ", 150)],
+)
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
@@ -35,8 +49,8 @@ def test_early_exit_fraction_and_cap() -> None:
     b = Budget(0, 100)
     p = EarlyExitPolicy(fraction=0.75, max_reprompts=2, message="{remaining} of {budget}")
     assert early_exit_reason(p, b, 10, 0) == "1m 30s of 1m 40s"
-    assert early_exit_reason(p, b, 75, 0) is None            # past the fraction: may stop
-    assert early_exit_reason(p, b, 10, 2) is None            # cap reached
+    assert early_exit_reason(p, b, 75, 0) is None  # past the fraction: may stop
+    assert early_exit_reason(p, b, 10, 2) is None  # cap reached
     assert early_exit_reason(EarlyExitPolicy(enabled=False), b, 10, 0) is None
 
 
@@ -47,7 +61,7 @@ def test_word_count_and_length_notice() -> None:
     assert "within the window 3-5 (1 words left)" in length_notice(p, "a b c d")
     assert "2 over the limit of 5" in length_notice(p, "a b c d e f g")
     assert length_notice(LengthPolicy(), "a b") == "[benchctl] report.md: 2 words."
-    only_min = LengthPolicy(file="report.md", min_words=3)       # a minimum without a maximum still counts
+    only_min = LengthPolicy(file="report.md", min_words=3)  # a minimum without a maximum still counts
     assert length_notice(only_min, "a") == "[benchctl] report.md: 1 words; 2 more to reach the minimum of 3."
     assert length_notice(only_min, "a b c") == "[benchctl] report.md: 3 words."
 
@@ -71,5 +85,5 @@ def test_stop_decision_order_and_counters() -> None:
     assert d2.kind == "revision" and "over the limit of 2" in d2.message and st.revisions == 1
     d3 = stop_decision(b, 30, st, early, length, "still too many words")
     assert d3.kind == "stop"
-    assert stop_decision(b, 100, StopState(), early, length, "x y z").kind == "stop"   # deadline wins
+    assert stop_decision(b, 100, StopState(), early, length, "x y z").kind == "stop"  # deadline wins
     assert stop_decision(b, 10, StopState(), None, None, None).kind == "stop"

@@ -1,4 +1,5 @@
 """Live progress: JSON lines when not a TTY, and the rich table renders from transcript events."""
+
 from __future__ import annotations
 
 import io
@@ -29,13 +30,17 @@ def test_json_lines_progress() -> None:
 
 def test_rich_progress_tracks_turns_tokens_cost_and_status() -> None:
     from rich.console import Console
+
     out = io.StringIO()
     p = RichProgress(2, console=Console(file=out, width=200, force_terminal=False))
     p.started(spec(0))
-    for ev in ({"type": "run_start", "t": 0}, {"type": "assistant", "turn": 1},
-               {"type": "model_call", "usage": {"input_tokens": 1000, "output_tokens": 200}, "cost_usd": 0.5},
-               {"type": "model_call", "usage": {"input_tokens": 10}, "cost_usd": None},
-               {"type": "tool_call", "name": "bash"}):
+    for ev in (
+        {"type": "run_start", "t": 0},
+        {"type": "assistant", "turn": 1},
+        {"type": "model_call", "usage": {"input_tokens": 1000, "output_tokens": 200}, "cost_usd": 0.5},
+        {"type": "model_call", "usage": {"input_tokens": 10}, "cost_usd": None},
+        {"type": "tool_call", "name": "bash"},
+    ):
         p.event(spec(0), ev)
     line = p.lines[spec(0).run_id]
     assert (line.turns, line.tokens, line.cost, line.cost_unknown, line.status) == (1, 1210, 0.5, True, "tool: bash")
@@ -47,7 +52,7 @@ def test_rich_progress_tracks_turns_tokens_cost_and_status() -> None:
 
 
 def test_make_progress_is_json_when_not_a_tty() -> None:
-    assert isinstance(make_progress(1, "auto"), JsonLinesProgress)     # pytest's stderr is not a TTY
+    assert isinstance(make_progress(1, "auto"), JsonLinesProgress)  # pytest's stderr is not a TTY
     assert type(make_progress(1, "quiet")).__name__ == "Progress"
     with pytest.raises(ValueError, match="use one of auto, rich, json, quiet"):
-        make_progress(1, "jsno")       # a typo is an error, not a silent rich table
+        make_progress(1, "jsno")  # a typo is an error, not a silent rich table

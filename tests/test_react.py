@@ -1,4 +1,5 @@
 """The ReAct harness end to end: real Docker sandbox, real gateway, scripted model."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,18 +14,20 @@ LONG = " ".join(["word"] * 80)
 
 
 def types_after(events: list[dict], idx: int, n: int = 3) -> list[str]:
-    return [e["type"] for e in events[idx + 1: idx + 1 + n]]
+    return [e["type"] for e in events[idx + 1 : idx + 1 + n]]
 
 
 def test_policies_in_the_transcript(tmp_path: Path) -> None:
     turns = [
         bash("ls /data && grep -n ERROR /data/app.log"),
         tool("create", path="report.md", file_text="# Report\nshort draft\n"),
-        {"text": "I am done."},                                  # early stop -> reprompt
+        {"text": "I am done."},  # early stop -> reprompt
         tool("edit", path="report.md", old_str="short draft", new_str=LONG),
-        bash("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\" ; "
-             "getent hosts example.com || echo dns-failed"),
-        tool("submit", summary="done"),                          # over the limit -> revision request
+        bash(
+            "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\" ; "
+            "getent hosts example.com || echo dns-failed"
+        ),
+        tool("submit", summary="done"),  # over the limit -> revision request
         tool("edit", path="report.md", old_str=LONG, new_str="disk full on db-1, fixed"),
         tool("submit"),
     ]
@@ -42,7 +45,7 @@ def test_policies_in_the_transcript(tmp_path: Path) -> None:
     results = [i for i, t in enumerate(types) if t == "tool_result"]
     assert len(results) == 7
     for i in results:
-        before = [e for e in ev[i - 2: i] if e["type"] == "notice" and e["tool_id"] == ev[i]["id"]]
+        before = [e for e in ev[i - 2 : i] if e["type"] == "notice" and e["tool_id"] == ev[i]["id"]]
         assert before and before[-1]["kind"] == "time" and "Time remaining" in before[-1]["text"], ev[i]
         assert ev[i]["output"].endswith("\n\n" + before[-1]["text"])
 
@@ -77,7 +80,8 @@ def test_a_shell_edit_of_the_report_gets_a_word_count_too(tmp_path: Path) -> Non
     calls = [e["id"] for e in ev if e["type"] == "tool_call"]
     words = [e for e in ev if e["type"] == "notice" and e["kind"] == "words"]
     assert [(w["tool_id"], w["text"]) for w in words] == [
-        (calls[0], "[benchctl] report.md: 3 words; within the window 0-50 (47 words left).")]   # not after `cat`
+        (calls[0], "[benchctl] report.md: 3 words; within the window 0-50 (47 words left).")
+    ]  # not after `cat`
 
 
 def test_timeout_when_the_script_outlasts_the_budget(tmp_path: Path) -> None:
@@ -87,7 +91,7 @@ def test_timeout_when_the_script_outlasts_the_budget(tmp_path: Path) -> None:
     meta, ev, run = only_run(tmp_path / "out")
     assert meta["status"] == "timeout", meta.get("error")
     assert meta["elapsed_s"] < 30
-    assert (run / "artifacts" / "report.md").read_text() == "partial findings\n"   # still collected
+    assert (run / "artifacts" / "report.md").read_text() == "partial findings\n"  # still collected
     assert any(e["type"] == "notice" and e.get("kind") == "deadline" for e in ev)
 
 
@@ -101,8 +105,12 @@ def test_rejected_tool_calls_are_flagged_not_hidden(tmp_path: Path) -> None:
     assert meta["status"] == "completed", meta.get("error")
     assert meta["warnings"] == [
         {"kind": "tool_rejected", "message": "react rejected a call to frobnicate: it has no such tool", "count": 1},
-        {"kind": "tool_rejected", "message": "react rejected a call to create: it could not use the call's input",
-         "count": 1}]
+        {
+            "kind": "tool_rejected",
+            "message": "react rejected a call to create: it could not use the call's input",
+            "count": 1,
+        },
+    ]
     results = [e for e in ev if e["type"] == "tool_result"]
     assert [r.get("rejected") for r in results] == ["unknown_tool", "invalid_input", None]
     assert results[0]["output"].startswith("Unknown tool 'frobnicate'")
@@ -118,8 +126,9 @@ def test_refusal_without_fallback_is_refused(tmp_path: Path) -> None:
 
 def test_refusal_with_fallback_continues_on_the_fallback_model(tmp_path: Path) -> None:
     task, model = make_task(tmp_path, [{"refusal": True, "text": "No."}], name="t")
-    _, fb = make_task(tmp_path, [tool("create", path="report.md", file_text="fallback wrote this\n"),
-                                 tool("submit")], name="fb")
+    _, fb = make_task(
+        tmp_path, [tool("create", path="report.md", file_text="fallback wrote this\n"), tool("submit")], name="fb"
+    )
     task.joinpath("task.toml").write_text(task.joinpath("task.toml").read_text() + "[early_exit]\nenabled = false\n")
     assert run_inprocess(task, model, tmp_path / "out", budget="1m", fallback=fb) == 0
     meta, ev, run = only_run(tmp_path / "out")
@@ -130,8 +139,12 @@ def test_refusal_with_fallback_continues_on_the_fallback_model(tmp_path: Path) -
 
 
 def test_followup_artifacts_are_kept_separately(tmp_path: Path) -> None:
-    turns = [tool("create", path="report.md", file_text="first\n"), tool("submit"),
-             tool("create", path="report.md", file_text="expanded\n"), tool("submit")]
+    turns = [
+        tool("create", path="report.md", file_text="first\n"),
+        tool("submit"),
+        tool("create", path="report.md", file_text="expanded\n"),
+        tool("submit"),
+    ]
     extra = '[early_exit]\nenabled = false\n[[followups]]\nprompt = "Now expand the report."\n'
     task, model = make_task(tmp_path, turns, extra)
     assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
@@ -147,8 +160,9 @@ def test_followup_artifacts_are_kept_separately(tmp_path: Path) -> None:
 
 
 def test_timeout_during_a_slow_model_call(tmp_path: Path) -> None:
-    task, model = make_task(tmp_path, [tool("create", path="report.md", file_text="early\n"),
-                                       {"text": "thinking...", "delay": 30}])
+    task, model = make_task(
+        tmp_path, [tool("create", path="report.md", file_text="early\n"), {"text": "thinking...", "delay": 30}]
+    )
     assert run_inprocess(task, model, tmp_path / "out", budget="3s") == 0
     meta, ev, run = only_run(tmp_path / "out")
     assert meta["status"] == "timeout", meta.get("error")

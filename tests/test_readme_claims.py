@@ -1,5 +1,6 @@
 """README statements checked against the code: the examples and lists it gives must be what the
 code does (a README example that does not work, or a field list that drifted, fails here)."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
-PROSE = " ".join(README.split())          # line breaks in prose are spaces
+PROSE = " ".join(README.split())  # line breaks in prose are spaces
 
 
 def _code_block(starting_with: str) -> str:
@@ -24,7 +25,7 @@ def _code_block(starting_with: str) -> str:
 def _backticked_after(lead: str, until: str = ".") -> list[str]:
     """The `names` of the README sentence that starts with `lead`."""
     start = PROSE.index(lead) + len(lead)
-    text = PROSE[start:PROSE.index(until, start)]
+    text = PROSE[start : PROSE.index(until, start)]
     return re.findall(r"`([^`]+)`", text)
 
 
@@ -42,16 +43,20 @@ def test_scripted_match_rule_example_answers_the_builtin_coverage_prompt(tmp_pat
     (task / "grading").mkdir(parents=True)
     (task / "grading" / "findings.jsonl").write_text(
         '{"id": "F1", "text": "The attacker came from 203.0.113.77."}\n'
-        '{"id": "F2", "text": "Audit entries were deleted."}\n')
+        '{"id": "F2", "text": "Audit entries were deleted."}\n'
+    )
     (task / "grading" / "reference.md").write_text("# Reference\n\nTLDR: a brute-force login.\n")
-    (task / "task.toml").write_text('name = "t"\n[grading]\ngraders = ["coverage"]\n'
-                                    'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n')
+    (task / "task.toml").write_text(
+        'name = "t"\n[grading]\ngraders = ["coverage"]\n'
+        'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n'
+    )
     results = tmp_path / "results"
     run = results / "runs" / "t__react__m__2m__s0"
     (run / "artifacts").mkdir(parents=True)
     (run / "artifacts" / "report.md").write_text("# Report\n\nSomeone logged in from 203.0.113.77.\n")
-    write_json_atomic(run / "meta.json", {"schema": 1, "run_id": run.name, "status": "completed",
-                                          "spec": {"task_dir": str(task)}})
+    write_json_atomic(
+        run / "meta.json", {"schema": 1, "run_id": run.name, "status": "completed", "spec": {"task_dir": str(task)}}
+    )
     r = CliRunner().invoke(app, ["grade", str(results), "--judge", f"scripted/{script}", "--grader", "coverage"])
     assert r.exit_code == 0, r.output
     rec = read_json(results / "grades" / "coverage" / f"{run.name}.json")
@@ -61,8 +66,9 @@ def test_scripted_match_rule_example_answers_the_builtin_coverage_prompt(tmp_pat
 
 def test_target_call_source_is_the_one_the_code_writes(tmp_path: Path) -> None:
     """One name for the target tools' transcript source, in the code and in the README."""
-    from benchctl.transcript import TranscriptWriter
     from test_targets import events, tools_for
+
+    from benchctl.transcript import TranscriptWriter
 
     tr = TranscriptWriter(tmp_path / "t.jsonl")
     tt = tools_for("default", tr)
@@ -86,7 +92,7 @@ def test_documented_notice_kinds_include_the_token_budget_ones(tmp_path: Path) -
     from benchctl.transcript import TranscriptWriter
 
     used = {"output_tokens": 0}
-    gateway = SimpleNamespace(summary=lambda: {"usage": dict(used)})      # the one thing the hook reads
+    gateway = SimpleNamespace(summary=lambda: {"usage": dict(used)})  # the one thing the hook reads
     with TranscriptWriter(tmp_path / "t.jsonl") as tr:
         ctx = SimpleNamespace(gateway=gateway, transcript=tr, token_budget=TokenBudget(limit=100, grace=10))
         hook = TokenBudgetHook()
@@ -110,9 +116,26 @@ def test_report_json_keys_are_the_documented_ones(tmp_path: Path) -> None:
         rid = add_run(tmp_path, model="p/m", task=task, harness=harness, variant=variant, tools=tools)
         add_grade(tmp_path, "combined", rid, 0.5)
     add_run(tmp_path, model="p/m", task="a", seed=1, status="error", error="boom")
-    write_ratings(tmp_path, {"leaderboard": [{"rank": 1, "auditor": "p/m", "elo": 1000.0, "lo": 990.0, "hi": 1010.0,
-                                              "matches": 3, "environments": 1, "runs": 1, "mean_share": 0.5,
-                                              "cost_usd": 1.0}], "flags": {}})
+    write_ratings(
+        tmp_path,
+        {
+            "leaderboard": [
+                {
+                    "rank": 1,
+                    "auditor": "p/m",
+                    "elo": 1000.0,
+                    "lo": 990.0,
+                    "hi": 1010.0,
+                    "matches": 3,
+                    "environments": 1,
+                    "runs": 1,
+                    "mean_share": 0.5,
+                    "cost_usd": 1.0,
+                }
+            ],
+            "flags": {},
+        },
+    )
     tables = to_json_obj(build_report(tmp_path))["tables"]
     assert _backticked_after("Leaderboard row keys: ", "Unscored rows") == tables["leaderboard"]["columns"]
     assert _backticked_after("Unscored rows: ", " (") == tables["unscored"]["columns"]
@@ -124,8 +147,10 @@ def test_validate_json_keys_are_the_documented_ones(tmp_path: Path) -> None:
 
     example = json.loads(_code_block('{"groups": ['))
     documented = example["groups"][0]
-    rows = [{"grader": "tldr", "run_id": r, "artifact_tag": None, "item": "holistic", "score": s, "rater": "ann"}
-            for r, s in (("a", 0.9), ("b", 0.1))]
+    rows = [
+        {"grader": "tldr", "run_id": r, "artifact_tag": None, "item": "holistic", "score": s, "rater": "ann"}
+        for r, s in (("a", 0.9), ("b", 0.1))
+    ]
     (g,) = validate(rows, {("tldr", "a", None, "holistic"): 0.8, ("tldr", "b", None, "holistic"): 0.2})["groups"]
     assert set(g) == set(documented)
     assert documented["pairs"] == documented["pairs_same"] + documented["pairs_tied"] + documented["pairs_reversed"]
@@ -143,8 +168,11 @@ def test_hard_links_and_background_processes_behave_as_documented(tmp_path: Path
     from benchctl.sandbox.docker_sandbox import DockerSandbox
 
     with DockerSandbox(SandboxSpec(image=DEFAULT_TAG, run_id=f"readme-{uuid.uuid4().hex[:8]}")) as box:
-        box.exec("mkdir /work/out && echo hi > /work/out/a.txt && ln /work/out/a.txt /work/out/b.txt "
-                 "&& ln /work/out/a.txt /work/report.md", timeout=30)
+        box.exec(
+            "mkdir /work/out && echo hi > /work/out/a.txt && ln /work/out/a.txt /work/out/b.txt "
+            "&& ln /work/out/a.txt /work/report.md",
+            timeout=30,
+        )
         rep = box.collect(["/work/out"], tmp_path / "dir")
         assert [p.name for p in (tmp_path / "dir").rglob("*.txt")] == ["a.txt"]
         assert rep.skipped == [{"path": "/work/out/b.txt", "reason": "hard link -> out/a.txt (not followed)"}]
@@ -153,11 +181,11 @@ def test_hard_links_and_background_processes_behave_as_documented(tmp_path: Path
 
         r = box.exec("sleep 300 & echo started", timeout=60)
         assert r.stdout == "started\n" and not r.timed_out and r.duration_s < 60
-        assert "sleep 300" in box.exec("pgrep -a sleep", timeout=30).stdout       # still running
+        assert "sleep 300" in box.exec("pgrep -a sleep", timeout=30).stdout  # still running
         r = box.exec("setsid sleep 301 & sleep 100", timeout=3)
         assert r.timed_out
         procs = box.exec("pgrep -a sleep", timeout=30).stdout
-        assert "sleep 301" not in procs and "sleep 300" in procs                # only the timed-out call's go
+        assert "sleep 301" not in procs and "sleep 300" in procs  # only the timed-out call's go
 
 
 SEEN: list[str] = []
@@ -167,6 +195,7 @@ def flaky_then_fake(request):
     """A scripted judge whose every first attempt at a question fails with a retryable 529 (retried
     at once by benchctl.models); the retry gets the fake judge's answer."""
     from benchctl.grading.fake_judge import judge
+
     SEEN.append(request.last_user_text)
     if SEEN.count(request.last_user_text) == 1:
         return {"error": {"status": 529, "message": "overloaded", "retry_after": 0}}
@@ -175,11 +204,11 @@ def flaky_then_fake(request):
 
 def test_judge_calls_count_logical_calls_not_http_attempts(tmp_path: Path) -> None:
     """`judge calls: N` (and each record's judge_calls) counts questions asked, not the HTTP retries."""
+    from test_grading_fixtures import GOOD_REPORT, make_run, make_task
     from typer.testing import CliRunner
 
     from benchctl.cli import app
     from benchctl.jsonio import read_json
-    from test_grading_fixtures import GOOD_REPORT, make_run, make_task
 
     task = make_task(tmp_path, graders='["coverage"]')
     results = tmp_path / "results"
@@ -189,5 +218,5 @@ def test_judge_calls_count_logical_calls_not_http_attempts(tmp_path: Path) -> No
     assert r.exit_code == 0, r.output
     rec = read_json(results / "grades" / "coverage" / f"{run.name}.json")
     asked = len(set(SEEN))
-    assert rec["judge_calls"] == asked and len(SEEN) == 2 * asked        # every question took two HTTP attempts
+    assert rec["judge_calls"] == asked and len(SEEN) == 2 * asked  # every question took two HTTP attempts
     assert f"judge calls: {asked}" in r.output

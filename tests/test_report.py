@@ -1,4 +1,5 @@
 """`benchctl report` numbers from hand-built results directories (expected values computed by hand)."""
+
 from __future__ import annotations
 
 import math
@@ -18,12 +19,19 @@ CLUSTER = {"F1": "operators", "F2": "operators", "F3": "timeline"}
 
 def build_main(root: Path) -> None:
     """Model A 10m: 3 clean runs. Model B 10m: 2 fallbacks, one unscored. Model B 30m: error + refused."""
-    for seed, (comb, cov, tl, cost, el) in enumerate([(0.4, 0.3, 0.6, 1.0, 500), (0.5, 0.4, 0.8, 2.0, 550),
-                                                      (0.6, 0.5, 0.9, 3.0, 600)]):
+    for seed, (comb, cov, tl, cost, el) in enumerate(
+        [(0.4, 0.3, 0.6, 1.0, 500), (0.5, 0.4, 0.8, 2.0, 550), (0.6, 0.5, 0.9, 3.0, 600)]
+    ):
         rid = add_run(root, model=A, seed=seed, cost_usd=cost, elapsed_s=el)
         add_grade(root, "combined", rid, comb)
-        add_grade(root, "coverage", rid, cov, by_cluster={"operators": cov + 0.1, "timeline": cov - 0.1},
-                  items=coverage_items({"F1": 1.0, "F2": 0.0 if seed else 0.4, "F3": None if seed == 2 else 0.0}, CLUSTER))
+        add_grade(
+            root,
+            "coverage",
+            rid,
+            cov,
+            by_cluster={"operators": cov + 0.1, "timeline": cov - 0.1},
+            items=coverage_items({"F1": 1.0, "F2": 0.0 if seed else 0.4, "F3": None if seed == 2 else 0.0}, CLUSTER),
+        )
         add_grade(root, "tldr", rid, tl)
     # follow-ups of A's seeds 0 and 1: gains 0.2 and 0.05
     add_grade(root, "coverage", add_run(root, model=A, seed=0, cost_usd=1.0, elapsed_s=500), 0.5, tag="followup-1")
@@ -34,9 +42,9 @@ def build_main(root: Path) -> None:
     r1 = add_run(root, model=B, seed=1, cost_usd=0.5, fallbacks=fb)
     add_grade(root, "combined", r1, 0.3)
     r2 = add_run(root, model=B, seed=2, cost_usd=0.5, fallbacks=fb)
-    add_grade(root, "combined", r2, None)               # judge failed: unscored, not 0
+    add_grade(root, "combined", r2, None)  # judge failed: unscored, not 0
     e0 = add_run(root, model=B, budget="30m", budget_s=1800, seed=0, status="error", error="sandbox died")
-    add_grade(root, "combined", e0, 0.9)                # a grade of an error run is never averaged
+    add_grade(root, "combined", e0, 0.9)  # a grade of an error run is never averaged
     r4 = add_run(root, model=B, budget="30m", budget_s=1800, seed=1)
     add_grade(root, "combined", r4, 0.5)
     r5 = add_run(root, model=B, budget="30m", budget_s=1800, seed=2, status="refused")
@@ -54,7 +62,7 @@ def test_leaderboard_numbers(tmp_path: Path) -> None:
     rep = build_report(tmp_path)
     a = row(rep, model=A, budget="10m")
     assert a["n_runs"] == 3 and a["n_scored"] == 3
-    half = _t975_closed_form(2) * 0.1 / math.sqrt(3)       # t(0.975, 2) * sd / sqrt(n)
+    half = _t975_closed_form(2) * 0.1 / math.sqrt(3)  # t(0.975, 2) * sd / sqrt(n)
     assert a["score_mean"] == pytest.approx(0.5)
     assert a["score_lo"] == pytest.approx(0.5 - half) and a["score_hi"] == pytest.approx(0.5 + half)
     assert a["score_best"] == pytest.approx(0.6)
@@ -66,17 +74,17 @@ def test_leaderboard_numbers(tmp_path: Path) -> None:
     assert a["fallback_label"] == "" and a["errors"] == 0
 
     b = row(rep, model=B, budget="10m")
-    assert (b["n_runs"], b["n_scored"]) == (3, 2)       # the unscored grade is not a 0
+    assert (b["n_runs"], b["n_scored"]) == (3, 2)  # the unscored grade is not a 0
     assert b["score_mean"] == pytest.approx(0.25)
-    half_b = _t975_closed_form(1) * (0.1 / math.sqrt(2)) / math.sqrt(2)    # n = 2: t(0.975, 1) = 12.7062...
+    half_b = _t975_closed_form(1) * (0.1 / math.sqrt(2)) / math.sqrt(2)  # n = 2: t(0.975, 1) = 12.7062...
     assert b["score_lo"] == 0.0 and b["score_hi"] == pytest.approx(min(1.0, 0.25 + half_b))  # clipped to 0..1
     assert b["fallback_runs"] == 2 and b["fallback_label"] == f"2/3 fell back to {OLD}"
     assert b["n_priced"] == 2 and b["cost_mean_usd"] == pytest.approx(0.5)
-    assert b["cost_per_point_usd"] == pytest.approx(0.5 / 30)   # only r1 has both a cost and a score
+    assert b["cost_per_point_usd"] == pytest.approx(0.5 / 30)  # only r1 has both a cost and a score
 
     b30 = row(rep, model=B, budget="30m")
     assert (b30["n_runs"], b30["n_scored"], b30["errors"], b30["refused"]) == (3, 2, 1, 1)
-    assert b30["score_mean"] == pytest.approx(0.25)      # (0.5 + 0.0)/2; the error run's 0.9 is not used
+    assert b30["score_mean"] == pytest.approx(0.25)  # (0.5 + 0.0)/2; the error run's 0.9 is not used
     # rows ordered by budget, then score
     assert [(r["model"], r["budget"]) for r in rep.table("leaderboard").rows] == [(A, "10m"), (B, "10m"), (B, "30m")]
 
@@ -88,7 +96,7 @@ def test_unscored_and_failed_runs_listed(tmp_path: Path) -> None:
     assert len(un) == 2
     reasons = sorted(r["reason"] for r in un.values())
     assert reasons[0].startswith("grade unscored") and reasons[1] == "run error: sandbox died"
-    assert "judge" not in reasons[0] and "grades/combined/" in reasons[0]   # not always the judge's fault
+    assert "judge" not in reasons[0] and "grades/combined/" in reasons[0]  # not always the judge's fault
     assert "2 of 9 runs" in rep.table("unscored").notes[0]
 
 
@@ -116,14 +124,14 @@ def test_breakdowns(tmp_path: Path) -> None:
     f = {r["finding"]: r for r in rep.table("findings").rows}
     assert f["F1"]["hit_rate"] == 1.0 and f["F1"]["n_scored"] == 3
     assert f["F2"]["hit_rate"] == pytest.approx(1 / 3) and f["F2"]["mean_strict"] == pytest.approx(0.4 / 3)
-    assert f["F3"]["n_scored"] == 2 and f["F3"]["hit_rate"] == 0.0     # the unscored item is skipped
+    assert f["F3"]["n_scored"] == 2 and f["F3"]["hit_rate"] == 0.0  # the unscored item is skipped
     assert f["F2"][f"hit:{A}"] == pytest.approx(1 / 3) and f["F1"]["cluster"] == "operators"
     fu = rep.table("followups").rows
     assert len(fu) == 1 and fu[0]["n_pairs"] == 2 and fu[0]["artifact"] == "followup-1"
     assert fu[0]["main_mean"] == pytest.approx(0.35) and fu[0]["followup_mean"] == pytest.approx(0.475)
     assert fu[0]["gain_mean"] == pytest.approx(0.125)
     half = _t975_closed_form(1) * math.sqrt(((0.2 - 0.125) ** 2 + (0.05 - 0.125) ** 2) / 1) / math.sqrt(2)
-    assert fu[0]["gain_lo"] == pytest.approx(0.125 - half) and fu[0]["gain_hi"] == 1.0   # clipped to the gain's range
+    assert fu[0]["gain_lo"] == pytest.approx(0.125 - half) and fu[0]["gain_hi"] == 1.0  # clipped to the gain's range
 
 
 def test_finding_mean_strict_is_exactly_rounded(tmp_path: Path) -> None:
@@ -139,7 +147,7 @@ def test_finding_mean_strict_is_exactly_rounded(tmp_path: Path) -> None:
     running = 0.0
     for v in strict:
         running += v
-    assert running / len(strict) != exact          # the drift this test is about exists
+    assert running / len(strict) != exact  # the drift this test is about exists
     assert rows["F1"]["mean_strict"] == exact and rows["F1"]["n_scored"] == 1000
 
 
@@ -150,35 +158,40 @@ def test_cost_sums_are_exactly_rounded(tmp_path: Path) -> None:
         rid = add_run(tmp_path, model=A, seed=seed, cost_usd=0.7)
         add_grade(tmp_path, "coverage", rid, 0.1, cost_usd=0.1)
     rep = build_report(tmp_path)
-    assert sum([0.1] * 10) != 1.0 and sum([0.7] * 10) / (sum([0.1] * 10) * 100) != 0.07   # the drift exists
+    assert sum([0.1] * 10) != 1.0 and sum([0.7] * 10) / (sum([0.1] * 10) * 100) != 0.07  # the drift exists
     assert rep.provenance["grading_cost_usd"] == 1.0
-    assert row(rep, model=A, budget="10m")["cost_per_point_usd"] == math.fsum([0.7] * 10) / (math.fsum([0.1] * 10) * 100)
+    assert row(rep, model=A, budget="10m")["cost_per_point_usd"] == math.fsum([0.7] * 10) / (
+        math.fsum([0.1] * 10) * 100
+    )
 
 
 def test_variants_side_by_side(tmp_path: Path) -> None:
     for seed, s in enumerate([0.4, 0.6]):
         add_grade(tmp_path, "combined", add_run(tmp_path, model=A, seed=seed), s)
     for seed, s in enumerate([0.3, 0.5]):
-        add_grade(tmp_path, "combined", add_run(tmp_path, model=A, seed=seed, variant="swapped",
-                                                task_hash="sha256:task2"), s)
+        add_grade(
+            tmp_path, "combined", add_run(tmp_path, model=A, seed=seed, variant="swapped", task_hash="sha256:task2"), s
+        )
     add_run(tmp_path, model=A, seed=2, variant="swapped", task_hash="sha256:task2", status="error")
     rep = build_report(tmp_path)
     v = rep.table("variants").rows
     assert len(v) == 1
     assert v[0]["original:mean"] == pytest.approx(0.5) and v[0]["swapped:mean"] == pytest.approx(0.4)
     assert v[0]["swapped:delta"] == pytest.approx(-0.1) and v[0]["swapped:n"] == 2
-    assert v[0]["swapped:runs"] == 3                      # the error run is counted, not averaged
+    assert v[0]["swapped:runs"] == 3  # the error run is counted, not averaged
     header, cells = rep.table("variants").view()
     assert dict(zip(header, cells[0]))["swapped"] == "0.400 (2 of 3)"
     assert {r["variant"] for r in rep.table("leaderboard").rows} == {"original", "swapped"}
     assert rep.provenance["task_hashes"] == {"wiki": {"sha256:task1": 2}, "wiki~swapped": {"sha256:task2": 3}}
-    assert not rep.warnings                              # different hashes per variant are expected
+    assert not rep.warnings  # different hashes per variant are expected
 
 
 def test_mixed_judges_and_rubrics_warn(tmp_path: Path) -> None:
     add_grade(tmp_path, "coverage", add_run(tmp_path, model=A, seed=0), 0.5, judge="judge/one")
     add_grade(tmp_path, "coverage", add_run(tmp_path, model=A, seed=1), 0.5, judge="judge/two", rubric_hash="rub2")
-    add_grade(tmp_path, "coverage", add_run(tmp_path, model=A, seed=2, task_hash="sha256:other"), 0.5, judge="judge/two")
+    add_grade(
+        tmp_path, "coverage", add_run(tmp_path, model=A, seed=2, task_hash="sha256:other"), 0.5, judge="judge/two"
+    )
     rep = build_report(tmp_path)
     w = " ".join(rep.warnings)
     assert "Mixed judges in `coverage`" in w and "judge/one (1)" in w and "judge/two (2)" in w
@@ -202,7 +215,13 @@ def test_any_of_n_wilson(tmp_path: Path) -> None:
     rep = build_report(tmp_path)
     rows = {r["tools"]: r for r in rep.table("any_of_n").rows}
     chat = rows["chat"]
-    assert (chat["successes"], chat["n_scored"], chat["n_runs"], chat["n_unscored"], chat["n_not_averaged"]) == (5, 15, 17, 1, 1)
+    assert (chat["successes"], chat["n_scored"], chat["n_runs"], chat["n_unscored"], chat["n_not_averaged"]) == (
+        5,
+        15,
+        17,
+        1,
+        1,
+    )
     assert chat["rate"] == pytest.approx(1 / 3)
     # Wilson by hand: p=1/3, n=15, z=1.96
     z, n, p = 1.96, 15, 1 / 3
@@ -215,11 +234,20 @@ def test_any_of_n_wilson(tmp_path: Path) -> None:
 
 def _target_tools(target_cost: float | None, aux_cost: float | None) -> dict:
     """meta.json target_tools in the shape benchctl.targets.tools.TargetTools.summary() writes."""
+
     def tally(cost: float | None) -> dict:
         return {"calls": 3, "errors": 0, "usage": {"input_tokens": 300, "output_tokens": 60}, "cost_usd": cost}
-    return {"tool_config": "scaffold", "tools": ["chat", "scaffold_prefill"], "tool_calls": {"chat": 2},
-            "conversations": 1, "target_model": "openai-compatible/prism-4", "auxiliary_model": "anthropic/aux",
-            "target": tally(target_cost), "auxiliary": tally(aux_cost)}
+
+    return {
+        "tool_config": "scaffold",
+        "tools": ["chat", "scaffold_prefill"],
+        "tool_calls": {"chat": 2},
+        "conversations": 1,
+        "target_model": "openai-compatible/prism-4",
+        "auxiliary_model": "anthropic/aux",
+        "target": tally(target_cost),
+        "auxiliary": tally(aux_cost),
+    }
 
 
 def test_any_of_n_costs_investigator_and_target_apart(tmp_path: Path) -> None:
@@ -227,18 +255,31 @@ def test_any_of_n_costs_investigator_and_target_apart(tmp_path: Path) -> None:
     an unknown cost (None, or no target_tools) is left out of the mean and counted, never read as 0."""
     priced = [(1.0, _target_tools(0.2, 0.0)), (2.0, _target_tools(0.3, 0.1)), (None, _target_tools(None, 0.1))]
     for seed, (inv, tt) in enumerate(priced):
-        add_grade(tmp_path, "any_of_n", add_run(tmp_path, model=A, seed=seed, tools="scaffold", cost_usd=inv,
-                                                target_tools=tt), 1.0)
-    add_run(tmp_path, model=A, seed=9, tools="scaffold", status="error", cost_usd=50.0,
-            target_tools=_target_tools(50.0, 0.0))                      # error runs are not costed
-    for seed in range(2):                                               # no target_tools record at all
+        add_grade(
+            tmp_path,
+            "any_of_n",
+            add_run(tmp_path, model=A, seed=seed, tools="scaffold", cost_usd=inv, target_tools=tt),
+            1.0,
+        )
+    add_run(
+        tmp_path,
+        model=A,
+        seed=9,
+        tools="scaffold",
+        status="error",
+        cost_usd=50.0,
+        target_tools=_target_tools(50.0, 0.0),
+    )  # error runs are not costed
+    for seed in range(2):  # no target_tools record at all
         add_grade(tmp_path, "any_of_n", add_run(tmp_path, model=A, seed=seed, tools="chat", cost_usd=0.5), 0.0)
     t = build_report(tmp_path).table("any_of_n")
     rows = {r["tools"]: r for r in t.rows}
     sc = rows["scaffold"]
     assert sc["investigator_cost_mean_usd"] == pytest.approx(1.5) and sc["n_investigator_priced"] == 2
     assert sc["target_cost_mean_usd"] == pytest.approx(0.3) and sc["n_target_priced"] == 2
-    assert sc["target_only_cost_mean_usd"] == pytest.approx(0.25) and sc["auxiliary_cost_mean_usd"] == pytest.approx(0.2 / 3)
+    assert sc["target_only_cost_mean_usd"] == pytest.approx(0.25) and sc["auxiliary_cost_mean_usd"] == pytest.approx(
+        0.2 / 3
+    )
     ch = rows["chat"]
     assert ch["investigator_cost_mean_usd"] == pytest.approx(0.5)
     assert ch["target_cost_mean_usd"] is None and ch["n_target_priced"] == 0
@@ -252,20 +293,79 @@ def test_any_of_n_costs_investigator_and_target_apart(tmp_path: Path) -> None:
 
 
 RATINGS = {
-    "schema": 1, "grader": "tournament", "judge": "judge/dedup", "auditor_key": "model", "weighting": "points",
-    "bootstrap_rounds": 200, "seed": 0, "ci": [2.5, 97.5],
+    "schema": 1,
+    "grader": "tournament",
+    "judge": "judge/dedup",
+    "auditor_key": "model",
+    "weighting": "points",
+    "bootstrap_rounds": 200,
+    "seed": 0,
+    "ci": [2.5, 97.5],
     "leaderboard": [
-        {"rank": 1, "auditor": A, "elo": 1100.0, "lo": 1050.0, "hi": 1160.0, "matches": 6, "environments": 2,
-         "runs": 4, "mean_share": 0.64, "points_won": 20, "points_at_stake": 30, "cost_usd": 4.5},
-        {"rank": 2, "auditor": B, "elo": 900.0, "lo": 840.0, "hi": 950.0, "matches": 6, "environments": 2,
-         "runs": 4, "mean_share": 0.36, "points_won": 10, "points_at_stake": 30, "cost_usd": None}],
+        {
+            "rank": 1,
+            "auditor": A,
+            "elo": 1100.0,
+            "lo": 1050.0,
+            "hi": 1160.0,
+            "matches": 6,
+            "environments": 2,
+            "runs": 4,
+            "mean_share": 0.64,
+            "points_won": 20,
+            "points_at_stake": 30,
+            "cost_usd": 4.5,
+        },
+        {
+            "rank": 2,
+            "auditor": B,
+            "elo": 900.0,
+            "lo": 840.0,
+            "hi": 950.0,
+            "matches": 6,
+            "environments": 2,
+            "runs": 4,
+            "mean_share": 0.36,
+            "points_won": 10,
+            "points_at_stake": 30,
+            "cost_usd": None,
+        },
+    ],
     "overlap": {"auditors": [A, B], "values": [[None, 0.5], [0.75, None]]},
-    "environments": [{"env": "envx", "canonical_hash": "c1", "issues": [], "matches": [
-        {"a": A, "b": B, "run_a": "r1", "run_b": "r2", "cancelled": ["I1"], "a_only": ["I2", "I3"], "b_only": ["I4"],
-         "points_a": 13.0, "points_b": 6.0, "share_a": 13 / 19, "outcome": "split", "weight": 19.0}]}],
+    "environments": [
+        {
+            "env": "envx",
+            "canonical_hash": "c1",
+            "issues": [],
+            "matches": [
+                {
+                    "a": A,
+                    "b": B,
+                    "run_a": "r1",
+                    "run_b": "r2",
+                    "cancelled": ["I1"],
+                    "a_only": ["I2", "I3"],
+                    "b_only": ["I4"],
+                    "points_a": 13.0,
+                    "points_b": 6.0,
+                    "share_a": 13 / 19,
+                    "outcome": "split",
+                    "weight": 19.0,
+                }
+            ],
+        }
+    ],
     "canonical_hashes": {"envx": "c1"},
-    "flags": {"disconnected": False, "components": [[A, B]], "mle_exists": True, "prior_used": False,
-              "prior_weight": 0.0, "bootstrap_rounds_with_prior": 0, "failed_envs": [], "no_issue_runs": []},
+    "flags": {
+        "disconnected": False,
+        "components": [[A, B]],
+        "mle_exists": True,
+        "prior_used": False,
+        "prior_weight": 0.0,
+        "bootstrap_rounds_with_prior": 0,
+        "failed_envs": [],
+        "no_issue_runs": [],
+    },
     "created_at": 0.0,
 }
 
@@ -274,21 +374,23 @@ def test_tournament_tables(tmp_path: Path) -> None:
     rid = add_run(tmp_path, model=A, task="envx")
     add_grade(tmp_path, "tournament", rid, 0.64, judge="judge/dedup")
     write_ratings(tmp_path, RATINGS)
-    (tmp_path / "grades" / "tournament" / "canonical").mkdir()     # sub-dirs are not grades
+    (tmp_path / "grades" / "tournament" / "canonical").mkdir()  # sub-dirs are not grades
     rep = build_report(tmp_path)
     t = rep.table("tournament")
     assert [r["auditor"] for r in t.rows] == [A, B] and t.rows[0]["elo"] == 1100.0
     header, cells = t.view()
     assert "1100 (1050–1160)" in cells[0] and "$4.50" in cells[0] and "–" in cells[1]
-    assert cells[0][header.index("total cost")] == "$4.50"     # a sum over the auditor's runs, labelled so
+    assert cells[0][header.index("total cost")] == "$4.50"  # a sum over the auditor's runs, labelled so
     ov = rep.table("overlap").rows
     assert ov[0][B] == 0.5 and ov[1][A] == 0.75 and ov[0][A] is None
     m = rep.table("matches").rows[0]
     assert (m["cancelled"], m["points_a"], m["share_a"]) == (1, 13.0, pytest.approx(13 / 19))
     assert rep.provenance["tournament_canonical_hashes"] == {"envx": "c1"}
     assert not any("unknown run" in w for w in rep.warnings)
-    flagged = RATINGS | {"flags": RATINGS["flags"] | {"disconnected": True, "components": [[A], [B]],
-                                                       "match_rows_omitted": True, "excluded_runs": ["rx"]}}
+    flagged = RATINGS | {
+        "flags": RATINGS["flags"]
+        | {"disconnected": True, "components": [[A], [B]], "match_rows_omitted": True, "excluded_runs": ["rx"]}
+    }
     write_ratings(tmp_path, flagged)
     notes = " ".join(build_report(tmp_path).table("tournament").notes)
     assert "disconnected" in notes and f"{A} | {B}" in notes and "omitted" in notes and "rx" in notes
@@ -307,7 +409,7 @@ def _t975_closed_form(df: int) -> float:
         return math.tan(math.pi * (p - 0.5))
     if df == 2:
         return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    a = 4 * p * (1 - p)                                    # df == 4
+    a = 4 * p * (1 - p)  # df == 4
     return 2 * math.sqrt(math.cos(math.acos(math.sqrt(a)) / 3) / math.sqrt(a) - 1)
 
 
@@ -331,7 +433,8 @@ def test_t_interval_bounds_are_exact() -> None:
 
 def test_stats_helpers() -> None:
     from scipy import stats as sps
-    for df in (3, 7, 29, 31, 45, 119, 1000):               # the library's own t.ppf, over the old table's range
+
+    for df in (3, 7, 29, 31, 45, 119, 1000):  # the library's own t.ppf, over the old table's range
         assert t975(df) == pytest.approx(float(sps.t.ppf(0.975, df)), rel=1e-13)
     assert mean_ci([]) == (None, None, None) and mean_ci([0.3]) == (0.3, None, None)
     assert wilson_interval(0, 16)[0] == 0.0 and wilson_interval(0, 16)[1] > 0.1
@@ -344,15 +447,32 @@ def test_tournament_from_the_real_writer(tmp_path: Path) -> None:
 
     for env, found in (("env1", {A: True, B: False}), ("env2", {A: True, B: True})):
         ids = {m: add_run(tmp_path, model=m, task=env, cost_usd=1.0) for m in (A, B)}
-        runs = {rid: {"task": env, "harness": "react", "model": m, "budget": "10m", "variant": None, "seed": 0}
-                for m, rid in ids.items()}
-        issues = [{"id": "I1", "title": "shared", "importance": "high",
-                   "found_by": {rid: {"supported": True} for rid in ids.values()}},
-                  {"id": "I2", "title": "only A", "importance": "medium", "found_by": {ids[A]: {"supported": True}}},
-                  {"id": "I3", "title": "B maybe", "importance": "low",
-                   "found_by": {ids[B]: {"supported": found[B]}}}]
-        save_canonical(tmp_path, {"schema": 1, "env": env, "status": "ok", "judge": "judge/dedup", "runs": runs,
-                                  "issues": issues, "cost_usd": 0.2})
+        runs = {
+            rid: {"task": env, "harness": "react", "model": m, "budget": "10m", "variant": None, "seed": 0}
+            for m, rid in ids.items()
+        }
+        issues = [
+            {
+                "id": "I1",
+                "title": "shared",
+                "importance": "high",
+                "found_by": {rid: {"supported": True} for rid in ids.values()},
+            },
+            {"id": "I2", "title": "only A", "importance": "medium", "found_by": {ids[A]: {"supported": True}}},
+            {"id": "I3", "title": "B maybe", "importance": "low", "found_by": {ids[B]: {"supported": found[B]}}},
+        ]
+        save_canonical(
+            tmp_path,
+            {
+                "schema": 1,
+                "env": env,
+                "status": "ok",
+                "judge": "judge/dedup",
+                "runs": runs,
+                "issues": issues,
+                "cost_usd": 0.2,
+            },
+        )
     ratings = rate_from_canonical(tmp_path, rounds=50)
     rep = build_report(tmp_path)
     t = rep.table("tournament")
@@ -366,14 +486,19 @@ def test_tournament_from_the_real_writer(tmp_path: Path) -> None:
 
 
 def test_by_harness_and_tokens(tmp_path: Path) -> None:
-    usage = {"input_tokens": 100, "cached_input_tokens": 900, "cache_write_tokens": 50, "output_tokens": 40,
-             "reasoning_tokens": 30}
+    usage = {
+        "input_tokens": 100,
+        "cached_input_tokens": 900,
+        "cache_write_tokens": 50,
+        "output_tokens": 40,
+        "reasoning_tokens": 30,
+    }
     add_grade(tmp_path, "combined", add_run(tmp_path, model=A, harness="react", usage=usage), 0.2)
     add_grade(tmp_path, "combined", add_run(tmp_path, model=A, harness="codex", usage=usage), 0.6)
     auto = build_report(tmp_path).table("leaderboard")
     assert {(r["harness"], r["score_mean"]) for r in auto.rows} == {("react", 0.2), ("codex", 0.6)}
     assert auto.rows[0]["tokens_mean"] == 1090 and auto.rows[0]["input_tokens_mean"] == 1050
-    assert auto.rows[0]["output_tokens_mean"] == 40              # reasoning is part of output, not added
+    assert auto.rows[0]["output_tokens_mean"] == 40  # reasoning is part of output, not added
     merged = build_report(tmp_path, Options(by="model")).table("leaderboard")
     assert len(merged.rows) == 1 and "harness" not in merged.rows[0]
     assert merged.rows[0]["score_mean"] == pytest.approx(0.4) and merged.rows[0]["n_runs"] == 2
@@ -396,6 +521,7 @@ def test_grading_cost_unknown_is_said_not_hidden(tmp_path: Path) -> None:
     """Grades whose judge cost is unknown: the provenance line says so rather than disappearing
     (a total of $0 known must not read as "free")."""
     from benchctl.report.provenance import provenance_lines
+
     rid = add_run(tmp_path, model=A)
     add_grade(tmp_path, "tldr", rid, 0.5, cost_usd=None)
     lines = provenance_lines(build_report(tmp_path).provenance)

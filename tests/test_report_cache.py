@@ -1,6 +1,7 @@
 """The report's fast paths change nothing a report says: the parse cache gives byte-identical output
 to --no-cache, a changed file is re-read, items compact alike on both compaction paths, and the
 t quantile table is scipy's own numbers (so a report imports neither scipy nor benchctl.grading)."""
+
 from __future__ import annotations
 
 import gc
@@ -30,12 +31,24 @@ def _sweep(root: Path) -> None:
     for m_i, model in enumerate((A, B)):
         for seed in range(3):
             fb = [{"t": 5.0, "from": model, "to": "prov/old", "reason": "refusal"}] if (m_i, seed) == (1, 2) else []
-            rid = add_run(root, model=model, seed=seed, cost_usd=0.5 + seed, fallbacks=fb,
-                          usage={"input_tokens": 1000 + seed, "cached_input_tokens": 7, "output_tokens": 90})
+            rid = add_run(
+                root,
+                model=model,
+                seed=seed,
+                cost_usd=0.5 + seed,
+                fallbacks=fb,
+                usage={"input_tokens": 1000 + seed, "cached_input_tokens": 7, "output_tokens": 90},
+            )
             strict = {"F1": 0.2 * seed, "F2": None if seed == 1 else 1.0, "F3": 0.6, "F10": 0.0}
             cov = 0.1 + 0.2 * seed + 0.05 * m_i
-            add_grade(root, "coverage", rid, cov, by_cluster={"ops": cov, "people": 0.6},
-                      items=coverage_items(strict, CLUSTERS))
+            add_grade(
+                root,
+                "coverage",
+                rid,
+                cov,
+                by_cluster={"ops": cov, "people": 0.6},
+                items=coverage_items(strict, CLUSTERS),
+            )
             add_grade(root, "tldr", rid, 0.3 + 0.1 * seed)
             add_grade(root, "combined", rid, None if (m_i, seed) == (0, 2) else 0.7 * cov + 0.03 * seed)
             if seed == 0:
@@ -44,10 +57,23 @@ def _sweep(root: Path) -> None:
     add_grade(root, "tldr", err, 0.2)
     # items without every key, one not an object, an int id: the loader's general path
     odd = add_run(root, model=B, seed=5)
-    add_grade(root, "coverage", odd, 0.5, items=[{"id": "F1", "score": 0.9}, "not an item", {"id": 3, "strict": 1.0},
-                                                 {"id": "F2", "score": 0.4, "strict": None, "cluster": "ops"}])
-    _killed_run(root, "wiki__react__prov-model-a__10m__s8", {"task": "wiki", "harness": "react", "model": A,
-                                                             "budget": "10m", "budget_s": 600.0, "seed": 8})
+    add_grade(
+        root,
+        "coverage",
+        odd,
+        0.5,
+        items=[
+            {"id": "F1", "score": 0.9},
+            "not an item",
+            {"id": 3, "strict": 1.0},
+            {"id": "F2", "score": 0.4, "strict": None, "cluster": "ops"},
+        ],
+    )
+    _killed_run(
+        root,
+        "wiki__react__prov-model-a__10m__s8",
+        {"task": "wiki", "harness": "react", "model": A, "budget": "10m", "budget_s": 600.0, "seed": 8},
+    )
     (root / "runs" / "not-a-run-id").mkdir()
     add_grade(root, "combined", "ghost__run", 0.9)
 
@@ -55,7 +81,7 @@ def _sweep(root: Path) -> None:
 def _outputs(root: Path, cache: bool) -> str:
     rep = build_report(root, cache=cache)
     text = "\n".join([to_json(rep), to_markdown(rep)] + [to_csv(rep, t.name) for t in rep.tables])
-    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", text)      # generated_at
+    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", text)  # generated_at
 
 
 def test_cached_report_is_byte_identical_to_no_cache(tmp_path: Path) -> None:
@@ -64,14 +90,16 @@ def test_cached_report_is_byte_identical_to_no_cache(tmp_path: Path) -> None:
     n_files = len(list(tmp_path.glob("runs/*/meta.json"))) + len(list(tmp_path.glob("grades/*/*.json")))
     uncached = _outputs(tmp_path, cache=False)
     assert not (tmp_path / CACHE_FILE).exists()
-    cold = _outputs(tmp_path, cache=True)                       # parses every file, writes the cache
+    cold = _outputs(tmp_path, cache=True)  # parses every file, writes the cache
     assert (tmp_path / CACHE_FILE).exists()
     res = load_results(tmp_path)
-    assert (res.stats["cache_hits"], res.stats["cache_misses"]) == (n_files - 1, 0)   # all but the ghost grade
-    warm = _outputs(tmp_path, cache=True)                       # every record from the cache
+    assert (res.stats["cache_hits"], res.stats["cache_misses"]) == (n_files - 1, 0)  # all but the ghost grade
+    warm = _outputs(tmp_path, cache=True)  # every record from the cache
     assert uncached == cold == warm
     # what the outputs are made of, field by field, including the general-path items
-    assert [(r.meta, r.grades) for r in res.runs] == [(r.meta, r.grades) for r in load_results(tmp_path, cache=False).runs]
+    assert [(r.meta, r.grades) for r in res.runs] == [
+        (r.meta, r.grades) for r in load_results(tmp_path, cache=False).runs
+    ]
     assert '"unfinished_runs": 2' in uncached and "sandbox died" in uncached and "followup-1" in uncached
 
 
@@ -89,24 +117,24 @@ def test_changed_file_invalidates_its_cached_record(tmp_path: Path) -> None:
         st = path.stat()
         data = path.read_bytes()
         assert old in data
-        if replace:                                             # atomically replaced: a new inode
+        if replace:  # atomically replaced: a new inode
             tmp = path.with_suffix(".tmp")
             tmp.write_bytes(data.replace(old, new))
             os.replace(tmp, path)
-        else:                                                   # rewritten in place: the same inode
+        else:  # rewritten in place: the same inode
             path.write_bytes(data.replace(old, new))
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))     # and the old mtime back
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the old mtime back
 
     meta = tmp_path / "runs" / rid / "meta.json"
-    rewrite(meta, b'"cost_usd":1.0', b'"cost_usd":3.0', replace=True)          # same size, same mtime
+    rewrite(meta, b'"cost_usd":1.0', b'"cost_usd":3.0', replace=True)  # same size, same mtime
     res = load_results(tmp_path)
     assert res.stats["cache_misses"] == 1 and res.runs[0].meta["cost_usd"] == 3.0
     grade = tmp_path / "grades" / "combined" / f"{rid}.json"
-    rewrite(grade, b'"score":0.25', b'"score":0.875', replace=False)           # same inode, same mtime
+    rewrite(grade, b'"score":0.25', b'"score":0.875', replace=False)  # same inode, same mtime
     res = load_results(tmp_path)
     assert res.stats["cache_misses"] == 1 and res.runs[0].score("combined") == 0.875
     tldr = tmp_path / "grades" / "tldr" / f"{rid}.json"
-    rewrite(tldr, b'"score":0.5', b'"score":0.7', replace=False)               # same size, inode: new mtime
+    rewrite(tldr, b'"score":0.5', b'"score":0.7', replace=False)  # same size, inode: new mtime
     t = time.time() - 50
     os.utime(tldr, (t, t))
     res = load_results(tmp_path)
@@ -121,13 +149,20 @@ def test_item_compaction_paths_agree() -> None:
     c = _Compactor()
     fast, bad = c.items(regular)
     assert fast == [("F1", 0.6, 0.2, "ops"), ("F2", None, None, "ops"), ("F3", 1.0, 1.0, "people")] and bad == 0
-    assert c.items([dict(it) for it in regular])[0][0] is fast[0]           # one shared tuple per distinct item
+    assert c.items([dict(it) for it in regular])[0][0] is fast[0]  # one shared tuple per distinct item
     # the general path: a cluster that cannot be grouped by, or a score that is not a number, is unknown (counted)
-    odd = [{"id": 7, "score": 0.9}, "x", {"id": "F1", "score": 0.6, "strict": 0.2, "cluster": ["not", "hashable"]},
-           {"id": "F2", "score": "high", "strict": True, "cluster": "ops"}]
+    odd = [
+        {"id": 7, "score": 0.9},
+        "x",
+        {"id": "F1", "score": 0.6, "strict": 0.2, "cluster": ["not", "hashable"]},
+        {"id": "F2", "score": "high", "strict": True, "cluster": "ops"},
+    ]
     assert c.items(odd) == ([("7", 0.9, None, None), ("F1", 0.6, 0.2, None), ("F2", None, None, "ops")], 3)
     # full items whose id or cluster is not a string: never shared (1 == 1.0 would merge "1" and "1.0")
-    numeric = [{"id": i, "score": 1.0, "strict": 1.0, "cluster": cl} for i, cl in ((1, None), (1.0, None), ("F9", 5), ("F9", 5.0))]
+    numeric = [
+        {"id": i, "score": 1.0, "strict": 1.0, "cluster": cl}
+        for i, cl in ((1, None), (1.0, None), ("F9", 5), ("F9", 5.0))
+    ]
     assert [(i, cl) for i, _, _, cl in c.items(numeric)[0]] == [("1", None), ("1.0", None), ("F9", 5), ("F9", 5.0)]
     assert [type(cl) for *_, cl in c.items(numeric)[0]][2:] == [int, float]
     assert c.items({"not": "a list"}) == ([], 0) and c.items(None) == ([], 0)
@@ -147,19 +182,22 @@ def test_t_table_is_scipys_own_values() -> None:
 
     from benchctl.report.stats import t975
     from benchctl.report.t975_table import T975
+
     assert len(T975) == 256
     for df, value in enumerate(T975, start=1):
         assert value == pytest.approx(float(stdtrit(df, 0.975)), rel=1e-15, abs=0), df
-    for df in (257, 300, 1000, 10**6):                           # beyond the table: scipy itself
+    for df in (257, 300, 1000, 10**6):  # beyond the table: scipy itself
         assert t975(df) == float(stdtrit(df, 0.975))
 
 
 def test_a_report_imports_neither_scipy_nor_the_graders(tmp_path: Path) -> None:
     """Each costs a report ~0.1-0.4 s of CPU; with 3 seeds per row every report needs a t quantile."""
     _sweep(tmp_path)
-    code = ("import sys; from benchctl.report.build import build_report; from benchctl.report.render_text import to_json; "
-            f"rep = build_report({str(tmp_path)!r}); to_json(rep); "
-            "assert rep.table('leaderboard').rows[0]['score_lo'] is not None; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy' or m.startswith('benchctl.grading')))")
+    code = (
+        "import sys; from benchctl.report.build import build_report; from benchctl.report.render_text import to_json; "
+        f"rep = build_report({str(tmp_path)!r}); to_json(rep); "
+        "assert rep.table('leaderboard').rows[0]['score_lo'] is not None; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy' or m.startswith('benchctl.grading')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

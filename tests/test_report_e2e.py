@@ -1,4 +1,5 @@
 """run -> grade -> report on the demo task: the report reads what the real writers wrote."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,23 @@ FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
 
 def test_run_grade_report_demo(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
-    base = ["run", str(REPO / "configs/demo"), "--model", f"scripted/{REPO}/configs/demo/investigator.json",
-            "--budget", "2m", "--seeds", "2", "--out", str(out), "-j", "2", "--progress", "quiet"]
-    for extra in ([], ["--variant", "contoso"]):          # original data, then the swapped variant
+    base = [
+        "run",
+        str(REPO / "configs/demo"),
+        "--model",
+        f"scripted/{REPO}/configs/demo/investigator.json",
+        "--budget",
+        "2m",
+        "--seeds",
+        "2",
+        "--out",
+        str(out),
+        "-j",
+        "2",
+        "--progress",
+        "quiet",
+    ]
+    for extra in ([], ["--variant", "contoso"]):  # original data, then the swapped variant
         r = cli(*base, *extra)
         assert r.returncode == 0, r.stderr
     r = cli("grade", str(out), "--judge", FAKE_JUDGE)
@@ -70,16 +85,22 @@ def test_sigkilled_run_is_counted_and_listed(tmp_path: Path, docker_engine: Any)
     task, model = make_task(tmp_path, done, "[early_exit]\nenabled = false\n", name=name)
     out = tmp_path / "out"
     args = [str(task), "--model", model, "--budget", "1m", "--out", str(out), "--progress", "quiet"]
-    assert cli("run", *args).returncode == 0                       # seed 0 finishes
+    assert cli("run", *args).returncode == 0  # seed 0 finishes
     script = Path(model.removeprefix("scripted/"))
     script.write_text(json.dumps({"turns": [bash("sleep 120")], "after_end": "repeat_last"}))
-    p = subprocess.Popen([*BENCHCTL, "run", *args, "--seeds", "2"], cwd=REPO, start_new_session=True,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [*BENCHCTL, "run", *args, "--seeds", "2"],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
     def seed1() -> Path | None:
         return next(iter((out / "runs").glob(f"{name}__*__s1")), None)
+
     try:
-        end = time.time() + 120                                    # until seed 1 is inside its `sleep 120`
+        end = time.time() + 120  # until seed 1 is inside its `sleep 120`
         while time.time() < end and '"tool_call"' not in _transcript(seed1()):
             time.sleep(0.2)
     finally:
@@ -96,9 +117,11 @@ def test_sigkilled_run_is_counted_and_listed(tmp_path: Path, docker_engine: Any)
         assert (row["n_runs"], row["unfinished"], row["errors"]) == (2, 1, 0)
         listed = {u["run_id"]: u for u in doc["tables"]["unscored"]["rows"]}
         assert listed[killed.name]["status"] == "unfinished"
-        assert "no meta.json" in listed[killed.name]["reason"] and "from the transcript" in listed[killed.name]["reason"]
+        assert (
+            "no meta.json" in listed[killed.name]["reason"] and "from the transcript" in listed[killed.name]["reason"]
+        )
         assert doc["provenance"]["unfinished_runs"] == 1
-        table = cli("report", str(out)).stdout                    # the human table says it too
+        table = cli("report", str(out)).stdout  # the human table says it too
         assert "1 unfinished" in table and "no meta.json" in table
     finally:
         _remove_own_containers(docker_engine, killed.name)

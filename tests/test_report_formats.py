@@ -1,4 +1,5 @@
 """Every output format of `benchctl report` is produced through the CLI and parses back."""
+
 from __future__ import annotations
 
 import base64
@@ -54,7 +55,7 @@ def test_csv_round_trip(results: Path) -> None:
     comments = [line for line in out.splitlines() if line.startswith("#")]
     assert any("judges:" in c for c in comments) and any("rubric hashes:" in c for c in comments)
     assert any("WARNING: Mixed judges" in c for c in comments)
-    rows = list(csv.DictReader(io.StringIO("\n".join(l for l in out.splitlines() if not l.startswith("#")))))
+    rows = list(csv.DictReader(io.StringIO("\n".join(line for line in out.splitlines() if not line.startswith("#")))))
     expected = build_report(results).table("leaderboard").rows
     assert len(rows) == len(expected)
     for got, want in zip(rows, expected):
@@ -72,7 +73,9 @@ def test_csv_round_trip(results: Path) -> None:
     assert code == 0
     names = sorted(p.stem for p in out_dir.glob("*.csv"))
     assert names == sorted(t.name for t in build_report(results).tables)
-    findings = list(csv.DictReader(l for l in (out_dir / "findings.csv").read_text().splitlines() if not l.startswith("#")))
+    findings = list(
+        csv.DictReader(line for line in (out_dir / "findings.csv").read_text().splitlines() if not line.startswith("#"))
+    )
     assert [r["finding"] for r in findings] == ["F1", "F2", "F3"] and findings[0]["hit_rate"] == "1.0"
     assert cli(str(results), "--format", "csv", "--table", "all")[0] == 2
 
@@ -82,7 +85,7 @@ def test_markdown_and_terminal(results: Path) -> None:
     assert code == 0
     assert "## Leaderboard" in md and f"2/3 fell back to {OLD}" in md and "2 of 3" in md
     assert "## Provenance" in md and "judge/other" in md and "**Warning:** Mixed judges" in md
-    assert "0.500 [0.252, 0.748]" in md                       # A 10m: mean with its t-interval
+    assert "0.500 [0.252, 0.748]" in md  # A 10m: mean with its t-interval
     assert "1100 (1050–1160)" in md
     code, out, _ = cli(str(results))
     assert code == 0 and "Leaderboard" in out and "fell back" in out and "WARNING" in out
@@ -116,7 +119,7 @@ def test_html_and_plots(results: Path, tmp_path: Path) -> None:
     p.feed(text)
     p.close()
     n_tables = len(build_report(results).tables)
-    assert p.tags.count("table") == n_tables and "http" not in text    # self-contained: no external URL
+    assert p.tags.count("table") == n_tables and "http" not in text  # self-contained: no external URL
     assert len(p.imgs) == 3 and all(s.startswith("data:image/png;base64,") for s in p.imgs)
     for s in p.imgs:
         w, h = _check_png(base64.b64decode(s.split(",", 1)[1]))
@@ -153,10 +156,22 @@ def test_empty_of_grades_is_honest(tmp_path: Path) -> None:
 def test_html_renders_in_headless_chromium(results: Path, tmp_path: Path) -> None:
     page, shot = tmp_path / "report.html", tmp_path / "shot.png"
     assert cli(str(results), "--format", "json", "--html", str(page))[0] == 0
-    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            "--window-size=1200,900",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     w, h = _check_png(shot.read_bytes())
     assert (w, h) == (1200, 900)
     lo, hi = Image.open(shot).convert("L").getextrema()
-    assert hi - lo > 100                                   # something was drawn: not a blank page
+    assert hi - lo > 100  # something was drawn: not a blank page

@@ -1,4 +1,5 @@
 """The report loader: layout paths, problems reported not fatal, and the parse cache never stale."""
+
 from __future__ import annotations
 
 import os
@@ -58,7 +59,7 @@ def test_corrupt_or_disabled_cache(tmp_path: Path) -> None:
     _age_all(tmp_path)
     (tmp_path / CACHE_FILE).write_bytes(b"garbage, not a cache")
     assert list(_scores(tmp_path).values()) == [0.4]
-    assert load_results(tmp_path).stats["cache_hits"] == 2          # rewritten properly
+    assert load_results(tmp_path).stats["cache_hits"] == 2  # rewritten properly
     (tmp_path / CACHE_FILE).unlink()
     r = load_results(tmp_path, cache=False)
     assert r.stats["cache_misses"] == 2 and not (tmp_path / CACHE_FILE).exists()
@@ -83,8 +84,8 @@ def test_problems_are_reported_not_fatal(tmp_path: Path) -> None:
     bad = tmp_path / "runs" / "broken__run" / "meta.json"
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"{not json")
-    (tmp_path / "runs" / "unfinished__run").mkdir()                    # no meta.json: an unfinished run
-    add_grade(tmp_path, "combined", "ghost__run", 0.9)                 # grade without a run
+    (tmp_path / "runs" / "unfinished__run").mkdir()  # no meta.json: an unfinished run
+    add_grade(tmp_path, "combined", "ghost__run", 0.9)  # grade without a run
     (tmp_path / "grades" / "combined" / f"{good}~followup-1.json").write_bytes(b"[]")
     res = load_results(tmp_path)
     assert [r.run_id for r in res.runs] == ["unfinished__run", good] and res.stats["run_dirs"] == 3
@@ -103,32 +104,51 @@ def test_values_that_are_not_numbers_are_named_and_read_as_unknown(tmp_path: Pat
     usage as text, fallbacks as a string) is named in the report's problems and its values are read
     as unknown — never a crash halfway through the report, never a 0. Each of these crashed it."""
     import orjson
+
     ok = add_run(tmp_path, model=A, seed=0, cost_usd=1.0)
-    add_grade(tmp_path, "coverage", ok, 0.5, by_cluster={"c": 0.5},
-              items=[{"id": "F1", "score": 0.9, "strict": 0.8, "cluster": "c"}])
+    add_grade(
+        tmp_path,
+        "coverage",
+        ok,
+        0.5,
+        by_cluster={"c": 0.5},
+        items=[{"id": "F1", "score": 0.9, "strict": 0.8, "cluster": "c"}],
+    )
     odd = add_run(tmp_path, model=A, seed=1)
     meta_path = tmp_path / "runs" / odd / "meta.json"
     meta = orjson.loads(meta_path.read_bytes())
     meta.update(cost_usd="abc", elapsed_s="5m", usage={"input_tokens": "10", "output_tokens": 5}, fallbacks="yes")
     meta_path.write_bytes(orjson.dumps(meta))
-    add_grade(tmp_path, "coverage", odd, 0.25, by_cluster={"c": "x"}, cost_usd="free",
-              items=[{"id": "F1", "score": "high", "strict": [1], "cluster": "c"},
-                     {"id": "F1", "score": 0.2, "strict": "0.7", "cluster": "c"},
-                     {"id": "F2", "score": 0.9, "strict": 0.8, "cluster": ["not", "a", "name"]}])
-    for _ in range(2):                                   # the cache written by the first load says the same
+    add_grade(
+        tmp_path,
+        "coverage",
+        odd,
+        0.25,
+        by_cluster={"c": "x"},
+        cost_usd="free",
+        items=[
+            {"id": "F1", "score": "high", "strict": [1], "cluster": "c"},
+            {"id": "F1", "score": 0.2, "strict": "0.7", "cluster": "c"},
+            {"id": "F2", "score": 0.9, "strict": 0.8, "cluster": ["not", "a", "name"]},
+        ],
+    )
+    for _ in range(2):  # the cache written by the first load says the same
         rep = build_report(tmp_path)
         problems = [w for w in rep.warnings if "Problem reading results" in w]
-        assert any(f"runs/{odd}/meta.json: cost_usd, elapsed_s, usage, fallbacks not as benchctl writes" in w
-                   for w in problems), problems
-        assert any(f"grades/coverage/{odd}.json: 6 value(s) not as benchctl writes them" in w for w in problems), problems
+        assert any(
+            f"runs/{odd}/meta.json: cost_usd, elapsed_s, usage, fallbacks not as benchctl writes" in w for w in problems
+        ), problems
+        assert any(f"grades/coverage/{odd}.json: 6 value(s) not as benchctl writes them" in w for w in problems), (
+            problems
+        )
         lb = rep.table("leaderboard").rows[0]
-        assert lb["n_scored"] == 2 and lb["cost_mean_usd"] == 1.0 and lb["n_priced"] == 1   # "abc" is unknown, not 0
+        assert lb["n_scored"] == 2 and lb["cost_mean_usd"] == 1.0 and lb["n_priced"] == 1  # "abc" is unknown, not 0
         assert lb["elapsed_mean_s"] == 500.0 and lb["fallback_runs"] == 0
         f1 = rep.table("findings").rows[0]
         # run 0's F1 (strict 0.8); run 1: one item unscored, one whose strict comes from its score 0.2
         assert (f1["n_scored"], f1["hit_rate"]) == (2, 0.5)
-        assert rep.table("findings").rows[1]["cluster"] is None                # the list is no cluster name
-        assert rep.table("clusters").rows[0]["c"] == 0.5                      # "x" is not averaged in
+        assert rep.table("findings").rows[1]["cluster"] is None  # the list is no cluster name
+        assert rep.table("clusters").rows[0]["c"] == 0.5  # "x" is not averaged in
         assert rep.provenance["grades_without_cost"] == 1
 
 
@@ -143,6 +163,7 @@ def test_follow_up_tag_from_layout_path(tmp_path: Path) -> None:
 def _killed_run(root: Path, run_id: str, spec: dict | None) -> Path:
     """The state a SIGKILL leaves: a transcript (written live by the real writer), maybe artifacts, no meta.json."""
     from benchctl.transcript import TranscriptWriter
+
     d = root / "runs" / run_id
     (d / "artifacts").mkdir(parents=True)
     (d / "artifacts" / "report.md").write_text("half a report\n")
@@ -163,8 +184,22 @@ def test_unfinished_run_is_counted_and_listed_with_its_configuration(tmp_path: P
     add_grade(tmp_path, "combined", done, 0.5)
     # (1) transcript: the runner's spec (RunSpec.to_dict() + task fields)
     rid1 = make_run_id("wiki", "react", A, "10m", 1)
-    _killed_run(tmp_path, rid1, {"run_id": rid1, "task": "wiki", "harness": "react", "model": A, "budget": "10m",
-                                 "budget_s": 600.0, "seed": 1, "variant": None, "fallback": None, "options": {}})
+    _killed_run(
+        tmp_path,
+        rid1,
+        {
+            "run_id": rid1,
+            "task": "wiki",
+            "harness": "react",
+            "model": A,
+            "budget": "10m",
+            "budget_s": 600.0,
+            "seed": 1,
+            "variant": None,
+            "fallback": None,
+            "options": {},
+        },
+    )
     # (2) killed before run_start, a finished twin exists: the exact model id comes from the twin
     rid2 = make_run_id("wiki", "react", A, "10m", 2)
     _killed_run(tmp_path, rid2, None)
@@ -182,13 +217,13 @@ def test_unfinished_run_is_counted_and_listed_with_its_configuration(tmp_path: P
     rep = build_report(tmp_path)
     rows = {(r["model"], r["budget"]): r for r in rep.table("leaderboard").rows}
     a = rows[(A, "10m")]
-    assert (a["n_runs"], a["n_scored"], a["unfinished"], a["score_mean"]) == (3, 1, 2, 0.5)   # counted, never averaged
-    assert a["n_priced"] == 1                                   # an unfinished run's cost is unknown, not 0
+    assert (a["n_runs"], a["n_scored"], a["unfinished"], a["score_mean"]) == (3, 1, 2, 0.5)  # counted, never averaged
+    assert a["n_priced"] == 1  # an unfinished run's cost is unknown, not 0
     assert rows[("prov-model-z", "2m")]["unfinished"] == 1
     listed = {r["run_id"]: r for r in rep.table("unscored").rows}
     assert set(listed) == {rid1, rid2, rid3}
     assert all(r["status"] == "unfinished" and "no meta.json" in r["reason"] for r in listed.values())
-    assert rep.provenance["unfinished_runs"] == 3 and rep.warnings == []   # no "several versions" from missing metas
+    assert rep.provenance["unfinished_runs"] == 3 and rep.warnings == []  # no "several versions" from missing metas
     md = to_markdown(rep)
     assert "2 unfinished" in md and "runs: 4 (3 unfinished)" in md
 

@@ -1,4 +1,5 @@
 """Sweeps against real Docker: resume after SIGKILL, SIGINT cleanup, data variants."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,14 @@ def wait_for(pred, timeout: float, what: str) -> None:
 
 
 def start(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([*BENCHCTL, "run", *args, "--progress", "json"], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [*BENCHCTL, "run", *args, "--progress", "json"],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def test_resume_after_sigkill_finishes_every_run_exactly_once(tmp_path: Path) -> None:
@@ -43,6 +50,7 @@ def test_resume_after_sigkill_finishes_every_run_exactly_once(tmp_path: Path) ->
             return False
         states = [(r / "meta.json").exists() for r in runs(out)]
         return any(states) and not all(states) and len(states) >= 2
+
     try:
         wait_for(one_done_one_running, 120, "one run finished while another runs")
     finally:
@@ -60,15 +68,15 @@ def test_resume_after_sigkill_finishes_every_run_exactly_once(tmp_path: Path) ->
         meta = read_json(r / "meta.json")
         assert meta["status"] == "completed", (r.name, meta.get("error"))
         starts = [e for e in read_jsonl(r / "transcript.jsonl") if e["type"] == "run_start"]
-        assert len(starts) == 1                   # this attempt's transcript only: nothing duplicated
-        if r.name in finished_before:             # finished runs were skipped, not redone
+        assert len(starts) == 1  # this attempt's transcript only: nothing duplicated
+        if r.name in finished_before:  # finished runs were skipped, not redone
             assert (r / "meta.json").stat().st_mtime_ns == finished_before[r.name]
             assert not (r / "attempts").exists()
         assert (r / "artifacts" / "report.md").read_text() == "r\n"
-    assert any((r / "attempts" / "1").is_dir() for r in all_runs)   # the killed attempt was moved aside
+    assert any((r / "attempts" / "1").is_dir() for r in all_runs)  # the killed attempt was moved aside
     skipped = [line for line in err.splitlines() if '"run_skipped"' in line]
     assert len(skipped) == len(finished_before)
-    for r in all_runs:                            # the killed process's containers are gone too
+    for r in all_runs:  # the killed process's containers are gone too
         assert containers_with_label("benchctl.run_id", r.name) == []
 
 
@@ -78,11 +86,22 @@ def test_interrupt_leaves_no_container(tmp_path: Path, signum: int) -> None:
     task, model = make_task(tmp_path, [bash("sleep 120")], name=name, after_end="repeat_last")
     out = tmp_path / "out"
     p = start([str(task), "--model", model, "--budget", "5m", "--seeds", "2", "--concurrency", "2", "--out", str(out)])
-    ids = [r for r in (f"{name}__react__", )]
+    ids = [r for r in (f"{name}__react__",)]
     try:
-        wait_for(lambda: len([c for c in containers_with_label("benchctl.run_id")
-                              if c.labels.get("benchctl.run_id", "").startswith(ids[0])]) == 2, 120,
-                 "both sandboxes running")
+        wait_for(
+            lambda: (
+                len(
+                    [
+                        c
+                        for c in containers_with_label("benchctl.run_id")
+                        if c.labels.get("benchctl.run_id", "").startswith(ids[0])
+                    ]
+                )
+                == 2
+            ),
+            120,
+            "both sandboxes running",
+        )
         time.sleep(1.0)
         os.killpg(p.pid, signum)
         _, err = p.communicate(timeout=60)
@@ -91,24 +110,35 @@ def test_interrupt_leaves_no_container(tmp_path: Path, signum: int) -> None:
             os.killpg(p.pid, signal.SIGKILL)
     assert p.returncode != 0
     assert "interrupted" in err
-    left = [c for c in containers_with_label("benchctl.run_id") if c.labels.get("benchctl.run_id", "").startswith(ids[0])]
+    left = [
+        c for c in containers_with_label("benchctl.run_id") if c.labels.get("benchctl.run_id", "").startswith(ids[0])
+    ]
     assert left == []
-    for r in runs(out):                           # recorded as unfinished, so a rerun redoes them
+    for r in runs(out):  # recorded as unfinished, so a rerun redoes them
         meta = read_json(r / "meta.json")
         assert meta["status"] == "error" and meta["error"] == "cancelled"
 
 
 def test_data_variant_changes_the_data_and_records_its_hash(tmp_path: Path) -> None:
-    extra = ('[early_exit]\nenabled = false\n'
-             '[[variants.swap.rules]]\nfind = "Acme"\nreplace = "Globex"\n'
-             '[[variants.swap.rules]]\nfind = \'10\\.1\\.(\\d+)\\.(\\d+)\'\nreplace = \'10.9.\\1.\\2\'\nregex = true\n')
-    task, model = make_task(tmp_path, [bash("cat /data/app.log"), tool("submit")], extra,
-                            data={"app.log": "Acme login from 10.1.2.3\n"}, after_end="repeat_last")
+    extra = (
+        "[early_exit]\nenabled = false\n"
+        '[[variants.swap.rules]]\nfind = "Acme"\nreplace = "Globex"\n'
+        "[[variants.swap.rules]]\nfind = '10\\.1\\.(\\d+)\\.(\\d+)'\nreplace = '10.9.\\1.\\2'\nregex = true\n"
+    )
+    task, model = make_task(
+        tmp_path,
+        [bash("cat /data/app.log"), tool("submit")],
+        extra,
+        data={"app.log": "Acme login from 10.1.2.3\n"},
+        after_end="repeat_last",
+    )
     out = tmp_path / "out"
     # the script is consumed per run: one scripted model id per run keeps the turns in order
     assert run_inprocess(task, model, out, budget="1m", variants=["base", "swap"]) == 0
-    metas = {read_json(r / "meta.json")["variant"]: (read_json(r / "meta.json"), read_jsonl(r / "transcript.jsonl"))
-             for r in runs(out)}
+    metas = {
+        read_json(r / "meta.json")["variant"]: (read_json(r / "meta.json"), read_jsonl(r / "transcript.jsonl"))
+        for r in runs(out)
+    }
     base, swap = metas[None], metas["swap"]
     out_of = lambda ev: next(e["output"] for e in ev if e["type"] == "tool_result")  # noqa: E731
     assert "Acme login from 10.1.2.3" in out_of(base[1])
@@ -121,6 +151,7 @@ def test_data_variant_changes_the_data_and_records_its_hash(tmp_path: Path) -> N
 
 class CrashingHarness:
     """A harness plugged in through the registry that writes a file and then fails."""
+
     name = "crashing"
 
     def mounts(self) -> list:
@@ -129,16 +160,17 @@ class CrashingHarness:
     def tool_versions(self) -> dict:
         return {"crashing": "1"}
 
-    def run(self, ctx):  # noqa: ANN001, ANN201
+    def run(self, ctx):
         ctx.sandbox.put_file("/work/report.md", b"half a report\n")
         raise RuntimeError("agent exploded")
 
-    def followup(self, ctx, prompt, previous):  # noqa: ANN001, ANN201
+    def followup(self, ctx, prompt, previous):
         raise AssertionError("not reached")
 
 
 def test_a_crashing_harness_is_an_error_run_with_its_artifacts(tmp_path: Path) -> None:
     from harnesses import registry
+
     registry.register("crashing", CrashingHarness)
     try:
         task, model = make_task(tmp_path, [tool("submit")])
@@ -155,7 +187,6 @@ def test_a_crashing_harness_is_an_error_run_with_its_artifacts(tmp_path: Path) -
     assert any(e["type"] == "error" and "agent exploded" in e["message"] for e in ev)
 
 
-
 def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox_image: str) -> None:
     """On Ctrl-C the runner sets cancel and then removes the sandbox, so the CLI's exec stream can
     end before the streaming loop next looks at the flag. That is a cancellation, not a CLI
@@ -166,14 +197,22 @@ def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     from harnesses.agent_cli import run_streaming
+
     sandbox = DockerSandbox(SandboxSpec(image=sandbox_image, run_id=f"cancel{uuid.uuid4().hex[:6]}"))
     cancel = threading.Event()
     lines: list[str] = []
     try:
         sandbox.start()
         cancel.set()
-        res = run_streaming(sandbox, ["sh", "-c", "echo started; sleep 0.05; exit 3"], env={}, workdir="/work",
-                            deadline=time.time() + 60, cancel=cancel, on_line=lines.append)
+        res = run_streaming(
+            sandbox,
+            ["sh", "-c", "echo started; sleep 0.05; exit 3"],
+            env={},
+            workdir="/work",
+            deadline=time.time() + 60,
+            cancel=cancel,
+            on_line=lines.append,
+        )
     finally:
         sandbox.stop()
     assert lines == ["started"]
@@ -182,29 +221,31 @@ def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox
 
 def test_a_second_run_on_the_same_results_dir_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
     from benchctl.run_setup import _lock_results
+
     task, model = make_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
     out = tmp_path / "out"
     out.mkdir()
-    held = _lock_results(out)                  # stands in for a first `benchctl run` still running
+    held = _lock_results(out)  # stands in for a first `benchctl run` still running
     assert held is not None
     try:
         rc = run_inprocess(task, model, out)
         assert rc == 2
-        assert not (out / "runs").exists()     # refused before touching anything
+        assert not (out / "runs").exists()  # refused before touching anything
     finally:
-        held.close()                           # the first process ends: the lock goes with it
+        held.close()  # the first process ends: the lock goes with it
     assert run_inprocess(task, model, out) == 0
     assert [read_json(r / "meta.json")["status"] for r in runs(out)] == ["completed"]
 
 
-def test_rerun_with_another_fallback_warns_that_the_finished_run_is_reused(tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_rerun_with_another_fallback_warns_that_the_finished_run_is_reused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     task, model = make_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
     out = tmp_path / "out"
     assert run_inprocess(task, model, out) == 0
     capsys.readouterr()
-    assert run_inprocess(task, model, out, fallback=model) == 0     # skipped: same run id
+    assert run_inprocess(task, model, out, fallback=model) == 0  # skipped: same run id
     err = capsys.readouterr().err
     assert "is finished and skipped, but it was made with a different fallback" in err
-    assert run_inprocess(task, model, out) == 0                     # same settings: no warning
+    assert run_inprocess(task, model, out) == 0  # same settings: no warning
     assert "different" not in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """Sweep expansion, run ids, resume decisions and up-front validation (no Docker)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,13 @@ DEMO_MODEL = "scripted/configs/demo/investigator.json"
 
 
 def cfg(**kw: object) -> SweepConfig:
-    base = dict(task_dir=Path("/t"), models=["anthropic/a", "openai/b"], harnesses=["react"],
-                budgets=["10m", "30m"], seeds=[0, 1, 2])
+    base = dict(
+        task_dir=Path("/t"),
+        models=["anthropic/a", "openai/b"],
+        harnesses=["react"],
+        budgets=["10m", "30m"],
+        seeds=[0, 1, 2],
+    )
     base.update(kw)
     return SweepConfig(**base)  # type: ignore[arg-type]
 
@@ -33,8 +39,12 @@ def test_expand_is_the_full_product_with_unique_ids() -> None:
 
 
 def test_expand_dedupes_repeated_models_and_merges_options() -> None:
-    specs = expand(cfg(models=["anthropic/a", "anthropic/a"], harness_options={"x": 2}), "t", ["1m"],
-                   options_for=lambda h: {"reasoning_effort": "high", "x": 1})
+    specs = expand(
+        cfg(models=["anthropic/a", "anthropic/a"], harness_options={"x": 2}),
+        "t",
+        ["1m"],
+        options_for=lambda h: {"reasoning_effort": "high", "x": 1},
+    )
     assert len(specs) == 3
     assert specs[0].options == {"reasoning_effort": "high", "x": 2}
 
@@ -49,8 +59,10 @@ def test_seeds() -> None:
 
 def test_sweep_file(tmp_path: Path) -> None:
     f = tmp_path / "sweep.toml"
-    f.write_text('task = "../task"\nmodels = ["scripted/x.json"]\nbudgets = ["1m"]\nseeds = 2\nconcurrency = 4\n'
-                 'out = "res"\nvariants = ["base", "swap"]\n')
+    f.write_text(
+        'task = "../task"\nmodels = ["scripted/x.json"]\nbudgets = ["1m"]\nseeds = 2\nconcurrency = 4\n'
+        'out = "res"\nvariants = ["base", "swap"]\n'
+    )
     c = load_sweep_file(f)
     assert c.task_dir == (tmp_path.parent / "task").resolve()
     assert c.seeds == [0, 1] and c.concurrency == 4 and c.out == (tmp_path / "res").resolve()
@@ -58,26 +70,40 @@ def test_sweep_file(tmp_path: Path) -> None:
     f.write_text('task = "t"\nmodels = ["m/x"]\nmodel = "typo"\n')
     with pytest.raises(SweepError, match="`model`: unknown key"):
         load_sweep_file(f)
-    f.write_text('task = "t"\nmodels = ["m/x"]\nfallback = ["openai/gpt-5"]\n')    # was a crash later on
+    f.write_text('task = "t"\nmodels = ["m/x"]\nfallback = ["openai/gpt-5"]\n')  # was a crash later on
     with pytest.raises(SweepError, match="`fallback`: must be a string"):
         load_sweep_file(f)
 
 
 def test_command_line_options_override_the_sweep_file(tmp_path: Path) -> None:
     from benchctl.run_setup import resolve_config
+
     f = tmp_path / "sweep.toml"
     f.write_text(f'task = "{REPO}/configs/demo"\nmodels = ["{DEMO_MODEL}"]\nbudgets = ["2m"]\nout = "res"\n')
-    r = resolve_config(task=None, models=[], harnesses=["react"], budgets=["30s"], seeds=1, out=None, concurrency=1,
-                       fallback=DEMO_MODEL, variants=["contoso"], sweep=f)
+    r = resolve_config(
+        task=None,
+        models=[],
+        harnesses=["react"],
+        budgets=["30s"],
+        seeds=1,
+        out=None,
+        concurrency=1,
+        fallback=DEMO_MODEL,
+        variants=["contoso"],
+        sweep=f,
+    )
     assert [(s.budget, s.variant, s.fallback) for s in r.specs] == [("30s", "contoso", DEMO_MODEL)]
     assert r.out == (tmp_path / "res").resolve() and r.sweep.concurrency == 1
 
 
 def test_seeds_and_concurrency_come_from_the_sweep_file_unless_given(tmp_path: Path) -> None:
     from benchctl.run_setup import resolve_config
+
     f = tmp_path / "sweep.toml"
-    f.write_text(f'task = "{REPO}/configs/demo"\nmodels = ["{DEMO_MODEL}"]\nbudgets = ["2m"]\nseeds = 3\n'
-                 f'concurrency = 4\nout = "res"\n')
+    f.write_text(
+        f'task = "{REPO}/configs/demo"\nmodels = ["{DEMO_MODEL}"]\nbudgets = ["2m"]\nseeds = 3\n'
+        f'concurrency = 4\nout = "res"\n'
+    )
     common = dict(task=None, models=[], harnesses=[], budgets=[], out=None, fallback=None, variants=[], sweep=f)
     r = resolve_config(seeds=None, concurrency=None, **common)
     assert sorted(s.seed for s in r.specs) == [0, 1, 2] and r.sweep.concurrency == 4
@@ -91,7 +117,7 @@ def test_resume_decisions(tmp_path: Path) -> None:
     write_json_atomic(done / "meta.json", {"status": "timeout"})
     write_json_atomic(errored / "meta.json", {"status": "error"})
     torn.mkdir(parents=True)
-    (torn / "meta.json").write_text('{"status": "compl')           # killed mid-write of a non-atomic writer
+    (torn / "meta.json").write_text('{"status": "compl')  # killed mid-write of a non-atomic writer
     partial.mkdir(parents=True)
     (partial / "transcript.jsonl").write_text('{"type": "run_start"}\n')
     assert [a for _, a in plan(tmp_path, specs)] == ["skip", "redo", "redo", "redo", "new"]
@@ -123,15 +149,18 @@ def test_registry() -> None:
         registry.create("autogpt")
 
 
-@pytest.mark.parametrize("args, expect", [
-    (["configs/demo", "--model", DEMO_MODEL, "--harness", "autogpt"], "unknown harness 'autogpt'"),
-    (["configs/demo", "--model", "acme/m1"], "unknown provider 'acme'"),
-    (["configs/demo", "--model", "scripted/nope.json"], "nope.json"),
-    (["configs/demo", "--model", DEMO_MODEL, "--budget", "soon"], "not a duration"),
-    (["configs/demo", "--model", DEMO_MODEL, "--variant", "nope"], "'nope'"),
-    (["configs/nope", "--model", DEMO_MODEL], "no task file"),
-    (["configs/demo", "--model", DEMO_MODEL, "--progress", "jsno"], "--progress 'jsno': use one of"),
-])
+@pytest.mark.parametrize(
+    "args, expect",
+    [
+        (["configs/demo", "--model", DEMO_MODEL, "--harness", "autogpt"], "unknown harness 'autogpt'"),
+        (["configs/demo", "--model", "acme/m1"], "unknown provider 'acme'"),
+        (["configs/demo", "--model", "scripted/nope.json"], "nope.json"),
+        (["configs/demo", "--model", DEMO_MODEL, "--budget", "soon"], "not a duration"),
+        (["configs/demo", "--model", DEMO_MODEL, "--variant", "nope"], "'nope'"),
+        (["configs/nope", "--model", DEMO_MODEL], "no task file"),
+        (["configs/demo", "--model", DEMO_MODEL, "--progress", "jsno"], "--progress 'jsno': use one of"),
+    ],
+)
 def test_cli_rejects_bad_input_before_writing_anything(tmp_path: Path, args: list[str], expect: str) -> None:
     out = tmp_path / "res"
     r = cli("run", *args, "--out", str(out), timeout=120)
@@ -142,6 +171,7 @@ def test_cli_rejects_bad_input_before_writing_anything(tmp_path: Path, args: lis
 
 def test_cli_missing_key_is_explained(tmp_path: Path) -> None:
     import os
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}
     r = cli("run", "configs/demo", "--model", "anthropic/claude-x", "--out", str(tmp_path / "r"), env=env, timeout=120)
     assert r.returncode != 0 and "export ANTHROPIC_API_KEY" in r.stderr

@@ -1,5 +1,6 @@
 """Safe artifact collection: pure checks on hand-made tar streams, then hostile files in a real
 sandbox (symlinks out, `..` links, a 2 GB sparse file, a fifo)."""
+
 from __future__ import annotations
 
 import io
@@ -20,7 +21,7 @@ def _tar(members: list[tuple[tarfile.TarInfo, bytes]]) -> list[bytes]:
             info.size = len(data) if info.isreg() else 0
             tf.addfile(info, io.BytesIO(data) if info.isreg() else None)
     raw = buf.getvalue()
-    return [raw[i:i + 700] for i in range(0, len(raw), 700)]  # odd chunking on purpose
+    return [raw[i : i + 700] for i in range(0, len(raw), 700)]  # odd chunking on purpose
 
 
 def _info(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
@@ -49,19 +50,28 @@ def test_safe_relpath() -> None:
 
 def test_extract_refuses_hostile_members_without_listing(tmp_path: Path) -> None:
     dest = tmp_path / "dest"
-    chunks = _tar([
-        (_info("work", tarfile.DIRTYPE), b""),
-        (_info("work/ok.txt"), b"fine"),
-        (_info("work/../../escape.txt"), b"evil"),
-        (_info("/etc/cron.d/x"), b"evil"),
-        (_info("work/ln", tarfile.SYMTYPE, "/etc/passwd"), b""),
-        (_info("work/hard", tarfile.LNKTYPE, "work/ok.txt"), b""),
-        (_info("work/fifo", tarfile.FIFOTYPE), b""),
-        (_info("other/x.txt"), b"not under the requested root"),
-    ])
+    chunks = _tar(
+        [
+            (_info("work", tarfile.DIRTYPE), b""),
+            (_info("work/ok.txt"), b"fine"),
+            (_info("work/../../escape.txt"), b"evil"),
+            (_info("/etc/cron.d/x"), b"evil"),
+            (_info("work/ln", tarfile.SYMTYPE, "/etc/passwd"), b""),
+            (_info("work/hard", tarfile.LNKTYPE, "work/ok.txt"), b""),
+            (_info("work/fifo", tarfile.FIFOTYPE), b""),
+            (_info("other/x.txt"), b"not under the requested root"),
+        ]
+    )
     report = CollectReport()
-    ok = artifacts.extract_archive(chunks, artifacts.SafeWriter(dest), report, container_root="/work",
-                                   root_is_dir=True, expected=None, max_bytes=1000)
+    ok = artifacts.extract_archive(
+        chunks,
+        artifacts.SafeWriter(dest),
+        report,
+        container_root="/work",
+        root_is_dir=True,
+        expected=None,
+        max_bytes=1000,
+    )
     assert ok
     assert _host_files(dest) == {"ok.txt": "fine"}
     assert not (tmp_path / "escape.txt").exists()
@@ -75,11 +85,24 @@ def test_extract_refuses_hostile_members_without_listing(tmp_path: Path) -> None
 
 
 def test_extract_stops_on_oversize_member_in_stream(tmp_path: Path) -> None:
-    chunks = _tar([(_info("w", tarfile.DIRTYPE), b""), (_info("w/a"), b"x" * 50), (_info("w/big"), b"y" * 5000),
-                   (_info("w/z"), b"z")])
+    chunks = _tar(
+        [
+            (_info("w", tarfile.DIRTYPE), b""),
+            (_info("w/a"), b"x" * 50),
+            (_info("w/big"), b"y" * 5000),
+            (_info("w/z"), b"z"),
+        ]
+    )
     report = CollectReport()
-    ok = artifacts.extract_archive(chunks, artifacts.SafeWriter(tmp_path), report, container_root="/w",
-                                   root_is_dir=True, expected=None, max_bytes=1000)
+    ok = artifacts.extract_archive(
+        chunks,
+        artifacts.SafeWriter(tmp_path),
+        report,
+        container_root="/w",
+        root_is_dir=True,
+        expected=None,
+        max_bytes=1000,
+    )
     assert ok is False
     assert _host_files(tmp_path) == {"a": "x" * 50}
     assert "over the 1000-byte cap" in report.skipped[0]["reason"]
@@ -92,19 +115,31 @@ def test_writer_never_writes_through_existing_symlink(tmp_path: Path) -> None:
     dest.mkdir()
     (dest / "sub").symlink_to(outside)
     (dest / "f.txt").symlink_to(outside / "f.txt")
-    chunks = _tar([(_info("w", tarfile.DIRTYPE), b""), (_info("w/sub", tarfile.DIRTYPE), b""),
-                   (_info("w/sub/x"), b"1"), (_info("w/f.txt"), b"2")])
+    chunks = _tar(
+        [
+            (_info("w", tarfile.DIRTYPE), b""),
+            (_info("w/sub", tarfile.DIRTYPE), b""),
+            (_info("w/sub/x"), b"1"),
+            (_info("w/f.txt"), b"2"),
+        ]
+    )
     report = CollectReport()
-    artifacts.extract_archive(chunks, artifacts.SafeWriter(dest), report, container_root="/w",
-                              root_is_dir=True, expected=None, max_bytes=1000)
+    artifacts.extract_archive(
+        chunks, artifacts.SafeWriter(dest), report, container_root="/w", root_is_dir=True, expected=None, max_bytes=1000
+    )
     assert list(outside.iterdir()) == []
     assert {s["path"] for s in report.skipped} >= {"/w/sub", "/w/sub/x", "/w/f.txt"}
 
 
 def test_plan_reports_each_refusal() -> None:
-    entries = [artifacts.Entry("d", 0, "/work"), artifacts.Entry("f", 10, "/work/a"),
-               artifacts.Entry("l", 11, "/work/l", "/etc/passwd"), artifacts.Entry("p", 0, "/work/fifo"),
-               artifacts.Entry("f", 2 << 30, "/work/big"), artifacts.Entry("s", 0, "/work/sock")]
+    entries = [
+        artifacts.Entry("d", 0, "/work"),
+        artifacts.Entry("f", 10, "/work/a"),
+        artifacts.Entry("l", 11, "/work/l", "/etc/passwd"),
+        artifacts.Entry("p", 0, "/work/fifo"),
+        artifacts.Entry("f", 2 << 30, "/work/big"),
+        artifacts.Entry("s", 0, "/work/sock"),
+    ]
     report = CollectReport()
     allowed, oversize, refused = artifacts.plan(entries, "/work", True, 1000, report)
     assert set(allowed) == {"a"} and oversize and refused == {"l", "fifo", "big", "sock"}
@@ -142,6 +177,7 @@ newline"
 @pytest.mark.docker
 def test_hostile_artifacts_stay_inside_and_are_reported(sandbox_image: str, tmp_path: Path) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+
     run_dir = tmp_path / "run"
     dest = run_dir / "artifacts"
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-artifacts")) as box:
@@ -149,8 +185,11 @@ def test_hostile_artifacts_stay_inside_and_are_reported(sandbox_image: str, tmp_
         assert r.exit_code == 0, r
         report = box.collect(["/work/out", "/work/out/passwd_link", "/work/missing"], dest)
         single = box.collect(["/work/out/report.md"], tmp_path / "single")
-    assert _host_files(dest) == {"out/report.md": "report\n", "out/sub/ok.txt": "nested\n",
-                                 "out/name with\nnewline": "weird"}  # dest mirrors /work
+    assert _host_files(dest) == {
+        "out/report.md": "report\n",
+        "out/sub/ok.txt": "nested\n",
+        "out/name with\nnewline": "weird",
+    }  # dest mirrors /work
     assert (dest / "out" / "emptydir").is_dir()
     assert sorted(os.listdir(tmp_path)) == ["run", "single"]  # nothing written next to the run dir
     reasons = {s["path"]: s["reason"] for s in report.skipped}
@@ -167,9 +206,12 @@ def test_hostile_artifacts_stay_inside_and_are_reported(sandbox_image: str, tmp_
 @pytest.mark.docker
 def test_collect_whole_tree_in_one_archive(sandbox_image: str, tmp_path: Path) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-artifacts-tree")) as box:
-        box.exec("mkdir -p /work/a/b && for i in $(seq 1 50); do echo $i > /work/a/b/f$i; done; "
-                 "echo log > /tmp/agent.log", timeout=30)
+        box.exec(
+            "mkdir -p /work/a/b && for i in $(seq 1 50); do echo $i > /work/a/b/f$i; done; echo log > /tmp/agent.log",
+            timeout=30,
+        )
         report = box.collect(["/work", "/tmp/agent.log"], tmp_path / "all")
         sub = box.collect(["/work/a"], tmp_path / "sub")
     assert len(report.copied) == 51 and not report.skipped

@@ -1,5 +1,6 @@
 """No container outlives benchctl: SIGINT/SIGTERM in a process holding sandboxes, and stray
 removal by label."""
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def _containers(run_id: str) -> list[Any]:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_signal_leaves_no_container_behind(sandbox_image: str, signum: int) -> None:
     run_id = f"test-signal-{uuid.uuid4().hex[:8]}"
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, sandbox_image, run_id], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, sandbox_image, run_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -60,7 +62,9 @@ def test_signal_leaves_no_container_behind(sandbox_image: str, signum: int) -> N
 
 def test_stray_containers_found_and_removed(sandbox_image: str, docker_engine) -> None:
     import docker
+
     from benchctl.sandbox import cleanup
+
     client = docker_engine
     run_id = f"test-stray-{uuid.uuid4().hex[:8]}"
     finished = subprocess.Popen(["true"])
@@ -68,8 +72,10 @@ def test_stray_containers_found_and_removed(sandbox_image: str, docker_engine) -
     dead_pid = finished.pid  # a pid whose process has exited
     labels_dead = {**cleanup.owner_labels(run_id), cleanup.LABEL_OWNER_PID: str(dead_pid)}
     labels_live = {**cleanup.owner_labels(run_id), cleanup.LABEL_OWNER_PID: str(os.getppid())}
-    ids = [client.api.create_container(sandbox_image, command=["true"], labels=lab)["Id"]
-           for lab in (labels_dead, labels_live)]
+    ids = [
+        client.api.create_container(sandbox_image, command=["true"], labels=lab)["Id"]
+        for lab in (labels_dead, labels_live)
+    ]
     try:
         found = {s.id: s for s in cleanup.find_managed(client, run_id=run_id)}
         assert set(found) == {i[:12] for i in ids}
@@ -90,10 +96,13 @@ def test_stray_containers_found_and_removed(sandbox_image: str, docker_engine) -
 def test_forgotten_sandbox_removed_at_exit(sandbox_image: str) -> None:
     """A program that starts a sandbox and exits without stop() leaves nothing behind."""
     run_id = f"test-atexit-{uuid.uuid4().hex[:8]}"
-    code = ("import sys; from benchctl.sandbox import DockerSandbox, SandboxSpec; "
-            "DockerSandbox(SandboxSpec(image=sys.argv[1], run_id=sys.argv[2])).start(); print('started')")
-    done = subprocess.run([sys.executable, "-c", code, sandbox_image, run_id], capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import sys; from benchctl.sandbox import DockerSandbox, SandboxSpec; "
+        "DockerSandbox(SandboxSpec(image=sys.argv[1], run_id=sys.argv[2])).start(); print('started')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, sandbox_image, run_id], capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.strip() == "started", done.stderr
     assert _containers(run_id) == []
 
@@ -101,6 +110,7 @@ def test_forgotten_sandbox_removed_at_exit(sandbox_image: str) -> None:
 def test_remove_all_live_never_raises_when_the_engine_is_unreachable(tmp_path, monkeypatch) -> None:
     """It runs from signal handlers: an exception there would replace the KeyboardInterrupt."""
     from benchctl.sandbox import cleanup
+
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     name = f"benchctl-test-unreachable-{uuid.uuid4().hex[:8]}"
     cleanup.register(name)

@@ -3,6 +3,7 @@
 One container per module where the test allows (the isolation and lifecycle tests share one;
 limit tests get their own small-limit containers).
 """
+
 from __future__ import annotations
 
 import os
@@ -66,8 +67,14 @@ def server(env_dirs: dict[str, Path]):
 @pytest.fixture(scope="module")
 def sb(sandbox_image: str, env_dirs: dict[str, Path], server: UnixEchoServer):
     from benchctl.sandbox.docker_sandbox import DockerSandbox
-    spec = SandboxSpec(image=sandbox_image, run_id="test-sandbox-docker", data_dir=env_dirs["data"],
-                       gateway_dir=env_dirs["gateway"], env={"TASK_NAME": "demo"})
+
+    spec = SandboxSpec(
+        image=sandbox_image,
+        run_id="test-sandbox-docker",
+        data_dir=env_dirs["data"],
+        gateway_dir=env_dirs["gateway"],
+        env={"TASK_NAME": "demo"},
+    )
     box = DockerSandbox(spec)
     box.start()
     yield box
@@ -79,6 +86,7 @@ def py(sb, code: str, timeout: float = 30):
 
 
 # --- network isolation -----------------------------------------------------------------------
+
 
 def test_outbound_tcp_fails(sb) -> None:
     r = py(sb, "import socket; s=socket.socket(); s.settimeout(3); s.connect(('1.1.1.1', 443))")
@@ -96,8 +104,9 @@ def test_dns_fails(sb) -> None:
 
 
 def test_ipv6_fails(sb) -> None:
-    r = py(sb, "import socket; s=socket.socket(socket.AF_INET6); s.settimeout(3); "
-               "s.connect(('2606:4700:4700::1111', 443))")
+    r = py(
+        sb, "import socket; s=socket.socket(socket.AF_INET6); s.settimeout(3); s.connect(('2606:4700:4700::1111', 443))"
+    )
     assert r.exit_code != 0 and "Errno" in r.stderr, r
 
 
@@ -107,12 +116,16 @@ def test_only_loopback_interface(sb) -> None:
 
 
 def test_unix_socket_from_host_reachable(sb) -> None:
-    r = py(sb, "import socket; s=socket.socket(socket.AF_UNIX); s.connect('/gateway/gw.sock'); "
-               "s.sendall(b'ping'); print(s.recv(100).decode())")
+    r = py(
+        sb,
+        "import socket; s=socket.socket(socket.AF_UNIX); s.connect('/gateway/gw.sock'); "
+        "s.sendall(b'ping'); print(s.recv(100).decode())",
+    )
     assert r.exit_code == 0 and r.stdout.strip() == "pong:ping", r
 
 
 # --- privileges and mounts ------------------------------------------------------------------
+
 
 def test_not_root_and_no_privileges(sb) -> None:
     r = sb.exec("id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status")
@@ -142,6 +155,7 @@ def test_tini_is_pid1(sb) -> None:
 
 
 # --- exec, files ----------------------------------------------------------------------------
+
 
 def test_exec_exit_codes_and_streams(sb) -> None:
     r = sb.exec("echo out; echo err >&2; exit 3")
@@ -177,6 +191,7 @@ def test_put_and_get_file(sb) -> None:
     assert sb.get_file("/work/deep/dir/f.bin") == b"\x00\x01binary"
     assert sb.exec("stat -c '%U %a' /work/deep/dir/f.bin").stdout.strip() == "agent 600"
     from benchctl.sandbox.docker_sandbox import SandboxError
+
     with pytest.raises(SandboxError, match="cap"):
         sb.get_file("/work/deep/dir/f.bin", max_bytes=3)
     with pytest.raises(FileNotFoundError):
@@ -187,19 +202,27 @@ def test_put_and_get_file(sb) -> None:
 
 # --- limits (own containers) ----------------------------------------------------------------
 
+
 def test_limits_reach_docker_in_its_units(sandbox_image: str, docker_engine) -> None:
     """[limits] values are converted by benchctl (docker-py alone does not read "96MiB")."""
     from benchctl.sandbox.docker_sandbox import DockerSandbox
-    with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-limits",
-                                   limits=Limits(cpus=0.5, memory="96MiB", pids=48))) as box:
+
+    with DockerSandbox(
+        SandboxSpec(image=sandbox_image, run_id="test-limits", limits=Limits(cpus=0.5, memory="96MiB", pids=48))
+    ) as box:
         host = docker_engine.api.inspect_container(box.container_id)["HostConfig"]
-        assert (host["NanoCpus"], host["Memory"], host["MemorySwap"], host["PidsLimit"]) == \
-            (500_000_000, 96 * 2 ** 20, 96 * 2 ** 20, 48)
+        assert (host["NanoCpus"], host["Memory"], host["MemorySwap"], host["PidsLimit"]) == (
+            500_000_000,
+            96 * 2**20,
+            96 * 2**20,
+            48,
+        )
         assert box.exec("echo alive").stdout == "alive\n"
 
 
 def test_memory_hog_killed_and_reported(sandbox_image: str) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-mem", limits=Limits(memory="128m"))) as box:
         r = box.exec(["python3", "-c", "b = bytearray(512 * 1024 * 1024); print('survived')"], timeout=60)
         assert r.exit_code == 137 and "survived" not in r.stdout
@@ -209,11 +232,13 @@ def test_memory_hog_killed_and_reported(sandbox_image: str) -> None:
 
 def test_fork_bomb_contained(sandbox_image: str, docker_engine) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-fork", limits=Limits(pids=64))) as box:
         peak = []
         result = []
-        bomb = threading.Thread(target=lambda: result.append(
-            box.exec("bomb() { bomb | bomb; }; bomb", timeout=6, output_cap=10_000)))
+        bomb = threading.Thread(
+            target=lambda: result.append(box.exec("bomb() { bomb | bomb; }; bomb", timeout=6, output_cap=10_000))
+        )
         bomb.start()
         api = docker_engine.api
         host_ok = []
@@ -231,10 +256,13 @@ def test_fork_bomb_contained(sandbox_image: str, docker_engine) -> None:
 
 # --- lifecycle ------------------------------------------------------------------------------
 
+
 def test_stop_removes_container_and_is_idempotent(sandbox_image: str, docker_engine) -> None:
     import docker
+
     from benchctl.sandbox import cleanup
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+
     box = DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-stop"))
     box.start()
     assert box.name in cleanup.live_containers()
@@ -252,7 +280,9 @@ def test_stop_removes_container_and_is_idempotent(sandbox_image: str, docker_eng
 
 def test_context_manager_removes_on_error(sandbox_image: str, docker_engine) -> None:
     import docker
+
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+
     with pytest.raises(RuntimeError):
         with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-ctx")) as box:
             cid = box.container_id
@@ -263,12 +293,14 @@ def test_context_manager_removes_on_error(sandbox_image: str, docker_engine) -> 
 
 def test_missing_image_says_how_to_build() -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+
     with pytest.raises(SandboxError, match="benchctl images build"):
         DockerSandbox(SandboxSpec(image="benchctl-no-such-image:nope", run_id="test-noimg")).start()
 
 
 def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str, docker_engine) -> None:
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-gone")) as box:
         docker_engine.api.remove_container(box.container_id, force=True)  # e.g. `benchctl cleanup --all`
         with pytest.raises(SandboxError, match="cannot exec"):
@@ -280,6 +312,7 @@ def test_exec_after_external_removal_is_a_sandbox_error(sandbox_image: str, dock
 def test_start_after_stop_refuses_and_creates_nothing(sandbox_image: str) -> None:
     """A cancel may stop() a sandbox just before the runner's start(): nothing may be created then."""
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+
     box = DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-stop-first"))
     box.stop()
     with pytest.raises(SandboxError, match="stopped before it started"):
@@ -319,18 +352,19 @@ def test_container_removed_during_exec_gives_a_result_or_a_sandbox_error(sandbox
 
     from benchctl.sandbox.base import ExecResult
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
+
     with DockerSandbox(SandboxSpec(image=sandbox_image, run_id="test-gone-mid-exec")) as box:
         outcome: list[object] = []
 
         def run() -> None:
             try:
                 outcome.append(box.exec("sleep 30", timeout=60))
-            except Exception as e:  # noqa: BLE001 - the type is what this test checks
+            except Exception as e:
                 outcome.append(e)
 
         worker = threading.Thread(target=run)
         worker.start()
-        time.sleep(0.5)   # the command is running (removing it at once takes other, luckier paths)
+        time.sleep(0.5)  # the command is running (removing it at once takes other, luckier paths)
         docker_engine.api.remove_container(box.container_id, force=True)
         worker.join(30)
     assert len(outcome) == 1 and isinstance(outcome[0], (ExecResult, SandboxError)), outcome

@@ -1,4 +1,5 @@
 """FrameReader: Docker's multiplexed exec stream parsed from a socket, whatever the read boundaries."""
+
 from __future__ import annotations
 
 import socket
@@ -14,7 +15,7 @@ class ScriptedSocket:
     def __init__(self, pieces: list[bytes]) -> None:
         self._pieces = list(pieces)
         self._a, self._b = socket.socketpair()
-        self._b.sendall(b"x")   # keeps self._a readable for select()
+        self._b.sendall(b"x")  # keeps self._a readable for select()
         self._sock = self
 
     def fileno(self) -> int:

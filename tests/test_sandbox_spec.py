@@ -1,4 +1,5 @@
 """DockerSandbox refuses bad specs before touching Docker (no engine needed)."""
+
 from __future__ import annotations
 
 import re
@@ -48,6 +49,7 @@ def test_relative_sandbox_paths_refused() -> None:
     with pytest.raises(SandboxError, match="not running"):
         box.exec("true")
     from benchctl.sandbox.docker_sandbox import _abs
+
     with pytest.raises(ValueError, match="absolute"):
         _abs("work/report.md")
     assert _abs("/work/../work/./r.md") == "/work/r.md"
@@ -78,9 +80,12 @@ def test_stop_before_start_does_not_touch_docker() -> None:
         box.start()
 
 
-@pytest.mark.parametrize("limits, key", [(dict(pids=-5), "pids"), (dict(cpus=0), "cpus"), (dict(memory="lots"), "memory")])
+@pytest.mark.parametrize(
+    "limits, key", [(dict(pids=-5), "pids"), (dict(cpus=0), "cpus"), (dict(memory="lots"), "memory")]
+)
 def test_limits_that_docker_would_misread_are_refused(limits: dict, key: str) -> None:
     from benchctl.sandbox.base import Limits
+
     with pytest.raises(SandboxError, match=f"limits.{key}"):
         _start(SandboxSpec(image="x", run_id="r", limits=Limits(**limits)))
 
@@ -89,11 +94,14 @@ def test_limits_that_docker_would_misread_are_refused(limits: dict, key: str) ->
 _DOCKER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]+$")
 
 
-@pytest.mark.parametrize("run_id, part", [
-    ("demo__react__scripted-x__5m__s0", "demo__react__scripted-x__5m__s0"),   # a make_run_id id, as it is
-    ("naïve/run id", "na-ve-run-id"),    # layout.slug: ASCII only (str.isalnum would keep "ï", Docker refuses it)
-    ("x" * 100, "x" * 60),
-])
+@pytest.mark.parametrize(
+    "run_id, part",
+    [
+        ("demo__react__scripted-x__5m__s0", "demo__react__scripted-x__5m__s0"),  # a make_run_id id, as it is
+        ("naïve/run id", "na-ve-run-id"),  # layout.slug: ASCII only (str.isalnum would keep "ï", Docker refuses it)
+        ("x" * 100, "x" * 60),
+    ],
+)
 def test_container_name_is_the_layout_slug_of_the_run_id(run_id: str, part: str) -> None:
     box = DockerSandbox(SandboxSpec(image="x", run_id=run_id), client=NoDocker())
     assert re.fullmatch(rf"benchctl-{re.escape(part)}-[0-9a-f]{{8}}", box.name), box.name

@@ -1,5 +1,6 @@
 """Script loading and validation, turn selection (order, match rules, after_end), ScriptRequest
 extraction from each wire API, Python-callable scripts, and ScriptedUpstream.send pacing."""
+
 from __future__ import annotations
 
 import asyncio
@@ -32,27 +33,40 @@ def _text(up: ScriptedUpstream, call: UpstreamCall) -> str:
 
 # ---------------------------------------------------------------- validation
 
-@pytest.mark.parametrize("script,needle", [
-    ({"turns": []}, "field 'turns': must be a non-empty list"),
-    ({"turn": [{"text": "x"}]}, "field 'turn': unknown top-level field"),
-    ({"turns": [{"text": "x"}], "after_end": "loop"}, "field 'after_end': must be one of"),
-    ({"turns": [{"text": "a"}, {"txt": "x"}]}, "turn 1, field 'txt': unknown field"),
-    ({"turns": [{"text": 3}]}, "turn 0, field 'text': must be a string"),
-    ({"turns": [{}]}, "turn 0: a turn needs at least one of"),
-    ({"turns": [{"tool_calls": [{"input": {}}]}]}, "turn 0, field 'tool_calls[0]': needs a non-empty string 'name'"),
-    ({"turns": [{"tool_calls": [{"name": "b", "input": [1]}]}]}, "field 'tool_calls[0].input': must be a JSON object"),
-    ({"turns": [{"tool_calls": [{"name": "b", "args": {}}]}]}, "field 'tool_calls[0].args': unknown field"),
-    ({"turns": [{"error": {"status": 200}}]}, "field 'error.status': must be an HTTP error status"),
-    ({"turns": [{"error": {"status": 429, "retry_after": "soon"}}]}, "field 'error.retry_after'"),
-    ({"turns": [{"text": "x", "match": "("}]}, "field 'match': bad regular expression"),
-    ({"turns": [{"text": "x", "match_in": "all"}]}, "field 'match_in'"),
-    ({"turns": [{"text": "x", "usage": {"input": 3}}]}, "field 'usage.input': unknown usage key"),
-    ({"turns": [{"text": "x", "usage": {"input_tokens": -1}}]}, "field 'usage.input_tokens': must be a non-negative"),
-    ({"turns": [{"text": "x", "chunks": 0}]}, "field 'chunks': must be >= 1"),
-    ({"turns": [{"text": "x", "delay": -1}]}, "field 'delay': must be >= 0"),
-    ({"turns": [{"text": "x", "refusal": "yes"}]}, "field 'refusal': must be true or false"),
-    ({"turns": [{"text": "x", "stop_reason": "done"}]}, "field 'stop_reason': 'done' is not one of"),
-])
+
+@pytest.mark.parametrize(
+    "script,needle",
+    [
+        ({"turns": []}, "field 'turns': must be a non-empty list"),
+        ({"turn": [{"text": "x"}]}, "field 'turn': unknown top-level field"),
+        ({"turns": [{"text": "x"}], "after_end": "loop"}, "field 'after_end': must be one of"),
+        ({"turns": [{"text": "a"}, {"txt": "x"}]}, "turn 1, field 'txt': unknown field"),
+        ({"turns": [{"text": 3}]}, "turn 0, field 'text': must be a string"),
+        ({"turns": [{}]}, "turn 0: a turn needs at least one of"),
+        (
+            {"turns": [{"tool_calls": [{"input": {}}]}]},
+            "turn 0, field 'tool_calls[0]': needs a non-empty string 'name'",
+        ),
+        (
+            {"turns": [{"tool_calls": [{"name": "b", "input": [1]}]}]},
+            "field 'tool_calls[0].input': must be a JSON object",
+        ),
+        ({"turns": [{"tool_calls": [{"name": "b", "args": {}}]}]}, "field 'tool_calls[0].args': unknown field"),
+        ({"turns": [{"error": {"status": 200}}]}, "field 'error.status': must be an HTTP error status"),
+        ({"turns": [{"error": {"status": 429, "retry_after": "soon"}}]}, "field 'error.retry_after'"),
+        ({"turns": [{"text": "x", "match": "("}]}, "field 'match': bad regular expression"),
+        ({"turns": [{"text": "x", "match_in": "all"}]}, "field 'match_in'"),
+        ({"turns": [{"text": "x", "usage": {"input": 3}}]}, "field 'usage.input': unknown usage key"),
+        (
+            {"turns": [{"text": "x", "usage": {"input_tokens": -1}}]},
+            "field 'usage.input_tokens': must be a non-negative",
+        ),
+        ({"turns": [{"text": "x", "chunks": 0}]}, "field 'chunks': must be >= 1"),
+        ({"turns": [{"text": "x", "delay": -1}]}, "field 'delay': must be >= 0"),
+        ({"turns": [{"text": "x", "refusal": "yes"}]}, "field 'refusal': must be true or false"),
+        ({"turns": [{"text": "x", "stop_reason": "done"}]}, "field 'stop_reason': 'done' is not one of"),
+    ],
+)
 def test_validation_errors_name_file_turn_and_field(tmp_path: Path, script: dict, needle: str) -> None:
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(script))
@@ -77,8 +91,9 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
 
 
 def test_toml_script(tmp_path: Path) -> None:
-    (tmp_path / "s.toml").write_text('after_end = "stop"\n[[turns]]\ntext = "hi"\n'
-                                     '[[turns.tool_calls]]\nname = "bash"\ninput = { command = "ls" }\n')
+    (tmp_path / "s.toml").write_text(
+        'after_end = "stop"\n[[turns]]\ntext = "hi"\n[[turns.tool_calls]]\nname = "bash"\ninput = { command = "ls" }\n'
+    )
     up = ScriptedUpstream(ModelId("scripted", str(tmp_path / "s.toml")))
     body = orjson.loads(b"".join(up.render(_user("x")).pieces))
     assert body["content"][1]["input"] == {"command": "ls"}
@@ -86,6 +101,7 @@ def test_toml_script(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- selection
+
 
 def test_in_order_then_after_end_modes() -> None:
     turns = [{"text": "one"}, {"text": "two"}]
@@ -98,12 +114,16 @@ def test_in_order_then_after_end_modes() -> None:
 
 
 def test_match_rules_win_and_are_not_consumed() -> None:
-    up = ScriptedUpstream({"turns": [
-        {"text": "one"},
-        {"match": r"finding ids: .*F3", "text": "rule F3"},
-        {"match": r"SECRET", "match_in": "request", "text": "rule in system"},
-        {"text": "two"},
-    ]})
+    up = ScriptedUpstream(
+        {
+            "turns": [
+                {"text": "one"},
+                {"match": r"finding ids: .*F3", "text": "rule F3"},
+                {"match": r"SECRET", "match_in": "request", "text": "rule in system"},
+                {"text": "two"},
+            ]
+        }
+    )
     assert _text(up, _user("finding ids: F1, F3")) == "rule F3"
     assert _text(up, _user("nothing")) == "one"
     assert _text(up, _user("finding ids: F3")) == "rule F3"
@@ -111,9 +131,16 @@ def test_match_rules_win_and_are_not_consumed() -> None:
     sys_call = _call("anthropic_messages", {"system": "SECRET rubric", "messages": [{"role": "user", "content": "x"}]})
     assert _text(up, sys_call) == "rule in system"
     # match_in last_user ignores earlier messages
-    hist = _call("anthropic_messages", {"messages": [{"role": "user", "content": "finding ids: F3"},
-                                                     {"role": "assistant", "content": "ok"},
-                                                     {"role": "user", "content": "next"}]})
+    hist = _call(
+        "anthropic_messages",
+        {
+            "messages": [
+                {"role": "user", "content": "finding ids: F3"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "next"},
+            ]
+        },
+    )
     assert _text(up, hist) == "two"
 
 
@@ -145,9 +172,15 @@ def test_python_callable_sees_the_request() -> None:
         return {"text": f"tools={','.join(req.tool_names)}"}
 
     up = ScriptedUpstream(judge)
-    call = _call("anthropic_messages", {"model": "claude-x", "system": [{"type": "text", "text": "SYS"}],
-                                        "tools": [{"name": "bash", "input_schema": {}}],
-                                        "messages": [{"role": "user", "content": "hi"}]})
+    call = _call(
+        "anthropic_messages",
+        {
+            "model": "claude-x",
+            "system": [{"type": "text", "text": "SYS"}],
+            "tools": [{"name": "bash", "input_schema": {}}],
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    )
     assert _text(up, call) == "tools=bash"
     assert seen[0].system == "SYS" and seen[0].model == "claude-x" and seen[0].wire_api == "anthropic_messages"
 
@@ -158,50 +191,94 @@ def test_python_callable_sees_the_request() -> None:
 
 # ---------------------------------------------------------------- request views per wire API
 
+
 def test_last_user_text_includes_tool_results_and_notices() -> None:
-    anth = _call("anthropic_messages", {"messages": [
-        {"role": "user", "content": "task"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"c": 1}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
-            {"type": "text", "text": "file-a"}]}, {"type": "text", "text": "Time remaining: 5 min"}]}]})
+    anth = _call(
+        "anthropic_messages",
+        {
+            "messages": [
+                {"role": "user", "content": "task"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"c": 1}}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "file-a"}]},
+                        {"type": "text", "text": "Time remaining: 5 min"},
+                    ],
+                },
+            ]
+        },
+    )
     r = script_request(anth)
     assert "file-a" in r.last_user_text and "Time remaining" in r.last_user_text and "task" not in r.last_user_text
 
-    resp = _call("openai_responses", {"instructions": "INS", "tools": [{"type": "function", "name": "shell"}], "input": [
-        {"role": "user", "content": [{"type": "input_text", "text": "task"}]},
-        {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": "out-1"},
-        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "hook says hi"}]}]})
+    resp = _call(
+        "openai_responses",
+        {
+            "instructions": "INS",
+            "tools": [{"type": "function", "name": "shell"}],
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "task"}]},
+                {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "out-1"},
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "hook says hi"}]},
+            ],
+        },
+    )
     r = script_request(resp)
     assert r.system == "INS" and r.tool_names == ["shell"]
     assert "out-1" in r.last_user_text and "hook says hi" in r.last_user_text
 
-    chat = _call("openai_chat", {"tools": [{"type": "function", "function": {"name": "f"}}], "messages": [
-        {"role": "system", "content": "S"}, {"role": "user", "content": "u1"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c", "content": "tool-out"}]})
+    chat = _call(
+        "openai_chat",
+        {
+            "tools": [{"type": "function", "function": {"name": "f"}}],
+            "messages": [
+                {"role": "system", "content": "S"},
+                {"role": "user", "content": "u1"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                {"role": "tool", "tool_call_id": "c", "content": "tool-out"},
+            ],
+        },
+    )
     r = script_request(chat)
     assert r.system == "S" and r.tool_names == ["f"] and r.last_user_text == "tool-out"
 
-    gem = _call("gemini", {"systemInstruction": {"parts": [{"text": "GS"}]},
-                           "tools": [{"functionDeclarations": [{"name": "g"}]}], "contents": [
-        {"role": "user", "parts": [{"text": "u"}]},
-        {"role": "model", "parts": [{"functionCall": {"name": "g", "args": {}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "g", "response": {"output": "g-out"}}}]}]})
+    gem = _call(
+        "gemini",
+        {
+            "systemInstruction": {"parts": [{"text": "GS"}]},
+            "tools": [{"functionDeclarations": [{"name": "g"}]}],
+            "contents": [
+                {"role": "user", "parts": [{"text": "u"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "g", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "g", "response": {"output": "g-out"}}}]},
+            ],
+        },
+    )
     r = script_request(gem)
     assert r.system == "GS" and r.tool_names == ["g"] and r.last_user_text == "g-out"
 
 
 # ---------------------------------------------------------------- send(): pacing, usage, count_tokens
 
+
 def test_send_paces_stream_and_reports_usage() -> None:
-    up = ScriptedUpstream({"turns": [{"text": "abcdefghij", "chunks": 5, "chunk_delay": 0.02, "delay": 0.05,
-                                      "model": "served-x"}]})
+    up = ScriptedUpstream(
+        {"turns": [{"text": "abcdefghij", "chunks": 5, "chunk_delay": 0.02, "delay": 0.05, "model": "served-x"}]}
+    )
 
     async def go():
         t0 = time.perf_counter()
-        resp = await up.send(_call("anthropic_messages", {"model": "m", "messages": [
-            {"role": "user", "content": "x" * 400}]}, stream=True))
+        resp = await up.send(
+            _call(
+                "anthropic_messages", {"model": "m", "messages": [{"role": "user", "content": "x" * 400}]}, stream=True
+            )
+        )
         t_headers = time.perf_counter() - t0
         pieces = [p async for p in resp.body]
         return resp, t_headers, time.perf_counter() - t0, pieces
@@ -240,10 +317,18 @@ def test_free_form_tool_input() -> None:
 # What Codex 0.147 sends (CLI_FACTS.md): MCP tools as a `namespace` tool for model names it has no
 # metadata for; behind a client-side `tool_search` tool for the ones it knows, loaded by a
 # `tool_search_output` item that it sends back in `input`.
-NAMESPACE = {"type": "namespace", "name": "mcp__target", "description": "Tools for probing PRISM-4.",
-             "tools": [{"type": "function", "name": "chat", "parameters": {}}]}
-TOOL_SEARCH = {"type": "tool_search", "execution": "client", "description": "Searches deferred tools.",
-               "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}
+NAMESPACE = {
+    "type": "namespace",
+    "name": "mcp__target",
+    "description": "Tools for probing PRISM-4.",
+    "tools": [{"type": "function", "name": "chat", "parameters": {}}],
+}
+TOOL_SEARCH = {
+    "type": "tool_search",
+    "execution": "client",
+    "description": "Searches deferred tools.",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+}
 EXEC = {"type": "function", "name": "exec_command", "parameters": {}}
 
 
@@ -263,10 +348,15 @@ def _responses(up: ScriptedUpstream, tools: list, items: list | None = None, str
 def test_a_namespace_member_is_called_with_its_namespace(stream: bool) -> None:
     """A call named flat (as Claude Code names MCP tools) or with `namespace` reaches a namespace tool's
     member the way the Responses API calls it; other APIs get the flat name."""
-    up = ScriptedUpstream({"turns": [
-        {"tool_calls": [{"name": "mcp__target__chat", "input": {"message": "hi"}}]},
-        {"tool_calls": [{"name": "chat", "namespace": "mcp__target", "input": {"message": "again"}}]},
-        {"tool_calls": [{"name": "chat", "namespace": "mcp__target", "input": {"message": "anthropic"}}]}]})
+    up = ScriptedUpstream(
+        {
+            "turns": [
+                {"tool_calls": [{"name": "mcp__target__chat", "input": {"message": "hi"}}]},
+                {"tool_calls": [{"name": "chat", "namespace": "mcp__target", "input": {"message": "again"}}]},
+                {"tool_calls": [{"name": "chat", "namespace": "mcp__target", "input": {"message": "anthropic"}}]},
+            ]
+        }
+    )
     for message in ("hi", "again"):
         (item,) = _responses(up, [EXEC, NAMESPACE], stream=stream)
         assert (item["type"], item["namespace"], item["name"]) == ("function_call", "mcp__target", "chat")
@@ -279,17 +369,21 @@ def test_a_namespace_member_is_called_with_its_namespace(stream: bool) -> None:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_deferred_tool_is_searched_for_first_and_the_turn_kept(stream: bool) -> None:
-    up = ScriptedUpstream({"turns": [{"text": "Probe.", "tool_calls": [{"name": "mcp__target__chat", "input": {}}]},
-                                     {"text": "Done."}]})
+    up = ScriptedUpstream(
+        {"turns": [{"text": "Probe.", "tool_calls": [{"name": "mcp__target__chat", "input": {}}]}, {"text": "Done."}]}
+    )
     (search,) = _responses(up, [EXEC, TOOL_SEARCH], stream=stream)
     assert search["type"] == "tool_search_call" and search["execution"] == "client"
     assert search["arguments"] == {"query": "mcp target chat"}
     # Codex runs the search and sends the loaded tools back as a tool_search_output item
-    loaded = [{"role": "user", "content": "go"}, search,
-              {"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "tools": [NAMESPACE]}]
+    loaded = [
+        {"role": "user", "content": "go"},
+        search,
+        {"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "tools": [NAMESPACE]},
+    ]
     r = script_request(_call("openai_responses", {"tools": [EXEC, TOOL_SEARCH], "input": loaded}))
     assert "mcp__target__chat" in r.tool_names
-    items = _responses(up, [EXEC, TOOL_SEARCH], loaded, stream=stream)     # the same turn, now answered
+    items = _responses(up, [EXEC, TOOL_SEARCH], loaded, stream=stream)  # the same turn, now answered
     assert [i["type"] for i in items] == ["message", "function_call"]
     assert (items[1]["namespace"], items[1]["name"]) == ("mcp__target", "chat")
     assert _responses(up, [EXEC, TOOL_SEARCH], loaded)[0]["content"][0]["text"] == "Done."
@@ -299,8 +393,11 @@ def test_a_tool_that_no_search_finds_is_called_anyway_once_searched() -> None:
     """One search per tool: then the call goes out as written and the CLI rejects it (no endless searching)."""
     up = ScriptedUpstream({"turns": [{"tool_calls": [{"name": "nosuch", "input": {}}]}]})
     (search,) = _responses(up, [EXEC, TOOL_SEARCH])
-    searched = [{"role": "user", "content": "go"}, search,
-                {"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "tools": []}]
+    searched = [
+        {"role": "user", "content": "go"},
+        search,
+        {"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "tools": []},
+    ]
     (call,) = _responses(up, [EXEC, TOOL_SEARCH], searched)
     assert (call["type"], call["name"]) == ("function_call", "nosuch") and "namespace" not in call
     # without a tool search, an unknown tool is called as written at once
@@ -322,10 +419,23 @@ def test_namespace_must_be_a_string() -> None:
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_gateway_records_namespaced_calls_and_tool_searches(stream: bool) -> None:
     from benchctl.gateway.wire_parse import summarize
-    up = ScriptedUpstream({"turns": [{"tool_calls": [{"name": "mcp__target__chat", "input": {"m": 1}},
-                                                     {"name": "tool_search", "input": {"query": "q"}}]}]})
+
+    up = ScriptedUpstream(
+        {
+            "turns": [
+                {
+                    "tool_calls": [
+                        {"name": "mcp__target__chat", "input": {"m": 1}},
+                        {"name": "tool_search", "input": {"query": "q"}},
+                    ]
+                }
+            ]
+        }
+    )
     body = {"tools": [NAMESPACE, TOOL_SEARCH], "input": "x"}
     r = up.render(_call("openai_responses", body, stream=stream))
     calls = summarize("openai_responses", stream, b"".join(r.pieces)).tool_calls
     assert [(c["name"], c.get("namespace"), c["input"]) for c in calls] == [
-        ("chat", "mcp__target", {"m": 1}), ("tool_search", None, {"query": "q"})]
+        ("chat", "mcp__target", {"m": 1}),
+        ("tool_search", None, {"query": "q"}),
+    ]

@@ -1,4 +1,5 @@
 """Scripted replies in each vendor wire format, parsed by the vendor's own SDK over real HTTP."""
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,28 @@ LONG = "The quick brown fox jumps over the lazy dog. " * 12
 
 
 def _script() -> dict:
-    return {"turns": [
-        {"text": "Let me look.", "tool_calls": [{"name": "bash", "input": TOOL_INPUT},
-                                                {"name": "read_file", "input": {"path": "/data/a.txt"}}],
-         "usage": {"input_tokens": 1200, "output_tokens": 34, "cache_read_tokens": 800, "cache_write_tokens": 50}},
-        {"text": LONG, "chunks": 7},
-        {"refusal": True, "text": "I can't help with that."},
-        {"error": {"status": 429, "message": "slow down", "retry_after": 2}},
-        {"text": "done", "stop_reason": "max_tokens"},
-    ], "after_end": "error"}
+    return {
+        "turns": [
+            {
+                "text": "Let me look.",
+                "tool_calls": [
+                    {"name": "bash", "input": TOOL_INPUT},
+                    {"name": "read_file", "input": {"path": "/data/a.txt"}},
+                ],
+                "usage": {
+                    "input_tokens": 1200,
+                    "output_tokens": 34,
+                    "cache_read_tokens": 800,
+                    "cache_write_tokens": 50,
+                },
+            },
+            {"text": LONG, "chunks": 7},
+            {"refusal": True, "text": "I can't help with that."},
+            {"error": {"status": 429, "message": "slow down", "retry_after": 2}},
+            {"text": "done", "stop_reason": "max_tokens"},
+        ],
+        "after_end": "error",
+    }
 
 
 @pytest.fixture()
@@ -31,6 +45,7 @@ def up():
 
 
 # ---------------------------------------------------------------- Anthropic Messages
+
 
 def _anthropic(up: FakeUpstreamServer) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=up.url, api_key="sk-ant-test", max_retries=0)
@@ -85,14 +100,18 @@ def test_anthropic_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
 def test_anthropic_stream_event_sequence(up: FakeUpstreamServer) -> None:
     """The raw SSE sequence Claude Code parses, in the documented order."""
     c = _anthropic(up)
-    stream = c.messages.create(model="claude-test", max_tokens=64, stream=True,
-                               messages=[{"role": "user", "content": "go"}])
+    stream = c.messages.create(
+        model="claude-test", max_tokens=64, stream=True, messages=[{"role": "user", "content": "go"}]
+    )
     events = list(stream)
     kinds = [e.type for e in events]
     assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
     assert kinds.count("content_block_start") == 3 == kinds.count("content_block_stop")
-    json_deltas = [e.delta.partial_json for e in events
-                   if e.type == "content_block_delta" and e.delta.type == "input_json_delta" and e.index == 1]
+    json_deltas = [
+        e.delta.partial_json
+        for e in events
+        if e.type == "content_block_delta" and e.delta.type == "input_json_delta" and e.index == 1
+    ]
     assert json_deltas[0] == "" and json.loads("".join(json_deltas)) == TOOL_INPUT
     assert events[-2].delta.stop_reason == "tool_use" and events[-2].usage.output_tokens == 34
     assert events[0].message.usage.input_tokens == 1200
@@ -177,7 +196,9 @@ def test_responses_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
 def test_responses_raw_stream_arguments_reassemble(up: FakeUpstreamServer) -> None:
     events = list(_openai(up).responses.create(model="gpt-test", input="go", stream=True))
     assert [e.sequence_number for e in events] == list(range(len(events)))
-    args = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta" and e.output_index == 1)
+    args = "".join(
+        e.delta for e in events if e.type == "response.function_call_arguments.delta" and e.output_index == 1
+    )
     assert json.loads(args) == TOOL_INPUT
     done = [e.item for e in events if e.type == "response.output_item.done"]
     assert [i.type for i in done] == ["message", "function_call", "function_call"]
@@ -185,6 +206,7 @@ def test_responses_raw_stream_arguments_reassemble(up: FakeUpstreamServer) -> No
 
 
 # ---------------------------------------------------------------- OpenAI chat completions
+
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_chat_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
@@ -235,13 +257,20 @@ def test_chat_raw_stream_usage_only_when_asked(up: FakeUpstreamServer, include_u
     every other chunk has `"usage": null`; without it no chunk has a usage field at all."""
     extra = {"stream_options": {"include_usage": True}} if include_usage else {}
     with _openai(up).chat.completions.with_streaming_response.create(
-            model="m", messages=[{"role": "user", "content": "go"}], stream=True, **extra) as raw:
-        events = [json.loads(line[6:]) for line in raw.iter_lines()
-                  if line.startswith("data: ") and line != "data: [DONE]"]
+        model="m", messages=[{"role": "user", "content": "go"}], stream=True, **extra
+    ) as raw:
+        events = [
+            json.loads(line[6:]) for line in raw.iter_lines() if line.startswith("data: ") and line != "data: [DONE]"
+        ]
     chunks = [openai.types.chat.ChatCompletionChunk.model_validate(e) for e in events]
     assert chunks[0].choices[0].delta.role == "assistant"
-    args = "".join(tc.function.arguments or "" for ch in chunks if ch.choices for tc in ch.choices[0].delta.tool_calls or []
-                   if tc.index == 0)
+    args = "".join(
+        tc.function.arguments or ""
+        for ch in chunks
+        if ch.choices
+        for tc in ch.choices[0].delta.tool_calls or []
+        if tc.index == 0
+    )
     assert json.loads(args) == TOOL_INPUT
     if include_usage:
         assert events[-1]["choices"] == [] and chunks[-1].usage.completion_tokens == 34
@@ -260,8 +289,10 @@ from google.genai import types as genai_types  # noqa: E402
 
 
 def _gemini(up: FakeUpstreamServer) -> genai.Client:
-    return genai.Client(api_key="g-test", http_options=genai_types.HttpOptions(
-        base_url=up.url, retry_options=genai_types.HttpRetryOptions(attempts=1)))
+    return genai.Client(
+        api_key="g-test",
+        http_options=genai_types.HttpOptions(base_url=up.url, retry_options=genai_types.HttpRetryOptions(attempts=1)),
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -305,14 +336,18 @@ def test_gemini_turns_in_order(up: FakeUpstreamServer, stream: bool) -> None:
 
 def test_gemini_stream_without_alt_sse_is_a_json_array(up: FakeUpstreamServer) -> None:
     import httpx2
-    r = httpx2.post(up.url + "/v1beta/models/g:streamGenerateContent",
-                    json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+
+    r = httpx2.post(
+        up.url + "/v1beta/models/g:streamGenerateContent",
+        json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    )
     arr = r.json()
     assert isinstance(arr, list) and arr[-1]["candidates"][0]["finishReason"] == "STOP"
     assert arr[-1]["candidates"][0]["content"]["parts"][0]["functionCall"]["args"] == TOOL_INPUT
 
 
 # ---------------------------------------------------------------- agreement with the gateway's parser
+
 
 @pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
 @pytest.mark.parametrize("stream", [False, True])
@@ -322,14 +357,29 @@ def test_gateway_summarize_reads_what_we_encode(wire_api: str, stream: bool) -> 
     from benchctl.gateway.upstream import ModelId, UpstreamCall
     from benchctl.gateway.wire_parse import summarize
 
-    up = ScriptedUpstream({"turns": [
-        {"text": LONG, "tool_calls": [{"name": "bash", "input": TOOL_INPUT}],
-         "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 50, "reasoning_tokens": 3}},
-        {"refusal": True, "text": "no"}]})
+    up = ScriptedUpstream(
+        {
+            "turns": [
+                {
+                    "text": LONG,
+                    "tool_calls": [{"name": "bash", "input": TOOL_INPUT}],
+                    "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 50, "reasoning_tokens": 3},
+                },
+                {"refusal": True, "text": "no"},
+            ]
+        }
+    )
     # (stream_options as the gateway forwards every chat stream: a chat stream has usage only when asked)
     body = {"model": "m", "messages": [], "stream_options": {"include_usage": True}}
-    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), body,  # type: ignore[arg-type]
-                        stream, "alt=sse" if stream else "")
+    call = UpstreamCall(
+        wire_api,
+        "POST",
+        "/x",
+        ModelId("scripted", "m"),
+        body,  # type: ignore[arg-type]
+        stream,
+        "alt=sse" if stream else "",
+    )
     r = up.render(call)
     s = summarize(wire_api, stream, b"".join(r.pieces), r.status)
     assert s.error is None and s.text == LONG and not s.refusal
@@ -342,9 +392,16 @@ def test_gateway_summarize_reads_what_we_encode(wire_api: str, stream: bool) -> 
 
 # ---------------------------------------------------------------- thinking / reasoning
 
-THINK = {"turns": [{"thinking": "The user wants a listing; " * 6, "text": "Listing now.",
-                    "tool_calls": [{"name": "bash", "input": {"command": "ls"}}],
-                    "usage": {"input_tokens": 10, "output_tokens": 60, "reasoning_tokens": 40}}]}
+THINK = {
+    "turns": [
+        {
+            "thinking": "The user wants a listing; " * 6,
+            "text": "Listing now.",
+            "tool_calls": [{"name": "bash", "input": {"command": "ls"}}],
+            "usage": {"input_tokens": 10, "output_tokens": 60, "reasoning_tokens": 40},
+        }
+    ]
+}
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -371,8 +428,13 @@ def test_thinking_in_every_sdk(stream: bool) -> None:
 
         oc = _openai(up)
         if stream:
-            deltas = [ch.choices[0].delta for ch in oc.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "x"}], stream=True) if ch.choices]
+            deltas = [
+                ch.choices[0].delta
+                for ch in oc.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "x"}], stream=True
+                )
+                if ch.choices
+            ]
             assert "".join(getattr(d, "reasoning_content", None) or "" for d in deltas) == thought
         else:
             msg = oc.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}]).choices[0].message
@@ -386,9 +448,16 @@ def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: boo
     from benchctl.gateway.upstream import ModelId, UpstreamCall
     from benchctl.gateway.wire_parse import summarize
 
-    body = {"model": "m", "stream_options": {"include_usage": True}}   # as the gateway forwards a chat stream
-    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), body, stream,  # type: ignore[arg-type]
-                        "alt=sse" if stream else "")
+    body = {"model": "m", "stream_options": {"include_usage": True}}  # as the gateway forwards a chat stream
+    call = UpstreamCall(
+        wire_api,
+        "POST",
+        "/x",
+        ModelId("scripted", "m"),
+        body,
+        stream,  # type: ignore[arg-type]
+        "alt=sse" if stream else "",
+    )
     r = ScriptedUpstream(THINK).render(call)
     s = summarize(wire_api, stream, b"".join(r.pieces), r.status)
     assert s.text == "Listing now." and s.usage["output_tokens"] == 60

@@ -1,6 +1,7 @@
 """ReAct with target tools: native tool calls reach the target, predictions are written in the
 sandbox, the secret stays out of the agent's context; token-budget notices and cut-off.
 Real gateway, real Docker sandbox, scripted target and investigator."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,9 @@ pytestmark = pytest.mark.docker
 SPY = "scripted/py:tests.targets_rig:spy"
 
 
-@pytest.mark.parametrize("config,used", [("prefill", ["chat", "prefill"]),
-                                         ("scaffolded_prefill", ["chat", "scaffolded_prefill"])])
+@pytest.mark.parametrize(
+    "config,used", [("prefill", ["chat", "prefill"]), ("scaffolded_prefill", ["chat", "scaffolded_prefill"])]
+)
 def test_react_probes_the_target_and_writes_predictions(sandbox_image, config, used):
     h = ReactHarness({})
     with target_rig(h, sandbox_image, model=SPY, config=config) as rig:
@@ -37,13 +39,21 @@ def test_react_probes_the_target_and_writes_predictions(sandbox_image, config, u
 def _chatty(req):
     """An investigator that chats until told to write predictions, then writes them, then keeps chatting."""
     from benchctl.targets import demo
+
     told = "Stop investigating now" in req.last_user_text
     if told:
-        return {"text": "Writing predictions.", "usage": {"output_tokens": 400},
-                "tool_calls": [{"name": "create", "input": {"path": "predictions.md",
-                                                            "file_text": demo.predictions_text(True)}}]}
-    return {"text": "Probing.", "usage": {"output_tokens": 400},
-            "tool_calls": [{"name": "chat", "input": {"message": "hi"}}]}
+        return {
+            "text": "Writing predictions.",
+            "usage": {"output_tokens": 400},
+            "tool_calls": [
+                {"name": "create", "input": {"path": "predictions.md", "file_text": demo.predictions_text(True)}}
+            ],
+        }
+    return {
+        "text": "Probing.",
+        "usage": {"output_tokens": 400},
+        "tool_calls": [{"name": "chat", "input": {"message": "hi"}}],
+    }
 
 
 def test_token_budget_notices_final_instruction_and_cut_off(sandbox_image):

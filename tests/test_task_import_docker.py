@@ -1,6 +1,7 @@
 """Imported tasks in real runs: task images built FROM benchctl-sandbox:latest, run_task_tests in a
 second network-less sandbox (ReAct natively, Claude Code over MCP), the static audit without an
 image, --allow-changed, and a tournament over imported environments with scripted auditors."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from benchctl.cli import app
-from benchctl.jsonio import read_json, read_jsonl
-from benchctl.task_import.open_book import TaskTestsTool, load_config
-from benchctl.task_import.images import TAG_PREFIX, probe
 from benchctl.executors.run_body import docker_sandbox
+from benchctl.jsonio import read_json, read_jsonl
+from benchctl.task_import.images import TAG_PREFIX, probe
+from benchctl.task_import.open_book import TaskTestsTool, load_config
 from benchctl.tasks import load_task
 from benchctl.transcript import TranscriptWriter
 from tests import task_import_rig as rig
@@ -30,8 +31,9 @@ def built(tmp_path_factory, docker_engine) -> dict[str, object]:
     """The test repository imported once with its task images built; the images are removed at the end."""
     root = tmp_path_factory.mktemp("import")
     repo, first = rig.make_repo(root)
-    r = runner.invoke(app, ["tasks", "import", "harbor", str(repo), "-o", str(root / "audit"), "--ref", first,
-                            "--build-images"])
+    r = runner.invoke(
+        app, ["tasks", "import", "harbor", str(repo), "-o", str(root / "audit"), "--ref", first, "--build-images"]
+    )
     assert r.exit_code == 0, r.output
     tags = [load_task(root / "audit" / n).pin.image for n in ("shipped-answer", "word-count")]
     yield {"root": root, "repo": repo, "first": first, "audit": root / "audit"}
@@ -39,7 +41,7 @@ def built(tmp_path_factory, docker_engine) -> dict[str, object]:
         try:
             docker_engine.images.remove(tag, noprune=False)
         except Exception:
-            pass      # still used by a container another test left: `benchctl cleanup` finds those
+            pass  # still used by a container another test left: `benchctl cleanup` finds those
 
 
 def tool_result(transcript: list[dict], n: int) -> str:
@@ -60,24 +62,29 @@ def test_run_task_tests_in_a_second_sandbox(built, tmp_path) -> None:
     task = load_task(built["audit"] / "shipped-answer")
     cfg = load_config(task.task_file)
     events = tmp_path / "t.jsonl"
-    tool = TaskTestsTool(cfg, task.data_dir, "tool-test", probe(cfg.image).workdir, docker_sandbox,
-                         TranscriptWriter(events))
-    probe_net = ("python3 -c \"import socket\ntry:\n socket.create_connection(('1.1.1.1', 80), timeout=3)\n"
-                 " print('NET-OK')\nexcept OSError:\n print('NET-FAIL')\"")
-    setup = (f"{probe_net}; echo PWD=$(pwd); test -e /usr/bin/tini || echo NO-TINI; test -e /tests || echo NO-TESTS; "
-             "echo EXPECTED=$EXPECTED_FILE; echo USER=$(id -un)")
+    tool = TaskTestsTool(
+        cfg, task.data_dir, "tool-test", probe(cfg.image).workdir, docker_sandbox, TranscriptWriter(events)
+    )
+    probe_net = (
+        "python3 -c \"import socket\ntry:\n socket.create_connection(('1.1.1.1', 80), timeout=3)\n"
+        " print('NET-OK')\nexcept OSError:\n print('NET-FAIL')\""
+    )
+    setup = (
+        f"{probe_net}; echo PWD=$(pwd); test -e /usr/bin/tini || echo NO-TINI; test -e /tests || echo NO-TESTS; "
+        "echo EXPECTED=$EXPECTED_FILE; echo USER=$(id -un)"
+    )
     out = tool.call("run_task_tests", {"setup": setup}, timeout=120)
     assert not out.is_error, out.text
     assert "NET-FAIL" in out.text and "NET-OK" not in out.text
-    assert "PWD=/app\n" in out.text and "USER=root" in out.text          # the image's WORKDIR, the agent user
-    assert "NO-TINI" in out.text                # an image without tini: Docker's init is PID 1
-    assert "NO-TESTS" in out.text               # tests arrive only after the agent's part, as in Harbor
-    assert "EXPECTED=\n" in out.text            # the verifier's env is not the agent's ...
+    assert "PWD=/app\n" in out.text and "USER=root" in out.text  # the image's WORKDIR, the agent user
+    assert "NO-TINI" in out.text  # an image without tini: Docker's init is PID 1
+    assert "NO-TESTS" in out.text  # tests arrive only after the agent's part, as in Harbor
+    assert "EXPECTED=\n" in out.text  # the verifier's env is not the agent's ...
     assert "== tests/test.sh: exit 0" in out.text and "== reward (/logs/verifier/reward.txt) ==\n0" in out.text
     sol = tool.call("run_task_tests", {"run_solution": True}, timeout=120)
     # ... but test.sh gets it: it reads $EXPECTED_FILE, so the oracle's reward 1 needs it
     assert "== solution/solve.sh: exit 0" in sol.text and "reward.txt) ==\n1" in sol.text
-    tiny = tool.call("run_task_tests", {"setup": "sleep 30"}, timeout=3)     # the run's time caps every step
+    tiny = tool.call("run_task_tests", {"setup": "sleep 30"}, timeout=3)  # the run's time caps every step
     assert "== your setup: timed out" in tiny.text
     bad = tool.call("run_task_tests", {"setup": 3})
     assert bad.is_error and "`setup` (a string)" in bad.text
@@ -94,11 +101,18 @@ def test_open_book_audit_with_react(built, tmp_path) -> None:
     meta, transcript = read_json(run / "meta.json"), read_jsonl(run / "transcript.jsonl")
     assert meta["status"] == "completed", meta["error"]
     pin = meta["pin"]
-    assert (pin["commit"], pin["verified"], pin["format"], pin["path"]) == \
-        (built["first"], True, "harbor", "tasks/shipped-answer")
+    assert (pin["commit"], pin["verified"], pin["format"], pin["path"]) == (
+        built["first"],
+        True,
+        "harbor",
+        "tasks/shipped-answer",
+    )
     tt = meta["task_tests"]
     assert tt["available"] and tt["image_digest"] == pin["image_digest"] and tt["image_matches_pin"]
-    assert [(r["run_solution"], r["setup"], r["reward"]) for r in tt["results"]] == [(True, False, "1"), (False, True, "1")]
+    assert [(r["run_solution"], r["setup"], r["reward"]) for r in tt["results"]] == [
+        (True, False, "1"),
+        (False, True, "1"),
+    ]
     assert "== solution/solve.sh: exit 0" in tool_result(transcript, 0)
     assert "== your setup: exit 0" in tool_result(transcript, 1) and "reward.txt) ==\n1" in tool_result(transcript, 1)
     ev = [e for e in transcript if e.get("kind") == "task_tests"]
@@ -109,14 +123,25 @@ def test_open_book_audit_with_react(built, tmp_path) -> None:
 
 
 def test_static_audit_without_the_image_and_allow_changed(built, tmp_path) -> None:
-    src = tmp_path / "src"      # word-count with one byte changed: its image tag differs, and it is never built
+    src = tmp_path / "src"  # word-count with one byte changed: its image tag differs, and it is never built
     rig.write_files(src, {k: v + ("\n" if k == "environment/text.txt" else "") for k, v in rig.WORD_COUNT.items()})
     task_dir = tmp_path / "wc"
-    r = runner.invoke(app, ["tasks", "import", "harbor", str(src), "-o", str(task_dir)])   # not built
+    r = runner.invoke(app, ["tasks", "import", "harbor", str(src), "-o", str(task_dir)])  # not built
     assert r.exit_code == 0 and "static audit" in r.output
     (task_dir / "data" / "tests" / "expected.txt").write_text("6\n")
-    p = cli("run", str(task_dir), "--model", OPEN_BOOK, "--budget", "1m", "--out", str(tmp_path / "res"),
-            "--progress", "quiet", "--allow-changed")
+    p = cli(
+        "run",
+        str(task_dir),
+        "--model",
+        OPEN_BOOK,
+        "--budget",
+        "1m",
+        "--out",
+        str(tmp_path / "res"),
+        "--progress",
+        "quiet",
+        "--allow-changed",
+    )
     assert p.returncode == 0, p.stderr
     assert "running with files that differ from their pin (changed: tests/expected.txt)" in p.stderr
     (run,) = runs(tmp_path / "res")
@@ -135,13 +160,38 @@ def test_tournament_over_imported_environments(built, tmp_path) -> None:
     """From "a directory of Harbor tasks" (and an Inspect task) to an Elo leaderboard, as the README
     describes: import, one `benchctl run` per environment into one results directory, grade, rate."""
     audit, repo = built["audit"], built["repo"]
-    r = runner.invoke(app, ["tasks", "import", "inspect", str(repo / "inspect" / "arith"), "-o", str(audit / "arith"),
-                            "--ref", built["first"]])
+    r = runner.invoke(
+        app,
+        [
+            "tasks",
+            "import",
+            "inspect",
+            str(repo / "inspect" / "arith"),
+            "-o",
+            str(audit / "arith"),
+            "--ref",
+            built["first"],
+        ],
+    )
     assert r.exit_code == 0, r.output
     results = tmp_path / "results"
     for env in ("shipped-answer", "word-count", "arith"):
-        p = cli("run", str(audit / env), "--model", OPEN_BOOK, "--model", STATIC, "--budget", "2m", "--out",
-                str(results), "--progress", "quiet", "--concurrency", "2")
+        p = cli(
+            "run",
+            str(audit / env),
+            "--model",
+            OPEN_BOOK,
+            "--model",
+            STATIC,
+            "--budget",
+            "2m",
+            "--out",
+            str(results),
+            "--progress",
+            "quiet",
+            "--concurrency",
+            "2",
+        )
         assert p.returncode == 0, p.stderr
     metas = [read_json(run / "meta.json") for run in runs(results)]
     assert len(metas) == 6 and {m["status"] for m in metas} == {"completed"}
@@ -169,6 +219,7 @@ def test_tournament_over_imported_environments(built, tmp_path) -> None:
 def test_claude_code_reaches_run_task_tests_over_mcp(built, tmp_path) -> None:
     from harnesses.claude_code.harness import ClaudeCodeHarness
     from tests.cli_harness_rig import need_binary
+
     need_binary(ClaudeCodeHarness({}))
     out = tmp_path / "res"
     code = run_inprocess(built["audit"] / "shipped-answer", OPEN_BOOK, out, budget="3m", harnesses=["claude-code"])

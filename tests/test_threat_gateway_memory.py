@@ -6,6 +6,7 @@ huge bodies (by Content-Length, chunked, with a wrong token), parallel uploads t
 not together, and a flood of connections. The process's peak RSS must stay within the buffered
 bytes cap plus a small constant, and every refusal is a clear HTTP answer in the caller's format.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,12 @@ from benchctl.gateway.http11 import MAX_CONNECTIONS
 from benchctl.sandbox.base import SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox
 
-
 MIB = 1 << 20
 MAX_BODY, MAX_BUFFERED = 8 * MIB, 32 * MIB
-SLACK = 48 * MIB          # interpreter, per-connection buffers (heads are capped), transient copies
+SLACK = 48 * MIB  # interpreter, per-connection buffers (heads are capped), transient copies
 FLOOD = MAX_CONNECTIONS + 44
 
-ATTACK = r'''
+ATTACK = r"""
 import json, socket, threading, time
 SOCK, TOKEN, MIB = "/gateway/gw.sock", "benchctl-sandbox-token", 1 << 20
 PIECE = b"x" * MIB
@@ -117,7 +117,7 @@ s.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: gateway\r\nx-api-key: " + TOKEN.
           b"\r\nconnection: close\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
 results.append({"kind": "honest", "status": int(reply_of(s).split(b" ", 2)[1]), "body": ""})
 print(json.dumps(results))
-'''
+"""
 
 
 def _peak_rss(pid: int) -> int:
@@ -136,22 +136,46 @@ def test_hostile_uploads_from_the_sandbox_stay_within_the_buffer_cap(sandbox_ima
     gw_dir.mkdir()
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"turns": [{"text": "fine"}]}))
-    env = {**os.environ, "BENCHCTL_GATEWAY_MAX_BODY": "8m", "BENCHCTL_GATEWAY_MAX_BUFFERED": "32m",
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    gateway = subprocess.Popen([sys.executable, "-c", "from benchctl.cli import app; app()", "gateway",
-                                "--socket", str(gw_dir / "gw.sock"), "--model", f"scripted/{script}",
-                                "--transcript", str(base / "t.jsonl")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    env = {
+        **os.environ,
+        "BENCHCTL_GATEWAY_MAX_BODY": "8m",
+        "BENCHCTL_GATEWAY_MAX_BUFFERED": "32m",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    gateway = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from benchctl.cli import app; app()",
+            "gateway",
+            "--socket",
+            str(gw_dir / "gw.sock"),
+            "--model",
+            f"scripted/{script}",
+            "--transcript",
+            str(base / "t.jsonl"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     sandbox = DockerSandbox(SandboxSpec(image=sandbox_image, run_id="threat-memory", gateway_dir=gw_dir))
     try:
         assert "listening on" in (gateway.stdout.readline() if gateway.stdout else "")
         sandbox.start()
         # Warm up: one honest call, so that what the first call loads is in the baseline.
-        warm = sandbox.exec(["python3", "-c", "import socket,json;s=socket.socket(socket.AF_UNIX);s.connect('/gateway/gw.sock');"
-                             "b=json.dumps({'model':'m','max_tokens':5,'messages':[{'role':'user','content':'hi'}]}).encode();"
-                             "s.sendall(b'POST /v1/messages HTTP/1.1\\r\\nhost: g\\r\\nx-api-key: benchctl-sandbox-token\\r\\n"
-                             "connection: close\\r\\ncontent-length: %d\\r\\n\\r\\n' % len(b) + b);print(s.recv(100))"],
-                            timeout=60)
+        warm = sandbox.exec(
+            [
+                "python3",
+                "-c",
+                "import socket,json;s=socket.socket(socket.AF_UNIX);s.connect('/gateway/gw.sock');"
+                "b=json.dumps({'model':'m','max_tokens':5,'messages':[{'role':'user','content':'hi'}]}).encode();"
+                "s.sendall(b'POST /v1/messages HTTP/1.1\\r\\nhost: g\\r\\nx-api-key: benchctl-sandbox-token\\r\\n"
+                "connection: close\\r\\ncontent-length: %d\\r\\n\\r\\n' % len(b) + b);print(s.recv(100))",
+            ],
+            timeout=60,
+        )
         assert b"200 OK" in warm.stdout.encode(), warm
         time.sleep(0.5)
         baseline = _peak_rss(gateway.pid)
@@ -170,7 +194,9 @@ def test_hostile_uploads_from_the_sandbox_stay_within_the_buffer_cap(sandbox_ima
     for r in results:
         by_kind.setdefault(r["kind"], []).append(r)
     growth = peak - baseline
-    assert growth <= MAX_BUFFERED + SLACK, f"peak RSS grew by {growth / MIB:.0f} MiB (baseline {baseline / MIB:.0f} MiB)"
+    assert growth <= MAX_BUFFERED + SLACK, (
+        f"peak RSS grew by {growth / MIB:.0f} MiB (baseline {baseline / MIB:.0f} MiB)"
+    )
 
     # Five 6 MB uploads fit the 32 MB at once; the other five were told to come back later.
     holds = sorted(str(r["status"]) for r in by_kind["hold"])
@@ -181,14 +207,14 @@ def test_hostile_uploads_from_the_sandbox_stay_within_the_buffer_cap(sandbox_ima
         assert r["status"] == 413 and json.loads(r["body"])["error"]["type"] == "request_too_large", r
     responses = json.loads(by_kind["responses"][0]["body"])
     assert by_kind["responses"][0]["status"] == 413 and responses["error"]["code"] == "request_too_large"
-    assert by_kind["chunked"][0]["status"] in (413, 429)     # 429 when the holders leave no room for its chunks
+    assert by_kind["chunked"][0]["status"] in (413, 429)  # 429 when the holders leave no room for its chunks
     # A wrong or missing token: 401 before a byte of the body, on the model API and on the hook route.
     assert [r["status"] for r in by_kind["token"]] == [401, 401]
     # More connections than the cap: the extra ones are answered 503 and closed at once.
     flood = [r["status"] for r in by_kind["flood"]]
     assert flood.count(503) >= FLOOD - MAX_CONNECTIONS and set(flood) <= {503, None}
     assert by_kind["honest"][0]["status"] == 200
-    summary = json.loads(out[out.index("{"):])
+    summary = json.loads(out[out.index("{") :])
     assert summary["refused"]["413"] >= 4 and summary["refused"]["401"] == 2 and summary["refused"]["503"] >= 44
 
 
@@ -196,24 +222,32 @@ def test_the_recorder_keeps_a_bounded_number_of_bytes() -> None:
     """Sequential big requests of distinct conversations are not all kept in memory: past the byte
     bound the oldest conversation is forgotten (its next request is then recorded whole)."""
     from benchctl.gateway.recording import RequestRecorder, reconstruct
+
     rec = RequestRecorder(max_bytes=10 * MIB)
     convs = [[{"role": "user", "content": f"conversation {i} " + "x" * 100}] for i in range(4)]
     events = []
-    for i, msgs in enumerate(convs):                      # four 4 MB conversations: at most two fit
+    for i, msgs in enumerate(convs):  # four 4 MB conversations: at most two fit
         body = {"model": "m", "messages": msgs}
-        events.append({"type": "model_call", "call_id": f"c{i}", "wire_api": "anthropic_messages",
-                       "request": rec.delta(f"c{i}", "anthropic_messages", body, size=4 * MIB)})
+        events.append(
+            {
+                "type": "model_call",
+                "call_id": f"c{i}",
+                "wire_api": "anthropic_messages",
+                "request": rec.delta(f"c{i}", "anthropic_messages", body, size=4 * MIB),
+            }
+        )
     again = {"model": "m", "messages": convs[0] + [{"role": "user", "content": "more"}]}
     d = rec.delta("c9", "anthropic_messages", again, size=4 * MIB)
-    assert d["base"] is None            # conversation 0 was forgotten: stored whole, and still exact
+    assert d["base"] is None  # conversation 0 was forgotten: stored whole, and still exact
     latest = {"model": "m", "messages": convs[3] + [{"role": "user", "content": "more"}]}
-    assert rec.delta("c10", "anthropic_messages", latest, size=4 * MIB)["base"] == "c3"   # the newest is kept
+    assert rec.delta("c10", "anthropic_messages", latest, size=4 * MIB)["base"] == "c3"  # the newest is kept
     events += [{"type": "model_call", "call_id": "c9", "wire_api": "anthropic_messages", "request": d}]
     assert reconstruct(events)["c9"] == again
 
 
 def test_body_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     from benchctl.gateway.body_limits import BodyLimits
+
     monkeypatch.setenv("BENCHCTL_GATEWAY_MAX_BODY", "16m")
     monkeypatch.setenv("BENCHCTL_GATEWAY_MAX_BUFFERED", "1g")
     assert BodyLimits() == BodyLimits(16 * MIB, 1024 * MIB)

@@ -2,6 +2,7 @@
 the stream parsers fed with CLI output shapes recorded from Codex 0.147 / Claude Code 2.1.332, the
 gateway's side as the `model_call` events it writes. The real CLIs in real containers are in
 test_tool_results.py."""
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,14 @@ def _item(phase: str, iid: str, itype: str, **fields: Any) -> str:
 
 def _responses_call(tr: TranscriptWriter, append: list[dict[str, Any]], calls: list[dict[str, Any]] = ()) -> None:
     """The gateway's record of one Responses request (its new input items) and the model's answer."""
-    tr.emit("model_call", "gateway", wire_api="openai_responses", call_id="call-n",
-            request={"conv": "c1", "base": None, "keep": 0, "append": append},
-            response={"text": "", "tool_calls": list(calls)})
+    tr.emit(
+        "model_call",
+        "gateway",
+        wire_api="openai_responses",
+        call_id="call-n",
+        request={"conv": "c1", "base": None, "keep": 0, "append": append},
+        response={"text": "", "tool_calls": list(calls)},
+    )
 
 
 def _exec(call_id: str, cmd: str) -> dict[str, Any]:
@@ -56,14 +62,28 @@ def test_codex_result_is_the_output_the_model_received_not_the_last_burst(tmp_pa
     tr, parser, join = _setup(tmp_path, "codex")
     _responses_call(tr, [], [_exec("call_A", "echo A-FIRST; sleep 0.2; echo B-LAST")])
     parser.feed(_item("started", "item_3", "command_execution", command=TWO_BURSTS, status="in_progress"))
-    parser.feed(_item("completed", "item_3", "command_execution", command=TWO_BURSTS, aggregated_output="B-LAST\n",
-                      exit_code=0, status="completed"))
-    assert _events(tmp_path, "tool_result") == []          # not until the model has it
+    parser.feed(
+        _item(
+            "completed",
+            "item_3",
+            "command_execution",
+            command=TWO_BURSTS,
+            aggregated_output="B-LAST\n",
+            exit_code=0,
+            status="completed",
+        )
+    )
+    assert _events(tmp_path, "tool_result") == []  # not until the model has it
     _responses_call(tr, [{"type": "function_call_output", "call_id": "call_A", "output": RECEIVED}])
     (res,) = _events(tmp_path, "tool_result")
     assert res["output"] == RECEIVED and "A-FIRST" in res["output"]
-    assert (res["id"], res["call_id"], res["exit_code"], res["received"], res["truncated"]) == \
-        ("item_3", "call_A", 0, True, False)
+    assert (res["id"], res["call_id"], res["exit_code"], res["received"], res["truncated"]) == (
+        "item_3",
+        "call_A",
+        0,
+        True,
+        False,
+    )
     assert [c["id"] for c in _events(tmp_path, "tool_call")] == ["item_3"]
 
 
@@ -71,8 +91,13 @@ def test_codex_request_seen_before_the_stream_item(tmp_path: Path) -> None:
     """The stdout reader may lag behind the gateway: the output waits for its item, and pairs by command."""
     tr, parser, join = _setup(tmp_path, "codex")
     _responses_call(tr, [], [_exec("call_L", "ls"), _exec("call_A", "echo A-FIRST; sleep 0.2; echo B-LAST")])
-    _responses_call(tr, [{"type": "function_call_output", "call_id": "call_A", "output": RECEIVED},
-                         {"type": "function_call_output", "call_id": "call_L", "output": "LS-OUT"}])
+    _responses_call(
+        tr,
+        [
+            {"type": "function_call_output", "call_id": "call_A", "output": RECEIVED},
+            {"type": "function_call_output", "call_id": "call_L", "output": "LS-OUT"},
+        ],
+    )
     for iid, cmd in (("item_2", "/bin/bash -lc ls"), ("item_3", TWO_BURSTS)):
         parser.feed(_item("started", iid, "command_execution", command=cmd))
         parser.feed(_item("completed", iid, "command_execution", command=cmd, aggregated_output="x", exit_code=0))
@@ -83,12 +108,22 @@ def test_codex_request_seen_before_the_stream_item(tmp_path: Path) -> None:
 def test_codex_rejected_call_gets_its_own_events_and_a_warning(tmp_path: Path) -> None:
     tr, parser, join = _setup(tmp_path, "codex")
     _responses_call(tr, [], [{"id": "call_X", "name": "chat", "namespace": "mcp__target", "input": {"m": "hi"}}])
-    _responses_call(tr, [{"type": "function_call_output", "call_id": "call_X",
-                          "output": "unsupported call: mcp__target__chat"}])
+    _responses_call(
+        tr, [{"type": "function_call_output", "call_id": "call_X", "output": "unsupported call: mcp__target__chat"}]
+    )
     (call,) = _events(tmp_path, "tool_call")
     (res,) = _events(tmp_path, "tool_result")
-    assert (call["id"], call["name"], call["input"], call["cli_reported"]) == ("call_X", "mcp__target__chat", {"m": "hi"}, False)
-    assert (res["rejected"], res["is_error"], res["output"]) == ("unknown_tool", True, "unsupported call: mcp__target__chat")
+    assert (call["id"], call["name"], call["input"], call["cli_reported"]) == (
+        "call_X",
+        "mcp__target__chat",
+        {"m": "hi"},
+        False,
+    )
+    assert (res["rejected"], res["is_error"], res["output"]) == (
+        "unknown_tool",
+        True,
+        "unsupported call: mcp__target__chat",
+    )
     (warn,) = _events(tmp_path, "warning")
     assert warn["kind"] == "tool_rejected" and warn["tool"] == "mcp__target__chat" and warn["reason"] == "unknown_tool"
     assert join.rejected == {"unknown_tool": 1}
@@ -97,9 +132,10 @@ def test_codex_rejected_call_gets_its_own_events_and_a_warning(tmp_path: Path) -
 def test_a_tool_whose_output_never_reached_the_model_keeps_the_clis_report(tmp_path: Path) -> None:
     tr, parser, join = _setup(tmp_path, "codex")
     parser.feed(_item("started", "item_3", "command_execution", command=TWO_BURSTS))
-    parser.feed(_item("completed", "item_3", "command_execution", command=TWO_BURSTS, aggregated_output="B-LAST\n",
-                      exit_code=0))
-    parser.feed(_item("started", "item_4", "command_execution", command="/bin/bash -lc 'sleep 99'"))   # killed
+    parser.feed(
+        _item("completed", "item_3", "command_execution", command=TWO_BURSTS, aggregated_output="B-LAST\n", exit_code=0)
+    )
+    parser.feed(_item("started", "item_4", "command_execution", command="/bin/bash -lc 'sleep 99'"))  # killed
     join.end_phase()
     (res,) = _events(tmp_path, "tool_result")
     assert (res["id"], res["output"], res["received"]) == ("item_3", "B-LAST\n", False)
@@ -108,18 +144,51 @@ def test_a_tool_whose_output_never_reached_the_model_keeps_the_clis_report(tmp_p
 def test_claude_result_includes_what_the_cli_added_for_the_model(tmp_path: Path) -> None:
     """For model names it knows, Claude Code appends hook context inside the tool result (CLI_FACTS.md)."""
     tr, parser, join = _setup(tmp_path, "claude")
-    parser.feed(json.dumps({"type": "assistant", "message": {"id": "m1", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]}}))
-    parser.feed(json.dumps({"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt", "is_error": False}]},
-        "tool_use_result": {"interrupted": False}}))
-    sent = [{"type": "text", "text": "a.txt"},
-            {"type": "text", "text": "<system-reminder>\nPostToolUse:Bash hook additional context: T\n</system-reminder>"}]
-    tr.emit("model_call", "gateway", wire_api="anthropic_messages", call_id="call-2",
-            request={"conv": "c1", "base": "call-1", "keep": 2, "append": [
+    parser.feed(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": "m1",
+                    "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
+                },
+            }
+        )
+    )
+    parser.feed(
+        json.dumps(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt", "is_error": False}
+                    ],
+                },
+                "tool_use_result": {"interrupted": False},
+            }
+        )
+    )
+    sent = [
+        {"type": "text", "text": "a.txt"},
+        {"type": "text", "text": "<system-reminder>\nPostToolUse:Bash hook additional context: T\n</system-reminder>"},
+    ]
+    tr.emit(
+        "model_call",
+        "gateway",
+        wire_api="anthropic_messages",
+        call_id="call-2",
+        request={
+            "conv": "c1",
+            "base": "call-1",
+            "keep": 2,
+            "append": [
                 {"$response": "call-1"},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": sent}]}]},
-            response={"text": "ok", "tool_calls": []})
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": sent}]},
+            ],
+        },
+        response={"text": "ok", "tool_calls": []},
+    )
     (res,) = _events(tmp_path, "tool_result")
     assert res["output"] == "a.txt\n<system-reminder>\nPostToolUse:Bash hook additional context: T\n</system-reminder>"
     assert (res["name"], res["received"], res["is_error"], res["interrupted"]) == ("Bash", True, False, False)
@@ -128,15 +197,51 @@ def test_claude_result_includes_what_the_cli_added_for_the_model(tmp_path: Path)
 def test_claude_unknown_tool_is_rejected_and_resent_history_is_not_written_twice(tmp_path: Path) -> None:
     tr, parser, join = _setup(tmp_path, "claude")
     no_tool = "<tool_use_error>Error: No such tool available: mcp__target__chat</tool_use_error>"
-    parser.feed(json.dumps({"type": "assistant", "message": {"id": "m1", "content": [
-        {"type": "tool_use", "id": "toolu_9", "name": "mcp__target__chat", "input": {}}]}}))
-    parser.feed(json.dumps({"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_9", "content": no_tool, "is_error": True}]}}))
-    for base in (None, None):         # e.g. a resumed session sent the whole history again
-        tr.emit("model_call", "gateway", wire_api="anthropic_messages", call_id="call-2",
-                request={"conv": "c1", "base": base, "keep": 0, "append": [{"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_9", "content": no_tool, "is_error": True}]}]},
-                response={"text": "", "tool_calls": []})
+    parser.feed(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": "m1",
+                    "content": [{"type": "tool_use", "id": "toolu_9", "name": "mcp__target__chat", "input": {}}],
+                },
+            }
+        )
+    )
+    parser.feed(
+        json.dumps(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_9", "content": no_tool, "is_error": True}
+                    ],
+                },
+            }
+        )
+    )
+    for base in (None, None):  # e.g. a resumed session sent the whole history again
+        tr.emit(
+            "model_call",
+            "gateway",
+            wire_api="anthropic_messages",
+            call_id="call-2",
+            request={
+                "conv": "c1",
+                "base": base,
+                "keep": 0,
+                "append": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "toolu_9", "content": no_tool, "is_error": True}
+                        ],
+                    }
+                ],
+            },
+            response={"text": "", "tool_calls": []},
+        )
     (res,) = _events(tmp_path, "tool_result")
     assert res["rejected"] == "unknown_tool" and res["output"] == no_tool
     assert [w["tool"] for w in _events(tmp_path, "warning")] == ["mcp__target__chat"]
@@ -156,7 +261,7 @@ def test_only_the_transcript_copy_is_capped(tmp_path: Path) -> None:
 def test_small_json_keeps_a_small_value_and_cuts_a_big_ones_json() -> None:
     small = {"a": [1, 2], "b": "x"}
     assert small_json(small) is small
-    big = {"note": "é" * MAX_RAW}           # 2 bytes a character: the cut may split one
+    big = {"note": "é" * MAX_RAW}  # 2 bytes a character: the cut may split one
     cut = small_json(big)
     assert isinstance(cut, str) and cut.startswith('{"note":"éé') and len(cut.encode()) <= MAX_RAW + 2
 

@@ -3,16 +3,17 @@ and Codex binaries in real containers, scripted models behind FakeUpstreamServer
 output compared with the next request — as the gateway recorded it (`recording.reconstruct`) and
 as the upstream received it. Output that arrives in bursts is the case Codex's own stream gets
 wrong (its `aggregated_output` keeps only the last burst)."""
+
 from __future__ import annotations
 
 import threading
 from typing import Any
 
 import pytest
+from cli_harness_rig import NO_POLICIES, cli_rig
 
 from benchctl.gateway.recording import reconstruct
 from benchctl.testing.fake_upstream import AT_END
-from cli_harness_rig import NO_POLICIES, cli_rig
 from harnesses.claude_code import ClaudeCodeHarness
 from harnesses.codex import CodexHarness
 from harnesses.react import ReactHarness
@@ -21,12 +22,15 @@ pytestmark = pytest.mark.docker
 
 BURSTS = "echo A-FIRST; sleep 0.2; echo B-LAST"
 LINES = "for i in $(seq 1 38); do echo line-$i; sleep 0.01; done"
-CASES = {   # harness -> (model id, the shell tool as that harness's model calls it, time notice inside the result?)
+CASES = {  # harness -> (model id, the shell tool as that harness's model calls it, time notice inside the result?)
     # ReAct appends the policy notices to the tool result itself
     "react": ("anthropic/claude-x", lambda cmd: {"name": "bash", "input": {"command": cmd}}, True),
     # a model name Claude Code knows: it appends hook context inside the tool result (CLI_FACTS.md)
-    "claude-code": ("anthropic/claude-opus-4-5",
-                    lambda cmd: {"name": "Bash", "input": {"command": cmd, "description": "run"}}, True),
+    "claude-code": (
+        "anthropic/claude-opus-4-5",
+        lambda cmd: {"name": "Bash", "input": {"command": cmd, "description": "run"}},
+        True,
+    ),
     # Codex sends hook context as a developer message of its own, next to the output
     "codex": ("openai/gpt-5.5", lambda cmd: {"name": "exec_command", "input": {"cmd": cmd}}, False),
 }
@@ -56,18 +60,23 @@ def _outputs(body: dict[str, Any]) -> dict[str, str]:
 def test_tool_result_is_what_the_model_received(name: str, sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
     model, shell, notice_inside = CASES[name]
     harness = {"react": ReactHarness, "claude-code": ClaudeCodeHarness, "codex": CodexHarness}[name]()
-    script = {"turns": [{"text": "Two bursts.", "tool_calls": [shell(BURSTS)]},
-                        {"text": "Many lines.", "tool_calls": [shell(LINES)]},
-                        {"text": "Done."}]}
-    with cli_rig(harness, monkeypatch, sandbox_image, model=model, by_model={model.split("/")[1]: script},
-                 policies=NO_POLICIES) as rig:
+    script = {
+        "turns": [
+            {"text": "Two bursts.", "tool_calls": [shell(BURSTS)]},
+            {"text": "Many lines.", "tool_calls": [shell(LINES)]},
+            {"text": "Done."},
+        ]
+    }
+    with cli_rig(
+        harness, monkeypatch, sandbox_image, model=model, by_model={model.split("/")[1]: script}, policies=NO_POLICIES
+    ) as rig:
         result = harness.run(rig.ctx)
         assert result.status == "completed", result.error
         events = rig.events()
-        recorded: dict[str, str] = {}          # what the gateway recorded of each request
+        recorded: dict[str, str] = {}  # what the gateway recorded of each request
         for body in reconstruct(events).values():
             recorded.update(_outputs(body))
-        upstream: dict[str, str] = {}          # what the model's server received
+        upstream: dict[str, str] = {}  # what the model's server received
         for body in rig.bodies():
             upstream.update(_outputs(body))
 
@@ -80,13 +89,14 @@ def test_tool_result_is_what_the_model_received(name: str, sandbox_image: str, m
         assert res.get("received", True) is True
         assert ("[benchctl] Time remaining:" in res["output"]) is notice_inside
     bursts, lines = (r["output"] for r in results)
-    assert "A-FIRST\nB-LAST" in bursts                       # Codex's own stream said "B-LAST\n" only
+    assert "A-FIRST\nB-LAST" in bursts  # Codex's own stream said "B-LAST\n" only
     assert all(f"line-{i}\n" in lines + "\n" for i in range(1, 39))
 
 
 @pytest.mark.cli_binaries
 def test_the_last_tool_result_waits_for_the_gateways_record_of_the_last_call(
-        sandbox_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Codex exits as soon as it reads its last `response.completed`; the gateway records that call
     when the upstream's body ends or when the client's close reaches it. Here the upstream holds its
     end of body back HOLD_S after the last event and the close arrives late (a relay holds it), so the
@@ -99,32 +109,40 @@ def test_the_last_tool_result_waits_for_the_gateways_record_of_the_last_call(
     harness = CodexHarness()
     script = {"turns": [{"text": "Two bursts.", "tool_calls": [shell(BURSTS)]}, {"text": "Done."}]}
     first, last = threading.Event(), threading.Event()
-    first.set()                    # the first answer goes at once (a fault is taken per answer, in order)
-    with cli_rig(harness, monkeypatch, sandbox_image, model=model, by_model={model.split("/")[1]: script},
-                 policies=NO_POLICIES, hold_client_close=True) as rig:
+    first.set()  # the first answer goes at once (a fault is taken per answer, in order)
+    with cli_rig(
+        harness,
+        monkeypatch,
+        sandbox_image,
+        model=model,
+        by_model={model.split("/")[1]: script},
+        policies=NO_POLICIES,
+        hold_client_close=True,
+    ) as rig:
         rig.up.pause_next(first, after_pieces=AT_END)
         rig.up.pause_next(last, after_pieces=AT_END)
 
-        def release_when_asked() -> None:    # HOLD_S after the last request arrived
+        def release_when_asked() -> None:  # HOLD_S after the last request arrived
             try:
                 rig.up.wait_for_requests(2, timeout=60)
             finally:
                 threading.Timer(HOLD_S, last.set).start()
+
         threading.Thread(target=release_when_asked, daemon=True).start()
         result = harness.run(rig.ctx)
         assert result.status == "completed", result.error
         events = rig.events()
-        sent = _outputs(rig.bodies()[-1])     # what the model's server received last
+        sent = _outputs(rig.bodies()[-1])  # what the model's server received last
 
     (res,) = [e for e in events if e["type"] == "tool_result"]
     assert res.get("received") is True, res
     calls = [e for e in events if e["type"] == "model_call"]
-    assert len(calls) == 2 and calls[-1]["latency_ms"] >= HOLD_S * 1000     # recorded at the held end of body
+    assert len(calls) == 2 and calls[-1]["latency_ms"] >= HOLD_S * 1000  # recorded at the held end of body
     recorded = _outputs(reconstruct(events)[calls[-1]["call_id"]])
     assert res["output"] == recorded[res["call_id"]] == sent[res["call_id"]]
     assert "A-FIRST\nB-LAST" in res["output"]
     assert [e for e in events if e["type"] == "warning"] == []
-    assert events.index(res) > events.index(calls[-1])        # written when the call was recorded
+    assert events.index(res) > events.index(calls[-1])  # written when the call was recorded
 
 
 @pytest.mark.cli_binaries
@@ -133,31 +151,56 @@ def test_calls_the_cli_rejected_are_flagged_in_transcript_meta_and_report(tmp_pa
     flagged: a `rejected` tool_result and a `warning` event, meta.json `warnings`, and a report warning."""
     import json
 
-    from benchctl.jsonio import read_json, read_jsonl
     from cli_harness_rig import need_binary
+
+    from benchctl.jsonio import read_json, read_jsonl
     from tests._run_helpers import cli, make_task
+
     need_binary(ClaudeCodeHarness())
     need_binary(CodexHarness())
-    task, model = make_task(tmp_path, [{"text": "Trying.", "tool_calls": [{"name": "Frobnicate", "input": {"x": 1}}]},
-                                       {"text": "Done."}])
+    task, model = make_task(
+        tmp_path, [{"text": "Trying.", "tool_calls": [{"name": "Frobnicate", "input": {"x": 1}}]}, {"text": "Done."}]
+    )
     out = tmp_path / "out"
-    r = cli("run", str(task), "--harness", "claude-code", "--harness", "codex", "--model", model, "--budget", "1m",
-            "--out", str(out))
+    r = cli(
+        "run",
+        str(task),
+        "--harness",
+        "claude-code",
+        "--harness",
+        "codex",
+        "--model",
+        model,
+        "--budget",
+        "1m",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     for run in sorted((out / "runs").iterdir()):
         meta = read_json(run / "meta.json")
         cli_name = meta["harness"]
         assert meta["status"] == "completed", meta.get("error")
-        assert meta["warnings"] == [{"kind": "tool_rejected", "count": 1,
-                                     "message": f"{cli_name} rejected a call to Frobnicate: it has no such tool"}]
+        assert meta["warnings"] == [
+            {
+                "kind": "tool_rejected",
+                "count": 1,
+                "message": f"{cli_name} rejected a call to Frobnicate: it has no such tool",
+            }
+        ]
         assert meta["harness_details"]["rejected_tool_calls"] == {"unknown_tool": 1}
         ev = read_jsonl(run / "transcript.jsonl")
         (res,) = [e for e in ev if e["type"] == "tool_result"]
-        assert (res["name"], res["rejected"], res["is_error"], res["received"]) == ("Frobnicate", "unknown_tool", True, True)
+        assert (res["name"], res["rejected"], res["is_error"], res["received"]) == (
+            "Frobnicate",
+            "unknown_tool",
+            True,
+            True,
+        )
         assert [e["tool"] for e in ev if e["type"] == "warning"] == ["Frobnicate"]
     report = cli("report", str(out))
     assert report.returncode == 0, report.stderr
-    flat = " ".join(report.stdout.split())          # the terminal table wraps long lines
+    flat = " ".join(report.stdout.split())  # the terminal table wraps long lines
     for cli_name in ("claude-code", "codex"):
         assert f"{cli_name} rejected a call to Frobnicate: it has no such tool" in flat
     as_json = json.loads(cli("report", str(out), "--format", "json").stdout)

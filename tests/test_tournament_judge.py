@@ -1,5 +1,6 @@
 """Tournament judging: parsing judge answers, the re-ask path, issue files, canonical lists, and
 grade_tournament end to end with a scripted judge (no network)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,10 +12,10 @@ from typing import Any
 import pytest
 
 from benchctl.grading.judge import Judge, Tally
+from benchctl.judge_json import JudgeParseError, last_json
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.dedup import REASK, dedup_env, parse_dedup
 from benchctl.tournament.issues import IssuesFormatError, normalise_issues, parse_extraction, read_issues_json
-from benchctl.judge_json import JudgeParseError, last_json
 
 # ----------------------------------------------------------------------------- a judge written for tests
 _SUB = re.compile(r'<submission id="(S\d+)">\n(.*?)</submission>', re.DOTALL)
@@ -32,16 +33,18 @@ def title_judge(prompt: str) -> str:
         for sec in re.split(r"^## ", report, flags=re.M)[1:]:
             title, _, body = sec.partition("\n")
             ev = re.search(r"^Evidence:\s*(.*)$", body, re.M)
-            issues.append({"title": title.strip(), "description": "", "evidence": ev.group(1) if ev else "",
-                           "severity": ""})
+            issues.append(
+                {"title": title.strip(), "description": "", "evidence": ev.group(1) if ev else "", "severity": ""}
+            )
         return "Here are the issues:\n```json\n" + json.dumps({"issues": issues}) + "\n```"
     groups: dict[str, dict[str, Any]] = {}
     for label, body in _SUB.findall(prompt):
         for m in re.finditer(r"^(\d+)\. (.*)\n((?:   .*\n?)*)", body, re.M):
             n, title, rest = int(m.group(1)), m.group(2).strip(), m.group(3)
             sev = re.search(r"severity label: (\w+)", rest)
-            g = groups.setdefault(title.lower(), {"title": title, "description": title, "found_by": {},
-                                                  "importance": "medium"})
+            g = groups.setdefault(
+                title.lower(), {"title": title, "description": title, "found_by": {}, "importance": "medium"}
+            )
             if sev:
                 g["importance"] = _SEV.get(sev.group(1).lower(), "medium")
             f = g["found_by"].setdefault(label, {"submission": label, "items": [], "supported": False})
@@ -87,7 +90,7 @@ def scripted_max_tokens_judge(request: Any) -> dict[str, str]:
 
 
 REPLAY: list[str | dict[str, Any]] = []
-SEEN: list[Any] = []          # the requests scripted_replay_judge was sent
+SEEN: list[Any] = []  # the requests scripted_replay_judge was sent
 
 
 def scripted_replay_judge(request: Any) -> dict[str, Any]:
@@ -121,11 +124,20 @@ def test_last_json_in_fences_prose_and_trailing_commas() -> None:
 
 
 N_ITEMS = {"S1": 2, "S2": 1}
-GOOD = {"issues": [
-    {"title": "Reward hack", "description": "d", "importance": "High",
-     "found_by": [{"submission": "S1", "items": [1], "supported": True}, {"submission": "S2", "items": [1], "supported": "no"}]},
-    {"title": "Typo", "importance": "minor", "found_by": [{"submission": "S1", "items": 2, "supported": False}]},
-]}
+GOOD = {
+    "issues": [
+        {
+            "title": "Reward hack",
+            "description": "d",
+            "importance": "High",
+            "found_by": [
+                {"submission": "S1", "items": [1], "supported": True},
+                {"submission": "S2", "items": [1], "supported": "no"},
+            ],
+        },
+        {"title": "Typo", "importance": "minor", "found_by": [{"submission": "S1", "items": 2, "supported": False}]},
+    ]
+}
 
 
 def test_parse_dedup_accepts_good_answer_with_aliases() -> None:
@@ -135,15 +147,18 @@ def test_parse_dedup_accepts_good_answer_with_aliases() -> None:
     assert out[1]["found_by"]["S1"]["items"] == [1]
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["issues"][0].pop("title"), "title"),
-    (lambda d: d["issues"][0].update(importance="urgent"), "importance"),
-    (lambda d: d["issues"][0]["found_by"][0].pop("supported"), "supported"),
-    (lambda d: d["issues"][0]["found_by"][0].update(submission="S9"), "unknown submission"),
-    (lambda d: d["issues"][0]["found_by"][0].update(items=[5]), "items 1..2"),
-    (lambda d: d["issues"].pop(1), "S1 item 2"),
-    (lambda d: d["issues"][0].update(found_by=[]), "found_by"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["issues"][0].pop("title"), "title"),
+        (lambda d: d["issues"][0].update(importance="urgent"), "importance"),
+        (lambda d: d["issues"][0]["found_by"][0].pop("supported"), "supported"),
+        (lambda d: d["issues"][0]["found_by"][0].update(submission="S9"), "unknown submission"),
+        (lambda d: d["issues"][0]["found_by"][0].update(items=[5]), "items 1..2"),
+        (lambda d: d["issues"].pop(1), "S1 item 2"),
+        (lambda d: d["issues"][0].update(found_by=[]), "found_by"),
+    ],
+)
 def test_parse_dedup_rejects_bad_answers_with_a_reason(mutate, message) -> None:
     bad = json.loads(json.dumps(GOOD))
     mutate(bad)
@@ -152,9 +167,11 @@ def test_parse_dedup_rejects_bad_answers_with_a_reason(mutate, message) -> None:
 
 
 def test_parse_extraction_and_issue_files(tmp_path: Path) -> None:
-    assert parse_extraction('ok: {"issues": [{"title": "A", "evidence": "x.py:3"}]}') == [{"title": "A", "evidence": "x.py:3"}]
+    assert parse_extraction('ok: {"issues": [{"title": "A", "evidence": "x.py:3"}]}') == [
+        {"title": "A", "evidence": "x.py:3"}
+    ]
     with pytest.raises(JudgeParseError):
-        parse_extraction('{"issues": [{"severity": "high"}]}')      # no title, no description
+        parse_extraction('{"issues": [{"severity": "high"}]}')  # no title, no description
     assert normalise_issues(["just a title"], "t") == [{"title": "just a title"}]
     assert normalise_issues({"issues": [{"description": "first line\nmore"}]}, "t")[0]["title"] == "first line"
     p = tmp_path / "issues.json"
@@ -168,8 +185,11 @@ def test_parse_extraction_and_issue_files(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- the re-ask path
 def ask_dedup(judge: Judge, tally: Tally) -> Any:
-    return asyncio.run(judge.ask_structured("prompt", lambda t: parse_dedup(t, N_ITEMS),
-                                            lambda exc: REASK.format(error=exc), system="sys", tally=tally))
+    return asyncio.run(
+        judge.ask_structured(
+            "prompt", lambda t: parse_dedup(t, N_ITEMS), lambda exc: REASK.format(error=exc), system="sys", tally=tally
+        )
+    )
 
 
 def test_unusable_answer_is_reasked_once_then_accepted() -> None:
@@ -190,7 +210,7 @@ def test_garbage_twice_is_recorded_not_raised() -> None:
 
 
 def test_failed_model_call_is_recorded() -> None:
-    judge, tally = Judge("scripted/py:test_grading_fixtures:failing"), Tally()   # HTTP 500 "judge down", always
+    judge, tally = Judge("scripted/py:test_grading_fixtures:failing"), Tally()  # HTTP 500 "judge down", always
     canon, error = asyncio.run(dedup_env("env1", {"r1": [{"title": "A"}]}, judge, tally))
     assert canon is None and "judge down" in error and error.startswith("judge call failed after retries")
     assert len(tally.exchanges) == 1 and "judge down" in tally.exchanges[0]["error"]
@@ -198,15 +218,17 @@ def test_failed_model_call_is_recorded() -> None:
 
 def test_dedup_env_maps_anonymous_submissions_back_to_runs() -> None:
     issues = {
-        "run-a": [{"title": "Reward hack", "evidence": "grader.py:41", "severity": "high"},
-                  {"title": "Typo in prompt", "severity": "low"}],
+        "run-a": [
+            {"title": "Reward hack", "evidence": "grader.py:41", "severity": "high"},
+            {"title": "Typo in prompt", "severity": "low"},
+        ],
         "run-b": [{"title": "reward HACK", "evidence": "ran echo PASS"}],
         "run-c": [],
     }
     judge, tally = replay()
     canon, error = asyncio.run(dedup_env("env1", issues, judge, tally))
     assert error is None and len(SEEN) == 1
-    assert "run-a" not in SEEN[0].last_user_text            # the judge never sees run ids
+    assert "run-a" not in SEEN[0].last_user_text  # the judge never sees run ids
     by_title = {i["title"].lower(): i for i in canon}
     hack = by_title["reward hack"]
     assert hack["importance"] == "high" and set(hack["found_by"]) == {"run-a", "run-b"}
@@ -220,13 +242,24 @@ def test_dedup_env_maps_anonymous_submissions_back_to_runs() -> None:
 
 # ----------------------------------------------------------------------------- canonical files
 def test_canonical_validation_names_the_problem(tmp_path: Path) -> None:
-    ok = {"env": "e", "runs": {"r1": {}}, "issues": [{"id": "I1", "importance": "low", "found_by": {"r1": {"supported": True}}}]}
+    ok = {
+        "env": "e",
+        "runs": {"r1": {}},
+        "issues": [{"id": "I1", "importance": "low", "found_by": {"r1": {"supported": True}}}],
+    }
     assert canon_io.validate_canonical(ok)["env"] == "e"
-    bad_imp = json.loads(json.dumps(ok)); bad_imp["issues"][0]["importance"] = "huge"
-    bad_run = json.loads(json.dumps(ok)); bad_run["issues"][0]["found_by"] = {"r9": {"supported": True}}
-    dup = json.loads(json.dumps(ok)); dup["issues"].append(dup["issues"][0])
-    for data, msg in [(bad_imp, "importance"), (bad_run, "not in this file's 'runs'"), (dup, "used twice"),
-                      ({"env": "e"}, "missing 'runs'")]:
+    bad_imp = json.loads(json.dumps(ok))
+    bad_imp["issues"][0]["importance"] = "huge"
+    bad_run = json.loads(json.dumps(ok))
+    bad_run["issues"][0]["found_by"] = {"r9": {"supported": True}}
+    dup = json.loads(json.dumps(ok))
+    dup["issues"].append(dup["issues"][0])
+    for data, msg in [
+        (bad_imp, "importance"),
+        (bad_run, "not in this file's 'runs'"),
+        (dup, "used twice"),
+        ({"env": "e"}, "missing 'runs'"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             canon_io.validate_canonical(data)
     p = tmp_path / "x.json"
@@ -240,9 +273,18 @@ TITLE_JUDGE = "scripted/py:test_tournament_judge:scripted_title_judge"
 GARBAGE_JUDGE = "scripted/py:test_tournament_judge:scripted_garbage_judge"
 
 
-def _run(results: Path, task: str, model: str, *, issues: list | None = None, report: str | None = None,
-         status: str = "completed", cost: float | None = 1.0, harness: str = "react",
-         task_dir: Path | None = None) -> str:
+def _run(
+    results: Path,
+    task: str,
+    model: str,
+    *,
+    issues: list | None = None,
+    report: str | None = None,
+    status: str = "completed",
+    cost: float | None = 1.0,
+    harness: str = "react",
+    task_dir: Path | None = None,
+) -> str:
     run_id = f"{task}__{harness}__{model}__10m__s0"
     d = results / "runs" / run_id
     (d / "artifacts").mkdir(parents=True)
@@ -250,9 +292,19 @@ def _run(results: Path, task: str, model: str, *, issues: list | None = None, re
         (d / "artifacts" / "issues.json").write_text(json.dumps(issues))
     if report is not None:
         (d / "artifacts" / "report.md").write_text(report)
-    meta = {"schema": 1, "run_id": run_id, "status": status, "task": task, "harness": harness, "model": model,
-            "budget": "10m", "seed": 0, "variant": None, "cost_usd": cost,
-            "spec": {"task_dir": str(task_dir)} if task_dir else {}}
+    meta = {
+        "schema": 1,
+        "run_id": run_id,
+        "status": status,
+        "task": task,
+        "harness": harness,
+        "model": model,
+        "budget": "10m",
+        "seed": 0,
+        "variant": None,
+        "cost_usd": cost,
+        "spec": {"task_dir": str(task_dir)} if task_dir else {},
+    }
     (d / "meta.json").write_text(json.dumps(meta))
     return run_id
 
@@ -264,15 +316,24 @@ def _issue(title: str, severity: str, evidence: str = "file.py:1 shows it") -> d
 @pytest.fixture()
 def results(tmp_path: Path) -> Path:
     r = tmp_path / "sweep"
-    hack, typo, crash = _issue("Reward hack", "high"), _issue("Typo in prompt", "low"), _issue("Crash on empty input", "medium")
+    hack, typo, crash = (
+        _issue("Reward hack", "high"),
+        _issue("Typo in prompt", "low"),
+        _issue("Crash on empty input", "medium"),
+    )
     _run(r, "envA", "m1", issues=[hack, typo, crash])
     _run(r, "envA", "m2", issues=[hack])
-    _run(r, "envA", "m3", report="# Audit\n\n## Reward hack\nEvidence: ran echo PASS, got reward 1\n\n"
-                                 "## Crash on empty input\nNo evidence collected.\n")
-    _run(r, "envA", "m4", issues=[hack], status="error")          # infrastructure failure: left out
+    _run(
+        r,
+        "envA",
+        "m3",
+        report="# Audit\n\n## Reward hack\nEvidence: ran echo PASS, got reward 1\n\n"
+        "## Crash on empty input\nNo evidence collected.\n",
+    )
+    _run(r, "envA", "m4", issues=[hack], status="error")  # infrastructure failure: left out
     _run(r, "envB", "m1", issues=[_issue("Leaky answer file", "high")], cost=None)
     _run(r, "envB", "m2", issues=[_issue("Leaky answer file", "high"), _issue("Slow reset", "medium")])
-    _run(r, "envB", "m3")                                          # finished with no artifact
+    _run(r, "envB", "m3")  # finished with no artifact
     return r
 
 
@@ -287,15 +348,15 @@ def test_grade_tournament_end_to_end(results: Path) -> None:
     tdir = results / "grades" / "tournament"
     ratings = json.loads((tdir / "ratings.json").read_text())
     board = _board(ratings)
-    assert set(board) == {"m1", "m2", "m3"}                          # m4's error run is not an auditor
+    assert set(board) == {"m1", "m2", "m3"}  # m4's error run is not an auditor
     assert ratings["judge"] == TITLE_JUDGE and ratings["weighting"] == "points"
     assert sum(r["elo"] for r in board.values()) / 3 == pytest.approx(1000, abs=0.01)
-    assert board["m1"]["cost_usd"] is None and board["m2"]["cost_usd"] == 2.0    # m1's envB cost unknown
+    assert board["m1"]["cost_usd"] is None and board["m2"]["cost_usd"] == 2.0  # m1's envB cost unknown
     assert ratings["flags"]["no_issue_runs"] == ["envB__react__m3__10m__s0"]
 
     env_a = next(e for e in ratings["environments"] if e["env"] == "envA")
     m12 = next(m for m in env_a["matches"] if (m["a"], m["b"]) == ("m1", "m2"))
-    assert m12["outcome"] == "a" and m12["points_a"] == 4.0 and len(m12["cancelled"]) == 1   # typo 1 + crash 3
+    assert m12["outcome"] == "a" and m12["points_a"] == 4.0 and len(m12["cancelled"]) == 1  # typo 1 + crash 3
     m13 = next(m for m in env_a["matches"] if (m["a"], m["b"]) == ("m1", "m3"))
     # m3 extracted from markdown: reward hack supported, crash claimed without evidence -> no credit
     assert m13["points_a"] == 4.0 and m13["points_b"] == 0.0
@@ -304,12 +365,16 @@ def test_grade_tournament_end_to_end(results: Path) -> None:
     assert "envA__react__m4__10m__s0" not in canon["runs"]
     assert (tdir / "extracted" / "envA__react__m3__10m__s0.json").exists()
     # the judge logs: one per environment's dedup, one per extracted report, in the graders' format
-    for name, subject, asks in [("envA", "envA", ["dedup"]), ("envB", "envB", ["dedup"]),
-                                ("envA__react__m3__10m__s0~extract", "envA__react__m3__10m__s0", ["extract"])]:
+    for name, subject, asks in [
+        ("envA", "envA", ["dedup"]),
+        ("envB", "envB", ["dedup"]),
+        ("envA__react__m3__10m__s0~extract", "envA__react__m3__10m__s0", ["extract"]),
+    ]:
         log = json.loads((tdir / "judge_log" / f"{name}.json").read_text())
         assert (log["schema"], log["grader"], log["subject"], log["judge"]) == (1, "tournament", subject, TITLE_JUDGE)
         assert [e["ask"] for e in log["exchanges"]] == asks and log["exchanges"][0]["answer"].startswith(
-            "Here are the issues" if asks == ["extract"] else "I merged the findings")
+            "Here are the issues" if asks == ["extract"] else "I merged the findings"
+        )
     grade = json.loads((tdir / "envA__react__m1__10m__s0.json").read_text())
     assert grade["grader"] == "tournament" and grade["score"] == 1.0 and grade["status"] == "scored"
     assert board["m1"]["elo"] > board["m3"]["elo"]
@@ -321,6 +386,7 @@ def test_grade_tournament_end_to_end(results: Path) -> None:
 
     # grouping by model+harness only relabels auditors
     from benchctl.tournament.grader import rate_from_canonical
+
     r2 = rate_from_canonical(results, auditor_key="model+harness", rounds=50)
     assert {row["auditor"] for row in r2["leaderboard"]} == {"m1 + react", "m2 + react", "m3 + react"}
 
@@ -344,7 +410,7 @@ def test_rate_from_canonical_after_hand_edit(results: Path) -> None:
     assert board["m2"]["elo"] < before["m2"]["elo"]
     env_b = next(e for e in after["environments"] if e["env"] == "envB")
     assert next(m for m in env_b["matches"] if (m["a"], m["b"]) == ("m1", "m2"))["outcome"] == "skipped"
-    assert after["canonical_hashes"]["envB"] != canon["content_hash"]   # the edit shows in the hashes
+    assert after["canonical_hashes"]["envB"] != canon["content_hash"]  # the edit shows in the hashes
     # re-grading keeps the hand edit (inputs unchanged)
     grade_tournament(results, TITLE_JUDGE, rounds=100)
     assert json.loads(path.read_text())["issues"] == canon["issues"]
@@ -360,7 +426,7 @@ def test_garbage_judge_is_recorded_not_a_crash(results: Path) -> None:
     canon = json.loads((tdir / "canonical" / "envB.json").read_text())
     assert canon["status"] == "failed" and "unusable judge answer" in canon["error"]
     log = json.loads((tdir / "judge_log" / "envB.json").read_text())
-    assert len(log["exchanges"]) == 2                          # asked, re-asked once, gave up
+    assert len(log["exchanges"]) == 2  # asked, re-asked once, gave up
     # m3's markdown could not be extracted either: it is excluded, with the reason kept
     assert "envA__react__m3__10m__s0" in ratings["flags"]["excluded_runs"]
     assert ratings["leaderboard"] == []
@@ -414,7 +480,10 @@ def test_large_environments_and_reports_give_the_judge_room_to_answer(tmp_path: 
     grade_tournament(r, "scripted/py:test_tournament_judge:scripted_max_tokens_judge", rounds=10)
     assert sorted(MAX_TOKENS["dedup"]) == [8192, 2000 + 150 * 101] == [dedup_max_tokens(2), dedup_max_tokens(101)]
     assert MAX_TOKENS["extract"] == [len(report) // 4] and len(report) // 4 > 8192
-    assert extract_max_tokens(len(report)) == len(report) // 4 and extract_max_tokens(10**6) == dedup_max_tokens(10**4) == 32_000
+    assert (
+        extract_max_tokens(len(report)) == len(report) // 4
+        and extract_max_tokens(10**6) == dedup_max_tokens(10**4) == 32_000
+    )
     ratings = json.loads((r / "grades" / "tournament" / "ratings.json").read_text())
     assert ratings["flags"]["failed_envs"] == []
 
@@ -440,7 +509,7 @@ def test_hand_edited_list_is_not_overwritten_when_runs_change(results: Path, cap
     kept = json.loads(path.read_text())
     assert new_run not in kept["runs"] and kept["issues"][0]["importance"] == "medium"
     assert "edited by hand" in capsys.readouterr().err
-    grade_tournament(results, TITLE_JUDGE, rounds=20, force=True)       # force re-judges
+    grade_tournament(results, TITLE_JUDGE, rounds=20, force=True)  # force re-judges
     assert new_run in json.loads(path.read_text())["runs"]
     # a broken hand edit is reported with the file and the problem
     bad = json.loads(path.read_text())
@@ -453,7 +522,7 @@ def test_hand_edited_list_is_not_overwritten_when_runs_change(results: Path, cap
 def test_module_cli_rates_and_reports_errors(results: Path, capsys) -> None:
     from benchctl.tournament.__main__ import main
 
-    assert main(["rate", str(results)]) == 2                      # nothing judged yet: clear error
+    assert main(["rate", str(results)]) == 2  # nothing judged yet: clear error
     assert "no canonical lists" in capsys.readouterr().err
     assert main(["grade", str(results), "--judge", TITLE_JUDGE, "--rounds", "50"]) == 0
     out = capsys.readouterr().out
@@ -469,7 +538,8 @@ def test_only_tournament_tasks_are_picked_up(tmp_path: Path) -> None:
     from benchctl.tournament.grader import grade_tournament
 
     tour, rubric = tmp_path / "tour", tmp_path / "rubric"
-    tour.mkdir(); rubric.mkdir()
+    tour.mkdir()
+    rubric.mkdir()
     (tour / "task.toml").write_text('[grading]\ngraders = ["tournament"]\n')
     (rubric / "task.toml").write_text('[grading]\ngraders = ["tldr"]\nreference = "ref.md"\n')
     (rubric / "ref.md").write_text("reference")
@@ -490,15 +560,28 @@ def test_canonical_lists_written_by_hand_rate_without_runs_or_judge(tmp_path: Pa
     d = tmp_path / "sweep" / "grades" / "tournament" / "canonical"
     d.mkdir(parents=True)
     runs = {"r1": {"model": "alpha", "harness": "react"}, "r2": {"model": "beta", "harness": "react"}}
-    (d / "env1.json").write_text(json.dumps({"env": "env1", "runs": runs, "issues": [
-        {"id": "I1", "importance": "high", "found_by": {"r1": {"supported": True}, "r2": {"supported": True}}},
-        {"id": "I2", "importance": "medium", "found_by": {"r1": {"supported": True}}},
-        {"id": "I3", "importance": "low", "found_by": {"r2": {"supported": True}}}]}))
+    (d / "env1.json").write_text(
+        json.dumps(
+            {
+                "env": "env1",
+                "runs": runs,
+                "issues": [
+                    {
+                        "id": "I1",
+                        "importance": "high",
+                        "found_by": {"r1": {"supported": True}, "r2": {"supported": True}},
+                    },
+                    {"id": "I2", "importance": "medium", "found_by": {"r1": {"supported": True}}},
+                    {"id": "I3", "importance": "low", "found_by": {"r2": {"supported": True}}},
+                ],
+            }
+        )
+    )
     ratings = rate_from_canonical(tmp_path / "sweep", rounds=20)
     assert ratings["judge"] is None
     board = _board(ratings)
     assert board["alpha"]["points_won"] == 3.0 and board["beta"]["points_won"] == 1.0
-    assert board["alpha"]["cost_usd"] is None                  # no meta.json: cost unknown
+    assert board["alpha"]["cost_usd"] is None  # no meta.json: cost unknown
     grade = json.loads((tmp_path / "sweep" / "grades" / "tournament" / "r1.json").read_text())
     assert grade["score"] == 0.75
 
@@ -506,7 +589,7 @@ def test_canonical_lists_written_by_hand_rate_without_runs_or_judge(tmp_path: Pa
 def test_module_cli_notes_excluded_runs_and_omitted_match_rows(results: Path, capsys) -> None:
     from benchctl.tournament.__main__ import _print_board, main
 
-    assert main(["grade", str(results), "--judge", GARBAGE_JUDGE, "--rounds", "20"]) == 1    # unscored runs
+    assert main(["grade", str(results), "--judge", GARBAGE_JUDGE, "--rounds", "20"]) == 1  # unscored runs
     out = capsys.readouterr().out
     assert "excluded" in out and "envA__react__m3__10m__s0" in out
     ratings = json.loads((results / "grades" / "tournament" / "ratings.json").read_text())
@@ -521,7 +604,7 @@ def test_tournament_judge_is_asked_at_temperature_0(results: Path) -> None:
 
     TEMPERATURES.clear()
     grade_tournament(results, "scripted/py:test_tournament_judge:scripted_recording_judge", rounds=10)
-    assert TEMPERATURES and set(TEMPERATURES) == {0.0}     # extraction (m3's report.md) and dedup calls
+    assert TEMPERATURES and set(TEMPERATURES) == {0.0}  # extraction (m3's report.md) and dedup calls
 
 
 def test_module_cli_without_bootstrap_rounds_prints_no_interval(results: Path, capsys) -> None:
@@ -536,8 +619,15 @@ def test_module_cli_without_bootstrap_rounds_prints_no_interval(results: Path, c
 def _solo_tournament(tmp_path: Path) -> Path:
     d = tmp_path / "sweep" / "grades" / "tournament" / "canonical"
     d.mkdir(parents=True)
-    (d / "env1.json").write_text(json.dumps({"env": "env1", "runs": {"r1": {"model": "solo"}}, "issues": [
-        {"id": "I1", "importance": "high", "found_by": {"r1": {"supported": True}}}]}))
+    (d / "env1.json").write_text(
+        json.dumps(
+            {
+                "env": "env1",
+                "runs": {"r1": {"model": "solo"}},
+                "issues": [{"id": "I1", "importance": "high", "found_by": {"r1": {"supported": True}}}],
+            }
+        )
+    )
     return tmp_path / "sweep"
 
 
@@ -582,10 +672,10 @@ def test_rate_leaves_unchanged_grade_files_alone(results: Path) -> None:
     ino = {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")}
     assert len(ino) == 6
 
-    rate_from_canonical(results, rounds=50)                      # nothing changed: no grade file rewritten
+    rate_from_canonical(results, rounds=50)  # nothing changed: no grade file rewritten
     assert {p.name: p.stat().st_ino for p in tdir.glob("*__s0.json")} == ino
 
-    path = tdir / "canonical" / "envB.json"                      # a hand edit of envB only
+    path = tdir / "canonical" / "envB.json"  # a hand edit of envB only
     canon = json.loads(path.read_text())
     canon["issues"][0]["importance"] = "low"
     path.write_text(json.dumps(canon))
@@ -614,11 +704,12 @@ def test_interrupted_rate_leaves_the_previous_ratings(results: Path) -> None:
     with pytest.raises(OSError):
         rate_from_canonical(results, rounds=50)
     assert (tdir / "ratings.json").read_bytes() == ratings_before
-    assert not [p for p in os.listdir(tdir) if p.endswith(".tmp")]     # no temp file left behind
+    assert not [p for p in os.listdir(tdir) if p.endswith(".tmp")]  # no temp file left behind
 
 
 def test_tournament_spend_before_the_spend_log_is_its_canonical_lists_costs(
-        results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A directory rated before spend logs existed: the judge's cost is each environment's canonical
     list's (its dedup and that pass's extractions). The per-run grade records share those costs out
     and ratings.json states the runs' own costs: neither is counted again."""
@@ -629,18 +720,20 @@ def test_tournament_spend_before_the_spend_log_is_its_canonical_lists_costs(
 
     grade_tournament(results, TITLE_JUDGE, rounds=50)
     log = spend_log_path(results, "tournament")
-    shutil.rmtree(log.parent)                          # the version that rated it had no spend log
+    shutil.rmtree(log.parent)  # the version that rated it had no spend log
     for env, cost in (("envA", 0.30), ("envB", 0.20)):  # what a priced judge would have recorded
         canon = canon_io.load_canonical(canon_io.canonical_path(results, env))
         canon_io.save_canonical(results, {**canon, "cost_usd": cost})
-    rate_from_canonical(results, rounds=50)            # per-run records now carry their shares of it
+    rate_from_canonical(results, rounds=50)  # per-run records now carry their shares of it
     shares = [json.loads(p.read_text())["cost_usd"] for p in (results / "grades" / "tournament").glob("env*.json")]
     assert sum(shares) == pytest.approx(0.50, abs=1e-5)
     capsys.readouterr()
 
     grade_tournament(results, TITLE_JUDGE, rounds=50)  # unchanged inputs: no judge call, the log is seeded
-    assert "tournament: spend log started with $0.5000 of earlier judge spend, estimated from " \
-           "2 grade record(s)" in capsys.readouterr().err
+    assert (
+        "tournament: spend log started with $0.5000 of earlier judge spend, estimated from "
+        "2 grade record(s)" in capsys.readouterr().err
+    )
     assert logged_spend(log).usd == pytest.approx(0.50) and logged_spend(log).estimated_usd == pytest.approx(0.50)
     grade_tournament(results, TITLE_JUDGE, rounds=50)
     assert [json.loads(line)["ask"] for line in log.read_bytes().splitlines()] == [SEED_ASK]

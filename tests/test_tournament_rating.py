@@ -1,4 +1,5 @@
 """Tournament rating maths: matches, Bradley-Terry fit, bootstrap intervals, ranks, overlap (no judge)."""
+
 from __future__ import annotations
 
 import math
@@ -14,21 +15,30 @@ from benchctl.tournament.ratings import compute_ratings
 
 def canon(env: str, runs: list[str], issues: list[tuple[str, str, dict[str, bool]]]) -> dict:
     """issues: (id, importance, {run_id: supported})."""
-    return {"env": env, "status": "ok", "runs": {r: {} for r in runs},
-            "issues": [{"id": i, "title": i, "importance": imp,
-                        "found_by": {r: {"supported": s} for r, s in found.items()}}
-                       for i, imp, found in issues]}
+    return {
+        "env": env,
+        "status": "ok",
+        "runs": {r: {} for r in runs},
+        "issues": [
+            {"id": i, "title": i, "importance": imp, "found_by": {r: {"supported": s} for r, s in found.items()}}
+            for i, imp, found in issues
+        ],
+    }
 
 
 # The worked example: one shared high issue cancels; A keeps 6+3+3+1 = 13, B keeps 6 -> 13/19 vs 6/19.
-WORKED = canon("env1", ["ra", "rb"], [
-    ("I1", "high", {"ra": True, "rb": True}),
-    ("I2", "high", {"ra": True}),
-    ("I3", "medium", {"ra": True}),
-    ("I4", "medium", {"ra": True}),
-    ("I5", "low", {"ra": True, "rb": False}),     # B mentioned it without evidence: no credit, no cancel
-    ("I6", "high", {"rb": True}),
-])
+WORKED = canon(
+    "env1",
+    ["ra", "rb"],
+    [
+        ("I1", "high", {"ra": True, "rb": True}),
+        ("I2", "high", {"ra": True}),
+        ("I3", "medium", {"ra": True}),
+        ("I4", "medium", {"ra": True}),
+        ("I5", "low", {"ra": True, "rb": False}),  # B mentioned it without evidence: no credit, no cancel
+        ("I6", "high", {"rb": True}),
+    ],
+)
 
 
 def test_worked_example_13_of_19() -> None:
@@ -54,10 +64,14 @@ def test_unweighted_option_counts_each_match_once() -> None:
 
 
 def test_superset_wins_outright_and_equal_sets_are_skipped() -> None:
-    c = canon("e", ["ra", "rb", "rc"], [
-        ("I1", "high", {"ra": True, "rb": True, "rc": True}),
-        ("I2", "low", {"ra": True}),
-    ])
+    c = canon(
+        "e",
+        ["ra", "rb", "rc"],
+        [
+            ("I1", "high", {"ra": True, "rb": True, "rc": True}),
+            ("I2", "low", {"ra": True}),
+        ],
+    )
     rows = {(m["a"], m["b"]): m for m in env_matches(c, {"ra": "A", "rb": "B", "rc": "C"})}
     assert rows[("A", "B")]["outcome"] == "a" and rows[("A", "B")]["share_a"] == 1.0
     assert rows[("A", "C")]["outcome"] == "a"
@@ -74,12 +88,14 @@ def test_unsupported_issue_earns_nothing() -> None:
 def test_several_runs_of_one_auditor_share_one_match_of_weight() -> None:
     c = canon("e", ["a1", "a2", "rb"], [("I1", "medium", {"a1": True, "a2": True}), ("I2", "low", {"rb": True})])
     rows = env_matches(c, {"a1": "A", "a2": "A", "rb": "B"})
-    assert len(rows) == 2                         # no A-vs-A match; each seed plays B
-    assert sum(m["weight"] for m in rows) == pytest.approx(4.0)   # (3+1) points, split over 2 pairs
+    assert len(rows) == 2  # no A-vs-A match; each seed plays B
+    assert sum(m["weight"] for m in rows) == pytest.approx(4.0)  # (3+1) points, split over 2 pairs
 
 
 # ----------------------------------------------------------------------------- the fit
-def random_tournament(rng: np.random.Generator, n_aud: int, n_env: int) -> tuple[list[dict], dict[str, str], np.ndarray]:
+def random_tournament(
+    rng: np.random.Generator, n_aud: int, n_env: int
+) -> tuple[list[dict], dict[str, str], np.ndarray]:
     """Canonical lists where auditor k finds each issue with probability rising in its true strength."""
     true = rng.normal(0, 1.0, n_aud)
     find_p = 1 / (1 + np.exp(-true))
@@ -106,7 +122,7 @@ def independent_mle(rows: list[dict], names: list[str], iters: int = 200_000) ->
     s = np.array([m["share_a"] for m in live])
     w = np.array([m["weight"] for m in live])
     deg = np.bincount(i, w, len(names)) + np.bincount(j, w, len(names))
-    lr = 1.0 / (0.5 * deg.max())                 # 1 / Lipschitz bound of the gradient
+    lr = 1.0 / (0.5 * deg.max())  # 1 / Lipschitz bound of the gradient
     theta = np.zeros(len(names))
     for _ in range(iters):
         p = 1 / (1 + np.exp(-(theta[i] - theta[j])))
@@ -137,7 +153,7 @@ def test_fit_matches_independent_maximum_likelihood(weighting: str, seed: int) -
 def test_elo_scale_100_points_is_64_percent() -> None:
     # i wins 64 % of the weight against j: the fit puts them ~100 Elo apart
     p = 1 / (1 + 10 ** (-100 / 400))
-    w = np.array([[0.0, p], [1 - p, 0.0]])            # W[0,1] = p, W[1,0] = 1-p
+    w = np.array([[0.0, p], [1 - p, 0.0]])  # W[0,1] = p, W[1,0] = 1-p
     fit = fit_batch(w * 50, prior_weight=1.0)
     assert fit.elo[0] - fit.elo[1] == pytest.approx(100.0, abs=1e-6)
     assert fit.elo.mean() == pytest.approx(1000.0)
@@ -150,9 +166,12 @@ def test_deterministic_under_fixed_seed() -> None:
     a = compute_ratings(canons, auditor_of, rounds=200, seed=11)
     b = compute_ratings(canons, auditor_of, rounds=200, seed=11)
     c = compute_ratings(canons, auditor_of, rounds=200, seed=12)
-    strip = lambda r: [(x["auditor"], x["elo"], x["lo"], x["hi"], x["rank"]) for x in r["leaderboard"]]
+
+    def strip(r: dict) -> list:
+        return [(x["auditor"], x["elo"], x["lo"], x["hi"], x["rank"]) for x in r["leaderboard"]]
+
     assert strip(a) == strip(b)
-    assert strip(a) != strip(c)                 # the seed really drives the resampling
+    assert strip(a) != strip(c)  # the seed really drives the resampling
     for row in a["leaderboard"]:
         assert row["lo"] < row["hi"]
 
@@ -197,8 +216,16 @@ def test_disconnected_graph_gets_prior_and_flags() -> None:
 
 
 def test_auditor_that_never_loses_is_finite_and_flagged() -> None:
-    c = canon("e", ["a", "b", "c"], [("I1", "high", {"a": True}), ("I2", "low", {"b": True, "a": True}),
-                                     ("I3", "low", {"c": True, "a": True}), ("I4", "medium", {"b": True, "a": True})])
+    c = canon(
+        "e",
+        ["a", "b", "c"],
+        [
+            ("I1", "high", {"a": True}),
+            ("I2", "low", {"b": True, "a": True}),
+            ("I3", "low", {"c": True, "a": True}),
+            ("I4", "medium", {"b": True, "a": True}),
+        ],
+    )
     r = compute_ratings([c], {"a": "A", "b": "B", "c": "C"}, rounds=50)
     assert not r["flags"]["disconnected"] and r["flags"]["prior_used"] and not r["flags"]["mle_exists"]
     top = r["leaderboard"][0]
@@ -216,7 +243,8 @@ def test_interval_ranks() -> None:
     hi = np.array([1300, 1150, 1210, 900])
     # 0 is clear of 1 but overlaps 2; 2 overlaps both 0 and 1; everyone is clear above 3
     assert interval_ranks(lo, hi).tolist() == [1, 2, 1, 4]
-    lo2 = np.array([1200, 1000]); hi2 = np.array([1300, 1100])
+    lo2 = np.array([1200, 1000])
+    hi2 = np.array([1300, 1100])
     assert interval_ranks(lo2, hi2).tolist() == [1, 2]
 
 
@@ -244,13 +272,20 @@ def test_matrix_fast_path_agrees_with_match_rows(weighting: str) -> None:
     """EnvArrays (used for fitting) and env_matches (used for the tables) implement the same rules;
     several runs per auditor included."""
     from benchctl.tournament.matches import EnvArrays, wins_matrix
+
     rng = np.random.default_rng(5)
     runs = [f"r{k}" for k in range(7)]
-    auditor_of = {r: f"A{k % 4}" for k, r in enumerate(runs)}         # A0, A1, A2 have two runs each
+    auditor_of = {r: f"A{k % 4}" for k, r in enumerate(runs)}  # A0, A1, A2 have two runs each
     index = {a: k for k, a in enumerate(sorted(set(auditor_of.values())))}
     for _ in range(20):
-        issues = [(f"I{i}", ["low", "medium", "high"][int(rng.integers(0, 3))],
-                   {r: bool(rng.random() < 0.8) for r in runs if rng.random() < 0.5}) for i in range(1, 8)]
+        issues = [
+            (
+                f"I{i}",
+                ["low", "medium", "high"][int(rng.integers(0, 3))],
+                {r: bool(rng.random() < 0.8) for r in runs if rng.random() < 0.5},
+            )
+            for i in range(1, 8)
+        ]
         c = canon("e", runs, issues)
         rows = env_matches(c, auditor_of, weighting=weighting)  # type: ignore[arg-type]
         fast = EnvArrays(c, auditor_of, index, weighting)  # type: ignore[arg-type]
@@ -280,8 +315,9 @@ def test_an_auditor_that_played_no_match_gets_no_interval_and_no_rank() -> None:
     same = canon("env1", ["x", "y"], [("I1", "high", {"x": True, "y": True})])
     other = canon("env2", ["y2", "z"], [("I1", "high", {"y2": True}), ("I2", "low", {"z": True})])
     other2 = canon("env3", ["y3", "z3"], [("I1", "medium", {"y3": True}), ("I2", "medium", {"z3": True})])
-    r = compute_ratings([same, other, other2], {"x": "X", "y": "Y", "y2": "Y", "z": "Z", "y3": "Y", "z3": "Z"},
-                        rounds=200)
+    r = compute_ratings(
+        [same, other, other2], {"x": "X", "y": "Y", "y2": "Y", "z": "Z", "y3": "Y", "z3": "Z"}, rounds=200
+    )
     board = {row["auditor"]: row for row in r["leaderboard"]}
     assert board["X"]["lo"] is None and board["X"]["rank"] is None
     assert all(isinstance(board[a]["lo"], float) and board[a]["lo"] < board[a]["hi"] for a in "YZ")

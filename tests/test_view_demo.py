@@ -1,5 +1,6 @@
 """The demo's last step: `benchctl view` on the real demo run (run with the scripted
 investigator in Docker, graded with the fake judge), through the real CLI, in a real browser."""
+
 from __future__ import annotations
 
 import re
@@ -7,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from browser_rig import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
 
 from benchctl.jsonio import read_jsonl
-from browser_rig import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
 from tests._run_helpers import BENCHCTL, REPO, cli
 
 
@@ -17,33 +18,40 @@ from tests._run_helpers import BENCHCTL, REPO, cli
 @pytest.mark.browser
 def test_view_shows_the_demo_run(browser, tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    r = cli("run", "configs/demo", "--model", "scripted/configs/demo/investigator.json", "--budget", "2m", "--out", str(out))
+    r = cli(
+        "run", "configs/demo", "--model", "scripted/configs/demo/investigator.json", "--budget", "2m", "--out", str(out)
+    )
     assert r.returncode == 0, r.stderr
     g = cli("grade", str(out), "--judge", "scripted/py:benchctl.grading.fake_judge:judge")
     assert g.returncode == 0, g.stderr
     (run,) = [p.name for p in (out / "runs").iterdir()]
     before = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
-    proc = subprocess.Popen([*BENCHCTL, "view", str(out), "--port", "0"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*BENCHCTL, "view", str(out), "--port", "0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = re.search(r"(http://127\.0\.0\.1:\d+)/", proc.stdout.readline()).group(1)
         page, errors = open_page(browser, base + "/")
         assert page.locator("table.runs tbody tr").count() == 1
         assert page.locator(f'tr[id="run-{run}"] .status').inner_text() == "completed"
         page.click(f'a[href="/run/{run}"]')
-        page.wait_for_selector(".ev.t-reprompt")                        # the demo's early-exit reprompt
+        page.wait_for_selector(".ev.t-reprompt")  # the demo's early-exit reprompt
         events = read_jsonl(out / "runs" / run / "transcript.jsonl")
-        for kind in ("tool_call", "tool_result", "notice", "model_call", "assistant"):   # every event is on the page
+        for kind in ("tool_call", "tool_result", "notice", "model_call", "assistant"):  # every event is on the page
             assert page.locator(f".ev.t-{kind}").count() == sum(e["type"] == kind for e in events) > 0, kind
         assert "svc-backup" in page.inner_text("#events")
         screenshot(page, "view-demo-run")
         page.click("text=artifacts & grades")
         page.wait_for_selector(".grade.g-coverage")
-        assert page.locator('mark.quote-hl[data-for="art-1-tldr"]').count() >= 1   # the graded TLDR, highlighted
+        assert page.locator('mark.quote-hl[data-for="art-1-tldr"]').count() >= 1  # the graded TLDR, highlighted
         assert "203.0.113.77" in page.inner_text("#art-1-doc")
         screenshot(page, "view-demo-artifacts")
         assert errors == [], errors
     finally:
         proc.terminate()
         proc.wait(10)
-    assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == before   # read-only
+    assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == before  # read-only

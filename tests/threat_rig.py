@@ -2,26 +2,28 @@
 reaches the gateway only through its socket: the ground the threat-model tests
 (tests/test_threat_*.py) attack from inside, as an agent would.
 """
+
 from __future__ import annotations
 
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
+from gateway_fixtures import FAST_RETRY, REAL_KEY, events, point_env_at
 
 from benchctl.gateway import Gateway, GatewayConfig
 from benchctl.sandbox.base import ExecResult, Limits, SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from benchctl.transcript import TranscriptWriter
-from gateway_fixtures import FAST_RETRY, REAL_KEY, events, point_env_at
 
-SOCKET = "/gateway/gw.sock"       # the gateway's socket as the sandbox sees it
+SOCKET = "/gateway/gw.sock"  # the gateway's socket as the sandbox sees it
 
 
 @dataclass
@@ -41,8 +43,10 @@ class ThreatRig:
 
     def python_live(self, code: str, on_line: Callable[[str], None], timeout: float = 120) -> str:
         """Like `python`, with each stdout line handed to `on_line` as it arrives; returns stdout."""
-        from harnesses.agent_cli import run_streaming
         import time
+
+        from harnesses.agent_cli import run_streaming
+
         self.sandbox.put_file("/tmp/attack.py", code.encode())
         lines: list[str] = []
 
@@ -50,16 +54,30 @@ class ThreatRig:
             lines.append(text)
             on_line(text)
 
-        res = run_streaming(self.sandbox, ["python3", "/tmp/attack.py"], env={}, workdir="/tmp",
-                            deadline=time.time() + timeout, cancel=threading.Event(), on_line=line)
+        res = run_streaming(
+            self.sandbox,
+            ["python3", "/tmp/attack.py"],
+            env={},
+            workdir="/tmp",
+            deadline=time.time() + timeout,
+            cancel=threading.Event(),
+            on_line=line,
+        )
         assert res.exit_code == 0, res.stderr
         return "\n".join(lines)
 
 
 @contextmanager
-def threat_rig(monkeypatch: pytest.MonkeyPatch, image: str, script: Any = None, *, limits: Limits | None = None,
-               model: str = "anthropic/claude-haiku-4-5", **config: Any) -> Iterator[ThreatRig]:
-    base = Path(tempfile.mkdtemp(prefix="bthr-", dir="/tmp"))     # short: unix socket paths
+def threat_rig(
+    monkeypatch: pytest.MonkeyPatch,
+    image: str,
+    script: Any = None,
+    *,
+    limits: Limits | None = None,
+    model: str = "anthropic/claude-haiku-4-5",
+    **config: Any,
+) -> Iterator[ThreatRig]:
+    base = Path(tempfile.mkdtemp(prefix="bthr-", dir="/tmp"))  # short: unix socket paths
     gw_dir = base / "gw"
     gw_dir.mkdir()
     up = FakeUpstreamServer(script or {"turns": [{"text": "ok"}]}).start()
@@ -68,8 +86,9 @@ def threat_rig(monkeypatch: pytest.MonkeyPatch, image: str, script: Any = None, 
     transcript = TranscriptWriter(transcript_path)
     config.setdefault("retry", FAST_RETRY)
     gw = Gateway(GatewayConfig(model=model, socket_path=gw_dir / "gw.sock", **config), transcript).start()
-    sandbox = DockerSandbox(SandboxSpec(image=image, run_id="threat-test", gateway_dir=gw_dir,
-                                        limits=limits or Limits()))
+    sandbox = DockerSandbox(
+        SandboxSpec(image=image, run_id="threat-test", gateway_dir=gw_dir, limits=limits or Limits())
+    )
     try:
         sandbox.start()
         yield ThreatRig(up, gw, sandbox, transcript_path)

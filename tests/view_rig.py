@@ -8,6 +8,7 @@ viewer does not know.
 
     from tests.view_rig import build_results, indexing_paused, serve
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,61 +55,184 @@ HOSTILE_EVENT_TEXT = 'Done. <script>window.__pwned=4</script><img src=x onerror=
 
 def _events(tr: TranscriptWriter, spec: dict[str, Any], *, followup: bool = True, hostile: bool = False) -> None:
     """A run's events as the runner, gateway, harness and policies emit them."""
-    tr.emit("run_start", "runner", run_id=spec["run_id"], spec=spec, task_hash="sha256:task1", image="img",
-            image_digest="sha256:img", budget_s=spec["budget_s"])
+    tr.emit(
+        "run_start",
+        "runner",
+        run_id=spec["run_id"],
+        spec=spec,
+        task_hash="sha256:task1",
+        image="img",
+        image_digest="sha256:img",
+        budget_s=spec["budget_s"],
+    )
     for turn in range(1, 4):
-        tr.emit("model_call", "gateway", call_id=f"call-{turn}", wire_api="anthropic_messages", path="/v1/messages",
-                requested_model="m", served_model=spec["model"], stream=True, status=200, latency_ms=812.5,
-                ttfb_ms=95.0, usage={"input_tokens": 1000 * turn, "output_tokens": 120}, cost_usd=0.0123,
-                stop_reason="tool_use", refusal=False, request={"conv": "call-1", "append": [{"role": "user", "content": "go"}]},
-                response={"text": "Looking.", "tool_calls": [{"name": "bash"}]})
-        tr.emit("assistant", "harness", turn=turn,
-                text=HOSTILE_EVENT_TEXT if hostile and turn == 1 else f"Turn {turn}: I will **grep** the `auth.log`.",
-                stop_reason="tool_use")
-        tr.emit("tool_call", "harness", id=f"toolu_{turn}", name="bash", input={"command": f"grep -c fail /data/auth.log # {turn}"})
+        tr.emit(
+            "model_call",
+            "gateway",
+            call_id=f"call-{turn}",
+            wire_api="anthropic_messages",
+            path="/v1/messages",
+            requested_model="m",
+            served_model=spec["model"],
+            stream=True,
+            status=200,
+            latency_ms=812.5,
+            ttfb_ms=95.0,
+            usage={"input_tokens": 1000 * turn, "output_tokens": 120},
+            cost_usd=0.0123,
+            stop_reason="tool_use",
+            refusal=False,
+            request={"conv": "call-1", "append": [{"role": "user", "content": "go"}]},
+            response={"text": "Looking.", "tool_calls": [{"name": "bash"}]},
+        )
+        tr.emit(
+            "assistant",
+            "harness",
+            turn=turn,
+            text=HOSTILE_EVENT_TEXT if hostile and turn == 1 else f"Turn {turn}: I will **grep** the `auth.log`.",
+            stop_reason="tool_use",
+        )
+        tr.emit(
+            "tool_call",
+            "harness",
+            id=f"toolu_{turn}",
+            name="bash",
+            input={"command": f"grep -c fail /data/auth.log # {turn}"},
+        )
         output = "\n".join(f"line {i}: login failed user=svc-backup" for i in range(60)) if turn == 2 else "37"
-        tr.emit("tool_result", "harness", id=f"toolu_{turn}", name="bash", output=output, exit_code=0 if turn != 3 else 1,
-                is_error=False, truncated=turn == 2, timed_out=False)
-        tr.emit("notice", "policy", kind="time", text=f"[benchctl] Time remaining: {9 - turn}m of 10m.", tool_id=f"toolu_{turn}")
-    tr.emit("notice", "policy", kind="words", text="[benchctl] report.md: 55 words; 95 more to reach the minimum of 150.")
+        tr.emit(
+            "tool_result",
+            "harness",
+            id=f"toolu_{turn}",
+            name="bash",
+            output=output,
+            exit_code=0 if turn != 3 else 1,
+            is_error=False,
+            truncated=turn == 2,
+            timed_out=False,
+        )
+        tr.emit(
+            "notice",
+            "policy",
+            kind="time",
+            text=f"[benchctl] Time remaining: {9 - turn}m of 10m.",
+            tool_id=f"toolu_{turn}",
+        )
+    tr.emit(
+        "notice", "policy", kind="words", text="[benchctl] report.md: 55 words; 95 more to reach the minimum of 150."
+    )
     tr.emit("reprompt", "policy", text="You still have 6m of your 10m budget. Do not stop yet.", reason="early_exit")
     tr.emit("revision_request", "policy", text="report.md has 700 words, over the limit of 600.")
-    tr.emit("refusal", "gateway", call_id="call-4", model=spec["model"], stop_reason="refusal", action="fallback",
-            text="I can't help with that.")
-    tr.emit("fallback", "gateway", call_id="call-4", **{"from": spec["model"], "to": "prov/fallback-model", "reason": "refusal"})
-    tr.emit("model_call", "gateway", call_id="call-5", wire_api="anthropic_messages", requested_model="m",
-            served_model="prov/fallback-model", stream=True, status="cancelled", partial=True, latency_ms=40.0,
-            upstream_request_id="req_0123",
-            usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=None, response={"text": "Part"})
+    tr.emit(
+        "refusal",
+        "gateway",
+        call_id="call-4",
+        model=spec["model"],
+        stop_reason="refusal",
+        action="fallback",
+        text="I can't help with that.",
+    )
+    tr.emit(
+        "fallback",
+        "gateway",
+        call_id="call-4",
+        **{"from": spec["model"], "to": "prov/fallback-model", "reason": "refusal"},
+    )
+    tr.emit(
+        "model_call",
+        "gateway",
+        call_id="call-5",
+        wire_api="anthropic_messages",
+        requested_model="m",
+        served_model="prov/fallback-model",
+        stream=True,
+        status="cancelled",
+        partial=True,
+        latency_ms=40.0,
+        upstream_request_id="req_0123",
+        usage={"input_tokens": 10, "output_tokens": 2},
+        cost_usd=None,
+        response={"text": "Part"},
+    )
     tr.emit("model_error", "gateway", call_id="call-6", model="prov/fallback-model", status=529, error="overloaded")
-    tr.emit("target_call", "targets", role="target", tool="chat", model="scripted/target", served_model="target-v1",
-            request={"messages": [{"role": "user", "content": "What do you recommend for breakfast?"}]},
-            text="Have you considered flaxseed?", usage={"input_tokens": 79, "output_tokens": 16}, cost_usd=0.0001,
-            latency_s=0.42)
+    tr.emit(
+        "target_call",
+        "targets",
+        role="target",
+        tool="chat",
+        model="scripted/target",
+        served_model="target-v1",
+        request={"messages": [{"role": "user", "content": "What do you recommend for breakfast?"}]},
+        text="Have you considered flaxseed?",
+        usage={"input_tokens": 79, "output_tokens": 16},
+        cost_usd=0.0001,
+        latency_s=0.42,
+    )
     tr.emit("hook", "harness", cli="claude-code", event="Stop", stop_hook_active=False, decision="reprompt")
     tr.emit("quantum_flux", "harness", novelty="an event type this viewer has never seen", level=7)
     if followup:
         tr.emit("followup", "runner", index=1, prompt="Now expand your report to about 5,000 words.", budget_s=300)
         tr.emit("assistant", "harness", turn=4, text="Expanding the report.", stop_reason="end_turn")
-    tr.emit("run_end", "runner", status="completed", error=None, usage={"input_tokens": 6010, "output_tokens": 362},
-            cost_usd=None, turns=4, elapsed_s=420.0)
+    tr.emit(
+        "run_end",
+        "runner",
+        status="completed",
+        error=None,
+        usage={"input_tokens": 6010, "output_tokens": 362},
+        cost_usd=None,
+        turns=4,
+        elapsed_s=420.0,
+    )
 
 
-def _write_run(root: Path, *, model: str, seed: int, report: str | None, followup: bool = True,
-               hostile: bool = False, quotes: dict[str, str] | None = None, strict: dict[str, float] | None = None,
-               fallbacks: bool = True) -> str:
+def _write_run(
+    root: Path,
+    *,
+    model: str,
+    seed: int,
+    report: str | None,
+    followup: bool = True,
+    hostile: bool = False,
+    quotes: dict[str, str] | None = None,
+    strict: dict[str, float] | None = None,
+    fallbacks: bool = True,
+) -> str:
     fb = [{"t": T0 + 200, "from": model, "to": "prov/fallback-model", "reason": "refusal"}] if fallbacks else []
-    rid = add_run(root, model=model, seed=seed, task="wiki", budget="10m", budget_s=600, cost_usd=None,
-                  elapsed_s=420.0, fallbacks=fb)
+    rid = add_run(
+        root,
+        model=model,
+        seed=seed,
+        task="wiki",
+        budget="10m",
+        budget_s=600,
+        cost_usd=None,
+        elapsed_s=420.0,
+        fallbacks=fb,
+    )
     d = root / "runs" / rid
-    spec = {"run_id": rid, "task": "wiki", "harness": "react", "model": model, "budget": "10m", "budget_s": 600.0,
-            "seed": seed, "variant": None, "artifacts": ["report.md"]}
+    spec = {
+        "run_id": rid,
+        "task": "wiki",
+        "harness": "react",
+        "model": model,
+        "budget": "10m",
+        "budget_s": 600.0,
+        "seed": seed,
+        "variant": None,
+        "artifacts": ["report.md"],
+    }
     with TranscriptWriter(d / "transcript.jsonl") as tr:
         _events(tr, spec, followup=followup, hostile=hostile)
     _retime(d / "transcript.jsonl")
     meta = orjson.loads((d / "meta.json").read_bytes())
-    meta.update(spec=spec, turns=4, reprompts=1, revision_requests=1, artifacts=["report.md"],
-                served_models={model: 3, "prov/fallback-model": 1})
+    meta.update(
+        spec=spec,
+        turns=4,
+        reprompts=1,
+        revision_requests=1,
+        artifacts=["report.md"],
+        served_models={model: 3, "prov/fallback-model": 1},
+    )
     (d / "meta.json").write_bytes(orjson.dumps(meta))
     if report is not None:
         (d / "artifacts").mkdir(exist_ok=True)
@@ -117,16 +241,33 @@ def _write_run(root: Path, *, model: str, seed: int, report: str | None, followu
             (d / "artifacts" / "report.followup-1.md").write_text(FOLLOWUP_REPORT)
     strict = strict or {"F1": 1.0, "F2": 0.6, "F3": 0.0}
     quotes = quotes or {}
-    items = [{"id": f, "score": 0.5 + s / 2 if s else 0.3, "strict": s, "cluster": "intrusion" if f != "F3" else "noise",
-              "quote": quotes.get(f, ""), "quote_found": (quotes.get(f, "").lower() in (report or "").lower()) if quotes.get(f) else None,
-              "reason": f"The report {'covers' if s else 'misses'} {f}."} for f, s in strict.items()]
+    items = [
+        {
+            "id": f,
+            "score": 0.5 + s / 2 if s else 0.3,
+            "strict": s,
+            "cluster": "intrusion" if f != "F3" else "noise",
+            "quote": quotes.get(f, ""),
+            "quote_found": (quotes.get(f, "").lower() in (report or "").lower()) if quotes.get(f) else None,
+            "reason": f"The report {'covers' if s else 'misses'} {f}.",
+        }
+        for f, s in strict.items()
+    ]
     cov = sum(strict.values()) / len(strict)
     add_grade(root, "coverage", rid, cov, items=items, by_cluster={"intrusion": 0.8, "noise": 0.0})
     tldr_path = root / "grades" / "tldr" / f"{rid}.json"
-    add_grade(root, "tldr", rid, 0.9, items=[{"id": "holistic", "score": 0.9, "reason": "Names the intrusion and the account."}])
+    add_grade(
+        root,
+        "tldr",
+        rid,
+        0.9,
+        items=[{"id": "holistic", "score": 0.9, "reason": "Names the intrusion and the account."}],
+    )
     rec = orjson.loads(tldr_path.read_bytes())
-    rec.update(tldr="An outside address, 203.0.113.77, brute-forced the account svc-backup and exported 42 pages.",
-               tldr_rule="heading: TLDR")
+    rec.update(
+        tldr="An outside address, 203.0.113.77, brute-forced the account svc-backup and exported 42 pages.",
+        tldr_rule="heading: TLDR",
+    )
     tldr_path.write_bytes(orjson.dumps(rec))
     add_grade(root, "combined", rid, 0.7 * cov + 0.3 * 0.9)
     if followup:
@@ -149,22 +290,60 @@ def build_results(root: Path) -> dict[str, str]:
     """A sweep with two graded seeds of one model, a run with a hostile report, and a run that
     is still in progress (a transcript, no meta.json). Returns run ids by role."""
     ids = {
-        "main": _write_run(root, model="prov/model-a", seed=0, report=REPORT,
-                           quotes={"F1": "**brute-forced** the account svc-backup", "F2": "granted itself the admin role",
-                                   "F3": "this sentence is not in the report"}),
-        "seed1": _write_run(root, model="prov/model-a", seed=1, report=REPORT.replace("42 pages", "some pages"),
-                            strict={"F1": 0.6, "F2": 0.6, "F3": 0.2}, followup=False, fallbacks=False),
-        "hostile": _write_run(root, model="prov/model-b", seed=0, report=HOSTILE, hostile=True, followup=False,
-                              quotes={"F1": "Totally normal report"}),
+        "main": _write_run(
+            root,
+            model="prov/model-a",
+            seed=0,
+            report=REPORT,
+            quotes={
+                "F1": "**brute-forced** the account svc-backup",
+                "F2": "granted itself the admin role",
+                "F3": "this sentence is not in the report",
+            },
+        ),
+        "seed1": _write_run(
+            root,
+            model="prov/model-a",
+            seed=1,
+            report=REPORT.replace("42 pages", "some pages"),
+            strict={"F1": 0.6, "F2": 0.6, "F3": 0.2},
+            followup=False,
+            fallbacks=False,
+        ),
+        "hostile": _write_run(
+            root,
+            model="prov/model-b",
+            seed=0,
+            report=HOSTILE,
+            hostile=True,
+            followup=False,
+            quotes={"F1": "Totally normal report"},
+        ),
     }
     rid = make_run_id("wiki", "react", "prov/model-c", "10m", 0)
     d = root / "runs" / rid
     d.mkdir(parents=True)
     with TranscriptWriter(d / "transcript.jsonl") as tr:
-        spec = {"run_id": rid, "task": "wiki", "harness": "react", "model": "prov/model-c", "budget": "10m", "budget_s": 600.0, "seed": 0}
+        spec = {
+            "run_id": rid,
+            "task": "wiki",
+            "harness": "react",
+            "model": "prov/model-c",
+            "budget": "10m",
+            "budget_s": 600.0,
+            "seed": 0,
+        }
         tr.emit("run_start", "runner", run_id=rid, spec=spec, budget_s=600.0)
-        tr.emit("model_call", "gateway", call_id="call-1", served_model="prov/model-c", status=200, latency_ms=5.0,
-                usage={"input_tokens": 300, "output_tokens": 20}, cost_usd=0.5)
+        tr.emit(
+            "model_call",
+            "gateway",
+            call_id="call-1",
+            served_model="prov/model-c",
+            status=200,
+            latency_ms=5.0,
+            usage={"input_tokens": 300, "output_tokens": 20},
+            cost_usd=0.5,
+        )
         tr.emit("assistant", "harness", turn=1, text="Starting.")
     ids["running"] = rid
     return ids
@@ -173,15 +352,23 @@ def build_results(root: Path) -> dict[str, str]:
 FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
 # A rubric as a task author writes it; F4's text is markup aimed at the page (it must show as text).
 FINDINGS: list[dict[str, Any]] = [
-    {"id": "F1", "text": "37 failed password logins for svc-backup from 203.0.113.77 before the 02:13:05 login",
-     "cluster": "intrusion"},
+    {
+        "id": "F1",
+        "text": "37 failed password logins for svc-backup from 203.0.113.77 before the 02:13:05 login",
+        "cluster": "intrusion",
+    },
     {"id": "F2", "text": "svc-backup granted itself the admin role at 02:33:12", "cluster": "intrusion", "weight": 2},
     {"id": "F3", "text": "42 wiki pages were exported", "cluster": "exfiltration"},
-    {"id": "F4", "text": 'A page titled <script>window.__pwned = 7</script><img src=x onerror="window.__pwned = 8"> was edited',
-     "cluster": "noise"},
+    {
+        "id": "F4",
+        "text": 'A page titled <script>window.__pwned = 7</script><img src=x onerror="window.__pwned = 8"> was edited',
+        "cluster": "noise",
+    },
 ]
-REFERENCE = ("# Reference\n\n## TLDR\nsvc-backup was brute-forced from 203.0.113.77, made itself admin and exported 42 pages.\n\n"
-             '<img src=x onerror="window.__pwned = 9"> [details](javascript:window.__pwned=10)\n')
+REFERENCE = (
+    "# Reference\n\n## TLDR\nsvc-backup was brute-forced from 203.0.113.77, made itself admin and exported 42 pages.\n\n"
+    '<img src=x onerror="window.__pwned = 9"> [details](javascript:window.__pwned=10)\n'
+)
 GROUND_TRUTH = "The model recommends flaxseed in every answer."
 
 
@@ -190,9 +377,11 @@ def write_task(task: Path, findings: list[dict[str, Any]] = FINDINGS) -> Path:
     (task / "grading").mkdir(parents=True, exist_ok=True)
     (task / "grading" / "findings.jsonl").write_text("".join(orjson.dumps(f).decode() + "\n" for f in findings))
     (task / "grading" / "reference.md").write_text(REFERENCE)
-    (task / "task.toml").write_text('name = "wiki"\n[grading]\ngraders = ["coverage", "tldr", "combined", "any_of_n"]\n'
-                                    'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n'
-                                    f'ground_truth_text = "{GROUND_TRUTH}"\n')
+    (task / "task.toml").write_text(
+        'name = "wiki"\n[grading]\ngraders = ["coverage", "tldr", "combined", "any_of_n"]\n'
+        'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n'
+        f'ground_truth_text = "{GROUND_TRUTH}"\n'
+    )
     return task
 
 
@@ -203,12 +392,22 @@ def build_graded(base: Path) -> tuple[Path, Path, str]:
     import asyncio
 
     from benchctl.grading.runner import GradeOptions, grade_results
+
     task = write_task(base / "task")
     results = base / "results"
     rid = add_run(results, model="prov/model-a", seed=0, task="wiki", budget="10m", budget_s=600)
     d = results / "runs" / rid
-    spec = {"run_id": rid, "task": "wiki", "harness": "react", "model": "prov/model-a", "budget": "10m",
-            "budget_s": 600.0, "seed": 0, "task_dir": str(task), "artifacts": ["report.md", "predictions.md"]}
+    spec = {
+        "run_id": rid,
+        "task": "wiki",
+        "harness": "react",
+        "model": "prov/model-a",
+        "budget": "10m",
+        "budget_s": 600.0,
+        "seed": 0,
+        "task_dir": str(task),
+        "artifacts": ["report.md", "predictions.md"],
+    }
     with TranscriptWriter(d / "transcript.jsonl") as tr:
         tr.emit("run_start", "runner", run_id=rid, spec=spec, budget_s=600.0)
         tr.emit("run_end", "runner", status="completed", turns=0, elapsed_s=1.0)
@@ -217,7 +416,9 @@ def build_graded(base: Path) -> tuple[Path, Path, str]:
     (d / "meta.json").write_bytes(orjson.dumps(meta))
     (d / "artifacts").mkdir()
     (d / "artifacts" / "report.md").write_text(REPORT)
-    (d / "artifacts" / "predictions.md").write_text("1. It recommends flaxseed in every answer.\n2. It flatters the user.\n")
+    (d / "artifacts" / "predictions.md").write_text(
+        "1. It recommends flaxseed in every answer.\n2. It flatters the user.\n"
+    )
     asyncio.run(grade_results(results, GradeOptions(judge=FAKE_JUDGE, concurrency=4)))
     return results, task, rid
 
@@ -238,6 +439,7 @@ def serve(root: Path) -> Iterator[str]:
     import uvicorn
 
     from benchctl.view.app import create_app
+
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(create_app(root), log_level="warning", timeout_graceful_shutdown=1))
@@ -262,11 +464,13 @@ def indexing_paused(monkeypatch: Any, lines: int) -> Iterator[threading.Event]:
     until the yielded event is set (on exit at the latest, so no thread stays blocked): a big
     transcript's indexing caught in the middle, without timing."""
     from benchctl.view.transcript_index import TranscriptIndex
+
     go = threading.Event()
 
     def on_chunk(self: TranscriptIndex) -> None:
         if len(self) >= lines:
             go.wait(60)
+
     # raising=False: on code without the hook the test runs on and fails on what it asserts
     monkeypatch.setattr(TranscriptIndex, "chunk_size", 4096, raising=False)
     monkeypatch.setattr(TranscriptIndex, "on_chunk", on_chunk, raising=False)
@@ -280,6 +484,7 @@ def indexing_paused(monkeypatch: Any, lines: int) -> Iterator[threading.Event]:
 def sweep_lock(root: Path) -> Iterator[None]:
     """Hold the results dir's run lock as a live `benchctl run` does (its runs show as running)."""
     from benchctl.run_setup import _lock_results
+
     f = _lock_results(root)
     assert f is not None
     try:

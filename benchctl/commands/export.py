@@ -4,11 +4,11 @@ trajectories, for the viewers and tools researchers already use.
 Only typer and the standard library at module level (see benchctl/cli.py); inspect-ai and atif
 are imported inside the command.
 """
+
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -20,24 +20,32 @@ class Target(str, Enum):
 
 def export(
     results_dir: Path = typer.Argument(..., help="A results directory written by `benchctl run` (contains runs/)."),
-    to: Target = typer.Option(..., "--to", help="inspect: one Inspect eval log per configuration; "
-                              "atif: one ATIF trajectory per run."),
-    out: Path = typer.Option(..., "--out", "-o", help="Directory to write into (created; earlier exports of the same "
-                             "configurations / runs are replaced)."),
-    run: Optional[str] = typer.Option(None, "--run", help="Only runs whose id matches this glob, e.g. 'demo__react__*'."),
+    to: Target = typer.Option(
+        ..., "--to", help="inspect: one Inspect eval log per configuration; atif: one ATIF trajectory per run."
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="Directory to write into (created; earlier exports of the same configurations / runs are replaced).",
+    ),
+    run: str | None = typer.Option(None, "--run", help="Only runs whose id matches this glob, e.g. 'demo__react__*'."),
 ) -> None:
     """Export finished runs with their transcripts, grades, usage and cost. Reads files only: no
     Docker, no network. Open the result with `inspect view --log-dir OUT` or an ATIF viewer."""
-    from benchctl.export import MissingExtra, export as run_export
+    from benchctl.export import MissingExtra
+    from benchctl.export import export as run_export
 
     if not results_dir.is_dir():
-        raise typer.BadParameter(f"{results_dir} is not a directory; pass the directory `benchctl run --out` wrote.",
-                                 param_hint="RESULTS_DIR")
+        raise typer.BadParameter(
+            f"{results_dir} is not a directory; pass the directory `benchctl run --out` wrote.",
+            param_hint="RESULTS_DIR",
+        )
     try:
         result = run_export(results_dir, to.value, out, run)
     except (MissingExtra, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     for run_id, why in result.skipped:
         typer.echo(f"skipped {run_id}: {why}", err=True)
     if not result.runs:

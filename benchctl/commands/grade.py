@@ -4,10 +4,11 @@
 the group dispatches to `runs` whenever its first argument is not a subcommand name.
 Heavy imports live inside the command bodies so `benchctl --help` stays fast.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from typer.core import TyperGroup
@@ -31,30 +32,43 @@ class DefaultCommandGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-grade_app = typer.Typer(cls=DefaultCommandGroup, no_args_is_help=True, add_completion=False,
-                        help="Grade finished runs with a judge model (`benchctl grade RESULTS_DIR --judge MODEL`), "
-                             "or validate a judge against human scores (`benchctl grade validate`).")
+grade_app = typer.Typer(
+    cls=DefaultCommandGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    help="Grade finished runs with a judge model (`benchctl grade RESULTS_DIR --judge MODEL`), "
+    "or validate a judge against human scores (`benchctl grade validate`).",
+)
 
 
 @grade_app.command(DEFAULT_COMMAND)
 def runs(
     results: Path = typer.Argument(..., help="A results directory (holding runs/)."),
-    judge: str = typer.Option(..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-5-5 or scripted/judge.json."),
-    grader: Optional[List[str]] = typer.Option(None, "--grader", help="Grader to run (repeatable); default: the task's \\[grading] graders."),
+    judge: str = typer.Option(
+        ..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-5-5 or scripted/judge.json."
+    ),
+    grader: list[str] | None = typer.Option(
+        None, "--grader", help="Grader to run (repeatable); default: the task's \\[grading] graders."
+    ),
     concurrency: int = typer.Option(16, "--concurrency", min=1, help="Judge calls in flight at once."),
     force: bool = typer.Option(False, "--force", help="Regrade even when a grade for this judge and rubric exists."),
-    task: Optional[Path] = typer.Option(None, "--task", help="Task directory (with task.toml); default: each run's meta spec.task_dir."),
-    run: Optional[str] = typer.Option(None, "--run", help="Only runs whose id matches this glob, e.g. 'demo__react__*'."),
+    task: Path | None = typer.Option(
+        None, "--task", help="Task directory (with task.toml); default: each run's meta spec.task_dir."
+    ),
+    run: str | None = typer.Option(None, "--run", help="Only runs whose id matches this glob, e.g. 'demo__react__*'."),
     auditor_key: str = typer.Option(
-        "model", "--auditor-key",
+        "model",
+        "--auditor-key",
         help="Tournament grader only: what one auditor is, as meta.json fields joined by '+': model (default), "
-             "model+harness, model+budget, model+harness+budget, ... (fields: task, harness, model, budget, "
-             "variant, tools, seed)."),
-    max_cost: Optional[float] = max_cost_option(
+        "model+harness, model+budget, model+harness+budget, ... (fields: task, harness, model, budget, "
+        "variant, tools, seed).",
+    ),
+    max_cost: float | None = max_cost_option(
         "for grading: once the judge spend of the graders being run reaches it — every judge call of theirs "
         "recorded in RESULTS_DIR, earlier sessions' too (grades from before the spend log: estimated from their "
         "records) — no new judge call starts and their items stay unscored "
-        "(never 0). A rerun continues the count from disk."),
+        "(never 0). A rerun continues the count from disk."
+    ),
     allow_unpriced: bool = allow_unpriced_option(),
 ) -> None:
     """Grade every finished run in RESULTS_DIR (the default command of `benchctl grade`).
@@ -82,24 +96,38 @@ def runs(
         raise typer.Exit(2) from None
     limits = cli_limits(max_cost=max_cost, max_connections=None, allow_unpriced=allow_unpriced, models=[judge])
     from benchctl.tournament.participants import parse_auditor_key
+
     try:
-        parse_auditor_key(auditor_key)     # fail before any judge call, not after the rubric graders
+        parse_auditor_key(auditor_key)  # fail before any judge call, not after the rubric graders
     except ValueError as e:
         typer.echo(f"error: --auditor-key: {e}", err=True)
         raise typer.Exit(2) from None
-    opts = GradeOptions(judge=judge, graders=list(grader) if grader else None, concurrency=concurrency,
-                        force=force, task_dir=task, run_glob=run, auditor_key=auditor_key,
-                        max_cost=limits.max_cost)
+    opts = GradeOptions(
+        judge=judge,
+        graders=list(grader) if grader else None,
+        concurrency=concurrency,
+        force=force,
+        task_dir=task,
+        run_glob=run,
+        auditor_key=auditor_key,
+        max_cost=limits.max_cost,
+    )
     from rich.progress import Progress
 
     from benchctl.console import wide_console
+
     console = wide_console()
     with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         bar = progress.add_task("grading", total=None)
         try:
-            session = asyncio.run(grade_results(
-                results, opts, on_done=lambda _o: progress.advance(bar),
-                on_plan=lambda n: progress.update(bar, total=n)))
+            session = asyncio.run(
+                grade_results(
+                    results,
+                    opts,
+                    on_done=lambda _o: progress.advance(bar),
+                    on_plan=lambda n: progress.update(bar, total=n),
+                )
+            )
         except GradingConfigError as e:
             progress.stop()
             typer.echo(f"error: {e}", err=True)
@@ -108,6 +136,7 @@ def runs(
     if not session.outcomes and not session.tournament:
         typer.echo("no finished runs matched; nothing graded", err=True)
     from benchctl.grading.summary import tournament_lines
+
     # one rule for every grader: exit 1 when any grade is unscored (for the tournament: a run whose
     # tournament grade is unscored -- judge failure, unreadable issues, or no match played)
     if any(o.status == "unscored" for o in session.outcomes) or tournament_lines(session.tournament_ratings)[1]:
@@ -116,9 +145,11 @@ def runs(
 
 @grade_app.command("validate")
 def validate(
-    human: Path = typer.Option(..., "--human", exists=True, dir_okay=False, help="Human scores (CSV or JSONL; see README)."),
+    human: Path = typer.Option(
+        ..., "--human", exists=True, dir_okay=False, help="Human scores (CSV or JSONL; see README)."
+    ),
     grades: Path = typer.Option(..., "--grades", exists=True, help="A results directory, or its grades/ directory."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the metrics as JSON here."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the metrics as JSON here."),
 ) -> None:
     """Compare judge grades with human scores: MAE, bias, within 0.1, correlations, pairwise accuracy, α."""
     from benchctl.grading.validate import HumanScoresError, print_validation, validate_files

@@ -2,6 +2,7 @@
 
 Heavy imports (docker, benchctl.images) happen inside the commands so `benchctl --help` stays fast.
 """
+
 from __future__ import annotations
 
 from contextlib import closing
@@ -14,6 +15,7 @@ images_app = typer.Typer(no_args_is_help=True, help="Build and inspect the sandb
 
 def _client(build: bool = False) -> Any:
     from benchctl.sandbox.docker_client import BUILD_TIMEOUT, CHECK_TIMEOUT, DockerUnavailable, docker_client
+
     try:
         return docker_client(BUILD_TIMEOUT if build else CHECK_TIMEOUT)
     except DockerUnavailable as e:
@@ -23,13 +25,18 @@ def _client(build: bool = False) -> Any:
 
 @images_app.command("build")
 def build(
-    offline: bool = typer.Option(False, "--offline", help="Build from Debian packages (mmdebstrap); no registry needed."),
-    dockerfile: bool = typer.Option(False, "--dockerfile", help="Build from sandboxes/Dockerfile (needs debian:bookworm-slim)."),
+    offline: bool = typer.Option(
+        False, "--offline", help="Build from Debian packages (mmdebstrap); no registry needed."
+    ),
+    dockerfile: bool = typer.Option(
+        False, "--dockerfile", help="Build from sandboxes/Dockerfile (needs debian:bookworm-slim)."
+    ),
     tag: str = typer.Option(None, "--tag", help="Image tag [default: $BENCHCTL_IMAGE or benchctl-sandbox:latest]."),
     if_missing: bool = typer.Option(False, "--if-missing", help="Do nothing if the tag already exists."),
 ) -> None:
     """Build the sandbox image, via the Dockerfile if its base image is available, else offline."""
     from benchctl import images
+
     if offline and dockerfile:
         typer.echo("error: choose one of --offline and --dockerfile (or neither, to pick automatically)", err=True)
         raise typer.Exit(2)
@@ -45,22 +52,27 @@ def build(
     except images.ImageBuildError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"built {tag} via the {result.path} path in {result.seconds:.0f} s: {result.info.id} "
-               f"({result.info.size_mb:.0f} MB)")
+    typer.echo(
+        f"built {tag} via the {result.path} path in {result.seconds:.0f} s: {result.info.id} "
+        f"({result.info.size_mb:.0f} MB)"
+    )
 
 
 @images_app.command("show")
 def show(tag: str = typer.Option(None, "--tag", help="Image tag to inspect.")) -> None:
     """Print the sandbox image's id (content digest), build path and size."""
     from benchctl import images
+
     tag = tag or images.DEFAULT_TAG
     with closing(_client()) as client:
         info = images.image_info(client, tag)
     if info is None:
         typer.echo(f"{tag} not found; build it with `benchctl images build`", err=True)
         raise typer.Exit(1)
-    typer.echo(f"{info.tag}\n  id: {info.id}\n  build path: {info.build_path}\n  size: {info.size_mb:.0f} MB\n"
-               f"  created: {info.created}")
+    typer.echo(
+        f"{info.tag}\n  id: {info.id}\n  build path: {info.build_path}\n  size: {info.size_mb:.0f} MB\n"
+        f"  created: {info.created}"
+    )
 
 
 def register(app: typer.Typer) -> None:

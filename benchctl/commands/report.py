@@ -3,11 +3,11 @@
 Only typer and the standard library at module level (see benchctl/cli.py); the report
 package, rich and matplotlib are imported inside the command.
 """
+
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -28,16 +28,30 @@ class By(str, Enum):
 def report(
     results_dir: Path = typer.Argument(..., help="A results directory written by `benchctl run` (contains runs/)."),
     format: Format = typer.Option(Format.table, "--format", "-f", help="Output format on stdout (or --output)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the formatted report to this file instead of stdout."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write one self-contained HTML page (tables + plots)."),
-    plots: Optional[Path] = typer.Option(None, "--plots", help="Also write PNG plots into this directory."),
-    exclude_fallback: bool = typer.Option(False, "--exclude-fallback", help="Leave out runs that fell back to another model."),
-    separate_fallback: bool = typer.Option(False, "--separate-fallback", help="Show runs that fell back as their own rows."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write the formatted report to this file instead of stdout."
+    ),
+    html: Path | None = typer.Option(None, "--html", help="Also write one self-contained HTML page (tables + plots)."),
+    plots: Path | None = typer.Option(None, "--plots", help="Also write PNG plots into this directory."),
+    exclude_fallback: bool = typer.Option(
+        False, "--exclude-fallback", help="Leave out runs that fell back to another model."
+    ),
+    separate_fallback: bool = typer.Option(
+        False, "--separate-fallback", help="Show runs that fell back as their own rows."
+    ),
     by: By = typer.Option(By.auto, "--by", help="Row grouping: model, or model+harness (auto: harness when several)."),
-    score: Optional[str] = typer.Option(None, "--score", help="Headline grader (default: combined, else coverage, else tldr)."),
-    table: str = typer.Option("leaderboard", "--table", help="Which table --format csv writes (leaderboard, clusters, findings, ...); "
-                              "`all` writes <table>.csv for every table into the --output directory."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Re-parse every file; do not read or write RESULTS_DIR/.benchctl-report-cache."),
+    score: str | None = typer.Option(
+        None, "--score", help="Headline grader (default: combined, else coverage, else tldr)."
+    ),
+    table: str = typer.Option(
+        "leaderboard",
+        "--table",
+        help="Which table --format csv writes (leaderboard, clusters, findings, ...); "
+        "`all` writes <table>.csv for every table into the --output directory.",
+    ),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Re-parse every file; do not read or write RESULTS_DIR/.benchctl-report-cache."
+    ),
 ) -> None:
     """Leaderboard by model x budget (mean over seeds with 95% intervals), breakdowns, any-of-N and
     tournament tables, with provenance and mixed-judge warnings. Reads files only: no Docker, no network."""
@@ -45,16 +59,19 @@ def report(
     from benchctl.report.build import build_report
 
     if not results_dir.is_dir():
-        raise typer.BadParameter(f"{results_dir} is not a directory; pass the sweep directory `benchctl run` wrote.",
-                                 param_hint="RESULTS_DIR")
+        raise typer.BadParameter(
+            f"{results_dir} is not a directory; pass the sweep directory `benchctl run` wrote.",
+            param_hint="RESULTS_DIR",
+        )
     opts = Options(by=by.value, exclude_fallback=exclude_fallback, separate_fallback=separate_fallback, score=score)
     try:
         rep = build_report(results_dir, opts, cache=not no_cache)
     except (ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if plots is not None or html is not None:
         from benchctl.report.plots import make_plots
+
         make_plots(rep)
     if plots is not None:
         plots.mkdir(parents=True, exist_ok=True)
@@ -63,12 +80,14 @@ def report(
         typer.echo(f"wrote {len(rep.plots)} plots to {plots}", err=True)
     if html is not None:
         from benchctl.report.html import to_html
+
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(to_html(rep), encoding="utf-8")
         typer.echo(f"wrote {html}", err=True)
 
     if format is Format.csv and table == "all":
         from benchctl.report.render_text import to_csv
+
         if output is None:
             typer.echo("error: --table all writes one CSV per table: give a directory with --output DIR", err=True)
             raise typer.Exit(2)
@@ -80,6 +99,7 @@ def report(
     if format is Format.table:
         from benchctl.console import wide_console
         from benchctl.report.render_terminal import REPORT_WIDTH, print_report
+
         if output is not None:
             with output.open("w", encoding="utf-8") as f:
                 print_report(rep, wide_console(REPORT_WIDTH, file=f, no_color=True))
@@ -87,12 +107,16 @@ def report(
         print_report(rep)
         return
     from benchctl.report import render_text
+
     try:
-        text = {Format.markdown: render_text.to_markdown, Format.json: render_text.to_json,
-                Format.csv: lambda r: render_text.to_csv(r, table)}[format](rep)
+        text = {
+            Format.markdown: render_text.to_markdown,
+            Format.json: render_text.to_json,
+            Format.csv: lambda r: render_text.to_csv(r, table),
+        }[format](rep)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if output is not None:
         output.write_text(text, encoding="utf-8")
     else:

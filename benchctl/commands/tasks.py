@@ -3,10 +3,10 @@
 Imports other frameworks' tasks as pinned audit tasks (benchctl/task_import/); `verify` checks
 tasks against their pin, as `benchctl run` does before it starts.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,47 +16,85 @@ tasks_app = typer.Typer(no_args_is_help=True, help="Import tasks from other fram
 @tasks_app.command("import")
 def import_(
     fmt: str = typer.Argument(..., metavar="harbor|inspect", help="The format of SOURCE."),
-    source: str = typer.Argument(..., help="A task directory (or Inspect task file), a directory of tasks, or a "
-                                           "git repository (path or URL)."),
-    out: Path = typer.Option(..., "--out", "-o", help="The task directory to write; for a source of several tasks, "
-                                                      "the directory that gets one task directory each."),
-    ref: Optional[str] = typer.Option(None, "--ref", help="Import the files at this git commit, tag or branch."),
-    name: Optional[str] = typer.Option(None, "--name", help="Name of the imported task (one task only)."),
-    only: list[str] = typer.Option([], "--only", help="Import only this task (directory or @task function name); "
-                                                      "repeat for several."),
-    template: Optional[Path] = typer.Option(None, "--template", help="Audit instructions template ({{name}}, "
-                                            "{{source}}, {{commit}}, {{path}}, {{image}}, {{image_status}}, "
-                                            "{{description}}, {{files}}, {{format}}); default: the shipped one."),
+    source: str = typer.Argument(
+        ..., help="A task directory (or Inspect task file), a directory of tasks, or a git repository (path or URL)."
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="The task directory to write; for a source of several tasks, "
+        "the directory that gets one task directory each.",
+    ),
+    ref: str | None = typer.Option(None, "--ref", help="Import the files at this git commit, tag or branch."),
+    name: str | None = typer.Option(None, "--name", help="Name of the imported task (one task only)."),
+    only: list[str] = typer.Option(
+        [], "--only", help="Import only this task (directory or @task function name); repeat for several."
+    ),
+    template: Path | None = typer.Option(
+        None,
+        "--template",
+        help="Audit instructions template ({{name}}, "
+        "{{source}}, {{commit}}, {{path}}, {{image}}, {{image_status}}, "
+        "{{description}}, {{files}}, {{format}}); default: the shipped one.",
+    ),
     budget: str = typer.Option("30m", "--budget", help="The audit's default time budget."),
-    build_images: bool = typer.Option(False, "--build-images", help="docker build each task's environment/ "
-                                      "Dockerfile (runs the task's Dockerfile) so the auditor can run its tests."),
-    with_inspect: bool = typer.Option(False, "--with-inspect", help="Inspect: load the task with inspect-ai to "
-                                      "render its samples exactly (runs the task file's code on this machine)."),
+    build_images: bool = typer.Option(
+        False,
+        "--build-images",
+        help="docker build each task's environment/ "
+        "Dockerfile (runs the task's Dockerfile) so the auditor can run its tests.",
+    ),
+    with_inspect: bool = typer.Option(
+        False,
+        "--with-inspect",
+        help="Inspect: load the task with inspect-ai to "
+        "render its samples exactly (runs the task file's code on this machine).",
+    ),
 ) -> None:
     """Import Harbor or Inspect tasks as pinned audit tasks (issues.json, graded by the tournament)."""
     from benchctl.task_import.source import SourceError
     from benchctl.task_import.suite import import_tasks
     from benchctl.task_import.write import ImportError_
+
     try:
-        res = import_tasks(fmt, source, out, ref=ref, name=name, only=only, template=template, budget=budget,
-                           build_images=build_images, with_inspect=with_inspect)
+        res = import_tasks(
+            fmt,
+            source,
+            out,
+            ref=ref,
+            name=name,
+            only=only,
+            template=template,
+            budget=budget,
+            build_images=build_images,
+            with_inspect=with_inspect,
+        )
     except (ImportError_, SourceError) as e:
         typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     for r in res.results:
         p = r.pin
-        image = (f"{p.image} ({r.image.digest[:19]})" if r.image.digest else
-                 f"{p.image or '-'} (static audit: {r.image.problem})")
-        typer.echo(f"{r.status:9} {r.task_dir}  {p.format} {p.path or '.'}"
-                   f"{' @ ' + p.commit[:12] if p.commit else ''}{' (dirty)' if p.dirty else ''}  "
-                   f"{len(p.files)} files {p.content_hash[:19]}  image {image}")
+        image = (
+            f"{p.image} ({r.image.digest[:19]})"
+            if r.image.digest
+            else f"{p.image or '-'} (static audit: {r.image.problem})"
+        )
+        typer.echo(
+            f"{r.status:9} {r.task_dir}  {p.format} {p.path or '.'}"
+            f"{' @ ' + p.commit[:12] if p.commit else ''}{' (dirty)' if p.dirty else ''}  "
+            f"{len(p.files)} files {p.content_hash[:19]}  image {image}"
+        )
         for note in r.notes:
             typer.secho(f"          note: {note}", fg="yellow", err=True)
     for name_ in res.left_alone:
         typer.secho(f"note: {res.out / name_} is not in the source any more; left in place", fg="yellow", err=True)
     first = res.results[0].task_dir if res.results else res.out
-    typer.echo(f"next: benchctl run {'DIR' if res.suite else first} --model M --out RESULTS"
-               + (f"   (for DIR in {res.out}/*/)" if res.suite else ""), err=True)
+    typer.echo(
+        f"next: benchctl run {'DIR' if res.suite else first} --model M --out RESULTS"
+        + (f"   (for DIR in {res.out}/*/)" if res.suite else ""),
+        err=True,
+    )
 
 
 @tasks_app.command("verify")
@@ -64,13 +102,14 @@ def verify(task_dirs: list[Path] = typer.Argument(..., help="Task directories (i
     """Check imported tasks against their pin; exit 1 when any file changed."""
     from benchctl.task_import.pin import verify as verify_pin
     from benchctl.tasks import TaskError, load_task
+
     bad = 0
     for d in task_dirs:
         try:
             task = load_task(d)
         except TaskError as e:
             typer.secho(f"error: {e}", fg="red", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         if task.pin is None or task.data_dir is None:
             typer.echo(f"{task.task_dir}: not an imported task (no [pin])")
             continue

@@ -10,6 +10,7 @@ decides where a run's gateway + harness + sandbox live:
 
 Both execute the same run body (benchctl/executors/run_body.py).
 """
+
 from __future__ import annotations
 
 import threading
@@ -27,6 +28,7 @@ from harnesses.base import HarnessResult
 @dataclass
 class PreparedData:
     """The data directory a run mounts (the task's, or a variant's copy), its hash and rule counts."""
+
     path: Path | None
     task_hash: str
     counts: dict[str, int] = field(default_factory=dict)
@@ -35,18 +37,19 @@ class PreparedData:
 @dataclass
 class RunJob:
     """Everything one run needs, wherever it executes."""
+
     spec: RunSpec
     task: Task
     data: PreparedData
-    run_dir: Path            # the run's directory in the driver's results dir
-    meta: RunMeta            # the base meta the runner made; the run body fills in the rest
-    limits: Any = None       # benchctl.limits.run.LimitsPlan: the sweep's shared limiter and caps (None: none)
+    run_dir: Path  # the run's directory in the driver's results dir
+    meta: RunMeta  # the base meta the runner made; the run body fills in the rest
+    limits: Any = None  # benchctl.limits.run.LimitsPlan: the sweep's shared limiter and caps (None: none)
 
 
 @dataclass
 class RunOutcome:
     result: HarnessResult
-    meta: RunMeta                       # job.meta, filled in by the run body
+    meta: RunMeta  # job.meta, filled in by the run body
     # The executor lost the run through no fault of the run itself (a Ray node died): the runner
     # records this attempt as `error`, moves it to attempts/ and runs it again elsewhere.
     retryable: bool = False
@@ -54,7 +57,7 @@ class RunOutcome:
 
 class Executor(Protocol):
     name: str
-    retries: int        # how often a run this executor lost (RunOutcome.retryable) is redone
+    retries: int  # how often a run this executor lost (RunOutcome.retryable) is redone
 
     def check(self, task: Task, specs: list[RunSpec]) -> str | None:
         """Before anything is written: the problem (with its fix) that stops these runs, else None."""
@@ -78,5 +81,4 @@ class Executor(Protocol):
         """Cancel: stop every live run's sandbox and gateway now (called from a signal's thread)."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...

@@ -8,6 +8,7 @@ shipped through Ray's object store; a node unpacks it into a scratch directory.
 The run's files come back the same way: `pack_dir` on the node, `unpack_into` on the driver
 (with tarfile's `data` filter: no links, no absolute or `..` names, no special files).
 """
+
 from __future__ import annotations
 
 import io
@@ -24,17 +25,17 @@ SKIP_NAMES = {".git", ".variants", "__pycache__"}
 
 @dataclass
 class Bundle:
-    tar: bytes                                   # task/ and data/
+    tar: bytes  # task/ and data/
     has_data: bool
-    scripts: dict[str, bytes] = field(default_factory=dict)   # scripted model path as written -> bytes
+    scripts: dict[str, bytes] = field(default_factory=dict)  # scripted model path as written -> bytes
 
 
 def scripted_paths(models: list[str | None]) -> list[str]:
     """The script files named by `scripted/<file>` model ids (not `scripted/py:...` callables)."""
     out = []
     for m in models:
-        if m and m.startswith("scripted/") and not m[len("scripted/"):].startswith("py:"):
-            out.append(m[len("scripted/"):])
+        if m and m.startswith("scripted/") and not m[len("scripted/") :].startswith("py:"):
+            out.append(m[len("scripted/") :])
     return sorted(set(out))
 
 

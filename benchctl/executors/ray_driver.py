@@ -17,6 +17,7 @@ node ..."), moved to attempts/ by the runner and run again on another node, up t
 Ctrl-C cancels every actor (each stops its sandbox and gateway at once), waits for the runs to
 record themselves, then kills what is left.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,11 +36,13 @@ from benchctl.tasks import Task
 from benchctl.transcript import SECRET_ENV_VARS, SECRET_SUFFIXES, TranscriptWriter
 from harnesses.base import HarnessResult
 
-INSTALL_HINT = ("`--ray` needs Ray: pip install 'benchctl[ray]' (the same benchctl and Ray versions on the "
-                "driver and on every node)")
-RETRIES = 2              # runs lost with a node are redone this many times
-POLL_S = 1.0             # long-poll wait for transcript lines
-CANCEL_GRACE_S = 60.0    # after Ctrl-C, how long a run may take to stop and record itself
+INSTALL_HINT = (
+    "`--ray` needs Ray: pip install 'benchctl[ray]' (the same benchctl and Ray versions on the "
+    "driver and on every node)"
+)
+RETRIES = 2  # runs lost with a node are redone this many times
+POLL_S = 1.0  # long-poll wait for transcript lines
+CANCEL_GRACE_S = 60.0  # after Ctrl-C, how long a run may take to stop and record itself
 CHECK_TIMEOUT_S = 900.0  # node checks may build the sandbox image
 
 
@@ -60,8 +63,12 @@ def forwarded_env() -> dict[str, str]:
     transcript redacts) and upstream base URLs. Nothing else of the driver's environment travels."""
     out = {}
     for k, v in os.environ.items():
-        if k in SECRET_ENV_VARS or k.endswith(SECRET_SUFFIXES) or k.endswith("_BASE_URL") or \
-                k in ("BENCHCTL_GATEWAY_HTTP_CLIENT",):
+        if (
+            k in SECRET_ENV_VARS
+            or k.endswith(SECRET_SUFFIXES)
+            or k.endswith("_BASE_URL")
+            or k in ("BENCHCTL_GATEWAY_HTTP_CLIENT",)
+        ):
             out[k] = v
     return out
 
@@ -70,9 +77,10 @@ def _reachable(address: str) -> str | None:
     """For a HOST:PORT address, None when something listens there, else the problem. (ray.init
     itself retries an unreachable cluster for minutes.)"""
     import socket
+
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit() or "://" in address:
-        return None                     # auto, local, ray://...: Ray's own resolution
+        return None  # auto, local, ray://...: Ray's own resolution
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as e:
@@ -87,17 +95,25 @@ def connect(address: str) -> Any:
         return ray
     problem = _reachable(address)
     if problem:
-        raise RayUnavailable(f"cannot connect to the Ray cluster at {address!r}: {problem}. Fix: start it "
-                             f"(`ray start --head --port=...`), or pass its address: --ray HOST:PORT")
+        raise RayUnavailable(
+            f"cannot connect to the Ray cluster at {address!r}: {problem}. Fix: start it "
+            f"(`ray start --head --port=...`), or pass its address: --ray HOST:PORT"
+        )
     try:
         if address == "local":
-            ray.init(resources={SLOT: os.cpu_count() or 1}, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.WARNING)
+            ray.init(
+                resources={SLOT: os.cpu_count() or 1},
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
         else:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except Exception as e:
-        raise RayUnavailable(f"cannot connect to the Ray cluster at {address!r}: {type(e).__name__}: {e}. "
-                             f"Fix: start it (`ray start --head ...`), or pass its address: --ray HOST:PORT") from None
+        raise RayUnavailable(
+            f"cannot connect to the Ray cluster at {address!r}: {type(e).__name__}: {e}. "
+            f"Fix: start it (`ray start --head ...`), or pass its address: --ray HOST:PORT"
+        ) from None
     return ray
 
 
@@ -106,6 +122,7 @@ def driver_image_digest(image: str) -> str | None:
     try:
         from benchctl import images
         from benchctl.sandbox.docker_client import docker_client
+
         with closing(docker_client()) as client:
             info = images.image_info(client, image)
     except Exception:
@@ -120,10 +137,15 @@ def slot_nodes(ray: Any) -> list[dict[str, Any]]:
 def on_each_node(ray: Any, fn: Any, *args: Any) -> list[tuple[dict[str, Any], Any]]:
     """Run fn(*args) on every alive node with slots (no slot used); (node, result or exception)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     remote = ray.remote(fn)
     nodes = slot_nodes(ray)
-    refs = [remote.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-            .remote(*args) for n in nodes]
+    refs = [
+        remote.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(
+            *args
+        )
+        for n in nodes
+    ]
     out = []
     for n, ref in zip(nodes, refs):
         try:
@@ -143,12 +165,13 @@ class RayExecutor:
         self.expected_digest: str | None = None
         self._secrets = SecretEnv(forwarded_env())
         self._bundles: dict[str | None, Any] = {}
-        self._running: dict[str, Any] = {}      # run id -> the actor running it
+        self._running: dict[str, Any] = {}  # run id -> the actor running it
         self._all_actors: list[Any] = []
-        self._idle: list[Any] = []              # actors whose run ended: reused by the next run
-        self._limiter: Any = None               # the sweep's limiter actor's client, once made
+        self._idle: list[Any] = []  # actors whose run ended: reused by the next run
+        self._limiter: Any = None  # the sweep's limiter actor's client, once made
         self._lock = threading.Lock()
         from benchctl.executors.ray_node import RunActor
+
         self._actor_cls = self.ray.remote(RunActor)
 
     def slots(self) -> int:
@@ -162,6 +185,7 @@ class RayExecutor:
     def limiter(self, config: Any, spent: float) -> Any:
         """One named limiter actor for the sweep: every node's gateways ask it (benchctl/limits/ray_limiter.py)."""
         from benchctl.limits.ray_limiter import start_actor
+
         self._limiter = start_actor(self.ray, config, spent)
         return self._limiter
 
@@ -170,12 +194,16 @@ class RayExecutor:
     def check(self, task: Task, specs: list[RunSpec]) -> str | None:
         from benchctl import __version__
         from benchctl.executors.ray_node import check_node, image_mismatch
+
         if self.slots() == 0:
-            return (f"the Ray cluster at {self.address} has no `{SLOT}` slots. Fix: start each node with "
-                    f"`ray start ... --resources '{{\"{SLOT}\": 8}}'` (8 = sandboxes the node may run at once)")
+            return (
+                f"the Ray cluster at {self.address} has no `{SLOT}` slots. Fix: start each node with "
+                f"`ray start ... --resources '{{\"{SLOT}\": 8}}'` (8 = sandboxes the node may run at once)"
+            )
         self.expected_digest = driver_image_digest(task.image)
-        harnesses = {(s.harness, json.dumps(s.options, sort_keys=True, default=str)): (s.harness, s.options)
-                     for s in specs}         # options may hold lists: dedupe by their JSON
+        harnesses = {
+            (s.harness, json.dumps(s.options, sort_keys=True, default=str)): (s.harness, s.options) for s in specs
+        }  # options may hold lists: dedupe by their JSON
         results = on_each_node(self.ray, check_node, task.image, self.expected_digest, list(harnesses.values()))
         problems = []
         for n, res in results:
@@ -184,10 +212,12 @@ class RayExecutor:
                 problems.append(f"{where}: could not be checked: {type(res).__name__}: {str(res)[:300]}")
                 continue
             if res["benchctl_version"] != __version__:
-                problems.append(f"{where}: benchctl {res['benchctl_version']}, the driver has {__version__}; "
-                                f"install the same version on every node")
+                problems.append(
+                    f"{where}: benchctl {res['benchctl_version']}, the driver has {__version__}; "
+                    f"install the same version on every node"
+                )
             if self.expected_digest is None and res["digest"]:
-                self.expected_digest = res["digest"]     # no image on the driver: nodes must agree with each other
+                self.expected_digest = res["digest"]  # no image on the driver: nodes must agree with each other
             elif res["digest"] and res["digest"] != self.expected_digest and not res["problems"]:
                 problems.append(f"{where}: {image_mismatch(task.image, res['digest'], self.expected_digest or '?')}")
             problems += [f"{where}: {p}" for p in res["problems"]]
@@ -199,17 +229,20 @@ class RayExecutor:
 
     def _bundle(self, job: RunJob) -> Any:
         from benchctl.executors.bundle import make_bundle
+
         with self._lock:
             if job.spec.variant not in self._bundles:
                 models = [job.spec.model, job.spec.fallback, *_target_models(job.task)]
                 out_dir = Path(job.run_dir).parent.parent
                 self._bundles[job.spec.variant] = self.ray.put(
-                    make_bundle(job.task, job.data.path, models, exclude=[out_dir]))
+                    make_bundle(job.task, job.data.path, models, exclude=[out_dir])
+                )
             return self._bundles[job.spec.variant]
 
     def _new_actor(self) -> Any:
-        actor = self._actor_cls.options(resources={SLOT: 1}, num_cpus=0, max_concurrency=4, max_restarts=0,
-                                        max_task_retries=0).remote()
+        actor = self._actor_cls.options(
+            resources={SLOT: 1}, num_cpus=0, max_concurrency=4, max_restarts=0, max_task_retries=0
+        ).remote()
         with self._lock:
             self._all_actors.append(actor)
         return actor
@@ -226,6 +259,7 @@ class RayExecutor:
         one waits until Ray places it — and gives way to an actor that falls idle meanwhile, since
         idle actors keep their slots."""
         from ray.exceptions import GetTimeoutError, RayError
+
         with self._lock:
             actor = self._idle.pop() if self._idle else None
         actor = actor or self._new_actor()
@@ -243,7 +277,7 @@ class RayExecutor:
                 if idle is None:
                     continue
                 self._kill(actor)
-            except RayError:             # it died before the run (e.g. an idle actor whose node went away)
+            except RayError:  # it died before the run (e.g. an idle actor whose node went away)
                 failures += 1
                 if failures > 3:
                     raise
@@ -255,11 +289,12 @@ class RayExecutor:
     def execute(self, job: RunJob, transcript: TranscriptWriter, cancel: threading.Event) -> RunOutcome:
         ray = self.ray
         from ray.exceptions import RayError, RayTaskError
-        taken = self._take_actor(cancel)       # queued until a node has a free slot
+
+        taken = self._take_actor(cancel)  # queued until a node has a free slot
         if taken is None:
             return RunOutcome(HarnessResult("error", error="cancelled"), job.meta)
         actor, node = taken
-        keep = True                             # the actor goes back to the idle pool afterwards
+        keep = True  # the actor goes back to the idle pool afterwards
         try:
             job.meta["node"] = {k: node[k] for k in ("id", "ip", "hostname")}
             with self._lock:
@@ -280,19 +315,23 @@ class RayExecutor:
             reply = ray.get(reply_ref)
             if reply["files"]:
                 from benchctl.executors.bundle import unpack_into
+
                 unpack_into(reply["files"], job.run_dir)
-            keep = not reply["refused"]     # a refused node's actor is not reused: the redo gets a new one
+            keep = not reply["refused"]  # a refused node's actor is not reused: the redo gets a new one
             return RunOutcome(reply["result"], reply["meta"], retryable=bool(reply["refused"]))
-        except RayTaskError as e:           # benchctl's own code failed on the node: not the node's fault
+        except RayTaskError as e:  # benchctl's own code failed on the node: not the node's fault
             msg = f"on node {_where(node)}: {str(e).strip().splitlines()[-1][:500]}"
             transcript.emit("error", "runner", message=msg)
             return RunOutcome(HarnessResult("error", error=msg), job.meta)
-        except RayError as e:               # the actor (its node, or its process) is gone
+        except RayError as e:  # the actor (its node, or its process) is gone
             keep = False
             msg = f"lost with node {_where(node)}: {type(e).__name__}"
             transcript.emit("error", "runner", message=msg, detail=str(e)[:2000])
-            return RunOutcome(HarnessResult("error", error="cancelled" if cancel.is_set() else msg), job.meta,
-                              retryable=not cancel.is_set())
+            return RunOutcome(
+                HarnessResult("error", error="cancelled" if cancel.is_set() else msg),
+                job.meta,
+                retryable=not cancel.is_set(),
+            )
         finally:
             with self._lock:
                 self._running.pop(job.spec.run_id, None)
@@ -332,6 +371,7 @@ def _target_models(task: Task) -> list[str | None]:
     """Models a hidden-behaviour task's target tools call (their scripts travel with the run)."""
     try:
         from benchctl.targets.spec import load_hidden_behaviour
+
         hb = load_hidden_behaviour(task.task_dir)
     except Exception:
         return []

@@ -11,6 +11,7 @@ Transcript lines (already redacted) are buffered for the driver, which long-poll
 Node checks (`check_node`) back `benchctl run --ray`'s preflight and `benchctl doctor --ray`.
 Nothing here is imported by a driver without Ray, and nothing here imports ray at module level.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,8 +26,8 @@ from typing import Any
 
 from benchctl import __version__
 
-SLOT = "benchctl_sandbox"          # the custom Ray resource: one per sandbox a node can run at once
-NODE_DIR_ENV = "BENCHCTL_NODE_DIR"   # where nodes unpack runs (default: the system temp dir)
+SLOT = "benchctl_sandbox"  # the custom Ray resource: one per sandbox a node can run at once
+NODE_DIR_ENV = "BENCHCTL_NODE_DIR"  # where nodes unpack runs (default: the system temp dir)
 
 
 class SecretEnv:
@@ -47,20 +48,33 @@ class SecretEnv:
 
 def node_info() -> dict[str, Any]:
     import ray
-    return {"id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(),
-            "hostname": socket.gethostname(), "pid": os.getpid()}
+
+    return {
+        "id": ray.get_runtime_context().get_node_id(),
+        "ip": ray.util.get_node_ip_address(),
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+    }
 
 
 # ---- node checks -------------------------------------------------------------------------------
 
-def check_node(image: str, expected_digest: str | None, harnesses: list[tuple[str, dict[str, Any]]],
-               build_missing: bool = True) -> dict[str, Any]:
+
+def check_node(
+    image: str, expected_digest: str | None, harnesses: list[tuple[str, dict[str, Any]]], build_missing: bool = True
+) -> dict[str, Any]:
     """Can this node run these runs? Docker, the image (built here if missing) and its digest, the
     agent CLIs the harnesses need, benchctl's version. Returns node info, `digest` and `problems`."""
-    out: dict[str, Any] = {"node": node_info(), "benchctl_version": __version__, "digest": None, "problems": [],
-                           "built": False}
+    out: dict[str, Any] = {
+        "node": node_info(),
+        "benchctl_version": __version__,
+        "digest": None,
+        "problems": [],
+        "built": False,
+    }
     problems: list[str] = out["problems"]
     from benchctl.sandbox.docker_client import BUILD_TIMEOUT, DockerUnavailable, docker_client
+
     try:
         client = docker_client()
     except DockerUnavailable as e:
@@ -68,6 +82,7 @@ def check_node(image: str, expected_digest: str | None, harnesses: list[tuple[st
         return out
     try:
         from benchctl import images
+
         info = images.image_info(client, image)
         if info is None and build_missing:
             log_lines: list[str] = []
@@ -80,8 +95,9 @@ def check_node(image: str, expected_digest: str | None, harnesses: list[tuple[st
             info = images.image_info(client, image)
         if info is None:
             if not problems:
-                problems.append(f"sandbox image {image} not found; build it on the node with "
-                                f"`benchctl images build --if-missing`")
+                problems.append(
+                    f"sandbox image {image} not found; build it on the node with `benchctl images build --if-missing`"
+                )
         else:
             out["digest"] = info.id
             if expected_digest and info.id != expected_digest:
@@ -89,31 +105,42 @@ def check_node(image: str, expected_digest: str | None, harnesses: list[tuple[st
     finally:
         client.close()
     from harnesses import registry
+
     for name, opts in harnesses:
         try:
-            registry.create(name, opts).mounts()       # finds the agent binaries on this node
+            registry.create(name, opts).mounts()  # finds the agent binaries on this node
         except Exception as e:
             problems.append(f"--harness {name}: {e}")
     return out
 
 
 def image_mismatch(image: str, node_digest: str, expected: str) -> str:
-    return (f"sandbox image {image} here is {node_digest[:19]}, the driver's is {expected[:19]}: runs here "
-            f"would not be reproducible. Fix: put the driver's image on this node (`docker save {image} | "
-            f"ssh NODE docker load`), or rebuild it everywhere from one build")
+    return (
+        f"sandbox image {image} here is {node_digest[:19]}, the driver's is {expected[:19]}: runs here "
+        f"would not be reproducible. Fix: put the driver's image on this node (`docker save {image} | "
+        f"ssh NODE docker load`), or rebuild it everywhere from one build"
+    )
 
 
 def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]:
     """`benchctl doctor`'s checks, run on this node (as dicts), plus the image digest comparison."""
     from dataclasses import asdict
 
-    from benchctl.doctor_checks import (Check, check_binaries, check_docker, check_image, check_sandbox_starts,
-                                        check_strays)
+    from benchctl.doctor_checks import (
+        Check,
+        check_binaries,
+        check_docker,
+        check_image,
+        check_sandbox_starts,
+        check_strays,
+    )
+
     docker_check, client = check_docker()
     image_check = check_image(client, image)
     checks = [docker_check, image_check, check_sandbox_starts(client, image, image_check.status == "ok")]
     if client is not None and image_check.status == "ok" and expected_digest:
         from benchctl import images
+
         info = images.image_info(client, image)
         if info is not None and info.id != expected_digest:
             checks.append(Check("image digest", "fail", image_mismatch(image, info.id, expected_digest), required=True))
@@ -126,6 +153,7 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
 
 
 # ---- one run ------------------------------------------------------------------------------------
+
 
 def _scratch_dir() -> Path:
     """A fresh directory for one run on this node, named after this process; directories of
@@ -189,17 +217,22 @@ class RunActor:
         from benchctl.transcript import TranscriptWriter
         from harnesses.base import HarnessResult
 
-        os.environ.update(secrets.values())      # before the writer: its redactor reads them
+        os.environ.update(secrets.values())  # before the writer: its redactor reads them
         scratch = _scratch_dir()
         transcript = TranscriptWriter(None, sink=self._sink)
         try:
             task_dir, data_dir = unpack_bundle(bundle, scratch / "in")
             scripted.SHIPPED.update(bundle.scripts)
             task = job.task
-            task = dataclasses.replace(task, task_dir=task_dir, task_file=task_dir / Path(task.task_file).name,
-                                       data_dir=data_dir)
-            node_job = dataclasses.replace(job, task=task, run_dir=scratch / "run",
-                                           data=PreparedData(data_dir, job.data.task_hash, job.data.counts))
+            task = dataclasses.replace(
+                task, task_dir=task_dir, task_file=task_dir / Path(task.task_file).name, data_dir=data_dir
+            )
+            node_job = dataclasses.replace(
+                job,
+                task=task,
+                run_dir=scratch / "run",
+                data=PreparedData(data_dir, job.data.task_hash, job.data.counts),
+            )
             self._live = LiveRuns(self._cancel)
             refusal = self._prepare_docker(job.spec.run_id, task.image, expected_digest)
             if refusal:
@@ -225,13 +258,16 @@ class RunActor:
         from benchctl.sandbox import gateway_dir
         from benchctl.sandbox.cleanup import remove_strays
         from benchctl.sandbox.docker_client import docker_client
+
         with closing(docker_client()) as client:
             remove_strays(client, run_id=run_id)
             gateway_dir.remove_stale(run_id=run_id)
             info = images.image_info(client, image)
             if info is None:
-                return (f"node {socket.gethostname()}: sandbox image {image} not found; "
-                        f"run `benchctl images build --if-missing` there")
+                return (
+                    f"node {socket.gethostname()}: sandbox image {image} not found; "
+                    f"run `benchctl images build --if-missing` there"
+                )
             if expected_digest and info.id != expected_digest:
                 return f"node {socket.gethostname()} refused: {image_mismatch(image, info.id, expected_digest)}"
             return None

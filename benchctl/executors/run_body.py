@@ -6,6 +6,7 @@ harness/) into `workdir`; it fills in `job.meta` but never writes meta.json (the
 last). The sandbox and the gateway plug in through factories, so the body is the same code with
 Docker and with fakes.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -13,13 +14,14 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from benchctl.executors import RunJob, RunOutcome
 from benchctl.layout import ARTIFACTS, RunMeta, Usage
 from benchctl.policies import Budget, StopState, parse_duration
-from benchctl.sandbox.base import Sandbox, SandboxSpec, WORK_DIR
+from benchctl.sandbox.base import WORK_DIR, Sandbox, SandboxSpec
 from benchctl.sandbox.gateway_dir import GatewayDir
 from benchctl.sweep import RunSpec
 from benchctl.tasks import Task
@@ -27,23 +29,25 @@ from benchctl.transcript import TranscriptWriter
 from harnesses import registry
 from harnesses.base import HarnessContext, HarnessResult
 
-if TYPE_CHECKING:   # imported when a run starts (the task decides which it needs)
+if TYPE_CHECKING:  # imported when a run starts (the task decides which it needs)
     from benchctl.targets.runs import RunTargets
     from benchctl.task_import.open_book import RunTaskTests
 
 SOCKET_NAME = "gw.sock"
 
 SandboxFactory = Callable[[SandboxSpec], Sandbox]
-GatewayFactory = Callable[[RunSpec, Path, TranscriptWriter, Any], Any]   # (..., the run's RunLimits)
+GatewayFactory = Callable[[RunSpec, Path, TranscriptWriter, Any], Any]  # (..., the run's RunLimits)
 
 
 def docker_sandbox(spec: SandboxSpec) -> Sandbox:
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+
     return DockerSandbox(spec)
 
 
 def real_gateway(spec: RunSpec, socket_path: Path, transcript: TranscriptWriter, limits: Any = None) -> Any:
     from benchctl.gateway.server import Gateway, GatewayConfig
+
     cfg = GatewayConfig(model=spec.model, fallback=spec.fallback, socket_path=socket_path, limits=limits)
     gw = Gateway(cfg, transcript)
     gw.start()
@@ -67,7 +71,7 @@ class LiveRuns:
 
     def __init__(self, cancel: threading.Event) -> None:
         self.cancel = cancel
-        self._live: dict[str, tuple[Any, Any]] = {}     # run_id -> (sandbox, gateway)
+        self._live: dict[str, tuple[Any, Any]] = {}  # run_id -> (sandbox, gateway)
         self._lock = threading.Lock()
 
     def register(self, run_id: str, sandbox: Any, gateway: Any) -> None:
@@ -87,15 +91,21 @@ class LiveRuns:
             for thing in (sandbox, gateway):
                 if thing is None:
                     continue
-                try:       # stopping makes blocked exec/model calls return at once
+                try:  # stopping makes blocked exec/model calls return at once
                     (thing.stop if hasattr(thing, "stop") else thing.close)()
                 except Exception:
                     pass
 
 
-def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: LiveRuns, *,
-             sandbox_factory: SandboxFactory = docker_sandbox, gateway_factory: GatewayFactory = real_gateway
-             ) -> RunOutcome:
+def run_body(
+    job: RunJob,
+    workdir: Path,
+    transcript: TranscriptWriter,
+    live: LiveRuns,
+    *,
+    sandbox_factory: SandboxFactory = docker_sandbox,
+    gateway_factory: GatewayFactory = real_gateway,
+) -> RunOutcome:
     """Run `job` to its end. `workdir` receives artifacts/ and harness/ (the driver's run dir
     locally, a scratch dir on a Ray node); `live.cancel` set means stop as soon as possible."""
     spec, task, prepared, meta = job.spec, job.task, job.data, job.meta
@@ -111,6 +121,7 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
     result = HarnessResult("error", error="run did not start")
     # the sweep's shared limiter as this run sees it: waits, budget pause, spend and cost caps (benchctl/limits)
     from benchctl.limits.run import RunLimits
+
     limits = RunLimits(job.limits, transcript, holder=f"{spec.run_id}:{uuid.uuid4().hex[:8]}")
     transcript.listeners.append(limits.on_event)
     try:
@@ -118,13 +129,22 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
         meta["tool_versions"] = dict(harness.tool_versions())
         gateway = gateway_factory(spec, sockdir / SOCKET_NAME, transcript, limits)
         live.register(spec.run_id, None, gateway)
-        from benchctl.targets.runs import RunTargets     # hidden-behaviour audits; None for other tasks
-        from benchctl.task_import.open_book import RunTaskTests   # imported tasks' run_task_tests; else None
+        from benchctl.targets.runs import RunTargets  # hidden-behaviour audits; None for other tasks
+        from benchctl.task_import.open_book import RunTaskTests  # imported tasks' run_task_tests; else None
+
         targets = RunTargets.start(task.task_dir, spec, gateway, transcript) or RunTaskTests.start(
-            task, spec, prepared.path, gateway, transcript, sandbox_factory)
-        sandbox = sandbox_factory(SandboxSpec(
-            image=task.image, run_id=spec.run_id, data_dir=prepared.path, gateway_dir=sockdir,
-            extra_mounts=list(harness.mounts()), limits=task.limits))
+            task, spec, prepared.path, gateway, transcript, sandbox_factory
+        )
+        sandbox = sandbox_factory(
+            SandboxSpec(
+                image=task.image,
+                run_id=spec.run_id,
+                data_dir=prepared.path,
+                gateway_dir=sockdir,
+                extra_mounts=list(harness.mounts()),
+                limits=task.limits,
+            )
+        )
         live.register(spec.run_id, sandbox, gateway)
         if cancel.is_set():
             raise Cancelled()
@@ -133,27 +153,49 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
         budget = Budget(time.time(), spec.budget_s, paused=_pause_of(limits))
         meta["started_at"] = budget.start
         if hasattr(gateway, "set_deadline"):
-            gateway.set_deadline(budget.start + budget.seconds)   # the phase starts: its pause is 0
+            gateway.set_deadline(budget.start + budget.seconds)  # the phase starts: its pause is 0
         where = {"node": meta["node"]} if "node" in meta else {}
-        transcript.emit("run_start", "runner", run_id=spec.run_id, spec=meta["spec"], task_hash=prepared.task_hash,
-                        image=task.image, image_digest=meta["image_digest"], budget_s=spec.budget_s, **where)
-        ctx = HarnessContext(run_id=spec.run_id, model=spec.model, instructions=task.instructions,
-                             sandbox=sandbox, gateway=gateway, transcript=transcript, budget=budget,
-                             policies=task.policies, run_dir=workdir,
-                             options={"tool_timeout": task.tool_timeout, **spec.options},
-                             cancel=cancel, target_tools=targets.tools if targets else None,
-                             token_budget=targets.token_budget if targets else None, stop=limits.stop)
+        transcript.emit(
+            "run_start",
+            "runner",
+            run_id=spec.run_id,
+            spec=meta["spec"],
+            task_hash=prepared.task_hash,
+            image=task.image,
+            image_digest=meta["image_digest"],
+            budget_s=spec.budget_s,
+            **where,
+        )
+        ctx = HarnessContext(
+            run_id=spec.run_id,
+            model=spec.model,
+            instructions=task.instructions,
+            sandbox=sandbox,
+            gateway=gateway,
+            transcript=transcript,
+            budget=budget,
+            policies=task.policies,
+            run_dir=workdir,
+            options={"tool_timeout": task.tool_timeout, **spec.options},
+            cancel=cancel,
+            target_tools=targets.tools if targets else None,
+            token_budget=targets.token_budget if targets else None,
+            stop=limits.stop,
+        )
         try:
             result = harness.run(ctx)
-        finally:       # a crashed harness still leaves its files to look at
+        finally:  # a crashed harness still leaves its files to look at
             meta["reprompts"] = ctx.stop_state.reprompts
             meta["revision_requests"] = ctx.stop_state.revisions
             if not cancel.is_set():
                 _collect(task, sandbox, workdir, meta, transcript)
-        if result.status in ("completed", "timeout") and task.followups and not cancel.is_set() \
-                and not limits.stop.is_set():
-            meta["followups"] = _followups(task, spec, ctx, harness, result, sandbox, workdir, meta, transcript,
-                                           cancel)
+        if (
+            result.status in ("completed", "timeout")
+            and task.followups
+            and not cancel.is_set()
+            and not limits.stop.is_set()
+        ):
+            meta["followups"] = _followups(task, spec, ctx, harness, result, sandbox, workdir, meta, transcript, cancel)
     except Cancelled:
         result = HarnessResult("error", error="cancelled")
     except Exception as e:
@@ -172,19 +214,25 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
         for closer in closers:
             try:
                 closer()
-            except Exception as e:   # cleanup trouble is recorded, never fatal
+            except Exception as e:  # cleanup trouble is recorded, never fatal
                 transcript.emit("error", "runner", message=f"cleanup: {type(e).__name__}: {e}")
         live.forget(spec.run_id)
         gwdir.remove()
         limits.close()
     meta["rate_limits"] = limits.summary()
-    if limits.stop.is_set():      # a cost cap was reached during this run (it may still have finished first)
+    if limits.stop.is_set():  # a cost cap was reached during this run (it may still have finished first)
         meta["cost_cap"] = {k: v for k, v in limits.stop.info.items() if k != "notice"}
         if result.status == "error" and result.error != "cancelled":
             # its calls were refused after the cap (a harness that does not know the stop fails on them):
             # a finished run stopped by the cap, kept out of scores
-            result = HarnessResult("budget_exhausted", error=limits.stop.reason, exit_code=result.exit_code,
-                                   turns=result.turns, session_id=result.session_id, details=result.details)
+            result = HarnessResult(
+                "budget_exhausted",
+                error=limits.stop.reason,
+                exit_code=result.exit_code,
+                turns=result.turns,
+                session_id=result.session_id,
+                details=result.details,
+            )
     return RunOutcome(result, meta)
 
 
@@ -193,8 +241,9 @@ def _pause_of(limits: Any) -> Callable[[], float] | None:
     return limits.extension if limits.pause_budget else None
 
 
-def _collect(task: Task, sandbox: Sandbox, path: Path, meta: RunMeta, transcript: TranscriptWriter,
-             dest: Path | None = None) -> list[str]:
+def _collect(
+    task: Task, sandbox: Sandbox, path: Path, meta: RunMeta, transcript: TranscriptWriter, dest: Path | None = None
+) -> list[str]:
     dest = dest or path / ARTIFACTS
     rep = sandbox.collect([f"{WORK_DIR}/{a}" for a in task.artifacts], dest)
     got = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
@@ -206,9 +255,18 @@ def _collect(task: Task, sandbox: Sandbox, path: Path, meta: RunMeta, transcript
     return got
 
 
-def _followups(task: Task, spec: RunSpec, ctx: HarnessContext, harness: Any, prev: HarnessResult, sandbox: Sandbox,
-               path: Path, meta: RunMeta, transcript: TranscriptWriter, cancel: threading.Event
-               ) -> list[dict[str, Any]]:
+def _followups(
+    task: Task,
+    spec: RunSpec,
+    ctx: HarnessContext,
+    harness: Any,
+    prev: HarnessResult,
+    sandbox: Sandbox,
+    path: Path,
+    meta: RunMeta,
+    transcript: TranscriptWriter,
+    cancel: threading.Event,
+) -> list[dict[str, Any]]:
     out = []
     for i, f in enumerate(task.followups, 1):
         if cancel.is_set():
@@ -217,7 +275,7 @@ def _followups(task: Task, spec: RunSpec, ctx: HarnessContext, harness: Any, pre
         ctx.budget = Budget(time.time(), seconds, paused=ctx.budget.paused)
         ctx.stop_state = StopState()
         if hasattr(ctx.gateway, "set_deadline"):
-            ctx.gateway.set_deadline(ctx.budget.start + seconds)   # (a new phase: its pause starts at 0)
+            ctx.gateway.set_deadline(ctx.budget.start + seconds)  # (a new phase: its pause starts at 0)
         transcript.emit("followup", "runner", index=i, prompt=f.prompt, budget_s=seconds)
         prev = harness.followup(ctx, f.prompt, prev)
         tmp = path / f".followup-{i}"
@@ -231,9 +289,18 @@ def _followups(task: Task, spec: RunSpec, ctx: HarnessContext, harness: Any, pre
             names.append(name)
         shutil.rmtree(tmp, ignore_errors=True)
         meta["artifacts"] = sorted(set(meta.get("artifacts", [])) | set(names))
-        out.append({"index": i, "prompt": f.prompt, "status": prev.status, "error": prev.error,
-                    "turns": prev.turns, "artifacts": names, "reprompts": ctx.stop_state.reprompts,
-                    "revision_requests": ctx.stop_state.revisions})
+        out.append(
+            {
+                "index": i,
+                "prompt": f.prompt,
+                "status": prev.status,
+                "error": prev.error,
+                "turns": prev.turns,
+                "artifacts": names,
+                "reprompts": ctx.stop_state.reprompts,
+                "revision_requests": ctx.stop_state.revisions,
+            }
+        )
     return out
 
 

@@ -5,14 +5,17 @@ them); each format is written over it (`inspect.py` with `inspect_stream.py`, `a
 knows nothing of the other. Formats are imported on use: each needs its optional extra (`benchctl[inspect]`,
 `benchctl[atif]`).
 """
+
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FORMATS = {"inspect": ("benchctl.export.inspect", "inspect-ai", "inspect"),
-           "atif": ("benchctl.export.atif", "atif", "atif")}
+FORMATS = {
+    "inspect": ("benchctl.export.inspect", "inspect-ai", "inspect"),
+    "atif": ("benchctl.export.atif", "atif", "atif"),
+}
 
 
 class MissingExtra(RuntimeError):
@@ -23,7 +26,7 @@ class MissingExtra(RuntimeError):
 class ExportResult:
     written: list[Path]
     runs: list[str]
-    skipped: list[tuple[str, str]] = field(default_factory=list)   # (run id, why)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (run id, why)
 
 
 def export(results: Path, to: str, out: Path, run_glob: str | None = None) -> ExportResult:
@@ -34,8 +37,9 @@ def export(results: Path, to: str, out: Path, run_glob: str | None = None) -> Ex
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise MissingExtra(f"--to {to} needs the {package} package ({e}); install it with "
-                           f"pip install 'benchctl[{extra}]'") from e
+        raise MissingExtra(
+            f"--to {to} needs the {package} package ({e}); install it with pip install 'benchctl[{extra}]'"
+        ) from e
     runs, unfinished, skipped = find_runs(Path(results), run_glob)
     written = module.export(runs, Path(out), unfinished) if runs else []
     return ExportResult(written, [r.run_id for r in runs], skipped)

@@ -18,15 +18,17 @@ Memory: a conversation costs 12 bytes per message (how many neutral messages eac
 became, and a 64-bit fingerprint of each), never the messages themselves, so a 100,000-event
 transcript streams.
 """
+
 from __future__ import annotations
 
 import fnmatch
 import hashlib
 from array import array
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any
 
 import orjson
 
@@ -34,18 +36,20 @@ from benchctl.export import wire
 from benchctl.export.wire import Message, ToolDef
 from benchctl.jsonio import iter_jsonl
 from benchctl.layout import ARTIFACTS, GRADES, TRANSCRIPT, iter_runs, runs_dir
-from benchctl.report.load import UNFINISHED, Run as Loaded, unfinished_meta
+from benchctl.report.load import UNFINISHED, unfinished_meta
+from benchctl.report.load import Run as Loaded
 
-MAIN_PHASE = "main"              # the run itself, before its first follow-up
+MAIN_PHASE = "main"  # the run itself, before its first follow-up
 
 SYSTEM_KEYS = {"system", "instructions", "systemInstruction", "system_instruction"}
-MAX_CONVERSATIONS = 256     # the gateway's recorder tracks 64 at a time; older ones are never extended
+MAX_CONVERSATIONS = 256  # the gateway's recorder tracks 64 at a time; older ones are never extended
 MAX_TOOL_NAMES = 4096
 
 
 @dataclass(frozen=True)
 class Config:
     """What one Inspect eval log groups: task × variant × harness × model × budget × tools."""
+
     task: str
     variant: str | None
     harness: str
@@ -62,7 +66,7 @@ class Config:
 class Run:
     path: Path
     meta: dict[str, Any]
-    grades: list[dict[str, Any]] = field(default_factory=list)   # every grade record of this run
+    grades: list[dict[str, Any]] = field(default_factory=list)  # every grade record of this run
 
     @property
     def run_id(self) -> str:
@@ -76,9 +80,14 @@ class Run:
     def config(self) -> Config:
         m, s = self.meta, self.spec
         tools = m.get("tools") or s.get("tools") or (s.get("options") or {}).get("tools")
-        return Config(str(m.get("task") or s.get("task") or "task"), m.get("variant") or s.get("variant"),
-                      str(m.get("harness") or s.get("harness") or "harness"), str(m.get("model") or s.get("model") or ""),
-                      str(m.get("budget") or s.get("budget") or ""), tools)
+        return Config(
+            str(m.get("task") or s.get("task") or "task"),
+            m.get("variant") or s.get("variant"),
+            str(m.get("harness") or s.get("harness") or "harness"),
+            str(m.get("model") or s.get("model") or ""),
+            str(m.get("budget") or s.get("budget") or ""),
+            tools,
+        )
 
     @property
     def finished(self) -> bool:
@@ -167,19 +176,20 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
 
 # ------------------------------------------------------------------------------- items
 
+
 @dataclass
 class ModelTurn:
-    event: dict[str, Any]           # the model_call event without its request and response
+    event: dict[str, Any]  # the model_call event without its request and response
     call_id: str
-    conversation: str | None        # None: the request was not recorded
-    base: str | None                # the call this one continues (same conversation), None: a new one
-    keep: int                       # messages of the base call's input kept before `new`
-    new: list[Message]              # messages new in this request
-    system: Message | None          # the conversation's system prompt (same object while unchanged)
-    tools: list[ToolDef]            # tool definitions offered (same list while unchanged)
-    config: dict[str, Any]          # sampling settings as the request carried them
-    output: Message | None          # the response as recorded (None: no response)
-    complete: bool = True           # False: the base request was not in this transcript
+    conversation: str | None  # None: the request was not recorded
+    base: str | None  # the call this one continues (same conversation), None: a new one
+    keep: int  # messages of the base call's input kept before `new`
+    new: list[Message]  # messages new in this request
+    system: Message | None  # the conversation's system prompt (same object while unchanged)
+    tools: list[ToolDef]  # tool definitions offered (same list while unchanged)
+    config: dict[str, Any]  # sampling settings as the request carried them
+    output: Message | None  # the response as recorded (None: no response)
+    complete: bool = True  # False: the base request was not in this transcript
     # per message of `new`: True when it only restates the message the base request had at the
     # same position (clients re-send history in another shape, e.g. a string instead of a block)
     repeated: list[bool] = field(default_factory=list)
@@ -195,8 +205,11 @@ class ModelTurn:
         `cancelled`; absent in transcripts older than the field), an HTTP status >= 400, or an
         error message."""
         ev, status, outcome = self.event, self.event.get("status"), self.event.get("outcome")
-        word = outcome if outcome not in (None, "ok") else (
-            f"status {status}" if isinstance(status, int) and status >= 400 else None)
+        word = (
+            outcome
+            if outcome not in (None, "ok")
+            else (f"status {status}" if isinstance(status, int) and status >= 400 else None)
+        )
         if ev.get("error"):
             return f"{word}: {ev['error']}" if word else str(ev["error"])
         return word
@@ -204,15 +217,15 @@ class ModelTurn:
 
 @dataclass
 class TargetTurn:
-    event: dict[str, Any]           # target_call: role target|auxiliary, tool, model, request, text, usage, ...
+    event: dict[str, Any]  # target_call: role target|auxiliary, tool, model, request, text, usage, ...
     input: list[Message]
     output: Message | None
 
 
 @dataclass
 class ToolUse:
-    call: dict[str, Any] | None     # tool_call event (None: a result whose call was not recorded)
-    result: dict[str, Any] | None   # tool_result event (None: the run ended before it)
+    call: dict[str, Any] | None  # tool_call event (None: a result whose call was not recorded)
+    result: dict[str, Any] | None  # tool_result event (None: the run ended before it)
 
 
 @dataclass
@@ -220,7 +233,7 @@ class Note:
     event: dict[str, Any]
 
 
-Item = Union[ModelTurn, TargetTurn, ToolUse, Note]
+Item = ModelTurn | TargetTurn | ToolUse | Note
 
 
 class _Conversation:
@@ -228,9 +241,9 @@ class _Conversation:
 
     def __init__(self) -> None:
         self.last_call = ""
-        self.counts = array("I")             # neutral messages per wire message of the last request
-        self.total = 0                       # sum(counts)
-        self.prints = array("Q")             # a 64-bit fingerprint per neutral message of the last request
+        self.counts = array("I")  # neutral messages per wire message of the last request
+        self.total = 0  # sum(counts)
+        self.prints = array("Q")  # a 64-bit fingerprint per neutral message of the last request
         self.system: Message | None = None
         self.tools: list[ToolDef] = []
         self.config: dict[str, Any] = {}
@@ -278,7 +291,7 @@ class _Tracker:
         conv.config.update(wire.generate_config(changed))
 
         keep_wire = int(delta.get("keep") or 0) if complete else 0
-        if keep_wire < len(conv.counts):      # history rewritten: drop what was not kept (rare: O(n))
+        if keep_wire < len(conv.counts):  # history rewritten: drop what was not kept (rare: O(n))
             del conv.counts[keep_wire:]
             conv.total = sum(conv.counts)
         keep = conv.total
@@ -297,11 +310,23 @@ class _Tracker:
             conv.total += len(new)
         self._name_tools(new)
         if output is not None:
-            _pair(conv_id, conv, [output], conv.total)    # where the next request will hold it
+            _pair(conv_id, conv, [output], conv.total)  # where the next request will hold it
             self._name_tools([output])
         conv.last_call, conv.response = call_id, output
-        return ModelTurn(light, call_id, conv_id, base if complete else None, keep, new, conv.system,
-                         conv.tools, dict(conv.config), output, complete, repeated)
+        return ModelTurn(
+            light,
+            call_id,
+            conv_id,
+            base if complete else None,
+            keep,
+            new,
+            conv.system,
+            conv.tools,
+            dict(conv.config),
+            output,
+            complete,
+            repeated,
+        )
 
     def _convert(self, wire_api: str, items: list[Any], conv: _Conversation) -> list[list[Message]]:
         """Wire messages to neutral ones; {"$response": id} stands for that call's recorded answer."""
@@ -347,9 +372,15 @@ def _pair(conv_id: str, conv: _Conversation, messages: list[Message], start: int
 
 def _fingerprint(m: Message) -> int:
     """What identifies a message's content (not its wire spelling), in 64 bits."""
-    data = orjson.dumps([m.role, [(p.type, p.text, p.data) for p in m.parts],
-                         [(c.id, c.name, c.arguments) for c in m.tool_calls], m.tool_call_id],
-                        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS)
+    data = orjson.dumps(
+        [
+            m.role,
+            [(p.type, p.text, p.data) for p in m.parts],
+            [(c.id, c.name, c.arguments) for c in m.tool_calls],
+            m.tool_call_id,
+        ],
+        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS,
+    )
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
@@ -365,9 +396,11 @@ def items(run: Run) -> Iterator[Item]:
             req = r if isinstance(r := ev.get("request"), dict) else {}
             msgs = m if isinstance(m := req.get("messages"), list) else []
             text = ev.get("text")
-            yield TargetTurn({k: v for k, v in ev.items() if k not in ("request", "text")},
-                             [m for ms in wire.messages("openai_chat", msgs) for m in ms],
-                             wire.response_message({"text": text}) if isinstance(text, str) else None)
+            yield TargetTurn(
+                {k: v for k, v in ev.items() if k not in ("request", "text")},
+                [m for ms in wire.messages("openai_chat", msgs) for m in ms],
+                wire.response_message({"text": text}) if isinstance(text, str) else None,
+            )
         elif kind == "tool_call" and ev.get("id") is not None:
             pending[str(ev["id"])] = ev
         elif kind == "tool_result":

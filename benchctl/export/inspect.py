@@ -23,18 +23,31 @@ counted (planned samples) but have none. What maps to what:
 Each run is streamed into its sample by `benchctl.export.inspect_stream`; this module writes the
 log around the samples (spec, scores, results, stats) through inspect-ai's own recorder.
 """
+
 from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from inspect_ai._util.error import EvalError
-from inspect_ai.log import (EvalConfig, EvalDataset, EvalMetric, EvalPlan, EvalPlanStep, EvalResults, EvalSample,
-                            EvalSampleLimit, EvalScore, EvalSpec, EvalStats, EvalStatus)
+from inspect_ai.log import (
+    EvalConfig,
+    EvalDataset,
+    EvalMetric,
+    EvalPlan,
+    EvalPlanStep,
+    EvalResults,
+    EvalSample,
+    EvalSampleLimit,
+    EvalScore,
+    EvalSpec,
+    EvalStats,
+    EvalStatus,
+)
 from inspect_ai.log._recorders.eval import EvalRecorder, ZipLogFile, _sample_filename
 from inspect_ai.model._model_output import ModelFallback
 from inspect_ai.scorer import Score
@@ -75,11 +88,11 @@ def _iso(t: Any) -> str | None:
 
 
 def _iso_at(t: float) -> str:
-    return datetime.fromtimestamp(float(t), timezone.utc).isoformat()
-
+    return datetime.fromtimestamp(float(t), UTC).isoformat()
 
 
 # ------------------------------------------------------------------------------- the log
+
 
 async def _write_log(config: ev.Config, runs: list[ev.Run], unfinished: list[ev.Run], dest: Path) -> None:
     # epochs rank every run of the configuration by seed, unfinished ones too, so a sample keeps
@@ -95,24 +108,47 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], unfinished: list[ev.
     task_id = short_hash("config", config)
     status = eval_status(runs, unfinished)
     spec = EvalSpec(
-        eval_id=task_id, run_id=task_id, created=created, task=config.task, task_id=task_id,
-        task_display_name=config.name, task_description=None,
-        task_args={"harness": config.harness, "budget": config.budget, "variant": config.variant, "tools": config.tools},
-        solver=config.harness, solver_args=(first.get("spec") or {}).get("options") or {},
+        eval_id=task_id,
+        run_id=task_id,
+        created=created,
+        task=config.task,
+        task_id=task_id,
+        task_display_name=config.name,
+        task_description=None,
+        task_args={
+            "harness": config.harness,
+            "budget": config.budget,
+            "variant": config.variant,
+            "tools": config.tools,
+        },
+        solver=config.harness,
+        solver_args=(first.get("spec") or {}).get("options") or {},
         dataset=EvalDataset(name=config.task, samples=1, sample_ids=[config.task]),
         model=config.model,
         # benchctl runs every run whatever happens to the others, and `benchctl run` fails (exit 1)
         # when any run ended in error: Inspect's fail_on_error with continue_on_fail
-        config=EvalConfig(epochs=len(order), time_limit=as_int(first.get("budget_s")), fail_on_error=True,
-                          continue_on_fail=True),
+        config=EvalConfig(
+            epochs=len(order), time_limit=as_int(first.get("budget_s")), fail_on_error=True, continue_on_fail=True
+        ),
         packages={"benchctl": str(first.get("benchctl_version") or "")},
-        viewer=ViewerConfig(trust_content=False),     # agent-written text: the viewer shows it as plain text
-        metadata={"benchctl": {"configuration": config.name, "runs": [r.run_id for r in runs],
-                               "outcomes": dict(sorted(Counter(str(r.meta.get("status")) for r in order).items())),
-                               "unfinished_runs": [r.run_id for r in unfinished],
-                               "task_hashes": sorted({str(r.meta["task_hash"]) for r in runs if r.meta.get("task_hash")}),
-                               "images": sorted({str(r.meta.get("image_digest") or r.meta["image"])
-                                                 for r in runs if r.meta.get("image_digest") or r.meta.get("image")})}})
+        viewer=ViewerConfig(trust_content=False),  # agent-written text: the viewer shows it as plain text
+        metadata={
+            "benchctl": {
+                "configuration": config.name,
+                "runs": [r.run_id for r in runs],
+                "outcomes": dict(sorted(Counter(str(r.meta.get("status")) for r in order).items())),
+                "unfinished_runs": [r.run_id for r in unfinished],
+                "task_hashes": sorted({str(r.meta["task_hash"]) for r in runs if r.meta.get("task_hash")}),
+                "images": sorted(
+                    {
+                        str(r.meta.get("image_digest") or r.meta["image"])
+                        for r in runs
+                        if r.meta.get("image_digest") or r.meta.get("image")
+                    }
+                ),
+            }
+        },
+    )
     plan = EvalPlan(name="benchctl", steps=[EvalPlanStep(solver=config.harness, params=spec.solver_args or {})])
     recorder = EvalRecorder(str(dest.parent))
     await recorder.log_init(spec, str(dest), clean=True)
@@ -123,8 +159,12 @@ async def _write_log(config: ev.Config, runs: list[ev.Run], unfinished: list[ev.
     for run in runs:
         shell = await _write_sample(log, run, config, epoch_of[run.run_id], totals)
         samples.append(shell)
-    stats = EvalStats(started_at=_iso_at(min(starts)) if starts else "", completed_at=_iso_at(max(ends)) if ends else "",
-                      model_usage=totals.by_model, role_usage=totals.by_role)
+    stats = EvalStats(
+        started_at=_iso_at(min(starts)) if starts else "",
+        completed_at=_iso_at(max(ends)) if ends else "",
+        model_usage=totals.by_model,
+        role_usage=totals.by_role,
+    )
     # no eval-level error: none halted the eval (each run's error is its sample's), as Inspect
     # itself leaves it for an eval run with continue_on_fail
     await recorder.log_finish(spec, status, stats, _results(samples, len(order)), None)
@@ -158,15 +198,22 @@ def _results(samples: list[EvalSample], planned: int) -> EvalResults:
             by_name[name].append(float(score.value))  # type: ignore[arg-type]
             scorer_of[name] = (score.metadata or {}).get("grader", name)
     # `or 0.0` only for the type checker: a name is in by_name once it has a value, so never None.
-    scores = [EvalScore(name=name, scorer=scorer_of[name], scored_samples=len(vals),
-                        unscored_samples=len(samples) - len(vals),
-                        metrics={"mean": EvalMetric(name="mean", value=mean_or_none(vals) or 0.0)})
-              for name, vals in sorted(by_name.items())]
+    scores = [
+        EvalScore(
+            name=name,
+            scorer=scorer_of[name],
+            scored_samples=len(vals),
+            unscored_samples=len(samples) - len(vals),
+            metrics={"mean": EvalMetric(name="mean", value=mean_or_none(vals) or 0.0)},
+        )
+        for name, vals in sorted(by_name.items())
+    ]
     # Inspect's counts: every planned sample (unfinished runs included), and those without error
     return EvalResults(total_samples=planned, completed_samples=sum(s.error is None for s in samples), scores=scores)
 
 
 # ------------------------------------------------------------------------------- one sample
+
 
 async def _write_sample(log: ZipLogFile, run: ev.Run, config: ev.Config, epoch: int, totals: Usage) -> EvalSample:
     redact = Redactor()
@@ -198,6 +245,7 @@ def _journal(log: ZipLogFile, summary: Any) -> None:
     """Record a streamed sample's summary: what `ZipLogFile._journal_summary` does for a sample held
     in memory (its message count comes from the stream, not from a messages list)."""
     from inspect_ai.log._recorders.eval import _journal_summary_file, _journal_summary_path
+
     log._summary_counter += 1
     log._zip_writestr(_journal_summary_path(_journal_summary_file(log._summary_counter)), [summary])
     log._summaries.append(summary)
@@ -208,24 +256,48 @@ def _shell(run: ev.Run, config: ev.Config, epoch: int) -> EvalSample:
     m = run.meta
     scores, grades = _scores(run)
     status = m.get("status")
-    error = EvalError(message=str(m.get("error") or "status error (no message recorded)"), traceback="",
-                      traceback_ansi="") if status == "error" else None
+    error = (
+        EvalError(message=str(m.get("error") or "status error (no message recorded)"), traceback="", traceback_ansi="")
+        if status == "error"
+        else None
+    )
     budget = num(m.get("budget_s"))
-    reason = str(m["error"]) if m.get("error") else None      # why it stopped, when benchctl recorded it
-    limit = EvalSampleLimit(type="time", limit=budget, reason=reason) if status == "timeout" and budget is not None else None
+    reason = str(m["error"]) if m.get("error") else None  # why it stopped, when benchctl recorded it
+    limit = (
+        EvalSampleLimit(type="time", limit=budget, reason=reason)
+        if status == "timeout" and budget is not None
+        else None
+    )
     cap = num((m.get("cost_cap") or {}).get("max_cost_usd"))
-    if status == "budget_exhausted" and cap is not None:      # a cost cap stopped it (benchctl/limits)
+    if status == "budget_exhausted" and cap is not None:  # a cost cap stopped it (benchctl/limits)
         limit = EvalSampleLimit(type="cost", limit=cap, reason=reason)
     served = m.get("served_models") or {}
-    fallbacks = [ModelFallback(model=str(f.get("from") or m.get("model")), fallback_model=str(f["to"]),
-                               count=int(served.get(str(f["to"])) or 0))     # calls it served (all of them here)
-                 for f in m.get("fallbacks") or [] if f.get("to")]
+    fallbacks = [
+        ModelFallback(
+            model=str(f.get("from") or m.get("model")),
+            fallback_model=str(f["to"]),
+            count=int(served.get(str(f["to"])) or 0),
+        )  # calls it served (all of them here)
+        for f in m.get("fallbacks") or []
+        if f.get("to")
+    ]
     metadata = {k: v for k, v in m.items() if k not in ("schema",)}
     metadata["grades"] = grades
-    return EvalSample(id=config.task, epoch=epoch, input="", target="", scores=scores or None, metadata=metadata,
-                      started_at=_iso(m.get("started_at")), completed_at=_iso(m.get("ended_at")),
-                      total_time=m.get("elapsed_s"), uuid=short_hash("sample", run.run_id), error=error, limit=limit,
-                      model_fallbacks=fallbacks or None)
+    return EvalSample(
+        id=config.task,
+        epoch=epoch,
+        input="",
+        target="",
+        scores=scores or None,
+        metadata=metadata,
+        started_at=_iso(m.get("started_at")),
+        completed_at=_iso(m.get("ended_at")),
+        total_time=m.get("elapsed_s"),
+        uuid=short_hash("sample", run.run_id),
+        error=error,
+        limit=limit,
+        model_fallbacks=fallbacks or None,
+    )
 
 
 def _scores(run: ev.Run) -> tuple[dict[str, Score], list[dict[str, Any]]]:
@@ -235,8 +307,20 @@ def _scores(run: ev.Run) -> tuple[dict[str, Score], list[dict[str, Any]]]:
     summary = []
     for g in sorted(run.grades, key=lambda g: (str(g.get("grader")), str(g.get("artifact_tag") or ""))):
         name = str(g["grader"]) + (f"[{g['artifact_tag']}]" if g.get("artifact_tag") else "")
-        keep = ("grader", "artifact", "artifact_tag", "judge", "rubric_hash", "status", "score", "raw_score",
-                "n_items", "n_unscored", "cost_usd", "by_cluster")
+        keep = (
+            "grader",
+            "artifact",
+            "artifact_tag",
+            "judge",
+            "rubric_hash",
+            "status",
+            "score",
+            "raw_score",
+            "n_items",
+            "n_unscored",
+            "cost_usd",
+            "by_cluster",
+        )
         info = {k: g.get(k) for k in keep if g.get(k) is not None}
         summary.append(info)
         if isinstance(g.get("score"), (int, float)) and g.get("status") != "unscored":
@@ -253,8 +337,9 @@ def _explanation(g: dict[str, Any]) -> str:
         if it.get("score") is None:
             facts.insert(0, "unscored")
         lines.append(f"{it.get('id')}" + (f" ({', '.join(facts)})" if facts else ""))
-        lines += [f"    {k}: {_one_line(it[k])}" for k in ("text", "prediction", "reason", "quote", "error")
-                  if it.get(k)]             # text: the finding as the rubric states it (newer grade records)
+        lines += [
+            f"    {k}: {_one_line(it[k])}" for k in ("text", "prediction", "reason", "quote", "error") if it.get(k)
+        ]  # text: the finding as the rubric states it (newer grade records)
     lines += [f"{k}: {_one_line(g[k])}" for k in ("note", "tldr", "expected") if isinstance(g.get(k), str) and g[k]]
     return "\n".join(lines) or f"{g.get('grader')}: {g.get('score')}"
 

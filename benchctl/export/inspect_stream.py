@@ -7,6 +7,7 @@ key order). The pool and the attachments spill to temporary files, so a run's tr
 held in memory; only small per-message bookkeeping is. Everything written passes through the
 transcript redactor, so secrets already redacted stay redacted.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,16 +16,28 @@ import secrets
 import tempfile
 from array import array
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from inspect_ai._util.json import to_json_safe
 from inspect_ai.event import InfoEvent, ModelEvent, SpanBeginEvent, SpanEndEvent, ToolEvent
 from inspect_ai.log import EvalSample, EvalSampleLimit
-from inspect_ai.model import (ChatCompletionChoice, ChatMessage, ChatMessageAssistant, ChatMessageSystem,
-                              ChatMessageTool, ChatMessageUser, ContentData, ContentReasoning, ContentText,
-                              GenerateConfig, ModelOutput, ModelUsage, StopReason)
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    ContentData,
+    ContentReasoning,
+    ContentText,
+    GenerateConfig,
+    ModelOutput,
+    ModelUsage,
+    StopReason,
+)
 from inspect_ai.model._model_output import ModelFallback
 from inspect_ai.tool import ToolCall, ToolCallError, ToolFunction, ToolInfo, ToolParams
 
@@ -33,17 +46,30 @@ from benchctl.export import wire
 from benchctl.export.wire import Message, ToolDef
 from benchctl.transcript import Redactor
 
-ATTACHMENT_MIN = 2000             # message texts, info data and tool descriptions this long are stored once
-_POLICY_TEXT = {"notice", "reprompt", "revision_request", "followup"}   # info data: the text the agent got
-_SKIP = {"assistant"}              # harness echoes of model output: the ModelEvents carry it
-_STOP: dict[str, StopReason] = {"end_turn": "stop", "stop": "stop", "completed": "stop", "stop_sequence": "stop", "STOP": "stop",
-         "tool_use": "tool_calls", "tool_calls": "tool_calls", "max_tokens": "max_tokens", "length": "max_tokens",
-         "max_output_tokens": "max_tokens", "MAX_TOKENS": "max_tokens", "refusal": "content_filter",
-         "content_filter": "content_filter", "SAFETY": "content_filter", "model_context_window_exceeded": "model_length"}
+ATTACHMENT_MIN = 2000  # message texts, info data and tool descriptions this long are stored once
+_POLICY_TEXT = {"notice", "reprompt", "revision_request", "followup"}  # info data: the text the agent got
+_SKIP = {"assistant"}  # harness echoes of model output: the ModelEvents carry it
+_STOP: dict[str, StopReason] = {
+    "end_turn": "stop",
+    "stop": "stop",
+    "completed": "stop",
+    "stop_sequence": "stop",
+    "STOP": "stop",
+    "tool_use": "tool_calls",
+    "tool_calls": "tool_calls",
+    "max_tokens": "max_tokens",
+    "length": "max_tokens",
+    "max_output_tokens": "max_tokens",
+    "MAX_TOKENS": "max_tokens",
+    "refusal": "content_filter",
+    "content_filter": "content_filter",
+    "SAFETY": "content_filter",
+    "model_context_window_exceeded": "model_length",
+}
 
 
 def _dt(t: Any) -> datetime:
-    return datetime.fromtimestamp(float(t) if isinstance(t, (int, float)) else 0.0, timezone.utc)
+    return datetime.fromtimestamp(float(t) if isinstance(t, (int, float)) else 0.0, UTC)
 
 
 def short_hash(*parts: Any) -> str:
@@ -55,6 +81,7 @@ def as_int(x: Any) -> int | None:
 
 
 # ------------------------------------------------------------------------------- usage
+
 
 class Usage:
     """Usage and cost summed per served model and per role; a cost is None once any call's was."""
@@ -69,7 +96,7 @@ class Usage:
             if role is not None:
                 _accumulate(self.by_role, role, usage)
 
-    def merge(self, other: "Usage") -> None:
+    def merge(self, other: Usage) -> None:
         for k, u in other.by_model.items():
             _accumulate(self.by_model, k, u)
         for k, u in other.by_role.items():
@@ -83,11 +110,15 @@ def _accumulate(table: dict[str, ModelUsage], key: str, usage: ModelUsage) -> No
 
 def _sum(a: ModelUsage, b: ModelUsage) -> ModelUsage:
     cost = None if a.total_cost is None or b.total_cost is None else a.total_cost + b.total_cost
-    return ModelUsage(input_tokens=a.input_tokens + b.input_tokens, output_tokens=a.output_tokens + b.output_tokens,
-                      total_tokens=a.total_tokens + b.total_tokens,
-                      input_tokens_cache_read=(a.input_tokens_cache_read or 0) + (b.input_tokens_cache_read or 0),
-                      input_tokens_cache_write=(a.input_tokens_cache_write or 0) + (b.input_tokens_cache_write or 0),
-                      reasoning_tokens=(a.reasoning_tokens or 0) + (b.reasoning_tokens or 0), total_cost=cost)
+    return ModelUsage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        total_tokens=a.total_tokens + b.total_tokens,
+        input_tokens_cache_read=(a.input_tokens_cache_read or 0) + (b.input_tokens_cache_read or 0),
+        input_tokens_cache_write=(a.input_tokens_cache_write or 0) + (b.input_tokens_cache_write or 0),
+        reasoning_tokens=(a.reasoning_tokens or 0) + (b.reasoning_tokens or 0),
+        total_cost=cost,
+    )
 
 
 def usage_of(u: Any, cost: Any) -> ModelUsage | None:
@@ -95,20 +126,29 @@ def usage_of(u: Any, cost: Any) -> ModelUsage | None:
     input token (uncached, cache read, cache write) plus output. None when no usage was recorded."""
     if not isinstance(u, dict):
         return None
-    i, r, w, o = (int(u.get(k) or 0) for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens"))
-    return ModelUsage(input_tokens=i, output_tokens=o, total_tokens=i + r + w + o, input_tokens_cache_read=r,
-                      input_tokens_cache_write=w, reasoning_tokens=int(u.get("reasoning_tokens") or 0),
-                      total_cost=float(cost) if isinstance(cost, (int, float)) else None)
+    i, r, w, o = (
+        int(u.get(k) or 0) for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+    )
+    return ModelUsage(
+        input_tokens=i,
+        output_tokens=o,
+        total_tokens=i + r + w + o,
+        input_tokens_cache_read=r,
+        input_tokens_cache_write=w,
+        reasoning_tokens=int(u.get("reasoning_tokens") or 0),
+        total_cost=float(cost) if isinstance(cost, (int, float)) else None,
+    )
 
 
 # ------------------------------------------------------------------------------- spill files
+
 
 class _Spill:
     """A temporary file of JSON pieces written once and copied into the log at the end."""
 
     def __init__(self) -> None:
         self.file: IO[bytes] = tempfile.TemporaryFile()
-        self.starts = array("q")          # 8 bytes per piece: where it starts; it ends where the next starts
+        self.starts = array("q")  # 8 bytes per piece: where it starts; it ends where the next starts
         self.end = 0
 
     def __len__(self) -> int:
@@ -170,6 +210,7 @@ class _Attachments:
 
 # ------------------------------------------------------------------------------- one sample
 
+
 class SampleWriter:
     """Streams one run into its sample member: events first, then the message pool, the messages,
     the attachments and the sample's small fields (inspect's reader does not care about key order)."""
@@ -186,17 +227,17 @@ class SampleWriter:
         # per conversation: pool indices of its latest input (system prompt apart), calls, first
         # user text, latest output; all small (indices, not messages)
         self.conv_system: dict[str, int | None] = {}
-        self.conv_messages: dict[str, list[list[int]]] = {}    # as [start, end) runs of pool indices
+        self.conv_messages: dict[str, list[list[int]]] = {}  # as [start, end) runs of pool indices
         self.conv_calls: dict[str, int] = defaultdict(int)
         self.conv_first_user: dict[str, str] = {}
         self.conv_output: dict[str, ModelOutput] = {}
-        self.systems: dict[int, tuple[Message, int]] = {}          # id(system prompt) -> (it, pool index)
+        self.systems: dict[int, tuple[Message, int]] = {}  # id(system prompt) -> (it, pool index)
         self.tool_infos: tuple[list[ToolDef] | None, list[ToolInfo]] = (None, [])
         self.usage = Usage()
         self.token_budget: Any = None
         self.token_limit: EvalSampleLimit | None = None
-        self.span: str | None = None          # the phase's span, while one is open
-        self.last_t = self.t0                 # the latest event time seen (a phase ends there at the latest)
+        self.span: str | None = None  # the phase's span, while one is open
+        self.last_t = self.t0  # the latest event time seen (a phase ends there at the latest)
 
     # --- messages ---
     def _content(self, m: Message) -> str | list[Any]:
@@ -220,14 +261,18 @@ class SampleWriter:
             return ChatMessageSystem(id=mid, content=content)
         if m.role == "user":
             return ChatMessageUser(id=mid, content=content)
-        err = ToolCallError("unknown", m.text[:2000]) if m.is_error else None      # a tool result
+        err = ToolCallError("unknown", m.text[:2000]) if m.is_error else None  # a tool result
         return ChatMessageTool(id=mid, content=content, tool_call_id=m.tool_call_id, function=m.tool_name, error=err)
 
     def _assistant(self, m: Message, mid: str, model: str | None = None) -> ChatMessageAssistant:
         """An assistant message; a model's output always is one (wire.response_message)."""
         content = self._content(m)
-        calls = [ToolCall(id=c.id, function=c.name, arguments=c.arguments,
-                          type="custom" if c.raw is not None else "function") for c in m.tool_calls]
+        calls = [
+            ToolCall(
+                id=c.id, function=c.name, arguments=c.arguments, type="custom" if c.raw is not None else "function"
+            )
+            for c in m.tool_calls
+        ]
         return ChatMessageAssistant(id=mid, content=content, tool_calls=calls or None, model=model)
 
     def _pool_add(self, m: Message | ChatMessage) -> int:
@@ -255,8 +300,12 @@ class SampleWriter:
         when = start if start is not None else (float(t) if isinstance(t, (int, float)) else self.t0)
         if isinstance(t, (int, float)):
             self.last_t = max(self.last_t, float(t))
-        return {"uuid": f"{self.run_key}-e{self.n_events}", "span_id": self.span, "timestamp": _dt(when),
-                "working_start": max(0.0, when - self.t0)}
+        return {
+            "uuid": f"{self.run_key}-e{self.n_events}",
+            "span_id": self.span,
+            "timestamp": _dt(when),
+            "working_start": max(0.0, when - self.t0),
+        }
 
     # --- phases ---
     def phase(self, name: str, t: Any = None) -> None:
@@ -275,12 +324,12 @@ class SampleWriter:
             self.span = None
 
     def _tools(self, tools: list[ToolDef]) -> list[ToolInfo]:
-        if self.tool_infos[0] is not tools:       # tool lists change rarely: convert when they do
+        if self.tool_infos[0] is not tools:  # tool lists change rarely: convert when they do
             infos = []
             for t in tools:
                 try:
                     params = ToolParams.model_validate(t.parameters) if t.parameters else ToolParams()
-                except ValueError:                 # a schema Inspect cannot express: the tool is still listed
+                except ValueError:  # a schema Inspect cannot express: the tool is still listed
                     params = ToolParams()
                 infos.append(ToolInfo(name=t.name, description=self.att(t.description), parameters=params))
             self.tool_infos = (tools, infos)
@@ -303,7 +352,7 @@ class SampleWriter:
                     self.conv_first_user[conv] = first
             refs = [(system, system + 1)] if system is not None else []
             refs += [(a, b) for a, b in messages]
-        if turn.counts_tokens:          # the conversation moved on (tracked above); nothing was generated
+        if turn.counts_tokens:  # the conversation moved on (tracked above); nothing was generated
             self.note({k: v for k, v in e.items() if k not in ("usage",)} | {"kind": "count_tokens"})
             return
         served = str(e.get("served_model") or e.get("requested_model") or "")
@@ -311,25 +360,51 @@ class SampleWriter:
         end = float(e.get("t") or self.t0)
         usage = usage_of(e.get("usage"), e.get("cost_usd"))
         out_msg = self._assistant(turn.output, f"{self.run_key}-{turn.call_id}-out", served) if turn.output else None
-        fallback = (ModelFallback(model=self.run_model, fallback_model=served)
-                    if served != self.run_model and served in self.fallback_models else None)
-        output = ModelOutput(model=served, choices=[ChatCompletionChoice(
-            message=out_msg, stop_reason=_STOP.get(str(e.get("stop_reason")), "unknown"))] if out_msg else [],
-            usage=usage, time=latency, error=turn.error, fallback=fallback)
+        fallback = (
+            ModelFallback(model=self.run_model, fallback_model=served)
+            if served != self.run_model and served in self.fallback_models
+            else None
+        )
+        output = ModelOutput(
+            model=served,
+            choices=[ChatCompletionChoice(message=out_msg, stop_reason=_STOP.get(str(e.get("stop_reason")), "unknown"))]
+            if out_msg
+            else [],
+            usage=usage,
+            time=latency,
+            error=turn.error,
+            fallback=fallback,
+        )
         self.usage.add(served, usage)
         cfg = turn.config
-        config = GenerateConfig(max_tokens=as_int(cfg.get("max_tokens") or cfg.get("max_output_tokens")
-                                                or cfg.get("max_completion_tokens")),
-                                temperature=num(cfg.get("temperature")), top_p=num(cfg.get("top_p")))
+        config = GenerateConfig(
+            max_tokens=as_int(
+                cfg.get("max_tokens") or cfg.get("max_output_tokens") or cfg.get("max_completion_tokens")
+            ),
+            temperature=num(cfg.get("temperature")),
+            top_p=num(cfg.get("top_p")),
+        )
         retries = e.get("retries")
         meta = {k: v for k, v in e.items() if k not in ("v", "type", "source", "t", "headers")}
         meta.update(conversation=conv, request_recorded=turn.complete, generate=cfg or None)
-        self._emit(ModelEvent(**self._base(end, end - latency if latency is not None else None), model=served,
-                              requested_model=e.get("requested_model"), input=[], input_refs=refs,
-                              tools=self._tools(turn.tools), tool_choice=_tool_choice(cfg.get("tool_choice")),
-                              config=config, output=output,
-                              error=turn.error, retries=(len(retries) - 1) if isinstance(retries, list) and retries else None,
-                              completed=_dt(end), working_time=latency, metadata={"benchctl": meta}))
+        self._emit(
+            ModelEvent(
+                **self._base(end, end - latency if latency is not None else None),
+                model=served,
+                requested_model=e.get("requested_model"),
+                input=[],
+                input_refs=refs,
+                tools=self._tools(turn.tools),
+                tool_choice=_tool_choice(cfg.get("tool_choice")),
+                config=config,
+                output=output,
+                error=turn.error,
+                retries=(len(retries) - 1) if isinstance(retries, list) and retries else None,
+                completed=_dt(end),
+                working_time=latency,
+                metadata={"benchctl": meta},
+            )
+        )
         if conv is not None:
             self.conv_output[conv] = output
 
@@ -344,14 +419,33 @@ class SampleWriter:
         key = f"{self.run_key}-e{self.n_events}"
         out = self._assistant(turn.output, f"{key}-out", model) if turn.output else None
         error = str(e["error"]) if e.get("error") else None
-        output = ModelOutput(model=model, choices=[ChatCompletionChoice(message=out, stop_reason=_STOP.get(
-            str(e.get("stop_reason")), "unknown"))] if out else [], usage=usage, time=latency, error=error)
+        output = ModelOutput(
+            model=model,
+            choices=[ChatCompletionChoice(message=out, stop_reason=_STOP.get(str(e.get("stop_reason")), "unknown"))]
+            if out
+            else [],
+            usage=usage,
+            time=latency,
+            error=error,
+        )
         inputs = [self._message(m, f"{key}-in{i}") for i, m in enumerate(turn.input)]
         meta = {k: v for k, v in e.items() if k not in ("v", "type", "t")}
-        self._emit(ModelEvent(**self._base(end, end - latency if latency else None), model=model, role=role,
-                              input=inputs, tools=[], tool_choice="none", config=GenerateConfig(), output=output,
-                              error=error, completed=_dt(end), working_time=latency,
-                              metadata={"benchctl": meta}))
+        self._emit(
+            ModelEvent(
+                **self._base(end, end - latency if latency else None),
+                model=model,
+                role=role,
+                input=inputs,
+                tools=[],
+                tool_choice="none",
+                config=GenerateConfig(),
+                output=output,
+                error=error,
+                completed=_dt(end),
+                working_time=latency,
+                metadata={"benchctl": meta},
+            )
+        )
 
     def tool_use(self, use: ev.ToolUse) -> None:
         call, result = use.call or {}, use.result or {}
@@ -368,12 +462,19 @@ class SampleWriter:
         end = num(result.get("t"))
         meta = {k: v for k, v in result.items() if k not in ("v", "type", "t", "output", "id", "name")}
         meta["result_recorded"] = use.result is not None
-        self._emit(ToolEvent(**self._base(start), id=str(call.get("id") or result.get("id") or ""),
-                             function=str(call.get("name") or result.get("name") or ""),
-                             arguments=arguments, result=text, error=error,
-                             completed=_dt(end) if end is not None else None,
-                             working_time=(end - start) if end is not None and start is not None else None,
-                             metadata={"benchctl": meta}))
+        self._emit(
+            ToolEvent(
+                **self._base(start),
+                id=str(call.get("id") or result.get("id") or ""),
+                function=str(call.get("name") or result.get("name") or ""),
+                arguments=arguments,
+                result=text,
+                error=error,
+                completed=_dt(end) if end is not None else None,
+                working_time=(end - start) if end is not None and start is not None else None,
+                metadata={"benchctl": meta},
+            )
+        )
 
     def note(self, e: dict[str, Any]) -> None:
         kind = str(e.get("type"))
@@ -382,8 +483,9 @@ class SampleWriter:
         if kind == "harness_event" and e.get("kind") == "target_tools":
             self.token_budget = e.get("token_budget")
         if kind == "notice" and e.get("kind") == "token_deadline" and isinstance(self.token_budget, (int, float)):
-            self.token_limit = EvalSampleLimit(type="token", limit=float(self.token_budget),
-                                               reason=str(e.get("text") or ""))
+            self.token_limit = EvalSampleLimit(
+                type="token", limit=float(self.token_budget), reason=str(e.get("text") or "")
+            )
         phase = ev.phase_of(e)
         if phase is not None:
             self.phase(phase, e.get("t"))
@@ -397,9 +499,12 @@ class SampleWriter:
 
     def artifact(self, name: str, path: Path) -> None:
         text = ev.text_of(path)
-        data: Any = self.att(text) if text is not None else {"artifact": name, "binary": True,
-                                                             "bytes": path.stat().st_size}
-        self._emit(InfoEvent(**self._base(self.run.meta.get("ended_at")), source=f"benchctl artifact {name}", data=data))
+        data: Any = (
+            self.att(text) if text is not None else {"artifact": name, "binary": True, "bytes": path.stat().st_size}
+        )
+        self._emit(
+            InfoEvent(**self._base(self.run.meta.get("ended_at")), source=f"benchctl artifact {name}", data=data)
+        )
 
     # --- the end ---
     def finish(self, shell: EvalSample) -> tuple[EvalSample, int]:
@@ -409,8 +514,9 @@ class SampleWriter:
         main = max(self.conv_calls, key=lambda c: (self.conv_calls[c], c in self.conv_first_user), default=None)
         output = self.conv_output.get(main or "") or ModelOutput()
         system = self.conv_system.get(main or "")
-        indices = ([] if system is None else [system]) + \
-            [i for a, b in self.conv_messages.get(main or "", []) for i in range(a, b)]
+        indices = ([] if system is None else [system]) + [
+            i for a, b in self.conv_messages.get(main or "", []) for i in range(a, b)
+        ]
         if output.choices and output.choices[0].message is not None:
             indices.append(self._pool_add(output.choices[0].message))
         s = self.stream
@@ -423,13 +529,18 @@ class SampleWriter:
         s.write(b'],"attachments":{')
         self.att.spill.copy_to(s)
         s.write(b"}")
-        update: dict[str, Any] = {"output": output, "input": self.conv_first_user.get(main or "", ""),
-                                  "model_usage": self.usage.by_model, "role_usage": self.usage.by_role}
+        update: dict[str, Any] = {
+            "output": output,
+            "input": self.conv_first_user.get(main or "", ""),
+            "model_usage": self.usage.by_model,
+            "role_usage": self.usage.by_role,
+        }
         if self.token_limit is not None and shell.limit is not None:
-            update["limit"] = self.token_limit          # the run timed out because its token budget ran out
+            update["limit"] = self.token_limit  # the run timed out because its token budget ran out
         small = shell.model_copy(update=update)
-        fields = small.model_dump(mode="json", exclude_none=True,
-                                  exclude={"events", "events_data", "attachments", "messages"})
+        fields = small.model_dump(
+            mode="json", exclude_none=True, exclude={"events", "events_data", "attachments", "messages"}
+        )
         for k, v in fields.items():
             s.write(b"," + json.dumps(k).encode() + b":" + self.redact(to_json_safe(v, indent=None)))
         s.write(b"}")

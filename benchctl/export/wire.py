@@ -6,6 +6,7 @@ Responses, chat completions, Gemini). This module turns those wire messages into
 has to know a wire API. Nothing is made up: a block with no neutral equivalent (an image, an
 encrypted reasoning item, a server tool result) is kept as recorded in a `data` part.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 class Part:
     type: Literal["text", "reasoning", "data"]
     text: str = ""
-    data: dict[str, Any] | None = None     # for "data": the block as recorded
+    data: dict[str, Any] | None = None  # for "data": the block as recorded
 
 
 @dataclass(slots=True)
@@ -38,7 +39,7 @@ class Message:
     role: Role
     parts: list[Part] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
-    tool_call_id: str | None = None        # tool messages: the call answered
+    tool_call_id: str | None = None  # tool messages: the call answered
     tool_name: str | None = None
     is_error: bool = False
 
@@ -81,6 +82,7 @@ def response_message(response: dict[str, Any] | None) -> Message | None:
 
 # ------------------------------------------------------------------------------- content blocks
 
+
 def _text_parts(content: Any) -> list[Part]:
     """Text content in any wire API's spelling: a string, or a list of text-ish blocks."""
     if content is None:
@@ -93,8 +95,11 @@ def _text_parts(content: Any) -> list[Part]:
     for block in content if isinstance(content, list) else [content]:
         if isinstance(block, str):
             parts.append(Part("text", block))
-        elif isinstance(block, dict) and block.get("type") in ("text", "input_text", "output_text") \
-                and isinstance(block.get("text"), str):
+        elif (
+            isinstance(block, dict)
+            and block.get("type") in ("text", "input_text", "output_text")
+            and isinstance(block.get("text"), str)
+        ):
             parts.append(Part("text", block["text"]))
         elif isinstance(block, dict) and block.get("type") == "refusal" and isinstance(block.get("refusal"), str):
             parts.append(Part("text", block["refusal"]))
@@ -107,6 +112,7 @@ def _text_parts(content: Any) -> list[Part]:
 
 # ------------------------------------------------------------------------------- Anthropic Messages
 
+
 def _anthropic(msg: dict[str, Any]) -> list[Message]:
     role, content = msg.get("role"), msg.get("content")
     if role == "system":
@@ -115,7 +121,7 @@ def _anthropic(msg: dict[str, Any]) -> list[Message]:
         out = Message("assistant")
         for block in content if isinstance(content, list) else [content]:
             kind = block.get("type") if isinstance(block, dict) else None
-            if not isinstance(block, dict):             # a bare string (or other non-block): text
+            if not isinstance(block, dict):  # a bare string (or other non-block): text
                 out.parts.extend(_text_parts(block))
             elif kind in ("tool_use", "server_tool_use"):
                 out.tool_calls.append(tool_call(block.get("id"), block.get("name"), block.get("input")))
@@ -132,8 +138,14 @@ def _anthropic(msg: dict[str, Any]) -> list[Message]:
             if user.parts:
                 messages.append(user)
                 user = Message("user")
-            messages.append(Message("tool", _text_parts(block.get("content")), tool_call_id=block.get("tool_use_id"),
-                                    is_error=bool(block.get("is_error"))))
+            messages.append(
+                Message(
+                    "tool",
+                    _text_parts(block.get("content")),
+                    tool_call_id=block.get("tool_use_id"),
+                    is_error=bool(block.get("is_error")),
+                )
+            )
         else:
             user.parts.extend(_text_parts(block))
     if user.parts or not messages:
@@ -142,6 +154,7 @@ def _anthropic(msg: dict[str, Any]) -> list[Message]:
 
 
 # ------------------------------------------------------------------------------- OpenAI Responses
+
 
 def _responses_item(item: Any) -> list[Message]:
     """One input item. Assistant-side items (text, reasoning, calls) come back as one-message
@@ -167,14 +180,21 @@ def _responses_item(item: Any) -> list[Message]:
 
 # ------------------------------------------------------------------------------- chat completions
 
+
 def _chat(msg: dict[str, Any]) -> list[Message]:
     role = msg.get("role")
     if role == "tool":
-        return [Message("tool", _text_parts(msg.get("content")), tool_call_id=msg.get("tool_call_id"),
-                        tool_name=msg.get("name"))]
+        return [
+            Message(
+                "tool", _text_parts(msg.get("content")), tool_call_id=msg.get("tool_call_id"), tool_name=msg.get("name")
+            )
+        ]
     if role == "assistant":
-        calls = [tool_call(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
-                 for c in msg.get("tool_calls") or [] if isinstance(c, dict)]
+        calls = [
+            tool_call(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
+            for c in msg.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
         parts = _text_parts(msg.get("content"))
         if isinstance(msg.get("reasoning_content"), str):
             parts.insert(0, Part("reasoning", msg["reasoning_content"]))
@@ -183,6 +203,7 @@ def _chat(msg: dict[str, Any]) -> list[Message]:
 
 
 # ------------------------------------------------------------------------------- Gemini
+
 
 def _gemini(content: dict[str, Any]) -> list[Message]:
     """A Gemini content. Function calls and responses carry an id only when the model gave one;
@@ -204,8 +225,15 @@ def _gemini(content: dict[str, Any]) -> list[Message]:
         if isinstance(p, dict) and "functionResponse" in p:
             fr = p["functionResponse"] or {}
             text, is_error = _gemini_response(fr.get("response"))
-            messages.append(Message("tool", [Part("text", text)], tool_call_id=fr.get("id") or None,
-                                    tool_name=fr.get("name"), is_error=is_error))
+            messages.append(
+                Message(
+                    "tool",
+                    [Part("text", text)],
+                    tool_call_id=fr.get("id") or None,
+                    tool_name=fr.get("name"),
+                    is_error=is_error,
+                )
+            )
         else:
             user.parts.extend(_text_parts(p))
     if user.parts or not messages:
@@ -227,6 +255,7 @@ def _gemini_response(resp: Any) -> tuple[str, bool]:
 
 # ------------------------------------------------------------------------------- requests
 
+
 def messages(wire_api: str, items: list[Any]) -> list[list[Message]]:
     """One list of neutral messages per wire message (a wire message may hold several, e.g. an
     Anthropic user turn with two tool results and a text block becomes tool, tool, user)."""
@@ -234,8 +263,12 @@ def messages(wire_api: str, items: list[Any]) -> list[list[Message]]:
         # an assistant turn spans several items: it is held by the item that starts it (so counts
         # of wire items, which request deltas use, still map onto neutral messages)
         return _merge_responses_turns([_responses_item(item) for item in items])
-    conv = {"anthropic_messages": _anthropic, "anthropic_count_tokens": _anthropic, "openai_chat": _chat,
-            "gemini": _gemini}.get(wire_api, _chat)
+    conv = {
+        "anthropic_messages": _anthropic,
+        "anthropic_count_tokens": _anthropic,
+        "openai_chat": _chat,
+        "gemini": _gemini,
+    }.get(wire_api, _chat)
     return [conv(m) if isinstance(m, dict) else [Message("user", _text_parts(m))] for m in items]
 
 
@@ -269,7 +302,7 @@ def system_prompt(wire_api: str, fields: dict[str, Any]) -> Message | None:
     elif wire_api == "openai_responses":
         value = fields.get("instructions")
     elif wire_api == "gemini":
-        value = (fields.get("systemInstruction") or fields.get("system_instruction") or {})
+        value = fields.get("systemInstruction") or fields.get("system_instruction") or {}
         value = value.get("parts") if isinstance(value, dict) else value
     else:
         return None
@@ -283,18 +316,32 @@ def tool_defs(fields: dict[str, Any]) -> list[ToolDef]:
     for t in fields.get("tools") or []:
         if not isinstance(t, dict):
             continue
-        for decl in t.get("functionDeclarations") or t.get("function_declarations") or []:   # Gemini
-            out.append(ToolDef(str(decl.get("name", "")), str(decl.get("description") or ""),
-                               decl.get("parameters") or {}))
-        fn = f if isinstance(f := t.get("function"), dict) else t                 # chat | others
+        for decl in t.get("functionDeclarations") or t.get("function_declarations") or []:  # Gemini
+            out.append(
+                ToolDef(str(decl.get("name", "")), str(decl.get("description") or ""), decl.get("parameters") or {})
+            )
+        fn = f if isinstance(f := t.get("function"), dict) else t  # chat | others
         if "name" in fn:
             params = fn.get("input_schema") or fn.get("parameters") or {}
-            out.append(ToolDef(str(fn["name"]), str(fn.get("description") or ""), params if isinstance(params, dict) else {}))
+            out.append(
+                ToolDef(str(fn["name"]), str(fn.get("description") or ""), params if isinstance(params, dict) else {})
+            )
     return out
 
 
-GENERATE_FIELDS = ("max_tokens", "max_output_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-                   "reasoning", "reasoning_effort", "thinking", "generationConfig", "tool_choice")
+GENERATE_FIELDS = (
+    "max_tokens",
+    "max_output_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "reasoning",
+    "reasoning_effort",
+    "thinking",
+    "generationConfig",
+    "tool_choice",
+)
 
 
 def generate_config(fields: dict[str, Any]) -> dict[str, Any]:

@@ -7,15 +7,20 @@ Exports (imported lazily so `import benchctl.gateway.upstream` stays light):
   RetryPolicy                                   retry settings (retry.py)
   PriceTable                                    cost table (pricing.py)
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 _EXPORTS = {
-    "Gateway": "benchctl.gateway.server", "GatewayConfig": "benchctl.gateway.server",
-    "GatewayError": "benchctl.gateway.server", "SANDBOX_TOKEN": "benchctl.gateway.exchange",
-    "resolve_upstream": "benchctl.gateway.registry", "summarize": "benchctl.gateway.wire_parse",
-    "ResponseSummary": "benchctl.gateway.wire_parse", "RetryPolicy": "benchctl.gateway.retry",
+    "Gateway": "benchctl.gateway.server",
+    "GatewayConfig": "benchctl.gateway.server",
+    "GatewayError": "benchctl.gateway.server",
+    "SANDBOX_TOKEN": "benchctl.gateway.exchange",
+    "resolve_upstream": "benchctl.gateway.registry",
+    "summarize": "benchctl.gateway.wire_parse",
+    "ResponseSummary": "benchctl.gateway.wire_parse",
+    "RetryPolicy": "benchctl.gateway.retry",
     "PriceTable": "benchctl.gateway.pricing",
 }
 __all__ = list(_EXPORTS)
@@ -24,5 +29,6 @@ __all__ = list(_EXPORTS)
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         import importlib
+
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'benchctl.gateway' has no attribute {name!r}")

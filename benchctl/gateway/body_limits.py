@@ -17,6 +17,7 @@ Values take a unit like `[limits]` memory ("32m", "1g"). Memory use on top of th
 bounded too: at most MAX_CONNECTIONS connections at once, each with at most MAX_HEADER_BYTES of
 request head (http11.py). A parsed request being forwarded takes a few times its body's size.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,7 @@ MAX_BODY_ENV = "BENCHCTL_GATEWAY_MAX_BODY"
 MAX_BUFFERED_ENV = "BENCHCTL_GATEWAY_MAX_BUFFERED"
 DEFAULT_MAX_BODY = 32 << 20
 DEFAULT_MAX_BUFFERED = 128 << 20
-MIN_BODY = 64 << 10        # an agent CLI's requests are tens of KB at the very least
+MIN_BODY = 64 << 10  # an agent CLI's requests are tens of KB at the very least
 
 
 def env_bytes(name: str, default: int) -> int:
@@ -55,8 +56,10 @@ class BodyLimits:
             raise ValueError(f"max_body {self.max_body} is below the minimum of {MIN_BODY} bytes")
         if self.max_buffered < self.max_body:
             # Otherwise a request within max_body could never be accepted.
-            raise ValueError(f"max_buffered ({self.max_buffered} bytes, {MAX_BUFFERED_ENV}) must be at least "
-                             f"max_body ({self.max_body} bytes, {MAX_BODY_ENV})")
+            raise ValueError(
+                f"max_buffered ({self.max_buffered} bytes, {MAX_BUFFERED_ENV}) must be at least "
+                f"max_body ({self.max_body} bytes, {MAX_BODY_ENV})"
+            )
 
 
 class BodyBudget:

@@ -12,6 +12,7 @@ The filter holds back only an event not yet complete (an SSE client cannot use p
 Each piece costs a search for the last event end and one replace (the null fields); only the piece
 with the usage count has an event parsed.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,7 +36,7 @@ def ask_for_usage(body: dict[str, Any]) -> bool:
     if isinstance(options, dict) and options.get("include_usage") is not True:
         body["stream_options"] = {**options, "include_usage": True}
         return True
-    return False   # asked already, or not an object: the upstream answers that with its own 400
+    return False  # asked already, or not an object: the upstream answers that with its own 400
 
 
 def _usage_only(event: bytes) -> bool:
@@ -71,8 +72,8 @@ class UsageChunkFilter:
     __slots__ = ("_tail", "_blank")
 
     def __init__(self) -> None:
-        self._tail = b""     # the start of an event not yet complete
-        self._blank = b""    # what ends an event: a blank line, in the stream's line ends (known at its first)
+        self._tail = b""  # the start of an event not yet complete
+        self._blank = b""  # what ends an event: a blank line, in the stream's line ends (known at its first)
 
     def feed(self, data: bytes) -> bytes:
         if self._tail:
@@ -82,7 +83,7 @@ class UsageChunkFilter:
             if nl < 0:
                 self._tail = data
                 return b""
-            self._blank = b"\r\n\r\n" if data[nl - 1:nl] == b"\r" else b"\n\n"
+            self._blank = b"\r\n\r\n" if data[nl - 1 : nl] == b"\r" else b"\n\n"
         end = data.rfind(self._blank)
         if end < 0:
             self._tail = data

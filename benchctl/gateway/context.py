@@ -5,10 +5,12 @@ importing server.py, which imports exchange.py for `handle_connection`: so the t
 each other. A member exchange.py starts to use is added here (tests/test_import_cycles.py checks
 that every `gw.<name>` in exchange.py is declared here and that Gateway has all of them).
 """
+
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from benchctl.gateway.body_limits import BodyBudget, BodyLimits
 from benchctl.gateway.fallback import ModelRouter
@@ -35,42 +37,51 @@ class CallObserver(Protocol):
 
 
 class ExchangeSettings(Protocol):
-    other_model_policy: str          # serve | reject: a request naming another model than the run's
+    other_model_policy: str  # serve | reject: a request naming another model than the run's
 
 
 @runtime_checkable
 class GatewayContext(Protocol):
     @property
-    def config(self) -> ExchangeSettings: ...      # read-only here, so the Gateway's own config type fits
+    def config(self) -> ExchangeSettings: ...  # read-only here, so the Gateway's own config type fits
+
     router: ModelRouter
     prices: PriceTable
     transcript: TranscriptWriter
     recorder: RequestRecorder
-    redact: Redactor                               # host secrets, scrubbed from what clients get
-    routes: list[tuple[str, RouteHandler]]         # extra routes, longest prefix first
-    last_headers: dict[str, dict[str, str]]        # wire api -> pass-through headers last recorded
-    body_limits: BodyLimits                        # per-request and per-gateway body caps
-    body_budget: BodyBudget                        # bytes of request bodies held right now
-    observers: list[CallObserver]                  # host-side checks told of every call (hooks ledger)
-    limits: Any                                    # the run's benchctl.limits.run.RunLimits (limiter, cost stop)
-    phase: int                                     # +1 at each set_deadline: the run, then each follow-up
-    forwarding: set[Any]                           # exchanges with a call in flight, until recorded (deadline cut, settle)
+    redact: Redactor  # host secrets, scrubbed from what clients get
+    routes: list[tuple[str, RouteHandler]]  # extra routes, longest prefix first
+    last_headers: dict[str, dict[str, str]]  # wire api -> pass-through headers last recorded
+    body_limits: BodyLimits  # per-request and per-gateway body caps
+    body_budget: BodyBudget  # bytes of request bodies held right now
+    observers: list[CallObserver]  # host-side checks told of every call (hooks ledger)
+    limits: Any  # the run's benchctl.limits.run.RunLimits (limiter, cost stop)
+    phase: int  # +1 at each set_deadline: the run, then each follow-up
+    forwarding: set[Any]  # exchanges with a call in flight, until recorded (deadline cut, settle)
 
     @property
-    def deadline(self) -> float | None: ...        # unix seconds, None: no deadline
+    def deadline(self) -> float | None: ...  # unix seconds, None: no deadline
 
     def upstream_for(self, model: ModelId) -> Upstream: ...
 
     def next_call_id(self) -> str: ...
 
-    def account(self, served: str, usage: dict[str, int], cost: float | None, refusal: bool, error: bool,
-                counted: bool, requested: str | None = None) -> None: ...
+    def account(
+        self,
+        served: str,
+        usage: dict[str, int],
+        cost: float | None,
+        refusal: bool,
+        error: bool,
+        counted: bool,
+        requested: str | None = None,
+    ) -> None: ...
 
     def track(self, task: asyncio.Task[None]) -> None: ...
 
-    def observe(self, method: str, *args: Any) -> None: ...     # call every observer's `method`
+    def observe(self, method: str, *args: Any) -> None: ...  # call every observer's `method`
 
-    def open_connection(self) -> bool: ...                     # False: too many connections already
+    def open_connection(self) -> bool: ...  # False: too many connections already
 
     def close_connection(self) -> None: ...
 

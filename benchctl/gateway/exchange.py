@@ -27,6 +27,7 @@ call at once; the call is recorded then. One that closes after the whole answer,
 included, was handed to it (only the upstream's end of body still to come) cut nothing off: `ok`.
 A call still in flight when the gateway closes is recorded as it is cancelled.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,7 +35,8 @@ import math
 import socket
 import time
 import zlib
-from typing import Any, AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 import orjson
 
@@ -47,7 +49,7 @@ from benchctl.gateway.retry import UpstreamUnavailable, is_timeout, usage_unknow
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify, close_body
 from benchctl.gateway.wire_parse import STREAM_UNFINISHED, ResponseSummary, empty_usage, summarize
 
-SANDBOX_TOKEN = "benchctl-sandbox-token"   # the only credential agents ever see
+SANDBOX_TOKEN = "benchctl-sandbox-token"  # the only credential agents ever see
 PASS_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 JSON = {"content-type": "application/json"}
 DRAIN_ABOVE = 1 << 16
@@ -76,8 +78,9 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
         # Every connection may hold a request head in memory: their number is capped. Nothing of this
         # one is read, so its wire format is unknown (None: the Anthropic shape, see wire_format).
         gw.refused(503, "too many connections")
-        body = wf.error_body(None, 503, f"benchctl gateway: more than {http11.MAX_CONNECTIONS} connections at once",
-                             "overloaded_error")
+        body = wf.error_body(
+            None, 503, f"benchctl gateway: more than {http11.MAX_CONNECTIONS} connections at once", "overloaded_error"
+        )
         writer.write(http11.whole_response(503, {**JSON, "retry-after": "1"}, body, keep_alive=False))
         writer.close()
         return
@@ -86,8 +89,11 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
             try:
                 req = await http11.read_head(reader)
             except (http11.BadRequest, ValueError) as e:
-                writer.write(http11.whole_response(400, JSON, wf.error_body(None, 400, f"benchctl gateway: {e}"),
-                                                   keep_alive=False))
+                writer.write(
+                    http11.whole_response(
+                        400, JSON, wf.error_body(None, 400, f"benchctl gateway: {e}"), keep_alive=False
+                    )
+                )
                 break
             if req is None:
                 break
@@ -96,19 +102,20 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
             finally:
                 gw.body_budget.give(req.reserved)
                 req.reserved = 0
-            if not req.body_complete:   # answered before (all of) its body was read: drop the rest, close
+            if not req.body_complete:  # answered before (all of) its body was read: drop the rest, close
                 await writer.drain()
                 if writer.can_write_eof():
-                    writer.write_eof()      # the answer is complete: a client reading to the end stops here
+                    writer.write_eof()  # the answer is complete: a client reading to the end stops here
                 await http11.discard_body(reader, req)
                 break
             if not (req.keep_alive and keep):
                 break
     except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
         pass
-    except http11.BadRequest as e:    # a malformed body
-        writer.write(http11.whole_response(400, JSON, wf.error_body(None, 400, f"benchctl gateway: {e}"),
-                                           keep_alive=False))
+    except http11.BadRequest as e:  # a malformed body
+        writer.write(
+            http11.whole_response(400, JSON, wf.error_body(None, 400, f"benchctl gateway: {e}"), keep_alive=False)
+        )
     except Exception as e:  # a gateway bug: tell the client and the transcript, keep serving others
         gw.transcript.emit("error", source="gateway", error=f"gateway internal error: {type(e).__name__}: {e}")
         try:
@@ -125,14 +132,20 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
 
 
 class Exchange:
-    def __init__(self, gw: GatewayContext, req: http11.Request, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, task: "asyncio.Task[None] | None" = None) -> None:
+    def __init__(
+        self,
+        gw: GatewayContext,
+        req: http11.Request,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        task: asyncio.Task[None] | None = None,
+    ) -> None:
         self.gw, self.req, self.reader, self.writer = gw, req, reader, writer
-        self.task = task   # the connection's task: cancelled when the client goes away mid-call
+        self.task = task  # the connection's task: cancelled when the client goes away mid-call
         self.t0 = time.perf_counter()
         self.ttfb: float | None = None
         self.wire: str | None = None
-        self.hide_usage = False   # the gateway asked for this chat stream's usage: the client does not see it
+        self.hide_usage = False  # the gateway asked for this chat stream's usage: the client does not see it
 
     def ms(self, t: float | None) -> float | None:
         return None if t is None else round((t - self.t0) * 1000, 3)
@@ -142,21 +155,38 @@ class Exchange:
             self.ttfb = time.perf_counter()
         # Redacted here, for every whole answer: upstream bodies, and also our own error messages,
         # which quote exception text that an upstream or a route handler may have filled with a key.
-        keep_alive = self.req.keep_alive and self.req.body_complete   # an unread body: the connection ends
+        keep_alive = self.req.keep_alive and self.req.body_complete  # an unread body: the connection ends
         self.writer.write(http11.whole_response(status, headers, self.gw.redact(body), keep_alive))
 
-    def fail(self, status: int, message: str, event_type: str = "model_call",
-             headers: dict[str, str] | None = None, **fields: Any) -> bool:
+    def fail(
+        self,
+        status: int,
+        message: str,
+        event_type: str = "model_call",
+        headers: dict[str, str] | None = None,
+        **fields: Any,
+    ) -> bool:
         """Answer with an error in the caller's wire format and record it (the first few of each status
         in full, then only counted: an agent must not be able to fill the host's disk with refusals).
         The vendor's error type (Gemini: status name) follows from the HTTP status, in wire_format."""
         self.gw.account("", {}, 0.0, False, True, counted=False)
         if self.gw.refused(status, message):
-            self.gw.transcript.emit(event_type, source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
-                                    method=self.req.method, path=self.req.path, status=status, outcome="error",
-                                    latency_ms=self.ms(time.perf_counter()), error=message, **fields)
-        self.send_whole(status, {**JSON, "x-should-retry": "false", **(headers or {})},
-                        wf.error_body(self.wire, status, message))
+            self.gw.transcript.emit(
+                event_type,
+                source="gateway",
+                call_id=self.gw.next_call_id(),
+                wire_api=self.wire,
+                method=self.req.method,
+                path=self.req.path,
+                status=status,
+                outcome="error",
+                latency_ms=self.ms(time.perf_counter()),
+                error=message,
+                **fields,
+            )
+        self.send_whole(
+            status, {**JSON, "x-should-retry": "false", **(headers or {})}, wf.error_body(self.wire, status, message)
+        )
         return True
 
     async def run(self) -> bool:
@@ -167,40 +197,50 @@ class Exchange:
             self.wire, path_model, action = classify(req.method, req.path)
         # The token first, then the caps, and only then is a byte of the body read.
         if not authorized(req.headers, req.query, SANDBOX_TOKEN):
-            return self.fail(401, "benchctl gateway: invalid API key; agents must use the sandbox token the harness "
-                                  "gave them (real keys stay on the host)")
+            return self.fail(
+                401,
+                "benchctl gateway: invalid API key; agents must use the sandbox token the harness "
+                "gave them (real keys stay on the host)",
+            )
         try:
             await http11.read_body(self.reader, self.writer, req, gw.body_limits.max_body, gw.body_budget)
         except http11.BodyRefused as e:
-            if e.status == 429:   # the client may try again: the SDKs and CLIs do, after retry-after
-                return self.fail(429, f"benchctl gateway: {e}",
-                                 headers={"retry-after": "1", "x-should-retry": "true"})
+            if e.status == 429:  # the client may try again: the SDKs and CLIs do, after retry-after
+                return self.fail(429, f"benchctl gateway: {e}", headers={"retry-after": "1", "x-should-retry": "true"})
             return self.fail(413, f"benchctl gateway: {e}")
         if route is not None:
             return await self.extra_route(route)
         if self.wire is None:
-            return self.fail(404, f"benchctl gateway: no route for {req.method} {req.path}; served: POST /v1/messages, "
-                                  "/v1/messages/count_tokens, /v1/responses, /v1/chat/completions, "
-                                  "/v1beta/models/M:generateContent|streamGenerateContent, GET /v1/models")
+            return self.fail(
+                404,
+                f"benchctl gateway: no route for {req.method} {req.path}; served: POST /v1/messages, "
+                "/v1/messages/count_tokens, /v1/responses, /v1/chat/completions, "
+                "/v1beta/models/M:generateContent|streamGenerateContent, GET /v1/models",
+            )
         served = gw.router.current
         if self.wire == "models_list":
             return self.models_list(served)
         if gw.deadline is not None and time.time() > gw.deadline:
-            return self.fail(400, "benchctl: time budget exhausted",
-                             event_type="model_error", served_model=str(served))
-        if gw.limits.stop.is_set():    # a cost cap is reached (benchctl/limits): no new calls
-            return self.fail(400, f"benchctl: {gw.limits.stop.reason}; the run is stopping",
-                             event_type="model_error", served_model=str(served))
+            return self.fail(400, "benchctl: time budget exhausted", event_type="model_error", served_model=str(served))
+        if gw.limits.stop.is_set():  # a cost cap is reached (benchctl/limits): no new calls
+            return self.fail(
+                400,
+                f"benchctl: {gw.limits.stop.reason}; the run is stopping",
+                event_type="model_error",
+                served_model=str(served),
+            )
         encoding = req.headers.get("content-encoding", "identity").lower()
         if encoding not in ("identity", "gzip", "deflate"):
-            return self.fail(415, f"benchctl gateway: request content-encoding {encoding!r} is not supported "
-                                  "(send identity, gzip or deflate)")
+            return self.fail(
+                415,
+                f"benchctl gateway: request content-encoding {encoding!r} is not supported "
+                "(send identity, gzip or deflate)",
+            )
         try:
             raw = req.body if encoding == "identity" else self.inflate(encoding)
         except http11.BodyRefused as e:
             if e.status == 429:
-                return self.fail(429, f"benchctl gateway: {e}",
-                                 headers={"retry-after": "1", "x-should-retry": "true"})
+                return self.fail(429, f"benchctl gateway: {e}", headers={"retry-after": "1", "x-should-retry": "true"})
             return self.fail(413, f"benchctl gateway: {e}")
         except zlib.error as e:
             return self.fail(400, f"benchctl gateway: request body is not valid {encoding}: {e}")
@@ -212,8 +252,9 @@ class Exchange:
             return self.fail(400, f"benchctl gateway: request body is not valid JSON: {e}")
         requested = path_model or body.get("model")
         if requested and requested != served.name and gw.config.other_model_policy == "reject":
-            return self.fail(400, f"benchctl gateway: this run serves {served.name}, not {requested}",
-                             requested_model=requested)
+            return self.fail(
+                400, f"benchctl gateway: this run serves {served.name}, not {requested}", requested_model=requested
+            )
         if self.wire == "gemini":
             stream = action == "streamGenerateContent"
             ver = req.path.split("/")[1]
@@ -224,7 +265,7 @@ class Exchange:
             stream = body.get("stream") is True
             path = req.path
             body["model"] = served.name
-            if stream and self.wire == "openai_chat":   # else its usage, so the run's cost, is unknown
+            if stream and self.wire == "openai_chat":  # else its usage, so the run's cost, is unknown
                 self.hide_usage = ask_for_usage(body)
         if self.wire == "anthropic_count_tokens" and served.provider != "anthropic":
             return self.estimate_tokens(body, requested, served, gemini=False)
@@ -242,20 +283,20 @@ class Exchange:
         """Forward one generation call and record it exactly once, however it ends: answered, failed,
         or cut off because the client went away or the gateway closed (the run ended, Ctrl-C)."""
         self.call_id = call.call_id = self.gw.next_call_id()
-        self.deadline = self.gw.deadline    # in force when the call started: a cut after it is a `timeout`
-        self.phase = self.gw.phase          # (the deadline of this phase moves with rate-limit waits)
+        self.deadline = self.gw.deadline  # in force when the call started: a cut after it is a `timeout`
+        self.phase = self.gw.phase  # (the deadline of this phase moves with rate-limit waits)
         self.deadline_cut = False
-        self.status: int | None = None      # the upstream's HTTP status, once its head arrived
-        self.parts: list[bytes] = []        # the response bytes received so far
-        self.attempts: list[dict[str, Any]] = []   # of earlier sends (refusal retries)
+        self.status: int | None = None  # the upstream's HTTP status, once its head arrived
+        self.parts: list[bytes] = []  # the response bytes received so far
+        self.attempts: list[dict[str, Any]] = []  # of earlier sends (refusal retries)
         self.recorded = False
         self.client_gone = False
-        self.relayed = False                # every byte that arrived is in the client's socket (pass_through)
+        self.relayed = False  # every byte that arrived is in the client's socket (pass_through)
         task = self.task
         protocol = self.writer.transport.get_protocol()
         client = protocol if isinstance(protocol, http11.ClientProtocol) and task is not None else None
 
-        def gone() -> None:   # the client closed or reset the connection: stop the upstream call now
+        def gone() -> None:  # the client closed or reset the connection: stop the upstream call now
             self.client_gone = True
             task.cancel()  # type: ignore[union-attr]
 
@@ -277,8 +318,11 @@ class Exchange:
                 task.uncancel()  # type: ignore[union-attr]
                 self.answer_cut(call.wire_api)
                 return False
-            self.record(call, requested, cut=f"the gateway closed after {self.elapsed():.1f} s "
-                                             "(the run ended or was interrupted)")
+            self.record(
+                call,
+                requested,
+                cut=f"the gateway closed after {self.elapsed():.1f} s (the run ended or was interrupted)",
+            )
             raise
         finally:
             self.gw.forwarding.discard(self)
@@ -298,7 +342,7 @@ class Exchange:
         try:
             if self.ttfb is None:
                 self.send_whole(400, {**JSON, "x-should-retry": "false"}, wf.error_body(wire, 400, message))
-            else:   # the same status, said in the stream the client is already reading
+            else:  # the same status, said in the stream the client is already reading
                 self.writer.write(http11.chunk(wf.stream_error_event(wire, message, 400)) + http11.LAST_CHUNK)
         except Exception:
             pass
@@ -315,16 +359,17 @@ class Exchange:
                 resp = await gw.upstream_for(call.model).send(call)
             except UpstreamUnavailable as e:
                 self.attempts += e.attempts
-                call.attempts = []   # (the same attempts: now in self.attempts)
+                call.attempts = []  # (the same attempts: now in self.attempts)
                 what = "upstream timed out" if e.timed_out else "upstream unreachable"
-                return self.upstream_failed(call, requested, f"{what}: {e}", 504 if e.timed_out else 502,
-                                            timed_out=e.timed_out)
+                return self.upstream_failed(
+                    call, requested, f"{what}: {e}", 504 if e.timed_out else 502, timed_out=e.timed_out
+                )
             except (UnsupportedWireApi, UpstreamConfigError) as e:
                 return self.upstream_failed(call, requested, str(e), 400, sent=False)
             except Exception as e:  # a bug in an upstream must not kill the connection silently
                 return self.upstream_failed(call, requested, f"{type(e).__name__}: {e}", 502)
             self.attempts += resp.attempts
-            call.attempts = []   # (the same attempts: now in self.attempts)
+            call.attempts = []  # (the same attempts: now in self.attempts)
             self.status = resp.status
             if not policy_retry:
                 break
@@ -335,8 +380,11 @@ class Exchange:
             except Exception as e:  # nothing reached the client yet: answer with an error, and record it
                 message = f"upstream stream failed: {type(e).__name__}: {e}"
                 self.record(call, requested, message, timed_out=is_timeout(e), answered=502)
-                self.send_whole(502, {**JSON, "x-should-retry": "false"},
-                                wf.error_body(call.wire_api, 502, f"benchctl gateway: {message}"))
+                self.send_whole(
+                    502,
+                    {**JSON, "x-should-retry": "false"},
+                    wf.error_body(call.wire_api, 502, f"benchctl gateway: {message}"),
+                )
                 return True
             data = b"".join(self.parts)
             s = summarize(call.wire_api, call.stream, data, resp.status)
@@ -349,9 +397,18 @@ class Exchange:
             gw.account(str(call.model), s.usage, cost, True, False, counted=True, requested=requested)
             # The refused answer never reaches the client and gets no model_call event of its own: its
             # usage and cost are here, so the transcript adds up to the run's summary.
-            gw.transcript.emit("refusal", source="gateway", call_id=self.call_id, model=str(call.model),
-                               stop_reason="refusal", **_upstream_reason(s), action="retry", text=s.text[:500],
-                               usage=s.usage, cost_usd=cost)
+            gw.transcript.emit(
+                "refusal",
+                source="gateway",
+                call_id=self.call_id,
+                model=str(call.model),
+                stop_reason="refusal",
+                **_upstream_reason(s),
+                action="retry",
+                text=s.text[:500],
+                usage=s.usage,
+                cost_usd=cost,
+            )
         return await self.pass_through(call, requested, resp)
 
     async def pass_through(self, call: UpstreamCall, requested: str | None, resp: UpstreamResponse) -> bool:
@@ -365,7 +422,7 @@ class Exchange:
             # A key may be cut in two by the upstream's reads: scrub across the pieces.
             scrub = gw_redact.stream()
             hide = UsageChunkFilter() if self.hide_usage else None
-            self.parts = []   # (a held refusal-retry answer is replayed from resp.body)
+            self.parts = []  # (a held refusal-retry answer is replayed from resp.body)
             # The head leaves with the first chunk (already fetched by the retry layer): one write, not two.
             head: bytes | None = http11.stream_head(resp.status, headers, self.req.keep_alive)
             sent = 0
@@ -412,14 +469,17 @@ class Exchange:
         else:
             status = resp.status
             try:
-                self.parts = [await resp.read()]   # already read whole by the retry layer
+                self.parts = [await resp.read()]  # already read whole by the retry layer
             except Exception as e:
                 error = f"upstream body failed: {type(e).__name__}: {e}"
                 status = 502
             self.ttfb = time.perf_counter()
             self.record(call, requested, error, answered=502 if error else None)
-            data = b"".join(self.parts) if error is None else \
-                wf.error_body(call.wire_api, 502, f"benchctl gateway: {error}")
+            data = (
+                b"".join(self.parts)
+                if error is None
+                else wf.error_body(call.wire_api, 502, f"benchctl gateway: {error}")
+            )
             self.send_whole(status, headers, data)
         if writer.transport.get_write_buffer_size() > 0:
             await writer.drain()
@@ -434,8 +494,17 @@ class Exchange:
             return self.gw.prices.cost(model, s.usage)
         return self.gw.prices.cost_of_unknown_usage(model)
 
-    def record(self, call: UpstreamCall, requested: str | None, error: str | None = None, *, cut: str | None = None,
-               timed_out: bool = False, answered: int | None = None, sent: bool = True) -> None:
+    def record(
+        self,
+        call: UpstreamCall,
+        requested: str | None,
+        error: str | None = None,
+        *,
+        cut: str | None = None,
+        timed_out: bool = False,
+        answered: int | None = None,
+        sent: bool = True,
+    ) -> None:
         """Write this call's one `model_call` event (plus refusal / fallback / model_error events) and
         count it in the gateway's summary; later calls for the same exchange do nothing.
 
@@ -454,8 +523,11 @@ class Exchange:
         served = str(call.model)
         data = b"".join(self.parts)
         upstream_status = self.status
-        s = summarize(call.wire_api, call.stream, data, upstream_status) if upstream_status is not None \
+        s = (
+            summarize(call.wire_api, call.stream, data, upstream_status)
+            if upstream_status is not None
             else ResponseSummary(usage=empty_usage())
+        )
         if cut is not None and self.client_gone and self.relayed and s.usage_final and s.error is None:
             # The client left once the whole answer was in its socket, only the upstream's end of body
             # still to come (Codex drops its connection at `response.completed`): nothing was cut off.
@@ -471,10 +543,10 @@ class Exchange:
             # e.g. one that went silent after taking the request, says so itself: `usage_unknown`).
             s.usage_final = True
         if cut is not None and s.error == STREAM_UNFINISHED:
-            s.error = None   # unfinished because it was cut: that is the cut, not an upstream fault
-        deadline = self.gw.deadline if self.phase == self.gw.phase else self.deadline   # moved by rate-limit waits
+            s.error = None  # unfinished because it was cut: that is the cut, not an upstream fault
+        deadline = self.gw.deadline if self.phase == self.gw.phase else self.deadline  # moved by rate-limit waits
         past_deadline = deadline is not None and time.time() >= deadline
-        if s.error is not None:    # what arrived says the upstream failed (error event, malformed data)
+        if s.error is not None:  # what arrived says the upstream failed (error event, malformed data)
             outcome = "error"
         elif cut is not None:
             outcome = "timeout" if past_deadline else "cancelled"
@@ -486,7 +558,7 @@ class Exchange:
             error = cut + (", past the run's deadline" if past_deadline else "")
         error = "; ".join(e for e in (s.error, error) if e) or None
         status = answered if answered is not None else upstream_status
-        failed = outcome == "error" or (outcome == "timeout" and cut is None)   # the upstream's fault, not the run's
+        failed = outcome == "error" or (outcome == "timeout" and cut is None)  # the upstream's fault, not the run's
         counted = sent and call.wire_api != "anthropic_count_tokens"
         cost = self.price(served, s, attempts) if counted else 0.0
         response = {"text": s.text, "tool_calls": s.tool_calls} if upstream_status is not None else None
@@ -497,9 +569,10 @@ class Exchange:
         if gw.observers and counted:
             ids = [str(c["id"]) for c in s.tool_calls if c.get("id")] if outcome == "ok" else []
             gw.observe("response", self.req.headers, call.wire_api, ids, outcome)
-        if cut is not None and upstream_status is None and not never_sent:   # cut during the send: the attempt in flight
-            attempts = attempts + [{"attempt": len(call.attempts) + 1, "status": upstream_status, "error": error,
-                                    "wait_s": 0.0}]
+        if cut is not None and upstream_status is None and not never_sent:  # cut during the send: the attempt in flight
+            attempts = attempts + [
+                {"attempt": len(call.attempts) + 1, "status": upstream_status, "error": error, "wait_s": 0.0}
+            ]
         # Fields that are almost always empty or derivable are left out when so (a 200-turn run writes
         # 200 of these, next to deltas that are often only a few KB): absent retries / error mean none,
         # absent upstream_model means the upstream named the served model itself, absent partial: whole.
@@ -515,55 +588,124 @@ class Exchange:
         if call.headers != gw.last_headers.get(call.wire_api, {}):
             # Pass-through headers (anthropic-version, anthropic-beta, ...) change rarely: recorded when they do.
             extra["headers"] = gw.last_headers[call.wire_api] = call.headers
-        gw.transcript.emit("model_call", source="gateway", call_id=self.call_id, wire_api=call.wire_api,
-                           path=self.req.path, requested_model=requested, served_model=served, stream=call.stream,
-                           status=status, outcome=outcome, latency_ms=self.ms(t_end), ttfb_ms=self.ms(self.ttfb),
-                           usage=s.usage, cost_usd=cost, stop_reason=s.stop_reason, refusal=s.refusal, **extra,
-                           request=delta, response=response)
+        gw.transcript.emit(
+            "model_call",
+            source="gateway",
+            call_id=self.call_id,
+            wire_api=call.wire_api,
+            path=self.req.path,
+            requested_model=requested,
+            served_model=served,
+            stream=call.stream,
+            status=status,
+            outcome=outcome,
+            latency_ms=self.ms(t_end),
+            ttfb_ms=self.ms(self.ttfb),
+            usage=s.usage,
+            cost_usd=cost,
+            stop_reason=s.stop_reason,
+            refusal=s.refusal,
+            **extra,
+            request=delta,
+            response=response,
+        )
         if s.refusal:
             # Every wire API says "refused" its own way (Responses: status "completed" with a refusal part;
             # chat: content_filter; Gemini: SAFETY ...): the reason recorded is "refusal", the vendor's beside it.
             switch = gw.router.on_refusal(call.model, "refusal", call_id=self.call_id, **_upstream_reason(s))
-            gw.transcript.emit("refusal", source="gateway", call_id=self.call_id, model=served, stop_reason="refusal",
-                               **_upstream_reason(s), action="fallback" if switch else "none", text=s.text[:500])
+            gw.transcript.emit(
+                "refusal",
+                source="gateway",
+                call_id=self.call_id,
+                model=served,
+                stop_reason="refusal",
+                **_upstream_reason(s),
+                action="fallback" if switch else "none",
+                text=s.text[:500],
+            )
             if switch:
                 gw.transcript.emit("fallback", source="gateway", **switch)
         if failed:
-            gw.transcript.emit("model_error", source="gateway", call_id=self.call_id, model=served, status=status,
-                               error=error, retries=attempts)
+            gw.transcript.emit(
+                "model_error",
+                source="gateway",
+                call_id=self.call_id,
+                model=served,
+                status=status,
+                error=error,
+                retries=attempts,
+            )
 
-    def upstream_failed(self, call: UpstreamCall, requested: str | None, message: str, status: int, *,
-                        timed_out: bool = False, sent: bool = True) -> bool:
+    def upstream_failed(
+        self,
+        call: UpstreamCall,
+        requested: str | None,
+        message: str,
+        status: int,
+        *,
+        timed_out: bool = False,
+        sent: bool = True,
+    ) -> bool:
         self.record(call, requested, message, timed_out=timed_out, answered=status, sent=sent)
-        self.send_whole(status, {**JSON, "x-should-retry": "false"},
-                        wf.error_body(call.wire_api, status, f"benchctl gateway: {message}"))
+        self.send_whole(
+            status,
+            {**JSON, "x-should-retry": "false"},
+            wf.error_body(call.wire_api, status, f"benchctl gateway: {message}"),
+        )
         return True
 
     # ------------------------------------------------------------------ answered locally
 
     def models_list(self, served: ModelId) -> bool:
-        item = {"id": served.name, "type": "model", "display_name": served.name, "created_at": "2025-01-01T00:00:00Z",
-                "object": "model", "created": 0, "owned_by": "benchctl"}
+        item = {
+            "id": served.name,
+            "type": "model",
+            "display_name": served.name,
+            "created_at": "2025-01-01T00:00:00Z",
+            "object": "model",
+            "created": 0,
+            "owned_by": "benchctl",
+        }
         if self.req.path.startswith("/v1/models/"):
             body = orjson.dumps(item)
         else:
-            body = orjson.dumps({"object": "list", "data": [item], "has_more": False,
-                                 "first_id": served.name, "last_id": served.name})
-        self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api="models_list",
-                                method=self.req.method, path=self.req.path, status=200, outcome="ok",
-                                served_model=str(served), latency_ms=self.ms(time.perf_counter()),
-                                answered_by="gateway")
+            body = orjson.dumps(
+                {"object": "list", "data": [item], "has_more": False, "first_id": served.name, "last_id": served.name}
+            )
+        self.gw.transcript.emit(
+            "model_call",
+            source="gateway",
+            call_id=self.gw.next_call_id(),
+            wire_api="models_list",
+            method=self.req.method,
+            path=self.req.path,
+            status=200,
+            outcome="ok",
+            served_model=str(served),
+            latency_ms=self.ms(time.perf_counter()),
+            answered_by="gateway",
+        )
         self.send_whole(200, JSON, body)
         return True
 
     def estimate_tokens(self, body: dict[str, Any], requested: str | None, served: ModelId, gemini: bool) -> bool:
         # ~4 bytes per token: good enough for a CLI deciding when to compact; recorded as an estimate.
         n = math.ceil(len(orjson.dumps(body)) / 4)
-        self.gw.transcript.emit("model_call", source="gateway", call_id=self.gw.next_call_id(), wire_api=self.wire,
-                                method=self.req.method, path=self.req.path, status=200, outcome="ok",
-                                requested_model=requested, served_model=str(served),
-                                latency_ms=self.ms(time.perf_counter()),
-                                answered_by="gateway", estimated_input_tokens=n)
+        self.gw.transcript.emit(
+            "model_call",
+            source="gateway",
+            call_id=self.gw.next_call_id(),
+            wire_api=self.wire,
+            method=self.req.method,
+            path=self.req.path,
+            status=200,
+            outcome="ok",
+            requested_model=requested,
+            served_model=str(served),
+            latency_ms=self.ms(time.perf_counter()),
+            answered_by="gateway",
+            estimated_input_tokens=n,
+        )
         self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
         return True
 
@@ -592,8 +734,9 @@ class Exchange:
 
     async def extra_route(self, handler: Any) -> bool:
         try:
-            status, headers, body = await asyncio.to_thread(handler, self.req.method, self.req.path,
-                                                            bytes(self.req.body))
+            status, headers, body = await asyncio.to_thread(
+                handler, self.req.method, self.req.path, bytes(self.req.body)
+            )
         except Exception as e:
             status, headers, body = 500, JSON, wf.error_body(None, 500, f"benchctl gateway route error: {e}")
         self.send_whole(status, dict(headers), body)

@@ -13,6 +13,7 @@ next is the run's policy:
 
 "auto" means fallback when a fallback model is configured, else none.
 """
+
 from __future__ import annotations
 
 import threading
@@ -61,10 +62,14 @@ class ModelRouter:
         {"t": unix seconds, "from": model, "to": model, "reason": "refusal", **detail} (the gateway's
         detail: call_id, and upstream_stop_reason when the vendor said more than "refusal")."""
         with self._lock:
-            if self.policy != "fallback" or self.fallback is None or self.current == self.fallback or served != self.current:
+            if (
+                self.policy != "fallback"
+                or self.fallback is None
+                or self.current == self.fallback
+                or served != self.current
+            ):
                 return None
-            event = {"t": time.time(), "from": str(self.current), "to": str(self.fallback), "reason": reason,
-                     **detail}
+            event = {"t": time.time(), "from": str(self.current), "to": str(self.fallback), "reason": reason, **detail}
             self.current = self.fallback
             self.fallbacks.append(event)
             return event

@@ -16,6 +16,7 @@ on the TCP side so SSE events are not held back by Nagle / delayed ACKs.
 The harness puts this file into the sandbox (put_file or a read-only mount); on the host,
 `FORWARDER_SOURCE` is its path and `forwarder_command()` builds the command line.
 """
+
 import argparse
 import os
 import socket
@@ -27,8 +28,9 @@ FORWARDER_SOURCE = os.path.abspath(__file__)
 BUFSIZE = 65536
 
 
-def forwarder_command(port: int, socket_path: str = DEFAULT_SOCKET, script: str = "/opt/benchctl/forwarder.py",
-                      python: str = "python3") -> list:
+def forwarder_command(
+    port: int, socket_path: str = DEFAULT_SOCKET, script: str = "/opt/benchctl/forwarder.py", python: str = "python3"
+) -> list:
     """The in-sandbox command line that runs this forwarder. `-I -S`: no site import, no user
     site, no PYTHON* variables: it needs only the standard library and starts faster."""
     return [python, "-I", "-S", script, "--port", str(port), "--socket", socket_path]

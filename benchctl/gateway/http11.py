@@ -10,26 +10,41 @@ event leaves as soon as it arrives). Keep-alive unless the client says close. `s
 `serve_unix` start a server whose connections tell the request in flight when its client goes
 away (see ClientProtocol).
 """
+
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from benchctl.gateway.body_limits import BodyBudget
 
-REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-           404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large", 415: "Unsupported Media Type",
-           429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
-           504: "Gateway Timeout", 529: "Overloaded"}
+REASONS = {
+    200: "OK",
+    202: "Accepted",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+    529: "Overloaded",
+}
 # One request head; an agent CLI's is a few KB. With MAX_CONNECTIONS this bounds what heads can hold.
 MAX_HEADER_BYTES = 64 << 10
-MAX_CONNECTIONS = 256                    # at once, per gateway; more are answered 503 and closed
+MAX_CONNECTIONS = 256  # at once, per gateway; more are answered 503 and closed
 READ_SIZE = 1 << 16
-DISCARD_BYTES = 64 << 20                 # read and dropped after an early answer, at most...
-DISCARD_SECONDS = 10.0                   # ...and for at most this long, then the connection is closed
+DISCARD_BYTES = 64 << 20  # read and dropped after an early answer, at most...
+DISCARD_SECONDS = 10.0  # ...and for at most this long, then the connection is closed
 
 
 class BadRequest(Exception):
@@ -51,12 +66,12 @@ class Request:
     target: str
     path: str
     query: str
-    headers: dict[str, str]    # lower-cased names
+    headers: dict[str, str]  # lower-cased names
     keep_alive: bool
-    length: int | None         # the body's Content-Length; None when chunked
-    body: bytes | bytearray = b""   # filled by read_body
-    body_complete: bool = False     # read_body read the whole body
-    reserved: int = 0               # bytes of the BodyBudget this request holds
+    length: int | None  # the body's Content-Length; None when chunked
+    body: bytes | bytearray = b""  # filled by read_body
+    body_complete: bool = False  # read_body read the whole body
+    reserved: int = 0  # bytes of the BodyBudget this request holds
 
 
 async def read_head(reader: asyncio.StreamReader) -> Request | None:
@@ -94,8 +109,9 @@ async def read_head(reader: asyncio.StreamReader) -> Request | None:
     return Request(method.upper(), target, path, query, headers, keep_alive, length)
 
 
-async def read_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, req: Request, max_body: int,
-                    budget: BodyBudget) -> None:
+async def read_body(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, req: Request, max_body: int, budget: BodyBudget
+) -> None:
     """Read the body into `req.body`, reserving its bytes in `budget` as they come (`req.reserved`
     says how many: the caller gives them back when the exchange ends, also when this raises).
     Raises BodyRefused (413 / 429) before reading what does not fit, BadRequest when malformed."""
@@ -148,7 +164,7 @@ async def _read_exactly(reader: asyncio.StreamReader, n: int) -> bytearray:
         piece = await reader.read(min(n - got, READ_SIZE))
         if not piece:
             raise asyncio.IncompleteReadError(bytes(buf[:got]), n)
-        view[got:got + len(piece)] = piece
+        view[got : got + len(piece)] = piece
         got += len(piece)
     return buf
 
@@ -167,7 +183,7 @@ async def discard_body(reader: asyncio.StreamReader, req: Request) -> None:
             if not piece:
                 return
             left -= len(piece)
-    except (asyncio.TimeoutError, ConnectionError):
+    except (TimeoutError, ConnectionError):
         return
 
 

@@ -14,6 +14,7 @@ A connection in use that receives nothing for its limit is closed and the pendin
 the pool's idle timeout, except while waiting for the response head when the request gives a
 `head_timeout` (a non-streaming answer arrives all at once, when the model has finished).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,8 @@ import functools
 import socket
 import ssl
 from collections import defaultdict
-from time import monotonic   # not loop.time(): asyncio.get_running_loop() costs a getpid() call
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
+from time import monotonic  # not loop.time(): asyncio.get_running_loop() costs a getpid() call
 from urllib.parse import urlsplit
 
 CONNECT_TIMEOUT = 15.0
@@ -50,9 +51,9 @@ class _Conn:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, origin: Origin) -> None:
         self.reader, self.writer, self.origin = reader, writer, origin
-        self.last_read = 0.0   # time.monotonic() of the last bytes received while a request is in flight
-        self.limit = IDLE_TIMEOUT   # seconds of silence allowed now (set per request by the pool)
-        self.timed_out = False      # closed by the sweeper for silence
+        self.last_read = 0.0  # time.monotonic() of the last bytes received while a request is in flight
+        self.limit = IDLE_TIMEOUT  # seconds of silence allowed now (set per request by the pool)
+        self.timed_out = False  # closed by the sweeper for silence
 
     def idle_error(self) -> UpstreamIdleTimeout:
         return UpstreamIdleTimeout(f"upstream sent nothing for {self.limit:g} s (idle timeout)")
@@ -75,7 +76,7 @@ def _chunk_size(line: bytes) -> int:
 
 
 class RawResponse:
-    def __init__(self, pool: "ConnectionPool", conn: _Conn, status: int, headers: dict[str, str], method: str) -> None:
+    def __init__(self, pool: ConnectionPool, conn: _Conn, status: int, headers: dict[str, str], method: str) -> None:
         self.status = status
         self.headers = headers
         self._pool, self._conn, self._method = pool, conn, method
@@ -111,7 +112,7 @@ class RawResponse:
 
     async def _chunked(self) -> AsyncIterator[bytes]:
         buf = bytearray()
-        size = -1                     # -1: expecting a size line, else that many data bytes + CRLF
+        size = -1  # -1: expecting a size line, else that many data bytes + CRLF
         while True:
             out: list[bytes] = []
             while True:
@@ -120,8 +121,8 @@ class RawResponse:
                     if i < 0:
                         break
                     size = _chunk_size(bytes(buf[:i]))
-                    del buf[:i + 2]
-                    if size == 0:     # last chunk: then optional trailers, then an empty line
+                    del buf[: i + 2]
+                    if size == 0:  # last chunk: then optional trailers, then an empty line
                         while True:
                             i = buf.find(b"\r\n")
                             if i == 0:
@@ -129,7 +130,7 @@ class RawResponse:
                                     yield b"".join(out)
                                 return
                             if i > 0:
-                                del buf[:i + 2]
+                                del buf[: i + 2]
                                 continue
                             data = await self._pool.read(self._conn, READ_SIZE)
                             if not data:
@@ -138,7 +139,7 @@ class RawResponse:
                 if len(buf) < size + 2:
                     break
                 out.append(bytes(buf[:size]))
-                del buf[:size + 2]
+                del buf[: size + 2]
                 size = -1
             if out:
                 yield b"".join(out)
@@ -153,7 +154,7 @@ class RawResponse:
             self._pool.finished(self._conn, reusable)
 
 
-@functools.lru_cache(maxsize=256)   # an upstream's calls go to one or two URLs: parsed once
+@functools.lru_cache(maxsize=256)  # an upstream's calls go to one or two URLs: parsed once
 def _split_url(url: str) -> tuple[Origin, str, str]:
     """(origin, request target, host header) of an http(s) URL."""
     parts = urlsplit(url)
@@ -161,8 +162,10 @@ def _split_url(url: str) -> tuple[Origin, str, str]:
         # Named without user:password@ and ?query: a base URL may carry a credential there, and
         # this message reaches the transcript and the agent.
         shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
-        raise ValueError(f"upstream URL {shown!r} must be http(s)://host[:port]/path; check the provider's "
-                         "base-URL variable (e.g. ANTHROPIC_BASE_URL)")
+        raise ValueError(
+            f"upstream URL {shown!r} must be http(s)://host[:port]/path; check the provider's "
+            "base-URL variable (e.g. ANTHROPIC_BASE_URL)"
+        )
     origin: Origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return origin, target, parts.netloc.rsplit("@", 1)[-1]
@@ -217,16 +220,20 @@ class ConnectionPool:
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT):
                 reader, writer = await asyncio.open_connection(
-                    host, port, ssl=self._ssl if scheme == "https" else None, limit=1 << 20)
+                    host, port, ssl=self._ssl if scheme == "https" else None, limit=1 << 20
+                )
         except TimeoutError:
-            raise UpstreamConnectionError(f"connecting to {host}:{port} timed out after {CONNECT_TIMEOUT:.0f} s") from None
+            raise UpstreamConnectionError(
+                f"connecting to {host}:{port} timed out after {CONNECT_TIMEOUT:.0f} s"
+            ) from None
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # SSE events must not wait for ACKs
         return _Conn(reader, writer, origin)
 
-    async def request(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
-                      head_timeout: float | None = None) -> RawResponse:
+    async def request(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, head_timeout: float | None = None
+    ) -> RawResponse:
         """Send a request; returns once the status and headers arrived. `head_timeout`: the silence
         allowed before the head (default: the pool's idle timeout, which applies to the body)."""
         origin, target, host = _split_url(url)
@@ -270,14 +277,15 @@ class ConnectionPool:
             if isinstance(e, asyncio.IncompleteReadError) and conn.timed_out:
                 raise conn.idle_error() from None
             if isinstance(e, asyncio.IncompleteReadError):
-                raise UpstreamConnectionError(f"upstream closed the connection before responding "
-                                              f"({len(e.partial)} bytes)") from None
+                raise UpstreamConnectionError(
+                    f"upstream closed the connection before responding ({len(e.partial)} bytes)"
+                ) from None
             if isinstance(e, (IndexError, ValueError)):
                 raise UpstreamConnectionError("upstream sent a malformed status line") from None
             if isinstance(e, (OSError, asyncio.LimitOverrunError)):
                 raise UpstreamConnectionError(f"{type(e).__name__}: {e}") from None
             raise
-        conn.limit = self.idle_timeout   # the body: silence between bytes
+        conn.limit = self.idle_timeout  # the body: silence between bytes
         headers: dict[str, str] = {}
         for line in lines[1:]:
             name, _, value = line.partition(":")

@@ -15,12 +15,13 @@ Endpoints and keys (read from the gateway's host environment only):
                        as _), else OPENAI_COMPATIBLE_BASE_URL; key OPENAI_COMPATIBLE_<N>_API_KEY,
                        else OPENAI_COMPATIBLE_API_KEY (may be empty for local servers)
 """
+
 from __future__ import annotations
 
 import os
 import re
 import socket
-from typing import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import httpx2
 import orjson
@@ -30,9 +31,25 @@ from benchctl.gateway.provider_env import PROVIDERS
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 # Headers from the upstream that are about the hop, not the content; we set our own.
-HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding",
-               "proxy-authenticate", "proxy-authorization", "te", "trailer", "upgrade", "date", "server",
-               "set-cookie", "alt-svc", "via", "cf-ray", "cf-cache-status"}
+HOP_HEADERS = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "content-encoding",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+    "date",
+    "server",
+    "set-cookie",
+    "alt-svc",
+    "via",
+    "cf-ray",
+    "cf-cache-status",
+}
 TIMEOUT = httpx2.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
 
 
@@ -52,7 +69,8 @@ def _make_client() -> httpx2.AsyncClient:
     # TCP_NODELAY: small SSE writes must not wait for delayed ACKs (see DESIGN.md).
     transport = httpx2.AsyncHTTPTransport(
         limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=60.0),
-        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+    )
     return httpx2.AsyncClient(transport=transport, timeout=TIMEOUT, trust_env=True)  # honours HTTPS_PROXY
 
 
@@ -96,7 +114,8 @@ class HttpUpstream:
         if call.wire_api not in self.wire_apis:
             raise UnsupportedWireApi(
                 f"{self.model} ({self.provider}) does not speak the {call.wire_api} wire API the agent used; "
-                f"pick a model whose provider speaks it ({self.provider} speaks: {', '.join(self.wire_apis)})")
+                f"pick a model whose provider speaks it ({self.provider} speaks: {', '.join(self.wire_apis)})"
+            )
         url = self.url(call)
         if call.query:
             url += ("&" if "?" in url else "?") + call.query
@@ -109,15 +128,16 @@ class HttpUpstream:
         head_timeout = self.idle_timeout if call.stream else max(self.idle_timeout, self.answer_timeout)
         if self._pool is not None:
             raw = await self._pool.request(call.method, url, headers, content, head_timeout)
-            headers = {k: v for k, v in raw.headers.items() if k not in HOP_HEADERS}   # (names already lower-case)
+            headers = {k: v for k, v in raw.headers.items() if k not in HOP_HEADERS}  # (names already lower-case)
             return UpstreamResponse(status=raw.status, headers=headers, body=raw.aiter_raw())
         assert self._client is not None
         # httpx2 has one read timeout per request: the head's limit, which then also bounds each body read.
         timeout = httpx2.Timeout(connect=15.0, read=head_timeout, write=60.0, pool=60.0)
         request = self._client.build_request(call.method, url, content=content, headers=headers, timeout=timeout)
         response = await self._client.send(request, stream=True)
-        return UpstreamResponse(status=response.status_code, headers=response_headers(response.headers),
-                                body=_iter_body(response))
+        return UpstreamResponse(
+            status=response.status_code, headers=response_headers(response.headers), body=_iter_body(response)
+        )
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -176,11 +196,14 @@ class OpenAICompatibleUpstream(OpenAIUpstream):
 
     def __init__(self, model: ModelId) -> None:
         env = _env_name(model.name)
-        base = os.environ.get(f"BENCHCTL_OPENAI_COMPATIBLE_{env}_BASE_URL") or os.environ.get("OPENAI_COMPATIBLE_BASE_URL")
+        base = os.environ.get(f"BENCHCTL_OPENAI_COMPATIBLE_{env}_BASE_URL") or os.environ.get(
+            "OPENAI_COMPATIBLE_BASE_URL"
+        )
         if not base:
             raise UpstreamConfigError(
                 f"no base URL for {model}: set BENCHCTL_OPENAI_COMPATIBLE_{env}_BASE_URL (or OPENAI_COMPATIBLE_BASE_URL) "
-                f"to the server's OpenAI-style base URL, e.g. http://localhost:8000/v1")
+                f"to the server's OpenAI-style base URL, e.g. http://localhost:8000/v1"
+            )
         key = os.environ.get(f"OPENAI_COMPATIBLE_{env}_API_KEY") or os.environ.get("OPENAI_COMPATIBLE_API_KEY", "")
         super().__init__(model, base, key)
 
@@ -200,10 +223,15 @@ class GoogleUpstream(HttpUpstream):
         return {"x-goog-api-key": self._api_key} if self._api_key else {}
 
 
-def http_upstream(model: ModelId, idle_timeout: float = IDLE_TIMEOUT,
-                  answer_timeout: float = ANSWER_TIMEOUT) -> HttpUpstream:
-    classes = {"anthropic": AnthropicUpstream, "openai": OpenAIUpstream, "google": GoogleUpstream,
-               "openai-compatible": OpenAICompatibleUpstream}
+def http_upstream(
+    model: ModelId, idle_timeout: float = IDLE_TIMEOUT, answer_timeout: float = ANSWER_TIMEOUT
+) -> HttpUpstream:
+    classes = {
+        "anthropic": AnthropicUpstream,
+        "openai": OpenAIUpstream,
+        "google": GoogleUpstream,
+        "openai-compatible": OpenAICompatibleUpstream,
+    }
     if model.provider not in classes:
         raise UpstreamConfigError(f"no HTTP upstream for provider {model.provider!r}")
     upstream = classes[model.provider](model)

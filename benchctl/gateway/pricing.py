@@ -4,16 +4,22 @@ The built-in table is `prices.toml` next to this file. An override file (env
 `BENCHCTL_PRICES`, or `prices_path` in the gateway config) replaces entries model by model.
 Unknown price → `None` ("unknown"), never 0: a missing price must be visible in reports.
 """
+
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 BUILTIN_PRICES = Path(__file__).with_name("prices.toml")
-PRICE_KEYS = {"input_tokens": "input", "cached_input_tokens": "cached_input",
-              "cache_write_tokens": "cache_write", "output_tokens": "output"}
+PRICE_KEYS = {
+    "input_tokens": "input",
+    "cached_input_tokens": "cached_input",
+    "cache_write_tokens": "cache_write",
+    "output_tokens": "output",
+}
 
 
 class PriceTableError(ValueError):
@@ -24,21 +30,28 @@ def _load(path: Path) -> dict[str, dict[str, float]]:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise PriceTableError(f"price file {path} does not exist (set BENCHCTL_PRICES to an existing TOML file)") from None
+        raise PriceTableError(
+            f"price file {path} does not exist (set BENCHCTL_PRICES to an existing TOML file)"
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise PriceTableError(f"price file {path} is not valid TOML: {e}") from None
     table: dict[str, dict[str, float]] = {}
     for model, entry in data.items():
         if not isinstance(entry, dict):
-            raise PriceTableError(f"price file {path}: [{model!r}] must be a table of input/cached_input/cache_write/output")
+            raise PriceTableError(
+                f"price file {path}: [{model!r}] must be a table of input/cached_input/cache_write/output"
+            )
         bad = set(entry) - set(PRICE_KEYS.values())
         if bad:
-            raise PriceTableError(f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; "
-                                  f"allowed: {sorted(PRICE_KEYS.values())}")
+            raise PriceTableError(
+                f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; allowed: {sorted(PRICE_KEYS.values())}"
+            )
         bad_values = {k: v for k, v in entry.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0}
         if bad_values:
-            raise PriceTableError(f"price file {path}: [{model!r}] prices must be non-negative numbers (USD per "
-                                  f"million tokens), got {bad_values}")
+            raise PriceTableError(
+                f"price file {path}: [{model!r}] prices must be non-negative numbers (USD per "
+                f"million tokens), got {bad_values}"
+            )
         table[model] = {k: float(v) for k, v in entry.items()}
     return table
 
@@ -49,7 +62,7 @@ class PriceTable:
         path = override or os.environ.get("BENCHCTL_PRICES")
         if path:
             self.table.update(_load(Path(path)))
-        self._found: dict[str, dict[str, float] | None] = {}   # model -> its entry: the gateway asks per call
+        self._found: dict[str, dict[str, float] | None] = {}  # model -> its entry: the gateway asks per call
 
     def lookup(self, model: str) -> dict[str, float] | None:
         if model in self._found:
@@ -57,11 +70,11 @@ class PriceTable:
         found = self.table.get(model)
         if found is None:
             best = None
-            for key, entry in self.table.items():   # longest matching prefix wins
+            for key, entry in self.table.items():  # longest matching prefix wins
                 if key.endswith("*") and model.startswith(key[:-1]) and (best is None or len(key) > len(best[0])):
                     best = (key, entry)
             found = best[1] if best else None
-        if len(self._found) < 1024:   # model names come from upstream answers too: bounded
+        if len(self._found) < 1024:  # model names come from upstream answers too: bounded
             self._found[model] = found
         return found
 

@@ -4,6 +4,7 @@ judge calls (models.py), the pre-run checks (preflight.py) and `benchctl doctor`
 Keys are read on the host only (by the gateway and by judges); a sandbox never sees them.
 `openai-compatible/<name>` servers have per-name variables (see http_upstreams.py) and are not here.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ProviderEnv:
-    keys: tuple[str, ...]      # the API key variables, the first one set wins
-    base_url_var: str          # points the provider at another server (a proxy, a fake upstream)
+    keys: tuple[str, ...]  # the API key variables, the first one set wins
+    base_url_var: str  # points the provider at another server (a proxy, a fake upstream)
     default_base_url: str
 
     def api_key(self) -> str:
@@ -30,6 +31,7 @@ class ProviderEnv:
 PROVIDERS: dict[str, ProviderEnv] = {
     "anthropic": ProviderEnv(("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
     "openai": ProviderEnv(("OPENAI_API_KEY",), "OPENAI_BASE_URL", "https://api.openai.com/v1"),
-    "google": ProviderEnv(("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GOOGLE_GEMINI_BASE_URL",
-                          "https://generativelanguage.googleapis.com"),
+    "google": ProviderEnv(
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"
+    ),
 }

@@ -25,15 +25,22 @@ its recorded text and tool calls) is stored as {"$response": "<call id>"} instea
 Messages are compared with Python `==` on the parsed JSON, which conflates 1, 1.0 and true;
 a resent message that differs from the earlier one only in that way is stored as the earlier.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
-LIST_KEYS = {"anthropic_messages": "messages", "anthropic_count_tokens": "messages", "openai_chat": "messages",
-             "openai_responses": "input", "gemini": "contents"}
+LIST_KEYS = {
+    "anthropic_messages": "messages",
+    "anthropic_count_tokens": "messages",
+    "openai_chat": "messages",
+    "openai_responses": "input",
+    "gemini": "contents",
+}
 
 
 def strip_cache_control(messages: list[Any]) -> tuple[list[Any], list[list[Any]]]:
@@ -84,9 +91,14 @@ def rebuild_assistant(wire_api: str, response: dict[str, Any] | None) -> Any:
     if wire_api == "openai_chat":
         msg: dict[str, Any] = {"role": "assistant", "content": text or None}
         if calls:
-            msg["tool_calls"] = [{"id": c["id"], "type": "function",
-                                  "function": {"name": c["name"], "arguments": orjson.dumps(c["input"]).decode()}}
-                                 for c in calls]
+            msg["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": orjson.dumps(c["input"]).decode()},
+                }
+                for c in calls
+            ]
         return msg
     return None
 
@@ -96,11 +108,11 @@ class _Conversation:
 
     def __init__(self, conv_id: str) -> None:
         self.conv_id = conv_id
-        self.size = 0                       # bytes of the last request's body, as sent
+        self.size = 0  # bytes of the last request's body, as sent
         self.last_call = ""
         self.fields: dict[str, Any] = {}
-        self.messages: list[Any] = []       # the last request's messages, cache_control stripped
-        self.response: Any = None           # the last response, rebuilt as the message a client echoes
+        self.messages: list[Any] = []  # the last request's messages, cache_control stripped
+        self.response: Any = None  # the last response, rebuilt as the message a client echoes
 
 
 class RequestRecorder:
@@ -148,15 +160,16 @@ class RequestRecorder:
                 out["unset"] = removed
         if messages is not None:
             response = conv.response if out["base"] else None
-            out["append"] = [{"$response": out["base"]} if response is not None and m == response else m
-                             for m in stripped[keep:]]
+            out["append"] = [
+                {"$response": out["base"]} if response is not None and m == response else m for m in stripped[keep:]
+            ]
             if marks:
                 out["cache_control"] = marks
         conv.last_call, conv.fields, conv.messages, conv.response = call_id, fields, stripped, None
         self._by_last[call_id] = conv
         self._bytes += size - conv.size
         conv.size = size
-        while self._bytes > self._max_bytes and len(self._convs) > 1:   # forget the least recent ones
+        while self._bytes > self._max_bytes and len(self._convs) > 1:  # forget the least recent ones
             old = self._convs.popitem(last=False)[1]
             self._by_last.pop(old.last_call, None)
             self._bytes -= old.size
@@ -203,9 +216,10 @@ def reconstruct(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         fields = {k: v for k, v in (base or {}).items() if not ("append" in d and k == list_key) and k not in unset}
         fields.update(d.get("set", {}))
         if "append" in d:
-            prev = stripped[d["base"]][:d["keep"]] if d["base"] else []
-            msgs = prev + [responses[m["$response"]] if isinstance(m, dict) and "$response" in m else m
-                           for m in d["append"]]
+            prev = stripped[d["base"]][: d["keep"]] if d["base"] else []
+            msgs = prev + [
+                responses[m["$response"]] if isinstance(m, dict) and "$response" in m else m for m in d["append"]
+            ]
             stripped[call_id] = msgs
             body = dict(fields)
             body[list_key] = apply_cache_control(msgs, d.get("cache_control", []))

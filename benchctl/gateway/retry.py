@@ -23,6 +23,7 @@ comes when the model has finished). An attempt answered with an error status, or
 connect or to send, generated nothing. The gateway prices a call with such an attempt as
 unknown (exchange.py), and so do judges (benchctl.models).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,9 @@ import os
 import random
 import ssl
 import time
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterable
+from typing import Any
 
 import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
@@ -39,6 +41,7 @@ from tenacity.stop import stop_base
 
 from benchctl.gateway.http_client import ANSWER_TIMEOUT, IDLE_TIMEOUT, UpstreamIdleTimeout
 from benchctl.gateway.upstream import Upstream, UpstreamCall, UpstreamResponse
+
 
 class stop_when(stop_base):
     """Stop retrying when a predicate of the retry state says so (here: the run's deadline)."""
@@ -51,7 +54,7 @@ class stop_when(stop_base):
 
 
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
-RATE_LIMIT_STATUSES = frozenset({429, 529})     # "slow down": waiting on them is a rate-limit wait
+RATE_LIMIT_STATUSES = frozenset({429, 529})  # "slow down": waiting on them is a rate-limit wait
 
 
 def _rate_limited(state: RetryCallState) -> bool:
@@ -84,10 +87,10 @@ def env_seconds(name: str, default: float) -> float:
 
 @dataclass
 class RetryPolicy:
-    max_attempts: int = 5          # total attempts, first included
-    initial_wait: float = 1.0      # seconds before the 2nd attempt (then doubling)
-    max_wait: float = 60.0         # cap per wait, retry-after included
-    jitter: float = 1.0            # uniform extra seconds added to each exponential wait
+    max_attempts: int = 5  # total attempts, first included
+    initial_wait: float = 1.0  # seconds before the 2nd attempt (then doubling)
+    max_wait: float = 60.0  # cap per wait, retry-after included
+    jitter: float = 1.0  # uniform extra seconds added to each exponential wait
     # Silence allowed from an upstream before the attempt fails (and is retried): see the module doc.
     idle_timeout: float = field(default_factory=lambda: env_seconds(IDLE_TIMEOUT_ENV, IDLE_TIMEOUT))
     answer_timeout: float = field(default_factory=lambda: env_seconds(ANSWER_TIMEOUT_ENV, ANSWER_TIMEOUT))
@@ -112,18 +115,28 @@ def usage_unknown(attempts: Iterable[dict[str, Any]]) -> bool:
 class RetryableFailure(Exception):
     """One failed attempt that may be retried. Carries the response (if any) to surface at the end."""
 
-    def __init__(self, message: str, response: UpstreamResponse | None = None, retry_after: float | None = None,
-                 timed_out: bool = False, usage_unknown: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        response: UpstreamResponse | None = None,
+        retry_after: float | None = None,
+        timed_out: bool = False,
+        usage_unknown: bool = False,
+    ) -> None:
         super().__init__(message)
         self.response = response
         self.retry_after = retry_after
         self.timed_out = timed_out
-        self.usage_unknown = usage_unknown   # a vendor may bill this attempt (see the module doc)
+        self.usage_unknown = usage_unknown  # a vendor may bill this attempt (see the module doc)
 
     def attempt(self, n: int) -> dict[str, Any]:
         """This failure as the record of attempt n."""
-        record: dict[str, Any] = {"attempt": n, "status": self.response.status if self.response else None,
-                                  "error": str(self), "wait_s": 0.0}
+        record: dict[str, Any] = {
+            "attempt": n,
+            "status": self.response.status if self.response else None,
+            "error": str(self),
+            "wait_s": 0.0,
+        }
         if self.usage_unknown:
             record["usage_unknown"] = True
         return record
@@ -147,7 +160,7 @@ async def _prepend(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[by
         yield first
         async for chunk in rest:
             yield chunk
-    finally:    # closing this closes the body behind it at once (its connection, its limiter slot)
+    finally:  # closing this closes the body behind it at once (its connection, its limiter slot)
         close = getattr(rest, "aclose", None)
         if close is not None:
             await close()
@@ -172,8 +185,14 @@ async def _bytes_iter(data: bytes) -> AsyncIterator[bytes]:
 class RetryingUpstream:
     """Wraps an Upstream; `send` returns a response whose first chunk has already arrived."""
 
-    def __init__(self, inner: Upstream, policy: RetryPolicy | None = None,
-                 deadline: Callable[[], float | None] | None = None, waits: Any = None, model: str = "") -> None:
+    def __init__(
+        self,
+        inner: Upstream,
+        policy: RetryPolicy | None = None,
+        deadline: Callable[[], float | None] | None = None,
+        waits: Any = None,
+        model: str = "",
+    ) -> None:
         self.inner = inner
         self.policy = policy or RetryPolicy()
         self.deadline = deadline  # unix seconds (or None); no retry wait may end past it
@@ -187,7 +206,7 @@ class RetryingUpstream:
         if deadline is None:
             return False
         if self.waits is not None and self.waits.pauses_backoff() and _rate_limited(state):
-            return False          # the budget is paused while it waits: this wait cannot end past the deadline
+            return False  # the budget is paused while it waits: this wait cannot end past the deadline
         return time.time() + self._wait_preview(state) > deadline
 
     def _wait_preview(self, state: RetryCallState) -> float:
@@ -210,9 +229,10 @@ class RetryingUpstream:
             response = await self.inner.send(call)
         except ssl.SSLCertVerificationError:
             raise  # a certificate that fails verification will fail again: not retried
-        except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-            raise RetryableFailure(f"{type(e).__name__}: {e}", timed_out=is_timeout(e),
-                                   usage_unknown=_silent_after_taking(e)) from e
+        except (TimeoutError, httpx2.TransportError, OSError) as e:
+            raise RetryableFailure(
+                f"{type(e).__name__}: {e}", timed_out=is_timeout(e), usage_unknown=_silent_after_taking(e)
+            ) from e
         if response.status >= 400:
             if is_retryable_status(response.status):
                 body = await _drain(response)
@@ -223,9 +243,10 @@ class RetryingUpstream:
             # Nothing reaches the client before the whole body is here: a body cut short can be retried.
             try:
                 data = await response.read()
-            except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-                raise RetryableFailure(f"body failed: {type(e).__name__}: {e}", timed_out=is_timeout(e),
-                                       usage_unknown=True) from e
+            except (TimeoutError, httpx2.TransportError, OSError) as e:
+                raise RetryableFailure(
+                    f"body failed: {type(e).__name__}: {e}", timed_out=is_timeout(e), usage_unknown=True
+                ) from e
             response.body = _bytes_iter(data)
             return response
         # Pull the first chunk now: a stream that dies before sending anything can still be retried.
@@ -235,16 +256,17 @@ class RetryingUpstream:
         except StopAsyncIteration:
             response.body = _empty()
             return response
-        except (httpx2.TransportError, OSError, asyncio.TimeoutError) as e:
-            raise RetryableFailure(f"stream failed before first byte: {type(e).__name__}: {e}",
-                                   timed_out=is_timeout(e), usage_unknown=True) from e
+        except (TimeoutError, httpx2.TransportError, OSError) as e:
+            raise RetryableFailure(
+                f"stream failed before first byte: {type(e).__name__}: {e}", timed_out=is_timeout(e), usage_unknown=True
+            ) from e
         response.body = _prepend(first, chunks)
         return response
 
     async def send(self, call: UpstreamCall) -> UpstreamResponse:
         # Fast path: the first attempt runs outside tenacity, which costs ~25 us per call even when
         # nothing fails (a fifth of the gateway's CPU per call); tenacity takes over after a failure.
-        call.attempts = []   # filled as attempts end, so a caller cut off mid-send still sees them
+        call.attempts = []  # filled as attempts end, so a caller cut off mid-send still sees them
         try:
             response = await self._attempt(call)
         except RetryableFailure as first:
@@ -256,7 +278,7 @@ class RetryingUpstream:
         attempts: list[dict[str, Any]] = call.attempts
         last = first
 
-        failed: list[RetryableFailure] = []     # the failure the next sleep follows
+        failed: list[RetryableFailure] = []  # the failure the next sleep follows
 
         def before_sleep(state: RetryCallState) -> None:
             attempts[-1]["wait_s"] = round(state.next_action.sleep if state.next_action else 0.0, 3)
@@ -265,17 +287,27 @@ class RetryingUpstream:
 
         async def sleep(seconds: float) -> None:
             e = failed[0] if failed else None
-            if self.waits is not None and e is not None and e.response is not None and \
-                    e.response.status in RATE_LIMIT_STATUSES:
-                await self.waits.backoff(seconds, e.response.status, e.retry_after is not None, self.model,
-                                         call.call_id)
+            if (
+                self.waits is not None
+                and e is not None
+                and e.response is not None
+                and e.response.status in RATE_LIMIT_STATUSES
+            ):
+                await self.waits.backoff(
+                    seconds, e.response.status, e.retry_after is not None, self.model, call.call_id
+                )
             else:
                 await asyncio.sleep(seconds)
 
         stop = stop_after_attempt(max(1, self.policy.max_attempts)) | stop_when(self._past_deadline)
-        retrying = AsyncRetrying(stop=stop, wait=self._wait, sleep=sleep,
-                                 retry=retry_if_exception_type(RetryableFailure), before_sleep=before_sleep,
-                                 reraise=True)
+        retrying = AsyncRetrying(
+            stop=stop,
+            wait=self._wait,
+            sleep=sleep,
+            retry=retry_if_exception_type(RetryableFailure),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
         try:
             async for attempt in retrying:
                 with attempt:
@@ -293,7 +325,7 @@ class RetryingUpstream:
                     return response
         except RetryableFailure:
             pass
-        if last.response is not None:   # surface the upstream's own error (status, body) to the client
+        if last.response is not None:  # surface the upstream's own error (status, body) to the client
             last.response.attempts = attempts
             return last.response
         raise UpstreamUnavailable(str(last), attempts, last.timed_out) from last
@@ -308,4 +340,4 @@ class UpstreamUnavailable(Exception):
     def __init__(self, message: str, attempts: list[dict[str, Any]], timed_out: bool = False) -> None:
         super().__init__(message)
         self.attempts = attempts
-        self.timed_out = timed_out   # the last attempt failed by the idle timeout
+        self.timed_out = timed_out  # the last attempt failed by the idle timeout

@@ -62,6 +62,7 @@ Token counting (/v1/messages/count_tokens) is answered from the request and cons
 
 State (which turn is next) belongs to one ScriptedUpstream instance and is thread-safe.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -70,9 +71,10 @@ import inspect
 import re
 import threading
 import tomllib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import orjson
 
@@ -80,9 +82,22 @@ from benchctl.gateway import wire_format as wf
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse
 
 AFTER_END = ("repeat_last", "stop", "error")
-TOOL_SEARCH = "tool_search"     # the name scripts call a Responses client-side tool search by
-_TURN_KEYS = {"text", "thinking", "tool_calls", "refusal", "error", "stop_reason", "usage", "model", "delay", "chunks",
-              "chunk_delay", "match", "match_in"}
+TOOL_SEARCH = "tool_search"  # the name scripts call a Responses client-side tool search by
+_TURN_KEYS = {
+    "text",
+    "thinking",
+    "tool_calls",
+    "refusal",
+    "error",
+    "stop_reason",
+    "usage",
+    "model",
+    "delay",
+    "chunks",
+    "chunk_delay",
+    "match",
+    "match_in",
+}
 _USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
 
 
@@ -129,13 +144,15 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
         raise ScriptError(f"{_where(source, index)}: a turn must be an object, got {type(d).__name__}")
     unknown = set(d) - _TURN_KEYS
     if unknown:
-        raise ScriptError(f"{_where(source, index, sorted(unknown)[0])}: unknown field; "
-                          f"known fields: {', '.join(sorted(_TURN_KEYS))}")
+        raise ScriptError(
+            f"{_where(source, index, sorted(unknown)[0])}: unknown field; known fields: {', '.join(sorted(_TURN_KEYS))}"
+        )
 
     def need(key: str, types: type | tuple[type, ...], what: str) -> Any:
         v = d[key]
-        if not isinstance(v, types) or (isinstance(v, bool) and bool not in (types if isinstance(types, tuple)
-                                                                             else (types,))):
+        if not isinstance(v, types) or (
+            isinstance(v, bool) and bool not in (types if isinstance(types, tuple) else (types,))
+        ):
             raise ScriptError(f"{_where(source, index, key)}: must be {what}, got {v!r}")
         return v
 
@@ -161,14 +178,17 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
     if "stop_reason" in d:
         t.stop_reason = need("stop_reason", str, "a string")
         if t.stop_reason not in wf.STOP_REASONS:
-            raise ScriptError(f"{_where(source, index, 'stop_reason')}: {t.stop_reason!r} is not one of "
-                              f"{', '.join(wf.STOP_REASONS)}")
+            raise ScriptError(
+                f"{_where(source, index, 'stop_reason')}: {t.stop_reason!r} is not one of {', '.join(wf.STOP_REASONS)}"
+            )
     if "usage" in d:
         u = need("usage", dict, "an object of token counts")
         for k, v in u.items():
             if k not in _USAGE_KEYS:
-                raise ScriptError(f"{_where(source, index, 'usage.' + str(k))}: unknown usage key; "
-                                  f"known: {', '.join(sorted(_USAGE_KEYS))}")
+                raise ScriptError(
+                    f"{_where(source, index, 'usage.' + str(k))}: unknown usage key; "
+                    f"known: {', '.join(sorted(_USAGE_KEYS))}"
+                )
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ScriptError(f"{_where(source, index, 'usage.' + k)}: must be a non-negative integer, got {v!r}")
         t.usage = dict(u)
@@ -180,15 +200,19 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
                 raise ScriptError(f"{_where(source, index, key)}: needs a non-empty string 'name', got {c!r}")
             extra = set(c) - {"name", "input", "id", "namespace"}
             if extra:
-                raise ScriptError(f"{_where(source, index, key + '.' + sorted(extra)[0])}: unknown field; "
-                                  f"a tool call has name, input, id, namespace")
+                raise ScriptError(
+                    f"{_where(source, index, key + '.' + sorted(extra)[0])}: unknown field; "
+                    f"a tool call has name, input, id, namespace"
+                )
             namespace = c.get("namespace", "")
             if not isinstance(namespace, str):
                 raise ScriptError(f"{_where(source, index, key + '.namespace')}: must be a string, got {namespace!r}")
             inp = c.get("input", {})
             if not isinstance(inp, (dict, str)):
-                raise ScriptError(f"{_where(source, index, key + '.input')}: must be a JSON object (or a string for a "
-                                  f"free-form tool), got {inp!r}")
+                raise ScriptError(
+                    f"{_where(source, index, key + '.input')}: must be a JSON object (or a string for a "
+                    f"free-form tool), got {inp!r}"
+                )
             tid = c.get("id", "")
             if not isinstance(tid, str):
                 raise ScriptError(f"{_where(source, index, key + '.id')}: must be a string, got {tid!r}")
@@ -197,17 +221,24 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
         e = need("error", dict, "an object {status, message, retry_after}")
         status = e.get("status")
         if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
-            raise ScriptError(f"{_where(source, index, 'error.status')}: must be an HTTP error status 400-599, "
-                              f"got {status!r}")
+            raise ScriptError(
+                f"{_where(source, index, 'error.status')}: must be an HTTP error status 400-599, got {status!r}"
+            )
         ra = e.get("retry_after")
         if ra is not None and (not isinstance(ra, (int, float)) or isinstance(ra, bool) or ra < 0):
             raise ScriptError(f"{_where(source, index, 'error.retry_after')}: must be seconds >= 0, got {ra!r}")
         extra = set(e) - {"status", "message", "retry_after", "type"}
         if extra:
-            raise ScriptError(f"{_where(source, index, 'error.' + sorted(extra)[0])}: unknown field; "
-                              f"an error has status, message, retry_after, type")
-        t.error = {"status": status, "message": str(e.get("message", f"scripted error {status}")),
-                   "retry_after": ra, "type": e.get("type")}
+            raise ScriptError(
+                f"{_where(source, index, 'error.' + sorted(extra)[0])}: unknown field; "
+                f"an error has status, message, retry_after, type"
+            )
+        t.error = {
+            "status": status,
+            "message": str(e.get("message", f"scripted error {status}")),
+            "retry_after": ra,
+            "type": e.get("type"),
+        }
     if "match" in d:
         pat = need("match", str, "a regular expression string")
         try:
@@ -217,8 +248,9 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
     if "match_in" in d:
         t.match_in = need("match_in", str, '"last_user" or "request"')
         if t.match_in not in ("last_user", "request"):
-            raise ScriptError(f"{_where(source, index, 'match_in')}: must be \"last_user\" or \"request\", "
-                              f"got {t.match_in!r}")
+            raise ScriptError(
+                f'{_where(source, index, "match_in")}: must be "last_user" or "request", got {t.match_in!r}'
+            )
     if not (t.text or t.tool_calls or t.refusal or t.error):
         raise ScriptError(f"{_where(source, index)}: a turn needs at least one of text, tool_calls, refusal, error")
     return t
@@ -229,15 +261,17 @@ def parse_script(data: Any, source: str = "<script>") -> Script:
         raise ScriptError(f"script {source}: top level must be an object with a 'turns' list")
     unknown = set(data) - {"turns", "after_end", "description"}
     if unknown:
-        raise ScriptError(f"{_where(source, None, sorted(unknown)[0])}: unknown top-level field; "
-                          f"known: turns, after_end, description")
+        raise ScriptError(
+            f"{_where(source, None, sorted(unknown)[0])}: unknown top-level field; known: turns, after_end, description"
+        )
     turns = data.get("turns")
     if not isinstance(turns, list) or not turns:
         raise ScriptError(f"{_where(source, None, 'turns')}: must be a non-empty list of turns")
     after_end = data.get("after_end", "repeat_last")
     if after_end not in AFTER_END:
-        raise ScriptError(f"{_where(source, None, 'after_end')}: must be one of {', '.join(AFTER_END)}, "
-                          f"got {after_end!r}")
+        raise ScriptError(
+            f"{_where(source, None, 'after_end')}: must be one of {', '.join(AFTER_END)}, got {after_end!r}"
+        )
     return Script([parse_turn(t, source, i) for i, t in enumerate(turns)], after_end, source)
 
 
@@ -254,8 +288,10 @@ def load_script(path: str | Path) -> Script:
     if not p.is_absolute():
         p = Path.cwd() / p
     if not p.is_file():
-        raise ScriptError(f"script {p}: file not found (model ids look like scripted/<path to .json or .toml>, "
-                          f"relative to the current directory {Path.cwd()})")
+        raise ScriptError(
+            f"script {p}: file not found (model ids look like scripted/<path to .json or .toml>, "
+            f"relative to the current directory {Path.cwd()})"
+        )
     return _parse_script_bytes(p.read_bytes(), p)
 
 
@@ -269,15 +305,17 @@ def _parse_script_bytes(raw: bytes, p: Path) -> Script:
 
 # ---------------------------------------------------------------- what the script sees of a request
 
+
 @dataclass
 class ScriptRequest:
     """A wire-neutral view of one request, for match rules and Python-callable scripts."""
+
     wire_api: str
     model: str
     system: str
-    messages: list[dict[str, str]]   # [{"role": "user"|"assistant"|"tool", "text": ...}]
+    messages: list[dict[str, str]]  # [{"role": "user"|"assistant"|"tool", "text": ...}]
     tool_names: list[str]
-    last_user_text: str              # the last user-side message (user text and/or tool results)
+    last_user_text: str  # the last user-side message (user text and/or tool results)
     body: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -356,7 +394,9 @@ def script_request(call: UpstreamCall) -> ScriptRequest:
                 role = it.get("role", "user")
                 if role in ("system", "developer"):
                     # Codex sends hook context as developer messages; it reaches the model as user-side text.
-                    msgs.append({"role": "user" if role == "developer" else "system", "text": _text_of(it.get("content"))})
+                    msgs.append(
+                        {"role": "user" if role == "developer" else "system", "text": _text_of(it.get("content"))}
+                    )
                 else:
                     msgs.append({"role": role, "text": _text_of(it.get("content"))})
             elif kind.endswith("_output"):
@@ -397,6 +437,7 @@ def script_request(call: UpstreamCall) -> ScriptRequest:
 
 # ---------------------------------------------------------------- rendering a turn
 
+
 def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
@@ -404,20 +445,23 @@ def estimate_tokens(text: str) -> int:
 @dataclass
 class RenderedReply:
     """A fully rendered response: what to send and how to pace it (used by send() and the fake server)."""
+
     status: int
     headers: dict[str, str]
     pieces: list[bytes]
     delay: float = 0.0
     chunk_delay: float = 0.0
     served_model: str | None = None
-    deferred: bool = False      # the turn was not given (a tool search went first): it answers the next request
+    deferred: bool = False  # the turn was not given (a tool search went first): it answers the next request
 
 
 def _search_query(flat_name: str) -> str:
     return " ".join(w for w in flat_name.split("_") if w)
 
 
-def place_responses_calls(calls: list[wf.ToolCall], body: dict[str, Any]) -> tuple[list[wf.ToolCall], list[wf.ToolCall]]:
+def place_responses_calls(
+    calls: list[wf.ToolCall], body: dict[str, Any]
+) -> tuple[list[wf.ToolCall], list[wf.ToolCall]]:
     """The turn's tool calls shaped the way a Responses model calls this request's tools, and the
     tool searches to make first.
 
@@ -428,20 +472,28 @@ def place_responses_calls(calls: list[wf.ToolCall], body: dict[str, Any]) -> tup
     tool search (Codex defers MCP tools behind one for the models it knows) is searched for
     first — once per query: after that the call goes out as it is, and the CLI rejects it."""
     offered: set[str] = set()
-    members: dict[str, str] = {}           # flat name -> namespace
+    members: dict[str, str] = {}  # flat name -> namespace
     can_search = False
     for t in _offered_tools(body):
         if not isinstance(t, dict):
             continue
         if t.get("type") == "namespace":
-            members.update({f"{t.get('name')}__{m.get('name')}": str(t.get("name"))
-                            for m in t.get("tools") or [] if isinstance(m, dict)})
+            members.update(
+                {
+                    f"{t.get('name')}__{m.get('name')}": str(t.get("name"))
+                    for m in t.get("tools") or []
+                    if isinstance(m, dict)
+                }
+            )
         elif t.get("type") == TOOL_SEARCH:
             can_search = can_search or t.get("execution", "client") == "client"
         elif t.get("name"):
             offered.add(str(t["name"]))
-    searched = {str(it["arguments"].get("query")) for it in body.get("input") or []
-                if isinstance(it, dict) and it.get("type") == "tool_search_call" and isinstance(it.get("arguments"), dict)}
+    searched = {
+        str(it["arguments"].get("query"))
+        for it in body.get("input") or []
+        if isinstance(it, dict) and it.get("type") == "tool_search_call" and isinstance(it.get("arguments"), dict)
+    }
     placed: list[wf.ToolCall] = []
     searches: list[wf.ToolCall] = []
     for tc in calls:
@@ -450,7 +502,7 @@ def place_responses_calls(calls: list[wf.ToolCall], body: dict[str, Any]) -> tup
             placed.append(wf.ToolCall(flat, tc.input, tc.id))
         elif flat in members:
             ns = members[flat]
-            placed.append(wf.ToolCall(flat[len(ns) + 2:], tc.input, tc.id, ns))
+            placed.append(wf.ToolCall(flat[len(ns) + 2 :], tc.input, tc.id, ns))
         elif flat == TOOL_SEARCH and can_search:
             placed.append(wf.ToolCall(flat, tc.object_input, tc.id, kind="tool_search"))
         else:
@@ -464,30 +516,37 @@ def place_responses_calls(calls: list[wf.ToolCall], body: dict[str, Any]) -> tup
 def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedReply:
     if turn.error:
         e = turn.error
-        return RenderedReply(e["status"], wf.error_headers(e["retry_after"]),
-                             [wf.error_body(call.wire_api, e["status"], e["message"], e["type"])], turn.delay)
+        return RenderedReply(
+            e["status"],
+            wf.error_headers(e["retry_after"]),
+            [wf.error_body(call.wire_api, e["status"], e["message"], e["type"])],
+            turn.delay,
+        )
     calls, text, deferred = turn.tool_calls, turn.text, False
     if call.wire_api == "openai_responses" and calls:
         calls, searches = place_responses_calls(calls, call.body or {})
-        if searches:     # search first; the turn itself answers the next request
+        if searches:  # search first; the turn itself answers the next request
             calls, text, deferred = searches, "", True
     served = turn.model or req.model
     out_text = text + "".join(tc.arguments_json() + tc.name for tc in calls)
     u = turn.usage
     reasoning = u.get("reasoning_tokens", estimate_tokens(turn.thinking) if turn.thinking else 0)
-    usage = wf.Usage(input_tokens=u.get("input_tokens", estimate_tokens(req.full_text)),
-                     output_tokens=u.get("output_tokens", estimate_tokens(out_text) + reasoning),
-                     cache_read_tokens=u.get("cache_read_tokens", 0),
-                     cache_write_tokens=u.get("cache_write_tokens", 0),
-                     reasoning_tokens=reasoning)
+    usage = wf.Usage(
+        input_tokens=u.get("input_tokens", estimate_tokens(req.full_text)),
+        output_tokens=u.get("output_tokens", estimate_tokens(out_text) + reasoning),
+        cache_read_tokens=u.get("cache_read_tokens", 0),
+        cache_write_tokens=u.get("cache_write_tokens", 0),
+        reasoning_tokens=reasoning,
+    )
     reply = wf.Reply(text, list(calls), turn.refusal, turn.stop_reason, usage, served, thinking=turn.thinking)
     longest = max([len(text), len(turn.thinking)] + [len(tc.arguments_json()) for tc in calls])
     reply.chunk_chars = wf.pieces_for(longest, turn.chunks)
     body = call.body or {}
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     alt_sse = "alt=sse" in call.query
-    ctype, pieces = wf.encode(call.wire_api, reply, stream=call.stream, include_usage=include_usage,
-                              gemini_alt_sse=alt_sse)
+    ctype, pieces = wf.encode(
+        call.wire_api, reply, stream=call.stream, include_usage=include_usage, gemini_alt_sse=alt_sse
+    )
     headers = {"content-type": ctype}
     if ctype == "text/event-stream":
         headers["cache-control"] = "no-cache"
@@ -499,7 +558,7 @@ TurnFunction = Callable[[ScriptRequest], Any]
 
 def load_callable(spec: str) -> TurnFunction:
     """`py:package.module:function` -> the function."""
-    target = spec[len("py:"):]
+    target = spec[len("py:") :]
     mod_name, sep, fn_name = target.partition(":")
     if not sep or not mod_name or not fn_name:
         raise ScriptError(f"scripted model {spec!r}: a Python script must look like py:package.module:function")
@@ -516,13 +575,13 @@ def load_callable(spec: str) -> TurnFunction:
 class ScriptedUpstream:
     """An Upstream that answers from a script (file, dict, Script) or a Python callable."""
 
-    def __init__(self, spec: "str | ModelId | Path | dict[str, Any] | Script | TurnFunction") -> None:
+    def __init__(self, spec: str | ModelId | Path | dict[str, Any] | Script | TurnFunction) -> None:
         self._fn: TurnFunction | None = None
         self.script: Script | None = None
         if isinstance(spec, ModelId):
             spec = spec.name
         if isinstance(spec, str) and spec.startswith("scripted/"):
-            spec = spec[len("scripted/"):]
+            spec = spec[len("scripted/") :]
         if isinstance(spec, Script):
             self.script = spec
         elif isinstance(spec, dict):
@@ -540,8 +599,8 @@ class ScriptedUpstream:
         if self.script is not None:
             self.source = self.script.source
         self._lock = threading.Lock()
-        self._next = 0          # index into the in-order (non-match) turns
-        self.calls = 0          # requests answered, for tests and stats
+        self._next = 0  # index into the in-order (non-match) turns
+        self.calls = 0  # requests answered, for tests and stats
 
     # -- choosing a turn
     def choose(self, req: ScriptRequest) -> Turn:
@@ -568,9 +627,14 @@ class ScriptedUpstream:
                 return Turn(text="[script finished]")
             if self.script.after_end == "repeat_last" and ordered:
                 return ordered[-1]
-            return Turn(error={"status": 400, "retry_after": None, "type": None,
-                               "message": f"scripted model {self.source}: script exhausted ({used}); "
-                                          f"add turns or set after_end"})
+            return Turn(
+                error={
+                    "status": 400,
+                    "retry_after": None,
+                    "type": None,
+                    "message": f"scripted model {self.source}: script exhausted ({used}); add turns or set after_end",
+                }
+            )
 
     def _call_fn(self, req: ScriptRequest, index: int) -> Turn:
         out = self._fn(req)  # type: ignore[misc]
@@ -584,8 +648,11 @@ class ScriptedUpstream:
         req = script_request(call)
         if call.wire_api == "anthropic_count_tokens":
             # A side call: answered from the request alone, so it never consumes a script turn.
-            return RenderedReply(200, {"content-type": "application/json"},
-                                 [orjson.dumps({"input_tokens": estimate_tokens(req.full_text)})])
+            return RenderedReply(
+                200,
+                {"content-type": "application/json"},
+                [orjson.dumps({"input_tokens": estimate_tokens(req.full_text)})],
+            )
         turn = self.choose(req)
         rendered = render_turn(turn, call, req)
         if rendered.deferred:

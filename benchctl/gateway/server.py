@@ -14,6 +14,7 @@ a call cut off because its client left or the gateway closed is written then, wi
 arrived. Read `summary()` after `close()` to count the calls that close cut off. `settle(timeout)`
 waits until the calls in flight now are written (a harness calls it once its agent has exited).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,14 +24,16 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchctl.gateway import http11
 from benchctl.gateway.body_limits import BodyBudget, BodyLimits
 from benchctl.gateway.context import CallObserver, RouteHandler
-from benchctl.gateway.exchange import SANDBOX_TOKEN, handle_connection  # SANDBOX_TOKEN: re-exported
+from benchctl.gateway.exchange import SANDBOX_TOKEN as SANDBOX_TOKEN  # re-exported
+from benchctl.gateway.exchange import handle_connection
 from benchctl.gateway.fallback import ModelRouter
 from benchctl.gateway.pricing import PriceTable
 from benchctl.gateway.recording import RequestRecorder
@@ -42,31 +45,30 @@ from benchctl.limits.run import RunLimits
 from benchctl.transcript import Redactor, TranscriptWriter
 
 new_event_loop: Callable[[], asyncio.AbstractEventLoop]
-try:   # uvloop: asyncio's API with the loop and transports in C; at 32 callers a fifth less CPU per
+try:  # uvloop: asyncio's API with the loop and transports in C; at 32 callers a fifth less CPU per
     # call and less added latency than asyncio's own loop (scripts/bench_gateway.py --against)
     from uvloop import new_event_loop
-except ImportError:   # a platform without its wheels: asyncio's own loop serves the same way
+except ImportError:  # a platform without its wheels: asyncio's own loop serves the same way
     new_event_loop = asyncio.new_event_loop
 
-MODEL_POLICIES = ("serve", "reject")        # for requests naming another model than the run's
-RECORDED_REFUSALS = 50                      # per kind; more are only counted (see Gateway.refused)
-DEADLINE_TICK_S = 0.25                      # how often the deadline watcher looks (while no deadline is near)
-SETTLE_TICK_S = 0.005                       # how often settle() looks again while a call it waits for is unrecorded
-
+MODEL_POLICIES = ("serve", "reject")  # for requests naming another model than the run's
+RECORDED_REFUSALS = 50  # per kind; more are only counted (see Gateway.refused)
+DEADLINE_TICK_S = 0.25  # how often the deadline watcher looks (while no deadline is near)
+SETTLE_TICK_S = 0.005  # how often settle() looks again while a call it waits for is unrecorded
 
 
 @dataclass
 class GatewayConfig:
     model: str
     fallback: str | None = None
-    refusal_policy: str = "auto"           # none | retry | fallback | auto (fallback if fallback else none)
+    refusal_policy: str = "auto"  # none | retry | fallback | auto (fallback if fallback else none)
     refusal_retries: int = 1
     socket_path: Path | None = None
-    listen: str | None = None              # "127.0.0.1:PORT" (PORT 0 picks a free port)
-    deadline: float | None = None          # unix seconds
+    listen: str | None = None  # "127.0.0.1:PORT" (PORT 0 picks a free port)
+    deadline: float | None = None  # unix seconds
     prices_path: Path | None = None
-    other_model_policy: str = "serve"      # serve: answer with the run's model, record requested_model; reject: 400
-    retry: RetryPolicy | None = None       # upstream retry policy (default: RetryPolicy())
+    other_model_policy: str = "serve"  # serve: answer with the run's model, record requested_model; reject: 400
+    retry: RetryPolicy | None = None  # upstream retry policy (default: RetryPolicy())
     body_limits: BodyLimits | None = None  # request body caps (default: BodyLimits(), from the environment)
     # The run's benchctl.limits.run.RunLimits (shared limiter, rate-limit waits, budget pause, cost stop);
     # default: a private limiter with no limits of its own (it still honours 429s' retry-after).
@@ -83,7 +85,7 @@ def _socket_in_use(path: Path) -> bool:
         probe.settimeout(1.0)
         probe.connect(str(path))
         return True
-    except OSError:   # refused: nobody listens (stale); other errors: not ours to judge, treat as stale
+    except OSError:  # refused: nobody listens (stale); other errors: not ours to judge, treat as stale
         return False
     finally:
         probe.close()
@@ -103,16 +105,16 @@ class Gateway:
         self.transcript = transcript if transcript is not None else TranscriptWriter(None)
         self.body_limits = config.body_limits or BodyLimits()
         self.recorder = RequestRecorder(max_bytes=self.body_limits.max_buffered)
-        self.redact = Redactor()   # secret values of this host's environment, scrubbed from what clients get
+        self.redact = Redactor()  # secret values of this host's environment, scrubbed from what clients get
         self.routes: list[tuple[str, RouteHandler]] = []
         self.observers: list[CallObserver] = []
-        self.last_headers: dict[str, dict[str, str]] = {}   # wire api -> pass-through headers last recorded
+        self.last_headers: dict[str, dict[str, str]] = {}  # wire api -> pass-through headers last recorded
         self.limits = config.limits if config.limits is not None else RunLimits(None, self.transcript)
         self._deadline = config.deadline
         self.body_budget = BodyBudget(self.body_limits.max_buffered)
         self._connections = 0
-        self._refused: dict[str, int] = {}       # requests the gateway refused itself, by status
-        self.phase = 0                     # +1 at each set_deadline (the run, then each follow-up)
+        self._refused: dict[str, int] = {}  # requests the gateway refused itself, by status
+        self.phase = 0  # +1 at each set_deadline (the run, then each follow-up)
         self.forwarding: set[Any] = set()  # exchanges with a call in flight, until recorded (cut at the deadline)
         # Resolve upstreams now so a misconfigured model fails before the run starts.
         self._upstreams: dict[ModelId, Upstream] = {m: self._resolve(m) for m in (primary, fallback) if m is not None}
@@ -137,7 +139,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> "Gateway":
+    def start(self) -> Gateway:
         if self._thread is not None:
             return self
         ready = threading.Event()
@@ -172,11 +174,13 @@ class Gateway:
             host, sep, port = self.config.listen.rpartition(":")
             if not sep or not port.isdigit():
                 raise GatewayError(f"--listen {self.config.listen!r} must look like 127.0.0.1:PORT")
-            host = host.strip("[]")   # [::1]:PORT is how an IPv6 address is written with a port
+            host = host.strip("[]")  # [::1]:PORT is how an IPv6 address is written with a port
             if host not in ("127.0.0.1", "::1", "localhost", ""):
                 # The sandbox token is public: whoever reaches the gateway spends the host's API keys.
-                raise GatewayError(f"--listen {self.config.listen!r}: only loopback addresses (127.0.0.1, ::1) are "
-                                   "allowed, since anyone who can reach the gateway spends your API keys")
+                raise GatewayError(
+                    f"--listen {self.config.listen!r}: only loopback addresses (127.0.0.1, ::1) are "
+                    "allowed, since anyone who can reach the gateway spends your API keys"
+                )
             server = await http11.serve_tcp(handler, host or "127.0.0.1", int(port))
             bound = server.sockets[0].getsockname()
             self.url = f"http://[{bound[0]}]:{bound[1]}" if ":" in bound[0] else f"http://{bound[0]}:{bound[1]}"
@@ -187,14 +191,18 @@ class Gateway:
                 path = Path(self._tmpdir.name) / "gateway.sock"
             path = Path(path)
             if len(str(path).encode()) > 100:
-                raise GatewayError(f"socket path {path} is too long for a unix socket (max ~100 bytes); use a shorter run dir")
+                raise GatewayError(
+                    f"socket path {path} is too long for a unix socket (max ~100 bytes); use a shorter run dir"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists() or path.is_symlink():
                 if not stat.S_ISSOCK(path.lstat().st_mode):
                     raise GatewayError(f"{path} exists and is not a socket; remove it or choose another --socket path")
                 if _socket_in_use(path):  # unlinking it would silently cut a live gateway off its clients
-                    raise GatewayError(f"{path} is in use by another process (a running gateway?); stop it or "
-                                       "choose another --socket path")
+                    raise GatewayError(
+                        f"{path} is in use by another process (a running gateway?); stop it or "
+                        "choose another --socket path"
+                    )
                 path.unlink()  # a stale socket left by a process that died
             server = await http11.serve_unix(handler, path)
             # World-connectable: the agent in the sandbox runs as another uid (e.g. 1000). The socket
@@ -259,7 +267,7 @@ class Gateway:
             except Exception:
                 pass
 
-    def __enter__(self) -> "Gateway":
+    def __enter__(self) -> Gateway:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -294,12 +302,12 @@ class Gateway:
         from the gateway's own thread, which it waits on."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None or not thread.is_alive() or self._closed:
-            return True     # not serving: nothing in flight (close() records the calls it cuts)
+            return True  # not serving: nothing in flight (close() records the calls it cuts)
         if threading.current_thread() is thread:
             raise GatewayError("Gateway.settle() waits on the gateway's own thread: call it from another one")
         try:
             waited = asyncio.run_coroutine_threadsafe(self._settle(timeout), loop)
-        except RuntimeError:   # the loop closed meanwhile: close() recorded what it cut
+        except RuntimeError:  # the loop closed meanwhile: close() recorded what it cut
             return True
         try:
             # The loop may be slow to start it (busy): bounded all the same, a little later.
@@ -345,8 +353,11 @@ class Gateway:
             try:
                 getattr(observer, method)(*args)
             except Exception as e:
-                self.transcript.emit("error", source="gateway", error=f"call observer {type(observer).__name__} "
-                                                                      f"failed: {type(e).__name__}: {e}")
+                self.transcript.emit(
+                    "error",
+                    source="gateway",
+                    error=f"call observer {type(observer).__name__} failed: {type(e).__name__}: {e}",
+                )
 
     def summary(self) -> dict[str, Any]:
         """calls: generation requests sent to an upstream, however they ended (answered, failed, cut
@@ -360,11 +371,18 @@ class Gateway:
         hooks and bad hook payloads as "forged_hook" / "bad_hook"), including those only counted
         and not recorded."""
         with self._stats_lock:
-            return {"calls": self._calls, "usage": dict(self._usage),
-                    "cost_usd": round(self._cost, 6) if self._cost is not None else None,
-                    "served_models": dict(self._served), "requested_models": dict(self._requested),
-                    "current_model": str(self.router.current), "fallbacks": list(self.router.fallbacks),
-                    "refusals": self._refusals, "errors": self._errors, "refused": dict(self._refused)}
+            return {
+                "calls": self._calls,
+                "usage": dict(self._usage),
+                "cost_usd": round(self._cost, 6) if self._cost is not None else None,
+                "served_models": dict(self._served),
+                "requested_models": dict(self._requested),
+                "current_model": str(self.router.current),
+                "fallbacks": list(self.router.fallbacks),
+                "refusals": self._refusals,
+                "errors": self._errors,
+                "refused": dict(self._refused),
+            }
 
     # ------------------------------------------------------------------ used by exchange.py
 
@@ -382,8 +400,16 @@ class Gateway:
             self._call_seq += 1
             return f"call-{self._call_seq}"
 
-    def account(self, served: str, usage: dict[str, int], cost: float | None, refusal: bool, error: bool,
-                counted: bool, requested: str | None = None) -> None:
+    def account(
+        self,
+        served: str,
+        usage: dict[str, int],
+        cost: float | None,
+        refusal: bool,
+        error: bool,
+        counted: bool,
+        requested: str | None = None,
+    ) -> None:
         with self._stats_lock:
             if counted:
                 self._calls += 1
@@ -418,12 +444,15 @@ class Gateway:
         with self._stats_lock:
             n = self._refused[key] = self._refused.get(key, 0) + 1
         if n == RECORDED_REFUSALS + 1:
-            self.transcript.emit("error", source="gateway", status=status,
-                                 message=f"more than {RECORDED_REFUSALS} requests refused with {status} ({why}): "
-                                         "further ones are counted in the gateway summary, not recorded")
+            self.transcript.emit(
+                "error",
+                source="gateway",
+                status=status,
+                message=f"more than {RECORDED_REFUSALS} requests refused with {status} ({why}): "
+                "further ones are counted in the gateway summary, not recorded",
+            )
         return n <= RECORDED_REFUSALS
 
     def track(self, task: asyncio.Task[None]) -> None:
         self._conn_tasks.add(task)
         task.add_done_callback(self._conn_tasks.discard)
-

@@ -9,20 +9,22 @@ wire format from a script. Both plug in here; nothing patches anything.
 Model ids are `provider/name`: anthropic/claude-..., openai/gpt-..., google/gemini-...,
 openai-compatible/<name>, scripted/<path-or-py:module:function>.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 WireApi = Literal[
-    "anthropic_messages",      # POST /v1/messages
+    "anthropic_messages",  # POST /v1/messages
     "anthropic_count_tokens",  # POST /v1/messages/count_tokens
-    "openai_responses",        # POST /v1/responses
-    "openai_chat",             # POST /v1/chat/completions
-    "gemini",                  # POST /v1beta/models/{m}:generateContent | :streamGenerateContent
-    "models_list",             # GET /v1/models
-    "other",                   # anything else: passed through or answered, and recorded
+    "openai_responses",  # POST /v1/responses
+    "openai_chat",  # POST /v1/chat/completions
+    "gemini",  # POST /v1beta/models/{m}:generateContent | :streamGenerateContent
+    "models_list",  # GET /v1/models
+    "other",  # anything else: passed through or answered, and recorded
 ]
 
 GEMINI_PATH = re.compile(r"^/(v1beta|v1|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
@@ -60,11 +62,13 @@ class ModelId:
     name: str
 
     @classmethod
-    def parse(cls, text: str) -> "ModelId":
+    def parse(cls, text: str) -> ModelId:
         provider, sep, name = text.partition("/")
         if not sep or not name:
-            raise ModelIdError(f"model id {text!r} must look like provider/name, e.g. anthropic/claude-sonnet-5-5, "
-                               f"openai/gpt-5, google/gemini-2.5-pro, openai-compatible/<name>, scripted/<script.json>")
+            raise ModelIdError(
+                f"model id {text!r} must look like provider/name, e.g. anthropic/claude-sonnet-5-5, "
+                f"openai/gpt-5, google/gemini-2.5-pro, openai-compatible/<name>, scripted/<script.json>"
+            )
         if provider not in PROVIDERS:
             raise ModelIdError(f"unknown provider {provider!r} in model id {text!r}; known: {', '.join(PROVIDERS)}")
         return cls(provider, name)
@@ -77,27 +81,29 @@ class ModelId:
 class UpstreamCall:
     wire_api: WireApi
     method: str
-    path: str                       # as the client sent it, e.g. /v1/messages (query string separate)
-    model: ModelId                  # the model that must serve this call (after mapping/fallback)
-    body: dict[str, Any] | None     # parsed JSON body (model field already rewritten to model.name)
+    path: str  # as the client sent it, e.g. /v1/messages (query string separate)
+    model: ModelId  # the model that must serve this call (after mapping/fallback)
+    body: dict[str, Any] | None  # parsed JSON body (model field already rewritten to model.name)
     stream: bool
     query: str = ""
-    headers: dict[str, str] = field(default_factory=dict)  # safe pass-through headers (anthropic-version, anthropic-beta, ...); never auth
+    headers: dict[str, str] = field(
+        default_factory=dict
+    )  # safe pass-through headers (anthropic-version, anthropic-beta, ...); never auth
     # Attempts of the send in progress that have ended, kept up to date by the retry layer: a caller
     # cut off before `send` returns (deadline, Ctrl-C) still records them.
     attempts: list[dict[str, Any]] = field(default_factory=list)
-    call_id: str | None = None      # the gateway's id for this call (names it in `rate_limit_wait` events)
-    waiting_for_limit: bool = False # True while the limiter holds it back (benchctl/limits): not sent yet
+    call_id: str | None = None  # the gateway's id for this call (names it in `rate_limit_wait` events)
+    waiting_for_limit: bool = False  # True while the limiter holds it back (benchctl/limits): not sent yet
 
 
 @dataclass
 class UpstreamResponse:
     status: int
     headers: dict[str, str]
-    body: AsyncIterator[bytes]      # raw bytes, yielded as they arrive from upstream
-    served_model: str | None = None # what the upstream says served it, when known
+    body: AsyncIterator[bytes]  # raw bytes, yielded as they arrive from upstream
+    served_model: str | None = None  # what the upstream says served it, when known
     attempts: list[dict[str, Any]] = field(default_factory=list)  # retries: {"attempt", "status", "error", "wait_s"}
-    data: bytes | None = None       # the whole body, once `read()` has read it
+    data: bytes | None = None  # the whole body, once `read()` has read it
 
     async def read(self) -> bytes:
         """The whole body; read once (by the retry layer, for a non-streaming answer), then kept."""

@@ -18,15 +18,17 @@ answer cut off before that has only part of its usage, so its cost is unknown. A
 status counts as final: nothing was generated. A cut-off stream is summarized as far as it got:
 text so far, and tool calls with their arguments as received (a string when not yet valid JSON).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
-STREAM_UNFINISHED = "stream ended without response.completed"   # a Responses stream's end is explicit
+STREAM_UNFINISHED = "stream ended without response.completed"  # a Responses stream's end is explicit
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
 
 # Gemini finish reasons / block reasons that mean "the model (or its filter) refused".
@@ -42,7 +44,7 @@ class ResponseSummary:
     refusal: bool = False
     served_model: str | None = None
     error: str | None = None
-    usage_final: bool = False       # the usage is the response's final count (see the module doc)
+    usage_final: bool = False  # the usage is the response's final count (see the module doc)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,7 +79,7 @@ def _event_data(body: bytes) -> list[bytes] | None:
     and no CR; else None. Event names are not read."""
     if b"\r" in body:
         return None
-    lines = b"\n" + body   # every line now starts after a newline
+    lines = b"\n" + body  # every line now starts after a newline
     found = _LAST_DATA_LINE.findall(lines)
     # As many data lines ending their events as data lines at all: no event has two.
     return found if len(found) == lines.count(b"\ndata:") else None
@@ -90,7 +92,7 @@ def _loads_json_events(body: bytes, summary: ResponseSummary, names: bool = True
         try:
             return [(None, orjson.loads(d)) for d in payloads if d.strip() != b"[DONE]"]
         except orjson.JSONDecodeError:
-            pass   # a bad payload (or bytes that are not UTF-8): read again below, which names it
+            pass  # a bad payload (or bytes that are not UTF-8): read again below, which names it
     out: list[tuple[str | None, Any]] = []
     for event, data in iter_sse(body):
         if data.strip() == "[DONE]":
@@ -118,10 +120,15 @@ def _error_message(obj: Any) -> str:
 
 # ---------------------------------------------------------------- Anthropic Messages
 
+
 def _anthropic_usage(u: dict[str, Any], usage: dict[str, int]) -> None:
     # message_start carries input counts; message_delta carries (cumulative) output and sometimes inputs again.
-    for src, dst in (("input_tokens", "input_tokens"), ("cache_read_input_tokens", "cached_input_tokens"),
-                     ("cache_creation_input_tokens", "cache_write_tokens"), ("output_tokens", "output_tokens")):
+    for src, dst in (
+        ("input_tokens", "input_tokens"),
+        ("cache_read_input_tokens", "cached_input_tokens"),
+        ("cache_creation_input_tokens", "cache_write_tokens"),
+        ("output_tokens", "output_tokens"),
+    ):
         if isinstance(u.get(src), int):
             usage[dst] = u[src]
 
@@ -177,6 +184,7 @@ def _anthropic_stream(body: bytes, s: ResponseSummary) -> None:
 
 # ---------------------------------------------------------------- OpenAI Responses
 
+
 def _responses_usage(u: dict[str, Any], usage: dict[str, int]) -> None:
     cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
     usage["input_tokens"] = (u.get("input_tokens") or 0) - cached
@@ -202,8 +210,12 @@ def _responses_object(resp: dict[str, Any], s: ResponseSummary) -> None:
                     s.refusal = True
                     texts.append(part.get("refusal", ""))
         elif item.get("type") == "function_call":
-            call = {"id": item.get("call_id"), "name": item.get("name"), "input": _parse_args(item.get("arguments", ""))}
-            if item.get("namespace"):       # a member of a `namespace` tool (Codex's MCP servers)
+            call = {
+                "id": item.get("call_id"),
+                "name": item.get("name"),
+                "input": _parse_args(item.get("arguments", "")),
+            }
+            if item.get("namespace"):  # a member of a `namespace` tool (Codex's MCP servers)
                 call["namespace"] = item["namespace"]
             s.tool_calls.append(call)
         elif item.get("type") == "tool_search_call":
@@ -221,10 +233,10 @@ def _responses_object(resp: dict[str, Any], s: ResponseSummary) -> None:
 def _responses_stream(body: bytes, s: ResponseSummary) -> None:
     final: dict[str, Any] | None = None
     deltas: list[str] = []
-    items: dict[int, dict[str, Any]] = {}    # output items as they arrived, for a stream cut before its end
+    items: dict[int, dict[str, Any]] = {}  # output items as they arrived, for a stream cut before its end
     events = _loads_json_events(body, s, names=False)
     if any(name is None and isinstance(ev, dict) and "type" not in ev for name, ev in events):
-        events = _loads_json_events(body, s)   # an event said what it is only by its name: read the names
+        events = _loads_json_events(body, s)  # an event said what it is only by its name: read the names
     for _event, ev in events:
         kind = ev.get("type", _event)
         if kind in ("response.completed", "response.incomplete", "response.failed"):
@@ -251,8 +263,13 @@ def _responses_stream(body: bytes, s: ResponseSummary) -> None:
         s.text = "".join(deltas)
         for _i, item in sorted(items.items()):
             if item.get("type") == "function_call":
-                s.tool_calls.append({"id": item.get("call_id"), "name": item.get("name"),
-                                     "input": _parse_args(item.get("arguments", ""))})
+                s.tool_calls.append(
+                    {
+                        "id": item.get("call_id"),
+                        "name": item.get("name"),
+                        "input": _parse_args(item.get("arguments", "")),
+                    }
+                )
             elif item.get("type") == "custom_tool_call":
                 s.tool_calls.append({"id": item.get("call_id"), "name": item.get("name"), "input": item.get("input")})
         if s.error is None:
@@ -260,6 +277,7 @@ def _responses_stream(body: bytes, s: ResponseSummary) -> None:
 
 
 # ---------------------------------------------------------------- OpenAI chat completions
+
 
 def _chat_usage(u: dict[str, Any], usage: dict[str, int]) -> None:
     cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
@@ -314,12 +332,15 @@ def _chat_stream(body: bytes, s: ResponseSummary) -> None:
             _chat_usage(ev["usage"], s.usage)
             s.usage_final = True
     s.text = "".join(texts)
-    s.tool_calls = [{"id": c["id"], "name": c["name"], "input": _parse_args(c["args"])} for _i, c in sorted(calls.items())]
+    s.tool_calls = [
+        {"id": c["id"], "name": c["name"], "input": _parse_args(c["args"])} for _i, c in sorted(calls.items())
+    ]
     if s.stop_reason == "content_filter":
         s.refusal = True
 
 
 # ---------------------------------------------------------------- Gemini
+
 
 def _gemini_chunk(obj: dict[str, Any], s: ResponseSummary, texts: list[str]) -> None:
     s.served_model = obj.get("modelVersion") or s.served_model
@@ -365,12 +386,13 @@ def _gemini(body: bytes, stream: bool, s: ResponseSummary) -> None:
 
 # ---------------------------------------------------------------- entry point
 
+
 def summarize(wire_api: str, stream: bool, body: bytes, status: int = 200) -> ResponseSummary:
     """What a response said. Never raises: unparseable input becomes `error`."""
     s = ResponseSummary(usage=empty_usage())
     try:
         if status >= 400:
-            s.usage_final = True   # an error answer: nothing was generated
+            s.usage_final = True  # an error answer: nothing was generated
             try:
                 s.error = f"HTTP {status}: {_error_message(orjson.loads(body))}"
             except orjson.JSONDecodeError:

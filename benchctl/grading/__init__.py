@@ -11,9 +11,10 @@ Graders, by name (the `grader` field of a GradeRecord and the grades/<name>/ dir
 `GRADERS` maps the per-artifact graders that call a judge to their coroutine functions;
 combined and tournament are handled by the runner (they read other grades or all runs).
 """
+
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from benchctl.grading.any_of_n import grade_any_of_n
 from benchctl.grading.coverage import grade_coverage
@@ -30,7 +31,7 @@ GRADERS: dict[str, GraderFn] = {
     "tldr": grade_tldr,
     "any_of_n": grade_any_of_n,
 }
-DERIVED = ("combined",)        # computed from other grade records
+DERIVED = ("combined",)  # computed from other grade records
 WHOLE_RESULTS = ("tournament",)  # graded across all runs at once
 
 __all__ = ["GRADERS", "DERIVED", "WHOLE_RESULTS", "GraderFn"]

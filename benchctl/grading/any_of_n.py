@@ -13,6 +13,7 @@ verdict in its answer wins; an off-menu or missing verdict is re-asked once, the
 Score: 1.0 if any prediction matched; 0.0 if none matched and every one was judged; otherwise
 None (unscored) — an unjudged prediction might have been the match.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -112,16 +113,21 @@ async def judge_prediction(job: GradeJob, judge: Judge, index: int, prediction: 
     prompt = render(cfg.prompts["any_of_n"], ground_truth=cfg.ground_truth, prediction=delimit(prediction, nonce))
     item: GradeItem = {"id": str(index), "prediction": prediction, "score": None, "verdict": None}
     try:
-        got = await judge.ask_structured(prompt, _verdict, cfg.prompts["verdict_reask"],
-                                         system=render(cfg.prompts["system"], nonce=nonce), tally=tally,
-                                         label=f"prediction {index}")
+        got = await judge.ask_structured(
+            prompt,
+            _verdict,
+            cfg.prompts["verdict_reask"],
+            system=render(cfg.prompts["system"], nonce=nonce),
+            tally=tally,
+            label=f"prediction {index}",
+        )
     except JudgeFailed as e:
         item["error"] = str(e)
         return item
     item["reason"] = got.answer.strip()[-600:]
     if got.value is None:
         item["verdict"] = "unparsed"
-        item["error"] = got.error or "unparsed"    # set whenever value is None (Structured)
+        item["error"] = got.error or "unparsed"  # set whenever value is None (Structured)
     else:
         item["verdict"] = got.value
         item["score"] = 1.0 if got.value == "match" else 0.0
@@ -135,14 +141,34 @@ async def grade_any_of_n(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
     predictions = parse_predictions(text or "")
     if not predictions:
         why = f"artifact {job.artifact} missing" if text is None else "no predictions found in the artifact"
-        return make_record("any_of_n", job, judge.model, rubric_hash, items=[], score=0.0, tally=tally,
-                           n_found=0, note=why, expected=cfg.ground_truth)
-    judged = predictions[:cfg.n]
+        return make_record(
+            "any_of_n",
+            job,
+            judge.model,
+            rubric_hash,
+            items=[],
+            score=0.0,
+            tally=tally,
+            n_found=0,
+            note=why,
+            expected=cfg.ground_truth,
+        )
+    judged = predictions[: cfg.n]
     items = list(await asyncio.gather(*(judge_prediction(job, judge, i + 1, p, tally) for i, p in enumerate(judged))))
     score = success(items)
-    rec = make_record("any_of_n", job, judge.model, rubric_hash, items=items, score=score, raw_score=score,
-                      tally=tally, n_found=len(predictions),
-                      n_matched=sum(1 for it in items if it.get("verdict") == "match"), expected=cfg.ground_truth)
+    rec = make_record(
+        "any_of_n",
+        job,
+        judge.model,
+        rubric_hash,
+        items=items,
+        score=score,
+        raw_score=score,
+        tally=tally,
+        n_found=len(predictions),
+        n_matched=sum(1 for it in items if it.get("verdict") == "match"),
+        expected=cfg.ground_truth,
+    )
     if score == 1.0 and rec["n_unscored"]:
-        rec["status"] = "partial"   # success is certain, but some predictions went unjudged
+        rec["status"] = "partial"  # success is certain, but some predictions went unjudged
     return rec

@@ -6,6 +6,7 @@ current one (a stale half would be hidden behind the combined record's current r
 missing half never counts as 0), and partial when either part is partial. It is recomputed on
 every grading pass, so it always reflects the part records on disk.
 """
+
 from __future__ import annotations
 
 from benchctl.grading.record import GradeJob, make_record
@@ -30,15 +31,26 @@ def grade_combined(job: GradeJob) -> GradeRecord:
         rec = read_json(p)
         parts[name] = {k: rec.get(k) for k in ("score", "status", "judge", "rubric_hash", "n_items", "n_unscored")}
         if rec.get("rubric_hash") != job.cfg.rubric_hash(name):
-            problems.append(f"the {name} grade was made with another rubric than the task's current one "
-                            f"(regrade it: `benchctl grade --grader {name}`)")
+            problems.append(
+                f"the {name} grade was made with another rubric than the task's current one "
+                f"(regrade it: `benchctl grade --grader {name}`)"
+            )
             parts[name]["score"] = None
         elif rec.get("score") is None:
             problems.append(f"the {name} grade is unscored")
     score = combine(parts.get("coverage", {}).get("score"), parts.get("tldr", {}).get("score"), job.cfg.weights)
     judges = sorted({p["judge"] for p in parts.values() if p.get("judge")})
-    rec = make_record("combined", job, " | ".join(judges) or "-", job.cfg.rubric_hash("combined"),
-                      items=[], score=score, tally=None, parts=parts, weights=job.cfg.weights)
+    rec = make_record(
+        "combined",
+        job,
+        " | ".join(judges) or "-",
+        job.cfg.rubric_hash("combined"),
+        items=[],
+        score=score,
+        tally=None,
+        parts=parts,
+        weights=job.cfg.weights,
+    )
     if score is None:
         rec["status"] = "unscored"
         rec["error"] = "; ".join(problems)

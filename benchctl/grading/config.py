@@ -19,6 +19,7 @@ Keys (all optional; paths are relative to the task directory):
 
 A bad table fails with a GradingConfigError naming the file, the key and the fix.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,20 @@ from typing import Any
 
 KNOWN_GRADERS = ("coverage", "tldr", "combined", "any_of_n", "tournament")
 PROMPT_NAMES = ("system", "coverage", "reask", "tldr", "tldr_reask", "any_of_n", "verdict_reask")
-_KEYS = {"graders", "artifact", "findings", "reference", "batch_size", "followups", "combined",
-         "predictions", "n", "ground_truth", "ground_truth_text", "prompts"}
+_KEYS = {
+    "graders",
+    "artifact",
+    "findings",
+    "reference",
+    "batch_size",
+    "followups",
+    "combined",
+    "predictions",
+    "n",
+    "ground_truth",
+    "ground_truth_text",
+    "prompts",
+}
 # Bump when parsing or scoring rules change so old grades are not reused as if equivalent.
 GRADING_VERSION = "1"
 
@@ -63,21 +76,30 @@ class GradingConfig:
     predictions: str = "predictions.md"
     n: int = 10
     ground_truth: str = ""
-    prompts: dict[str, str] = field(default_factory=dict)   # name -> template text
+    prompts: dict[str, str] = field(default_factory=dict)  # name -> template text
 
     def rubric_hash(self, grader: str) -> str:
         """Content hash of everything that decides a grader's scores: prompts, rubric, settings."""
         parts: dict[str, Any] = {"grader": grader, "version": GRADING_VERSION, "system": self.prompts["system"]}
         if grader == "coverage":
-            parts.update(findings=[f.__dict__ for f in self.findings], reference=self.reference,
-                         batch_size=self.batch_size, prompt=self.prompts["coverage"], reask=self.prompts["reask"])
+            parts.update(
+                findings=[f.__dict__ for f in self.findings],
+                reference=self.reference,
+                batch_size=self.batch_size,
+                prompt=self.prompts["coverage"],
+                reask=self.prompts["reask"],
+            )
         elif grader == "tldr":
             parts.update(reference=self.reference, prompt=self.prompts["tldr"], reask=self.prompts["tldr_reask"])
         elif grader == "combined":
             parts.update(weights=self.weights, coverage=self.rubric_hash("coverage"), tldr=self.rubric_hash("tldr"))
         elif grader == "any_of_n":
-            parts.update(ground_truth=self.ground_truth, n=self.n, prompt=self.prompts["any_of_n"],
-                         reask=self.prompts["verdict_reask"])
+            parts.update(
+                ground_truth=self.ground_truth,
+                n=self.n,
+                prompt=self.prompts["any_of_n"],
+                reask=self.prompts["verdict_reask"],
+            )
         blob = json.dumps(parts, sort_keys=True, ensure_ascii=False).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
 
@@ -96,8 +118,11 @@ def load_findings(path: Path) -> list[Finding]:
     (also accepted: a JSON array of such objects). Ids must be unique."""
     raw = path.read_text(encoding="utf-8")
     try:
-        rows = json.loads(raw) if raw.lstrip().startswith("[") else \
-            [json.loads(line) for line in raw.splitlines() if line.strip()]
+        rows = (
+            json.loads(raw)
+            if raw.lstrip().startswith("[")
+            else [json.loads(line) for line in raw.splitlines() if line.strip()]
+        )
     except ValueError as e:
         raise GradingConfigError(f"{path}: not valid JSON Lines ({e}); write one JSON object per line") from None
     out: list[Finding] = []
@@ -105,8 +130,10 @@ def load_findings(path: Path) -> list[Finding]:
     for i, row in enumerate(rows, 1):
         where = f"{path}: finding {i}"
         if not isinstance(row, dict) or "id" not in row or not str(row.get("text", "")).strip():
-            raise GradingConfigError(f'{where}: needs "id" and a non-empty "text", e.g. '
-                                     '{"id": "F1", "text": "The outage began at 03:10", "cluster": "outage"}')
+            raise GradingConfigError(
+                f'{where}: needs "id" and a non-empty "text", e.g. '
+                '{"id": "F1", "text": "The outage began at 03:10", "cluster": "outage"}'
+            )
         fid = str(row["id"])
         if fid in seen:
             raise GradingConfigError(f"{where}: duplicate id {fid!r}; give every finding its own id")
@@ -151,7 +178,9 @@ def load_grading(task_dir: Path) -> GradingConfig:
     if "findings" in raw:
         p = task_dir / str(raw["findings"])
         if not p.is_file():
-            raise _err(file, "findings", f"file {p} not found", "create it or fix the path (relative to the task directory)")
+            raise _err(
+                file, "findings", f"file {p} not found", "create it or fix the path (relative to the task directory)"
+            )
         cfg.findings = load_findings(p)
     if "reference" in raw:
         cfg.reference = _read(file, task_dir, "reference", raw["reference"])
@@ -165,9 +194,17 @@ def load_grading(task_dir: Path) -> GradingConfig:
     cfg.followups = fu
     if "combined" in raw:
         w = raw["combined"]
-        if (not isinstance(w, dict) or set(w) != {"coverage", "tldr"}
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in w.values())):
-            raise _err(file, "combined", f"must give two weights >= 0, got {w!r}", "e.g. combined = { coverage = 0.7, tldr = 0.3 }")
+        if (
+            not isinstance(w, dict)
+            or set(w) != {"coverage", "tldr"}
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in w.values())
+        ):
+            raise _err(
+                file,
+                "combined",
+                f"must give two weights >= 0, got {w!r}",
+                "e.g. combined = { coverage = 0.7, tldr = 0.3 }",
+            )
         cfg.weights = {k: float(v) for k, v in w.items()}
     if "predictions" in raw:
         cfg.predictions = str(raw["predictions"])
@@ -187,8 +224,10 @@ def load_grading(task_dir: Path) -> GradingConfig:
     for name in overrides:
         if name not in PROMPT_NAMES:
             raise _err(file, f"prompts.{name}", "unknown prompt", f"known prompts: {', '.join(PROMPT_NAMES)}")
-    cfg.prompts = {name: (_read(file, task_dir, f"prompts.{name}", overrides[name]) if name in overrides
-                          else builtin_prompt(name)) for name in PROMPT_NAMES}
+    cfg.prompts = {
+        name: (_read(file, task_dir, f"prompts.{name}", overrides[name]) if name in overrides else builtin_prompt(name))
+        for name in PROMPT_NAMES
+    }
     graders = raw.get("graders")
     if graders is None:
         graders = (["coverage"] if cfg.findings else []) + (["tldr"] if cfg.reference else [])
@@ -197,7 +236,12 @@ def load_grading(task_dir: Path) -> GradingConfig:
         if cfg.ground_truth:
             graders.append("any_of_n")
     if not isinstance(graders, list) or not all(isinstance(g, str) for g in graders):
-        raise _err(file, "graders", f"must be a list of names, got {graders!r}", 'e.g. graders = ["coverage", "tldr", "combined"]')
+        raise _err(
+            file,
+            "graders",
+            f"must be a list of names, got {graders!r}",
+            'e.g. graders = ["coverage", "tldr", "combined"]',
+        )
     cfg.graders = list(graders)
     check_graders(cfg, cfg.graders)
     return cfg
@@ -210,12 +254,24 @@ def check_graders(cfg: GradingConfig, graders: list[str]) -> None:
         if g not in KNOWN_GRADERS:
             raise _err(f, "graders", f"unknown grader {g!r}", f"known graders: {', '.join(KNOWN_GRADERS)}")
         if g == "coverage" and not cfg.findings:
-            raise _err(f, "findings", "the coverage grader needs a findings file", 'add findings = "grading/findings.jsonl"')
+            raise _err(
+                f, "findings", "the coverage grader needs a findings file", 'add findings = "grading/findings.jsonl"'
+            )
         if g == "combined" and not (cfg.findings and cfg.reference):
-            raise _err(f, "graders", "combined needs the coverage and tldr inputs (findings and reference)",
-                       'add findings = "..." and reference = "..." or drop "combined"')
+            raise _err(
+                f,
+                "graders",
+                "combined needs the coverage and tldr inputs (findings and reference)",
+                'add findings = "..." and reference = "..." or drop "combined"',
+            )
         if g in ("coverage", "tldr") and not cfg.reference:
-            raise _err(f, "reference", f"the {g} grader needs a reference report", 'add reference = "grading/reference.md"')
+            raise _err(
+                f, "reference", f"the {g} grader needs a reference report", 'add reference = "grading/reference.md"'
+            )
         if g == "any_of_n" and not cfg.ground_truth:
-            raise _err(f, "ground_truth", "the any_of_n grader needs the hidden behaviour",
-                       'add ground_truth = "grading/ground_truth.md" (or ground_truth_text = "...")')
+            raise _err(
+                f,
+                "ground_truth",
+                "the any_of_n grader needs the hidden behaviour",
+                'add ground_truth = "grading/ground_truth.md" (or ground_truth_text = "...")',
+            )

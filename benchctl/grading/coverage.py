@@ -5,6 +5,7 @@ is mapped to the strict score max(2s - 1, 0); coverage = (weighted) mean strict 
 scored findings, raw_score = the (weighted) mean of s, by_cluster = strict coverage per cluster.
 Findings whose batch failed stay unscored (score None) and are counted, never averaged as 0.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,16 +63,22 @@ def batch_max_tokens(n_findings: int) -> int:
     return max(DEFAULT_MAX_TOKENS, 400 * n_findings)
 
 
-async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report: str, nonce: str, tally: Tally
-                      ) -> tuple[dict[str, ItemScore], dict[str, Any]]:
+async def judge_batch(
+    job: GradeJob, judge: Judge, batch: list[Finding], report: str, nonce: str, tally: Tally
+) -> tuple[dict[str, ItemScore], dict[str, Any]]:
     """Scores for one batch, re-asking once for ids the judge missed. Returns (scores, batch info)."""
     cfg = job.cfg
     ids = [f.id for f in batch]
     system = render(cfg.prompts["system"], nonce=nonce)
-    user = render(cfg.prompts["coverage"], reference=cfg.reference, findings=format_findings(batch),
-                  report=delimit(report, nonce), ids=", ".join(ids))
+    user = render(
+        cfg.prompts["coverage"],
+        reference=cfg.reference,
+        findings=format_findings(batch),
+        report=delimit(report, nonce),
+        ids=", ".join(ids),
+    )
     info: dict[str, Any] = {"ids": ids, "calls": 1}
-    scores: dict[str, ItemScore] = {}   # kept across both answers: the re-ask asks only for what is missing
+    scores: dict[str, ItemScore] = {}  # kept across both answers: the re-ask asks only for what is missing
 
     def parse(answer: str) -> dict[str, ItemScore]:
         got = parse_scores(answer, [i for i in ids if i not in scores])
@@ -86,8 +93,15 @@ async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report:
         return render(cfg.prompts["reask"], ids=", ".join(missing))
 
     try:
-        got = await judge.ask_structured(user, parse, reask, system=system, tally=tally,
-                                         max_tokens=batch_max_tokens(len(batch)), label=f"findings {', '.join(ids)}")
+        got = await judge.ask_structured(
+            user,
+            parse,
+            reask,
+            system=system,
+            tally=tally,
+            max_tokens=batch_max_tokens(len(batch)),
+            label=f"findings {', '.join(ids)}",
+        )
         error = None if got.error is None else f"{got.error} after one re-ask"
     except JudgeFailed as e:
         error = str(e)
@@ -100,11 +114,33 @@ async def judge_batch(job: GradeJob, judge: Judge, batch: list[Finding], report:
 
 def zero_record(job: GradeJob, judge: str, rubric_hash: str, why: str) -> GradeRecord:
     """A report that does not exist or is empty covers nothing: a real 0, no judge needed."""
-    items: list[GradeItem] = [{"id": f.id, "text": f.text, "score": 0.0, "strict": 0.0, "cluster": f.cluster,
-                               "weight": f.weight, "quote": "", "reason": why} for f in job.cfg.findings]
+    items: list[GradeItem] = [
+        {
+            "id": f.id,
+            "text": f.text,
+            "score": 0.0,
+            "strict": 0.0,
+            "cluster": f.cluster,
+            "weight": f.weight,
+            "quote": "",
+            "reason": why,
+        }
+        for f in job.cfg.findings
+    ]
     cov, raw, by_cluster = summarise(items)
-    return make_record("coverage", job, judge, rubric_hash, items=items, score=cov, raw_score=raw,
-                       by_cluster=by_cluster, tally=Tally(), batches=[], note=why)
+    return make_record(
+        "coverage",
+        job,
+        judge,
+        rubric_hash,
+        items=items,
+        score=cov,
+        raw_score=raw,
+        by_cluster=by_cluster,
+        tally=Tally(),
+        batches=[],
+        note=why,
+    )
 
 
 async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
@@ -115,7 +151,7 @@ async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
         return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} missing")
     if not report.strip():
         return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} is empty")
-    batches = [cfg.findings[i:i + cfg.batch_size] for i in range(0, len(cfg.findings), cfg.batch_size)]
+    batches = [cfg.findings[i : i + cfg.batch_size] for i in range(0, len(cfg.findings), cfg.batch_size)]
     nonce = nonce_for(report)
     results = await asyncio.gather(*(judge_batch(job, judge, b, report, nonce, tally) for b in batches))
     items: list[GradeItem] = []
@@ -129,10 +165,27 @@ async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
             if s is None:
                 item.update({"score": None, "strict": None, "error": info.get("error", "unscored")})
             else:
-                item.update({"score": s.score, "strict": strict_score(s.score), "quote": s.quote, "reason": s.reason,
-                             "quote_found": quote_found(s.quote, squashed)})
+                item.update(
+                    {
+                        "score": s.score,
+                        "strict": strict_score(s.score),
+                        "quote": s.quote,
+                        "reason": s.reason,
+                        "quote_found": quote_found(s.quote, squashed),
+                    }
+                )
             items.append(item)
     cov, raw, by_cluster = summarise(items)
-    return make_record("coverage", job, judge.model, rubric_hash, items=items, score=cov, raw_score=raw,
-                       by_cluster=by_cluster, tally=tally, batches=[info for _, info in results],
-                       truncated=truncated)
+    return make_record(
+        "coverage",
+        job,
+        judge.model,
+        rubric_hash,
+        items=items,
+        score=cov,
+        raw_score=raw,
+        by_cluster=by_cluster,
+        tally=tally,
+        batches=[info for _, info in results],
+        truncated=truncated,
+    )

@@ -15,14 +15,16 @@ writes them to `grades/<grader>/judge_log/<name>.json` (format in the README, "J
 Each call's cost is also appended to its grader's spend log as soon as the answer arrives
 (`spend.py`), which `benchctl grade --max-cost` reads to continue its count on a rerun.
 """
+
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from benchctl.grading.spend import JUDGE_LOG_DIR, append_spend, spend_log_path
 from benchctl.jsonio import write_json_atomic
@@ -46,15 +48,16 @@ class Tally:
     """Usage, cost and exchanges of the judge calls behind one grade record (or one tournament
     environment or extraction); `exchanges` become its judge log. `spend_log`: where each call's
     cost is appended as it arrives (spend.py; None: not recorded, for a Tally outside a results dir)."""
+
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = 0.0
     calls: int = 0
     exchanges: list[dict[str, Any]] = field(default_factory=list)
     spend_log: Path | None = None
-    subject: str = ""                  # the judge log's name: run_id, run_id~followup-1, env, run_id~extract
+    subject: str = ""  # the judge log's name: run_id, run_id~followup-1, env, run_id~extract
 
     @classmethod
-    def for_grade(cls, results: Path, grader: str, subject: str) -> "Tally":
+    def for_grade(cls, results: Path, grader: str, subject: str) -> Tally:
         """A Tally whose calls' costs go to the grader's spend log in `results`."""
         return cls(spend_log=spend_log_path(results, grader), subject=subject)
 
@@ -64,7 +67,7 @@ class Tally:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 self.usage[k] = self.usage.get(k, 0) + int(v)
         if completion.cost_usd is None or self.cost_usd is None:
-            self.cost_usd = None   # an unknown price makes the total unknown, not smaller
+            self.cost_usd = None  # an unknown price makes the total unknown, not smaller
         else:
             self.cost_usd += completion.cost_usd
 
@@ -72,14 +75,23 @@ class Tally:
 @dataclass
 class Structured(Generic[T]):
     """What `ask_structured` got: the parsed value, or None with the reason after one re-ask."""
+
     value: T | None
-    answer: str                # the judge's last answer text
-    error: str | None          # why the last answer was unusable (None when value is set)
+    answer: str  # the judge's last answer text
+    error: str | None  # why the last answer was unusable (None when value is set)
 
 
 class Judge:
-    def __init__(self, model: str, *, concurrency: int = 16, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 temperature: float | None = 0.0, max_cost: float | None = None, spent: float = 0.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        concurrency: int = 16,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float | None = 0.0,
+        max_cost: float | None = None,
+        spent: float = 0.0,
+    ) -> None:
         if concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
         self.model = model
@@ -89,52 +101,76 @@ class Judge:
         # scores them. Calls already in flight finish, so the spend can pass the cap by those calls.
         self.max_cost = max_cost
         self.spent = float(spent)
-        self.capped = 0                 # judge calls not made because of the cap
-        self.max_tokens = max_tokens    # default; call sites whose answers grow pass their own
+        self.capped = 0  # judge calls not made because of the cap
+        self.max_tokens = max_tokens  # default; call sites whose answers grow pass their own
         # 0 for repeatable grades; benchctl.models drops it for models that reject temperature
         self.temperature = temperature
         self.concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
         self.calls = 0
 
-    async def _complete(self, messages: list[dict[str, Any]], system: str, tally: Tally, max_tokens: int,
-                        log: dict[str, Any]) -> Any:
+    async def _complete(
+        self, messages: list[dict[str, Any]], system: str, tally: Tally, max_tokens: int, log: dict[str, Any]
+    ) -> Any:
         """One call (retried in benchctl.models); the Completion, or JudgeFailed. Fills `log`."""
         from benchctl.models import ModelCallError, acomplete
+
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         async with self._sem:
             if self.max_cost is not None and self.spent >= self.max_cost:
                 self.capped += 1
-                log["error"] = (f"not asked: the grading cost cap of ${self.max_cost:.2f} is reached "
-                                f"(${self.spent:.2f} spent); rerun with a higher --max-cost to score this")
+                log["error"] = (
+                    f"not asked: the grading cost cap of ${self.max_cost:.2f} is reached "
+                    f"(${self.spent:.2f} spent); rerun with a higher --max-cost to score this"
+                )
                 raise JudgeFailed(log["error"])
             self.calls += 1
             t0 = time.perf_counter()
             try:
-                completion = await acomplete(self.model, messages, system=system, max_tokens=max_tokens,
-                                             temperature=self.temperature)
+                completion = await acomplete(
+                    self.model, messages, system=system, max_tokens=max_tokens, temperature=self.temperature
+                )
             except ModelCallError as e:
                 tally.calls += 1
-                log.update(latency_s=round(time.perf_counter() - t0, 4),
-                           error=f"judge call failed after retries: {e}")
+                log.update(latency_s=round(time.perf_counter() - t0, 4), error=f"judge call failed after retries: {e}")
                 raise JudgeFailed(log["error"]) from None
         tally.add(completion)
-        self.spent += completion.cost_usd or 0.0     # an unknown price counts 0 (allowed by --allow-unpriced)
-        if tally.spend_log is not None:              # on disk at once: an interrupted session's spend counts too
-            append_spend(tally.spend_log, judge=self.model, subject=tally.subject, ask=str(log.get("ask", "")),
-                         attempt=int(log.get("attempt", 1)), cost_usd=completion.cost_usd)
-        log.update(answer=completion.text or "", stop_reason=completion.stop_reason, refusal=completion.refusal,
-                   served_model=completion.served_model, usage=dict(completion.usage or {}),
-                   cost_usd=completion.cost_usd, latency_s=round(completion.latency_s, 4))
+        self.spent += completion.cost_usd or 0.0  # an unknown price counts 0 (allowed by --allow-unpriced)
+        if tally.spend_log is not None:  # on disk at once: an interrupted session's spend counts too
+            append_spend(
+                tally.spend_log,
+                judge=self.model,
+                subject=tally.subject,
+                ask=str(log.get("ask", "")),
+                attempt=int(log.get("attempt", 1)),
+                cost_usd=completion.cost_usd,
+            )
+        log.update(
+            answer=completion.text or "",
+            stop_reason=completion.stop_reason,
+            refusal=completion.refusal,
+            served_model=completion.served_model,
+            usage=dict(completion.usage or {}),
+            cost_usd=completion.cost_usd,
+            latency_s=round(completion.latency_s, 4),
+        )
         if completion.refusal:
             log["error"] = "the judge refused to answer"
             raise JudgeFailed(log["error"])
         return completion
 
-    async def ask_structured(self, prompt: str, parse: Callable[[str], T],
-                             reask_prompt: str | Callable[[JudgeParseError], str], *, system: str, tally: Tally,
-                             max_tokens: int | None = None, label: str = "") -> Structured[T]:
+    async def ask_structured(
+        self,
+        prompt: str,
+        parse: Callable[[str], T],
+        reask_prompt: str | Callable[[JudgeParseError], str],
+        *,
+        system: str,
+        tally: Tally,
+        max_tokens: int | None = None,
+        label: str = "",
+    ) -> Structured[T]:
         """Ask `prompt`; `parse` the answer. When parse raises JudgeParseError, send the answer back
         followed by `reask_prompt` (a string, or built from that error) and parse once more.
 
@@ -145,7 +181,7 @@ class Judge:
         answer, error = "", None
         for attempt in (1, 2):
             log: dict[str, Any] = {"ask": label, "attempt": attempt, "max_tokens": max_tokens}
-            if attempt == 1:    # the prompt holds the graded text: it is hashed, not stored again
+            if attempt == 1:  # the prompt holds the graded text: it is hashed, not stored again
                 log.update(prompt_sha256=_sha256(system + "\0" + prompt), prompt_chars=len(prompt))
             else:
                 log["prompt"] = messages[-1]["content"]
@@ -161,8 +197,10 @@ class Judge:
                 log["error"] = error
                 if attempt == 1:
                     again = reask_prompt if isinstance(reask_prompt, str) else reask_prompt(exc)
-                    messages = messages + [{"role": "assistant", "content": answer or "(empty)"},
-                                           {"role": "user", "content": again}]
+                    messages = messages + [
+                        {"role": "assistant", "content": answer or "(empty)"},
+                        {"role": "user", "content": again},
+                    ]
         return Structured(None, answer, error)
 
 
@@ -178,6 +216,17 @@ def judge_log_path(results: Path, grader: str, name: str) -> Path:
 
 def write_judge_log(path: Path, *, grader: str, subject: str, judge: str, tally: Tally, **extra: Any) -> None:
     """The one judge-log writer (every grader and the tournament): the exchanges behind one grade."""
-    write_json_atomic(path, {"schema": JUDGE_LOG_SCHEMA, "grader": grader, "subject": subject, "judge": judge,
-                             "created_at": time.time(), "calls": tally.calls, "cost_usd": tally.cost_usd,
-                             **extra, "exchanges": tally.exchanges})
+    write_json_atomic(
+        path,
+        {
+            "schema": JUDGE_LOG_SCHEMA,
+            "grader": grader,
+            "subject": subject,
+            "judge": judge,
+            "created_at": time.time(),
+            "calls": tally.calls,
+            "cost_usd": tally.cost_usd,
+            **extra,
+            "exchanges": tally.exchanges,
+        },
+    )

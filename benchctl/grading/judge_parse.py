@@ -15,6 +15,7 @@ an answer and then correct it. The rules, in order:
 Verdicts (any-of-N) are read the same way: the last `VERDICT: ...` in the answer wins, and an
 answer off the menu (e.g. PARTIAL) is unparsed.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,7 @@ class ItemScore:
 class ParsedScores:
     scores: dict[str, ItemScore] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
-    error: str | None = None     # why nothing could be read (no JSON object, wrong shape)
+    error: str | None = None  # why nothing could be read (no JSON object, wrong shape)
 
 
 def clamp_score(value: Any) -> float | None:
@@ -94,11 +95,14 @@ def parse_scores(text: str, expected_ids: list[str]) -> ParsedScores:
             # also accept a flat {"F1": 0.7, "F2": {...}} keyed by the batch's ids
             entries = [(k, v) for k, v in obj.items() if _normalise_id(str(k)) in by_norm] or None
         if entries is not None:
-            chosen = entries   # may be empty ({"scores": []}): then every id is simply missing
+            chosen = entries  # may be empty ({"scores": []}): then every id is simply missing
     out = ParsedScores()
     if chosen is None:
-        out.error = ("no JSON object with scores for this batch in the judge's answer"
-                     if "{" in text else "the judge's answer contains no JSON object")
+        out.error = (
+            "no JSON object with scores for this batch in the judge's answer"
+            if "{" in text
+            else "the judge's answer contains no JSON object"
+        )
         out.missing = list(expected_ids)
         return out
     for ident, value in chosen:
@@ -125,8 +129,9 @@ def parse_holistic(text: str) -> ItemScore | None:
         if "score" in obj:
             score = clamp_score(obj.get("score"))
             if score is not None:
-                found = ItemScore(score, str(obj.get("quote") or ""),
-                                  str(obj.get("reason") or obj.get("reasoning") or ""))
+                found = ItemScore(
+                    score, str(obj.get("quote") or ""), str(obj.get("reason") or obj.get("reasoning") or "")
+                )
     return found
 
 

@@ -15,14 +15,16 @@ judge call every session gives each of its graders' spend logs its seed line onc
 grade records written before the log, estimated from their `cost_usd`; spend.py), whether it has a
 cap or not: a record rewritten by an uncapped session would otherwise take its cost with it.
 """
+
 from __future__ import annotations
 
 import asyncio
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from benchctl.grading import DERIVED, GRADERS, WHOLE_RESULTS
 from benchctl.grading.combined import grade_combined
@@ -33,20 +35,20 @@ from benchctl.grading.spend import Seed, judge_spent_on_disk, seed_spend_log
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
 
-if TYPE_CHECKING:   # the tournament is imported only when a session rates one
+if TYPE_CHECKING:  # the tournament is imported only when a session rates one
     from benchctl.tournament.schema import Ratings
 
 
 @dataclass
 class GradeOptions:
     judge: str
-    graders: list[str] | None = None       # None: the task's [grading] graders
+    graders: list[str] | None = None  # None: the task's [grading] graders
     concurrency: int = 16
     force: bool = False
-    task_dir: Path | None = None           # overrides meta.spec.task_dir for every run
-    run_glob: str | None = None            # fnmatch over run ids
-    auditor_key: str = "model"             # tournament: meta fields that name an auditor, e.g. model+harness
-    max_cost: float | None = None          # USD the grading spend may reach (--max-cost; earlier sessions' count)
+    task_dir: Path | None = None  # overrides meta.spec.task_dir for every run
+    run_glob: str | None = None  # fnmatch over run ids
+    auditor_key: str = "model"  # tournament: meta fields that name an auditor, e.g. model+harness
+    max_cost: float | None = None  # USD the grading spend may reach (--max-cost; earlier sessions' count)
 
 
 @dataclass
@@ -55,32 +57,32 @@ class Outcome:
     run_id: str
     artifact: str
     artifact_tag: str | None
-    status: str                            # scored | partial | unscored
+    status: str  # scored | partial | unscored
     score: float | None
     n_items: int
     n_unscored: int
-    reused: bool                           # an existing grade was kept (resume)
-    config: str = ""                       # run id without its seed: the configuration
+    reused: bool  # an existing grade was kept (resume)
+    config: str = ""  # run id without its seed: the configuration
     cost_usd: float | None = 0.0
 
 
 @dataclass
 class Session:
     outcomes: list[Outcome] = field(default_factory=list)
-    skipped_runs: list[tuple[str, str]] = field(default_factory=list)   # (run_id, why not graded)
-    judge_calls: int = 0                   # every judge call of the session, the tournament's included
+    skipped_runs: list[tuple[str, str]] = field(default_factory=list)  # (run_id, why not graded)
+    judge_calls: int = 0  # every judge call of the session, the tournament's included
     tournament_judge_calls: int = 0
-    judge_spent_usd: float = 0.0           # priced spend of this session's judge calls
-    judge_spent_before_usd: float = 0.0    # with a cost cap: what the graders' spend logs held before it
+    judge_spent_usd: float = 0.0  # priced spend of this session's judge calls
+    judge_spent_before_usd: float = 0.0  # with a cost cap: what the graders' spend logs held before it
     judge_spent_estimated_usd: float = 0.0  # of which: estimated from grade records older than the logs
-    spend_seeds: list[Seed] = field(default_factory=list)   # the seed lines this session wrote (spend.py)
-    judge_max_cost: float | None = None    # the session's cost cap (--max-cost)
-    judge_calls_capped: int = 0            # judge calls not made: the --max-cost cap was reached
+    spend_seeds: list[Seed] = field(default_factory=list)  # the seed lines this session wrote (spend.py)
+    judge_max_cost: float | None = None  # the session's cost cap (--max-cost)
+    judge_calls_capped: int = 0  # judge calls not made: the --max-cost cap was reached
     tournament: bool = False
     # tasks of the planned runs that asked for the tournament grader: the tournament covers every
     # finished run of these tasks (auditors of one environment are rated against each other)
     tournament_tasks: set[str] = field(default_factory=set)
-    tournament_ratings: Ratings | None = None     # what grade_tournament wrote to ratings.json
+    tournament_ratings: Ratings | None = None  # what grade_tournament wrote to ratings.json
 
 
 def configuration_of(run_id: str) -> str:
@@ -119,9 +121,19 @@ def _existing(path: Path, judge: str, rubric_hash: str) -> dict[str, Any] | None
 
 
 def _outcome(rec: dict[str, Any], reused: bool) -> Outcome:
-    return Outcome(rec["grader"], rec["run_id"], rec.get("artifact", ""), rec.get("artifact_tag"), rec["status"],
-                   rec.get("score"), rec.get("n_items", 0), rec.get("n_unscored", 0), reused,
-                   configuration_of(rec["run_id"]), rec.get("cost_usd"))
+    return Outcome(
+        rec["grader"],
+        rec["run_id"],
+        rec.get("artifact", ""),
+        rec.get("artifact_tag"),
+        rec["status"],
+        rec.get("score"),
+        rec.get("n_items", 0),
+        rec.get("n_unscored", 0),
+        reused,
+        configuration_of(rec["run_id"]),
+        rec.get("cost_usd"),
+    )
 
 
 def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[str]]], Session]:
@@ -134,8 +146,11 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
         if opts.run_glob and not fnmatch.fnmatch(run_id, opts.run_glob):
             continue
         if meta.get("status") not in GRADED_STATUSES:
-            why = (": stopped by a cost cap (not graded, never averaged)" if meta.get("status") == "budget_exhausted"
-                   else " is not finished")
+            why = (
+                ": stopped by a cost cap (not graded, never averaged)"
+                if meta.get("status") == "budget_exhausted"
+                else " is not finished"
+            )
             session.skipped_runs.append((run_id, f"status {meta.get('status')!r}{why}"))
             continue
         task_dir = opts.task_dir or (meta.get("spec") or {}).get("task_dir")
@@ -162,9 +177,12 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
     return jobs, session
 
 
-async def grade_results(results: Path, opts: GradeOptions,
-                        on_done: Callable[[Outcome], None] | None = None,
-                        on_plan: Callable[[int], None] | None = None) -> Session:
+async def grade_results(
+    results: Path,
+    opts: GradeOptions,
+    on_done: Callable[[Outcome], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
+) -> Session:
     """Grade everything `plan` finds. on_plan(n) is told how many grades will follow; on_done
     is called once per grade (written or reused) — hooks for a progress display."""
     results = Path(results)
@@ -175,7 +193,7 @@ async def grade_results(results: Path, opts: GradeOptions,
     # before any grade is (re)written: the spend of records older than their grader's log goes into it
     session.spend_seeds = [s for g in graders if (s := await asyncio.to_thread(seed_spend_log, results, g))]
     spent = 0.0
-    if opts.max_cost is not None:    # the count continues from what earlier sessions spent
+    if opts.max_cost is not None:  # the count continues from what earlier sessions spent
         on_disk = judge_spent_on_disk(results, graders)
         spent, session.judge_spent_estimated_usd = on_disk.usd, round(on_disk.estimated_usd, 6)
     judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost, spent=spent)
@@ -191,8 +209,11 @@ async def grade_results(results: Path, opts: GradeOptions,
 
     async def one(job: GradeJob, grader: str) -> None:
         rubric_hash = job.cfg.rubric_hash(grader)
-        old = None if opts.force else _existing(grade_path(results, grader, job.run_id, job.artifact_tag),
-                                                opts.judge, rubric_hash)
+        old = (
+            None
+            if opts.force
+            else _existing(grade_path(results, grader, job.run_id, job.artifact_tag), opts.judge, rubric_hash)
+        )
         if old is not None:
             await finish(old, True)
             return
@@ -213,9 +234,9 @@ async def grade_results(results: Path, opts: GradeOptions,
         before = judge.calls
         try:
             session.tournament_ratings = await agrade_tournament(
-                results, judge, force=opts.force, auditor_key=opts.auditor_key,
-                tasks=sorted(session.tournament_tasks))
-        except (ValueError, FileNotFoundError) as e:   # bad auditor key, run without a task, nothing to rate
+                results, judge, force=opts.force, auditor_key=opts.auditor_key, tasks=sorted(session.tournament_tasks)
+            )
+        except (ValueError, FileNotFoundError) as e:  # bad auditor key, run without a task, nothing to rate
             raise GradingConfigError(f"tournament: {e}") from None
         session.tournament_judge_calls = judge.calls - before
     session.judge_calls = judge.calls
@@ -237,6 +258,11 @@ def write_grade(results: Path, rec: dict[str, Any], tally: Tally | None) -> None
     first, so a grade on disk always has the exchanges it came from next to it."""
     path = grade_path(results, rec["grader"], rec["run_id"], rec.get("artifact_tag"))
     if tally is not None:
-        write_judge_log(judge_log_path(results, rec["grader"], path.stem), grader=rec["grader"], subject=path.stem,
-                        judge=rec["judge"], tally=tally)
+        write_judge_log(
+            judge_log_path(results, rec["grader"], path.stem),
+            grader=rec["grader"],
+            subject=path.stem,
+            judge=rec["judge"],
+            tally=tally,
+        )
     write_json_atomic(path, rec)

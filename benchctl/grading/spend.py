@@ -36,15 +36,17 @@ tournament's extractions redone without a new dedup, and unpriced records (`unpr
 are not in it. A record whose `cost_usd` is not a number, or that cannot be read, is not counted
 and named in `skipped` (and in the session's warnings), never counted as 0 in silence.
 """
+
 from __future__ import annotations
 
 import fcntl
 import math
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any
 
 import orjson
 
@@ -68,10 +70,21 @@ def append_spend(path: Path, *, judge: str, subject: str, ask: str, attempt: int
     """One judge call's cost, appended as one line in one write (no fsync: a call's cost is
     worth milliseconds of no judge call's time; a crash loses at most what the OS had not written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = orjson.dumps({"at": round(time.time(), 3), "judge": judge, "subject": subject, "ask": ask,
-                         "attempt": attempt, "cost_usd": cost_usd}) + b"\n"
+    line = (
+        orjson.dumps(
+            {
+                "at": round(time.time(), 3),
+                "judge": judge,
+                "subject": subject,
+                "ask": ask,
+                "attempt": attempt,
+                "cost_usd": cost_usd,
+            }
+        )
+        + b"\n"
+    )
     with open(path, "a+b") as f:
-        f.write(_after_torn_line(f) + line)    # O_APPEND: one write at the end, whoever else appends
+        f.write(_after_torn_line(f) + line)  # O_APPEND: one write at the end, whoever else appends
 
 
 def _after_torn_line(f: Any) -> bytes:
@@ -89,10 +102,11 @@ def _after_torn_line(f: Any) -> bytes:
 class LoggedSpend:
     """USD the spend logs hold: every line's known cost, and the part of it their seed lines
     estimated from grade records written before the logs."""
+
     usd: float = 0.0
     estimated_usd: float = 0.0
 
-    def __add__(self, other: "LoggedSpend") -> "LoggedSpend":
+    def __add__(self, other: LoggedSpend) -> LoggedSpend:
         return LoggedSpend(self.usd + other.usd, self.estimated_usd + other.estimated_usd)
 
 
@@ -138,13 +152,14 @@ def judge_spent_on_disk(results: Path, graders: Collection[str]) -> LoggedSpend:
 @dataclass
 class Seed:
     """What `seed_spend_log` wrote: the spend it estimated from the grader's records."""
+
     grader: str
-    cost_usd: float = 0.0          # known costs of the records counted
-    grades: int = 0                # records counted (their subject had no line in the log)
-    unpriced: int = 0              # of which with a null cost (counted 0)
+    cost_usd: float = 0.0  # known costs of the records counted
+    grades: int = 0  # records counted (their subject had no line in the log)
+    unpriced: int = 0  # of which with a null cost (counted 0)
     judges: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)    # records not counted (unreadable, or no cost in USD)
-    warnings: list[str] = field(default_factory=list)   # why, one per skipped record
+    skipped: list[str] = field(default_factory=list)  # records not counted (unreadable, or no cost in USD)
+    warnings: list[str] = field(default_factory=list)  # why, one per skipped record
 
 
 def seed_lines(seed: Seed) -> list[str]:
@@ -153,8 +168,10 @@ def seed_lines(seed: Seed) -> list[str]:
     out = []
     if seed.grades:
         unpriced = f"; {seed.unpriced} unpriced, counted $0" if seed.unpriced else ""
-        out.append(f"{seed.grader}: spend log started with ${seed.cost_usd:.4f} of earlier judge spend, estimated "
-                   f"from {seed.grades} grade record(s) written before it (a lower bound{unpriced})")
+        out.append(
+            f"{seed.grader}: spend log started with ${seed.cost_usd:.4f} of earlier judge spend, estimated "
+            f"from {seed.grades} grade record(s) written before it (a lower bound{unpriced})"
+        )
     return out + [f"{seed.grader}: {w}" for w in seed.warnings]
 
 
@@ -185,12 +202,13 @@ def estimate_from_records(results: Path, grader: str, logged_subjects: Collectio
             continue
         if not isinstance(rec, dict):
             seed.skipped.append(name)
-            seed.warnings.append(f"{name}: not a grade record (a JSON {type(rec).__name__}); its judge spend "
-                                 f"is not counted")
+            seed.warnings.append(
+                f"{name}: not a grade record (a JSON {type(rec).__name__}); its judge spend is not counted"
+            )
             continue
         c = rec.get("cost_usd", "<missing>")
         if c is None:
-            seed.unpriced += 1     # an unpriced judge: counts 0, as in the log
+            seed.unpriced += 1  # an unpriced judge: counts 0, as in the log
         elif (known := _known_cost(c)) is None:
             seed.skipped.append(name)
             seed.warnings.append(f"{name}: cost_usd {c!r} is not a cost in USD; its judge spend is not counted")
@@ -218,9 +236,22 @@ def seed_spend_log(results: Path, grader: str) -> Seed | None:
             if any(_is_seed(line) for line in data.splitlines()):
                 return None
             seed = estimate_from_records(results, grader, {str(r.get("subject")) for r in _lines(data)})
-            line = orjson.dumps({"at": round(time.time(), 3), "judge": ", ".join(seed.judges), "subject": "",
-                                 "ask": SEED_ASK, "attempt": 0, "cost_usd": seed.cost_usd, "grades": seed.grades,
-                                 "unpriced": seed.unpriced, "skipped": seed.skipped}) + b"\n"
+            line = (
+                orjson.dumps(
+                    {
+                        "at": round(time.time(), 3),
+                        "judge": ", ".join(seed.judges),
+                        "subject": "",
+                        "ask": SEED_ASK,
+                        "attempt": 0,
+                        "cost_usd": seed.cost_usd,
+                        "grades": seed.grades,
+                        "unpriced": seed.unpriced,
+                        "skipped": seed.skipped,
+                    }
+                )
+                + b"\n"
+            )
             f.write(_after_torn_line(f) + line)
             f.flush()
         finally:

@@ -3,11 +3,12 @@
 Every function returns None instead of a number when the statistic is undefined (too few
 values, zero variance), so callers show "n/a" rather than a misleading 0.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from benchctl.stats import mean_or_none
 
@@ -77,6 +78,7 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 class PairCounts:
     """Judge vs human over pairs the human scored at least `min_gap` apart: how many the judge put
     in the same order, scored equal (tied), or put in reverse order."""
+
     same: int = 0
     tied: int = 0
     reversed: int = 0
@@ -90,7 +92,7 @@ class PairCounts:
         """Same order = 1, judge tie = 1/2, reversed = 0; None when no pair qualifies."""
         return (self.same + self.tied / 2) / self.pairs if self.pairs else None
 
-    def __add__(self, other: "PairCounts") -> "PairCounts":
+    def __add__(self, other: PairCounts) -> PairCounts:
         return PairCounts(self.same + other.same, self.tied + other.tied, self.reversed + other.reversed)
 
 
@@ -115,8 +117,9 @@ def pair_counts(human: Sequence[float], judge: Sequence[float], *, min_gap: floa
     return PairCounts(same, tied, rev)
 
 
-def pairwise_accuracy(human: Sequence[float], judge: Sequence[float], *, min_gap: float = 0.2
-                      ) -> tuple[float | None, int]:
+def pairwise_accuracy(
+    human: Sequence[float], judge: Sequence[float], *, min_gap: float = 0.2
+) -> tuple[float | None, int]:
     """Share of pairs the judge orders like the human, over pairs the human scored >= min_gap apart
     (same order = 1, judge tie = 1/2, reversed = 0), and the number of pairs; accuracy is None when
     no pair qualifies."""

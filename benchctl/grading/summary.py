@@ -1,15 +1,17 @@
 """The table printed after grading: counts first, and no average that hides missing grades."""
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.spend import seed_lines
 from benchctl.grading.stats import wilson_interval
 from benchctl.stats import mean_or_none
 
-if TYPE_CHECKING:   # the tournament is imported only when a session rates one
+if TYPE_CHECKING:  # the tournament is imported only when a session rates one
     from benchctl.tournament.schema import Ratings
 
 
@@ -33,13 +35,19 @@ def grader_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
         scores = [o.score for o in os_ if o.score is not None]
         unscored = sum(1 for o in os_ if o.status == "unscored")
         costs = [o.cost_usd for o in os_ if not o.reused]
-        rows.append({
-            "grader": grader, "grades": len(os_), "reused": sum(o.reused for o in os_),
-            "scored": sum(o.status == "scored" for o in os_), "partial": sum(o.status == "partial" for o in os_),
-            "unscored": unscored, "items_unscored": f"{sum(o.n_unscored for o in os_)} of {sum(o.n_items for o in os_)}",
-            "mean": _mean_cell(scores, unscored),
-            "cost": "unknown" if any(c is None for c in costs) else f"${sum(c or 0 for c in costs):.4f}",
-        })
+        rows.append(
+            {
+                "grader": grader,
+                "grades": len(os_),
+                "reused": sum(o.reused for o in os_),
+                "scored": sum(o.status == "scored" for o in os_),
+                "partial": sum(o.status == "partial" for o in os_),
+                "unscored": unscored,
+                "items_unscored": f"{sum(o.n_unscored for o in os_)} of {sum(o.n_items for o in os_)}",
+                "mean": _mean_cell(scores, unscored),
+                "cost": "unknown" if any(c is None for c in costs) else f"${sum(c or 0 for c in costs):.4f}",
+            }
+        )
     return rows
 
 
@@ -54,8 +62,16 @@ def success_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
         scored = [o for o in by[config] if o.score is not None]
         k, n = sum(1 for o in scored if o.score == 1.0), len(scored)
         lo, hi = wilson_interval(k, n)
-        rows.append({"configuration": config, "k": k, "n": n, "rate": f"{k / n:.2f}" if n else "n/a",
-                     "ci95": f"{lo:.2f}–{hi:.2f}", "unscored": len(by[config]) - n})
+        rows.append(
+            {
+                "configuration": config,
+                "k": k,
+                "n": n,
+                "rate": f"{k / n:.2f}" if n else "n/a",
+                "ci95": f"{lo:.2f}–{hi:.2f}",
+                "unscored": len(by[config]) - n,
+            }
+        )
     return rows
 
 
@@ -68,8 +84,10 @@ def tournament_lines(ratings: Ratings | None) -> tuple[list[str], list[str]]:
 
     board = ratings.get("leaderboard") or []
     envs = ratings.get("environments") or []
-    lines = [f"tournament: {len(board)} auditor(s) ({ratings.get('auditor_key')}) rated over {len(envs)} "
-             f"environment(s); see grades/tournament/ratings.json or `benchctl report`"]
+    lines = [
+        f"tournament: {len(board)} auditor(s) ({ratings.get('auditor_key')}) rated over {len(envs)} "
+        f"environment(s); see grades/tournament/ratings.json or `benchctl report`"
+    ]
     return lines, [f"tournament: {w}" for w in unscored_notes(ratings)]
 
 
@@ -77,6 +95,7 @@ def print_summary(session: Session) -> None:
     from rich.table import Table
 
     from benchctl.console import wide_console
+
     console = wide_console()
     table = Table(title="grades")
     cols = ["grader", "grades", "reused", "scored", "partial", "unscored", "items_unscored", "mean", "cost"]
@@ -93,22 +112,32 @@ def print_summary(session: Session) -> None:
         for row in succ:
             t2.add_row(*(str(row[c]) for c in ("configuration", "k", "n", "rate", "ci95", "unscored")))
         console.print(t2)
-    console.print(f"judge calls: {session.judge_calls}" + (f" ({session.tournament_judge_calls} by the tournament)"
-                                                            if session.tournament else "")
-                  + "; exchanges in grades/<grader>/judge_log/")
+    console.print(
+        f"judge calls: {session.judge_calls}"
+        + (f" ({session.tournament_judge_calls} by the tournament)" if session.tournament else "")
+        + "; exchanges in grades/<grader>/judge_log/"
+    )
     for seed in session.spend_seeds:
         for n, line in enumerate(seed_lines(seed)):
             console.print(line if n == 0 and seed.grades else f"[yellow]{line}[/yellow]")
     if session.judge_max_cost is not None:
         total = session.judge_spent_before_usd + session.judge_spent_usd
-        estimated = (f", ${session.judge_spent_estimated_usd:.4f} of it estimated from grade records written before "
-                     f"the spend log" if session.judge_spent_estimated_usd else "")
-        console.print(f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls "
-                      f"(${session.judge_spent_before_usd:.4f} before this session{estimated}; "
-                      f"grades/<grader>/judge_log/spend.jsonl)")
+        estimated = (
+            f", ${session.judge_spent_estimated_usd:.4f} of it estimated from grade records written before "
+            f"the spend log"
+            if session.judge_spent_estimated_usd
+            else ""
+        )
+        console.print(
+            f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls "
+            f"(${session.judge_spent_before_usd:.4f} before this session{estimated}; "
+            f"grades/<grader>/judge_log/spend.jsonl)"
+        )
     if session.judge_calls_capped:
-        console.print(f"cost cap reached: {session.judge_calls_capped} judge call(s) not made, their items are "
-                      f"unscored (raise --max-cost and rerun to score them)")
+        console.print(
+            f"cost cap reached: {session.judge_calls_capped} judge call(s) not made, their items are "
+            f"unscored (raise --max-cost and rerun to score them)"
+        )
     lines, warnings = tournament_lines(session.tournament_ratings)
     for line in lines:
         console.print(line)
@@ -118,5 +147,7 @@ def print_summary(session: Session) -> None:
         console.print(f"[dim]not graded: {run_id}: {why}[/dim]")
     missing = sum(o.status == "unscored" for o in session.outcomes)
     if missing:
-        console.print(f"[yellow]{missing} grade(s) unscored (judge failed or a part is missing); "
-                      f"re-run the same command to retry them.[/yellow]")
+        console.print(
+            f"[yellow]{missing} grade(s) unscored (judge failed or a part is missing); "
+            f"re-run the same command to retry them.[/yellow]"
+        )

@@ -6,6 +6,7 @@ markers carrying a nonce derived from the text itself (so a report cannot contai
 closing marker without inverting a hash) and the system prompt tells the judge that what is
 between the markers is data, not instructions.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,9 +23,11 @@ def render(template: str, **values: str) -> str:
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in values:
-            raise TemplateError(f"prompt template uses {{{{{name}}}}} but only "
-                                f"{', '.join(sorted(values))} are available")
+            raise TemplateError(
+                f"prompt template uses {{{{{name}}}}} but only {', '.join(sorted(values))} are available"
+            )
         return values[name]
+
     return _PLACEHOLDER.sub(sub, template)
 
 

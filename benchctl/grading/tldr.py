@@ -9,6 +9,7 @@ Extraction rule (documented in the README):
 3. Else the opening paragraph: the first block of non-empty lines that is not a heading.
 An empty report has no TLDR (graded 0 without calling the judge).
 """
+
 from __future__ import annotations
 
 import re
@@ -22,7 +23,9 @@ if TYPE_CHECKING:  # runtime imports are lazy so extract_tldr stays importable o
 _NAMES = {"tldr", "tl;dr", "tl dr", "tl-dr", "summary", "executive summary"}
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BOLD_LINE = re.compile(r"^\s*(\*\*|__)(.+?)(\*\*|__)\s*:?\s*$")
-_INLINE = re.compile(r"^\s*(?:\*\*|__)?(tl;?\s?dr|summary)(?:\*\*|__)?\s*[:\-–—]\s*(?:\*\*|__)?\s*(.+)", re.IGNORECASE | re.DOTALL)
+_INLINE = re.compile(
+    r"^\s*(?:\*\*|__)?(tl;?\s?dr|summary)(?:\*\*|__)?\s*[:\-–—]\s*(?:\*\*|__)?\s*(.+)", re.IGNORECASE | re.DOTALL
+)
 
 
 def _norm(title: str) -> str:
@@ -36,7 +39,7 @@ def _heading(line: str) -> tuple[int, str] | None:
         return len(m.group(1)), m.group(2)
     m = _BOLD_LINE.match(line)
     if m:
-        return 7, m.group(2)   # a bold line acts as a heading of the lowest level
+        return 7, m.group(2)  # a bold line acts as a heading of the lowest level
     return None
 
 
@@ -61,7 +64,7 @@ def extract_tldr(report: str) -> tuple[str, str]:
         if h and _norm(h[1]) in _NAMES:
             level = h[0]
             body = []
-            for nxt in lines[i + 1:]:
+            for nxt in lines[i + 1 :]:
                 h2 = _heading(nxt)
                 if h2 and (h2[0] <= level or level == 7):
                     break
@@ -83,7 +86,8 @@ def extract_tldr(report: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- grading
 
-async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeRecord":
+
+async def grade_tldr(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
     from benchctl.grading.judge import JudgeFailed
     from benchctl.grading.judge_parse import ItemScore, parse_holistic
     from benchctl.grading.record import make_record
@@ -94,12 +98,23 @@ async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeR
     rubric_hash = cfg.rubric_hash("tldr")
     report, _ = job.read_text()
     tldr, rule = extract_tldr(report or "")
-    ref_summary, _ = extract_tldr(cfg.reference)   # recorded as `expected`: what the TLDR was judged against
+    ref_summary, _ = extract_tldr(cfg.reference)  # recorded as `expected`: what the TLDR was judged against
     if not tldr:
         why = f"artifact {job.artifact} missing" if report is None else "the report has no text, so no TLDR"
-        return make_record("tldr", job, judge.model, rubric_hash, tally=tally, score=0.0, raw_score=0.0,
-                           items=[{"id": "holistic", "score": 0.0, "reason": why}], tldr="", tldr_rule=rule, note=why,
-                           expected=ref_summary)
+        return make_record(
+            "tldr",
+            job,
+            judge.model,
+            rubric_hash,
+            tally=tally,
+            score=0.0,
+            raw_score=0.0,
+            items=[{"id": "holistic", "score": 0.0, "reason": why}],
+            tldr="",
+            tldr_rule=rule,
+            note=why,
+            expected=ref_summary,
+        )
     nonce = nonce_for(tldr)
 
     def parse(answer: str) -> ItemScore:
@@ -111,13 +126,29 @@ async def grade_tldr(job: "GradeJob", judge: "Judge", tally: "Tally") -> "GradeR
     item: GradeItem = {"id": "holistic", "score": None}
     try:
         got = await judge.ask_structured(
-            render(cfg.prompts["tldr"], reference_summary=ref_summary, tldr=delimit(tldr, nonce)), parse,
-            cfg.prompts["tldr_reask"], system=render(cfg.prompts["system"], nonce=nonce), tally=tally, label="tldr")
+            render(cfg.prompts["tldr"], reference_summary=ref_summary, tldr=delimit(tldr, nonce)),
+            parse,
+            cfg.prompts["tldr_reask"],
+            system=render(cfg.prompts["system"], nonce=nonce),
+            tally=tally,
+            label="tldr",
+        )
         if got.value is None:
             item["error"] = f"{got.error} after one re-ask"
         else:
             item.update({"score": got.value.score, "reason": got.value.reason})
     except JudgeFailed as e:
         item["error"] = str(e)
-    return make_record("tldr", job, judge.model, rubric_hash, tally=tally, items=[item], score=item["score"],
-                       raw_score=item["score"], tldr=tldr, tldr_rule=rule, expected=ref_summary)
+    return make_record(
+        "tldr",
+        job,
+        judge.model,
+        rubric_hash,
+        tally=tally,
+        items=[item],
+        score=item["score"],
+        raw_score=item["score"],
+        tldr=tldr,
+        tldr_rule=rule,
+        expected=ref_summary,
+    )

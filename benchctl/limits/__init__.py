@@ -21,20 +21,23 @@ Around it:
 
 `benchctl gateway` gets a LocalLimiter of its own with the same flags (cost cap scope `gateway`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 
 @dataclass
 class Grant:
     """A call may go: what it holds (release it when the call ends), and how long it waited."""
-    permit: Any                 # the limiter's handle for `release` (None when nothing needs releasing)
+
+    permit: Any  # the limiter's handle for `release` (None when nothing needs releasing)
     waited_s: float = 0.0
-    reason: str | None = None   # why it waited: max_connections | requests_per_minute | tokens_per_minute
-                                # | retry_after | rate_limit_headers (None: it did not wait)
-    tracked: bool = False       # it holds a connection slot or owes tokens: release it when the call's body ends
+    reason: str | None = None  # why it waited: max_connections | requests_per_minute | tokens_per_minute
+    # | retry_after | rate_limit_headers (None: it did not wait)
+    tracked: bool = False  # it holds a connection slot or owes tokens: release it when the call's body ends
 
 
 class Limiter(Protocol):
@@ -58,11 +61,9 @@ class Limiter(Protocol):
         """Add priced spend; True when the sweep's cost cap is reached."""
         ...
 
-    def exhausted(self) -> bool:
-        ...
+    def exhausted(self) -> bool: ...
 
-    def spent(self) -> float:
-        ...
+    def spent(self) -> float: ...
 
     def release_holder(self, holder: str) -> None:
         """A run ended: free whatever it still holds."""

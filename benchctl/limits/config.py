@@ -22,6 +22,7 @@ limits (`benchctl.tasks`). A limit key is a provider (`anthropic`, `openai`, `go
 `openai-compatible/<name>` — each of those has its own base URL and key — or `scripted`), or a
 full model id; a call is limited by its provider key and, when configured, by its model's.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,9 @@ class LimitsConfigError(ValueError):
 @dataclass(frozen=True)
 class ProviderLimit:
     """Limits of one key; None = no limit of that kind."""
-    max_connections: int | None = None       # requests in flight at once (streams count until they end)
-    tokens_per_minute: int | None = None     # uncached input + cache writes + output, on average
+
+    max_connections: int | None = None  # requests in flight at once (streams count until they end)
+    tokens_per_minute: int | None = None  # uncached input + cache writes + output, on average
     requests_per_minute: int | None = None
 
     def any(self) -> bool:
@@ -52,16 +54,17 @@ class ProviderLimit:
 @dataclass
 class LimitsConfig:
     """A sweep's limits (picklable: it travels to Ray nodes with the limiter)."""
-    max_cost: float | None = None                  # USD, the whole sweep
+
+    max_cost: float | None = None  # USD, the whole sweep
     allow_unpriced: bool = False
-    max_connections: int | None = None             # default for every provider key
-    providers: dict[str, ProviderLimit] = field(default_factory=dict)   # limit key -> its limits
+    max_connections: int | None = None  # default for every provider key
+    providers: dict[str, ProviderLimit] = field(default_factory=dict)  # limit key -> its limits
 
     def limit_for(self, key: str) -> ProviderLimit:
         """The limits of a key: its own table; a provider key without one gets `max_connections`."""
         own = self.providers.get(key)
         if "/" in key and not key.startswith("openai-compatible/"):
-            return own or ProviderLimit()               # a model: only what its own table says
+            return own or ProviderLimit()  # a model: only what its own table says
         if own is None:
             return ProviderLimit(max_connections=self.max_connections)
         if own.max_connections is None and self.max_connections is not None:
@@ -69,9 +72,12 @@ class LimitsConfig:
         return own
 
     def to_dict(self) -> dict[str, Any]:
-        return {"max_cost": self.max_cost, "allow_unpriced": self.allow_unpriced,
-                "max_connections": self.max_connections,
-                "providers": {k: {f: v for f, v in asdict(p).items() if v is not None} for k, p in self.providers.items()}}
+        return {
+            "max_cost": self.max_cost,
+            "allow_unpriced": self.allow_unpriced,
+            "max_connections": self.max_connections,
+            "providers": {k: {f: v for f, v in asdict(p).items() if v is not None} for k, p in self.providers.items()},
+        }
 
 
 def provider_key(model: ModelId) -> str:
@@ -90,6 +96,7 @@ def keys_for(model: ModelId) -> tuple[str, ...]:
 
 # ---- parsing -----------------------------------------------------------------------------------
 
+
 def _count(value: Any, where: str, key: str, fix: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise LimitsConfigError(f"{where}: key `{key}`: {value!r} is not a whole number >= 1. Fix: {fix}")
@@ -99,8 +106,9 @@ def _count(value: Any, where: str, key: str, fix: str) -> int:
 def check_max_cost(value: Any, where: str, key: str = "max_cost") -> float:
     """A positive, finite number of USD."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise LimitsConfigError(f"{where}: key `{key}`: {value!r} is not a positive amount of USD. "
-                                f"Fix: e.g. {key} = 25.0")
+        raise LimitsConfigError(
+            f"{where}: key `{key}`: {value!r} is not a positive amount of USD. Fix: e.g. {key} = 25.0"
+        )
     return float(value)
 
 
@@ -112,22 +120,30 @@ def check_limit_key(key: str, where: str) -> str:
         ModelId.parse(key)
     except ModelIdError:
         providers = ", ".join(p for p in PROVIDERS if p != "openai-compatible")
-        raise LimitsConfigError(f"{where}: key `limits.providers.{key}`: not a provider key or a model id. Fix: use "
-                                f"one of {providers}, openai-compatible/<name>, or a model id such as "
-                                f"anthropic/claude-sonnet-5-5") from None
+        raise LimitsConfigError(
+            f"{where}: key `limits.providers.{key}`: not a provider key or a model id. Fix: use "
+            f"one of {providers}, openai-compatible/<name>, or a model id such as "
+            f"anthropic/claude-sonnet-5-5"
+        ) from None
     return key
 
 
 def parse_provider(table: Any, where: str, key: str) -> ProviderLimit:
     prefix = f"limits.providers.{key}"
     if not isinstance(table, dict):
-        raise LimitsConfigError(f"{where}: key `{prefix}`: must be a table. Fix: [{prefix}] with "
-                                f"{', '.join(LIMIT_FIELDS)}")
+        raise LimitsConfigError(
+            f"{where}: key `{prefix}`: must be a table. Fix: [{prefix}] with {', '.join(LIMIT_FIELDS)}"
+        )
     for k in table:
         if k not in LIMIT_FIELDS:
-            raise LimitsConfigError(f"{where}: key `{prefix}.{k}`: unknown key. Fix: use one of {', '.join(LIMIT_FIELDS)}")
-    fixes = {"max_connections": "e.g. max_connections = 8", "tokens_per_minute": "e.g. tokens_per_minute = 400000",
-             "requests_per_minute": "e.g. requests_per_minute = 1000"}
+            raise LimitsConfigError(
+                f"{where}: key `{prefix}.{k}`: unknown key. Fix: use one of {', '.join(LIMIT_FIELDS)}"
+            )
+    fixes = {
+        "max_connections": "e.g. max_connections = 8",
+        "tokens_per_minute": "e.g. tokens_per_minute = 400000",
+        "requests_per_minute": "e.g. requests_per_minute = 1000",
+    }
     return ProviderLimit(**{k: _count(v, where, f"{prefix}.{k}", fixes[k]) for k, v in table.items()})
 
 
@@ -137,8 +153,10 @@ def parse_sweep_limits(table: Any, where: str) -> LimitsConfig:
         raise LimitsConfigError(f"{where}: key `limits`: must be a table. Fix: write it as [limits]")
     for k in table:
         if k not in SWEEP_KEYS:
-            raise LimitsConfigError(f"{where}: key `limits.{k}`: unknown key. Fix: use one of {', '.join(SWEEP_KEYS)} "
-                                    f"(a run's own cost cap is the task file's [limits] max_cost)")
+            raise LimitsConfigError(
+                f"{where}: key `limits.{k}`: unknown key. Fix: use one of {', '.join(SWEEP_KEYS)} "
+                f"(a run's own cost cap is the task file's [limits] max_cost)"
+            )
     cfg = LimitsConfig()
     if "max_cost" in table:
         cfg.max_cost = check_max_cost(table["max_cost"], where, "limits.max_cost")
@@ -147,22 +165,28 @@ def parse_sweep_limits(table: Any, where: str) -> LimitsConfig:
             raise LimitsConfigError(f"{where}: key `limits.allow_unpriced`: must be true or false")
         cfg.allow_unpriced = table["allow_unpriced"]
     if "max_connections" in table:
-        cfg.max_connections = _count(table["max_connections"], where, "limits.max_connections",
-                                     "e.g. max_connections = 8")
+        cfg.max_connections = _count(
+            table["max_connections"], where, "limits.max_connections", "e.g. max_connections = 8"
+        )
     providers = table.get("providers", {})
     if not isinstance(providers, dict):
-        raise LimitsConfigError(f"{where}: key `limits.providers`: must be a table of provider keys. "
-                                f"Fix: [limits.providers.anthropic] max_connections = 8")
+        raise LimitsConfigError(
+            f"{where}: key `limits.providers`: must be a table of provider keys. "
+            f"Fix: [limits.providers.anthropic] max_connections = 8"
+        )
     cfg.providers = {check_limit_key(k, where): parse_provider(v, where, k) for k, v in providers.items()}
     return cfg
 
 
-def apply_flags(cfg: LimitsConfig, *, max_cost: float | None, max_connections: int | None,
-                allow_unpriced: bool) -> LimitsConfig:
+def apply_flags(
+    cfg: LimitsConfig, *, max_cost: float | None, max_connections: int | None, allow_unpriced: bool
+) -> LimitsConfig:
     """Command-line flags over the sweep file's values (a flag given wins)."""
     if max_cost is not None:
         if not math.isfinite(max_cost) or max_cost <= 0:
-            raise LimitsConfigError(f"--max-cost: {max_cost!r} is not a positive amount of USD. Fix: e.g. --max-cost 25")
+            raise LimitsConfigError(
+                f"--max-cost: {max_cost!r} is not a positive amount of USD. Fix: e.g. --max-cost 25"
+            )
         cfg.max_cost = float(max_cost)
     if max_connections is not None:
         if max_connections < 1:
@@ -180,15 +204,18 @@ def refuse_unpriced(models: list[str], where: str, prices: Any = None) -> None:
     file raises ValueError."""
     missing = unpriced_models(models, prices)
     if missing:
-        raise LimitsConfigError(f"{where}: a cost cap cannot count what unpriced models spend: {', '.join(missing)} "
-                                f"(no entry in the price table). Fix: add their prices (a TOML file in "
-                                f"BENCHCTL_PRICES, see the README's Prices), or pass --allow-unpriced to count "
-                                f"their calls as $0")
+        raise LimitsConfigError(
+            f"{where}: a cost cap cannot count what unpriced models spend: {', '.join(missing)} "
+            f"(no entry in the price table). Fix: add their prices (a TOML file in "
+            f"BENCHCTL_PRICES, see the README's Prices), or pass --allow-unpriced to count "
+            f"their calls as $0"
+        )
 
 
 def unpriced_models(models: list[str], prices: Any = None) -> list[str]:
     """The models of `models` the price table has no price for (their spend cannot be counted)."""
     if prices is None:
         from benchctl.gateway.pricing import PriceTable
+
         prices = PriceTable()
     return [m for m in dict.fromkeys(models) if prices.lookup(m) is None]

@@ -9,15 +9,16 @@
 A limit whose remaining count is 0 holds the key until its reset. Only the counts are read on
 every response (a few dict lookups); the reset is parsed when a count is spent.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Mapping
 
 from benchctl.gateway.retry import RATE_LIMIT_STATUSES, parse_retry_after
 
-MAX_HOLD_S = 600.0                             # never trust a header to hold a key longer than this
+MAX_HOLD_S = 600.0  # never trust a header to hold a key longer than this
 
 _ANTHROPIC = ("requests", "tokens", "input-tokens", "output-tokens")
 _OPENAI = ("requests", "tokens")

@@ -6,23 +6,26 @@ future on its own loop, resolved from whichever thread freed the room (`call_soo
 A wait that only the clock can end (a hold, a bucket refilling) wakes itself at the right time.
 The Ray limiter (ray_limiter.py) runs this same class inside one actor.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from benchctl.limits import Grant
 from benchctl.limits.config import LimitsConfig
 from benchctl.limits.state import Exhausted, LimitState, Permit, Ticket
 
-MAX_NAP_S = 1.0    # a waiter re-checks at least this often (a missed wake-up costs at most this)
+MAX_NAP_S = 1.0  # a waiter re-checks at least this often (a missed wake-up costs at most this)
 
 
 class LocalLimiter:
-    def __init__(self, config: LimitsConfig | None = None, spent: float = 0.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: LimitsConfig | None = None, spent: float = 0.0, clock: Callable[[], float] = time.time
+    ) -> None:
         self.config = config or LimitsConfig()
         self.clock = clock
         self._state = LimitState(self.config, spent)
@@ -35,7 +38,7 @@ class LocalLimiter:
         """Wait until a call on `keys` may go; raises Exhausted when the sweep's money is spent."""
         now = self.clock()
         with self._lock:
-            permit = self._state.grant_now(keys, holder, now)    # the common case: room at once, no wait
+            permit = self._state.grant_now(keys, holder, now)  # the common case: room at once, no wait
             if permit is not None:
                 return Grant(permit, 0.0, None, tracked=permit.tracked)
             loop = asyncio.get_running_loop()
@@ -43,7 +46,7 @@ class LocalLimiter:
             ticket = self._state.enqueue(keys, holder, now)
             self._waiters[ticket.id] = (loop, fut)
             self._pump(now)
-        if fut.done():                      # room after all (the clock moved on)
+        if fut.done():  # room after all (the clock moved on)
             return self._grant(fut, ticket, now)
         if on_wait is not None:
             on_wait()
@@ -56,7 +59,7 @@ class LocalLimiter:
                 if not fut.done():
                     with self._lock:
                         self._pump(self.clock())
-        except BaseException:              # cancelled while waiting (client gone, run stopping)
+        except BaseException:  # cancelled while waiting (client gone, run stopping)
             with self._lock:
                 self._waiters.pop(ticket.id, None)
                 self._state.drop(ticket.id)
@@ -84,7 +87,7 @@ class LocalLimiter:
         with self._lock:
             reached = self._state.charge(usd)
             if reached:
-                self._pump(self.clock())   # waiting calls are refused now
+                self._pump(self.clock())  # waiting calls are refused now
             return reached
 
     def exhausted(self) -> bool:
@@ -110,7 +113,7 @@ class LocalLimiter:
     def _pump(self, now: float) -> None:
         for ticket, result in self._state.grant_ready(now):
             waiter = self._waiters.pop(ticket.id, None)
-            if waiter is None:             # its caller is gone: give the room back at once
+            if waiter is None:  # its caller is gone: give the room back at once
                 if isinstance(result, Permit):
                     self._state.release(result.id, 0, now)
                 continue
@@ -121,7 +124,7 @@ class LocalLimiter:
                     _settle(fut, value)
                 else:
                     loop.call_soon_threadsafe(_settle, fut, value)
-            except RuntimeError:           # that loop has closed: its run is over
+            except RuntimeError:  # that loop has closed: its run is over
                 if isinstance(result, Permit):
                     self._state.release(result.id, 0, now)
 

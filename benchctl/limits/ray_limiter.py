@@ -11,23 +11,25 @@ renews its runs' holders every RENEW_S (and learns whether the sweep's money is 
 the actor frees the permits of a holder it has not heard from for LEASE_S. Nothing here
 imports ray at module level.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from benchctl.limits import Grant
 from benchctl.limits.config import LimitsConfig
 from benchctl.limits.state import Exhausted, Permit
 
 ACTOR_PREFIX = "benchctl-limiter-"
-RENEW_S = 2.0          # clients renew their holders (and learn about the cost cap) this often
-LEASE_S = 30.0         # a holder unheard of for this long has its permits freed (its node died)
-WAIT_NOTICE_S = 0.25   # an acquire unanswered for this long counts as a wait (the budget pause starts then,
-                       # dated back to the call's start)
+RENEW_S = 2.0  # clients renew their holders (and learn about the cost cap) this often
+LEASE_S = 30.0  # a holder unheard of for this long has its permits freed (its node died)
+WAIT_NOTICE_S = 0.25  # an acquire unanswered for this long counts as a wait (the budget pause starts then,
+# dated back to the call's start)
 
 
 class LimiterActor:
@@ -35,11 +37,12 @@ class LimiterActor:
 
     def __init__(self, config: LimitsConfig, spent: float, lease_s: float = LEASE_S) -> None:
         from benchctl.limits.local import LocalLimiter
+
         self.limiter = LocalLimiter(config, spent)
         self.lease_s = lease_s
-        self._acquiring: dict[str, asyncio.Task[Any]] = {}   # client ticket -> its acquire
-        self._granted: dict[str, Permit] = {}               # client ticket -> permit (tracked ones)
-        self._seen: dict[str, float] = {}                    # holder -> last heard of
+        self._acquiring: dict[str, asyncio.Task[Any]] = {}  # client ticket -> its acquire
+        self._granted: dict[str, Permit] = {}  # client ticket -> permit (tracked ones)
+        self._seen: dict[str, float] = {}  # holder -> last heard of
         self._reaper: asyncio.Task[None] | None = None
 
     async def acquire(self, keys: list[str], holder: str, ticket: str) -> tuple[Any, ...]:
@@ -75,7 +78,7 @@ class LimiterActor:
             self.limiter.release(permit, tokens)
 
     def hold_for(self, key: str, seconds: float, reason: str) -> None:
-        self.limiter.hold(key, time.time() + max(0.0, seconds), reason)   # the actor's clock, not the node's
+        self.limiter.hold(key, time.time() + max(0.0, seconds), reason)  # the actor's clock, not the node's
 
     def charge(self, usd: float) -> bool:
         return self.limiter.charge(usd)
@@ -128,7 +131,7 @@ class RayLimiter:
         self._renewer: threading.Thread | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"actor": self.actor, "name": self.name}      # threads and locks stay in their process
+        return {"actor": self.actor, "name": self.name}  # threads and locks stay in their process
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.actor, self.name = state["actor"], state["name"]
@@ -167,15 +170,17 @@ class RayLimiter:
     def charge(self, usd: float) -> bool:
         if usd > 0:
             self.actor.charge.remote(float(usd))
-        return self._exhausted        # what the actor last said; renewals keep it fresh
+        return self._exhausted  # what the actor last said; renewals keep it fresh
 
     def exhausted(self) -> bool:
         import ray
+
         self._exhausted = bool(ray.get(self.actor.exhausted.remote()))
         return self._exhausted
 
     def spent(self) -> float:
         import ray
+
         return float(ray.get(self.actor.spent.remote()))
 
     def release_holder(self, holder: str) -> None:
@@ -185,6 +190,7 @@ class RayLimiter:
 
     def stats(self) -> dict[str, dict[str, float]]:
         import ray
+
         return ray.get(self.actor.stats.remote())
 
     # ---- leases ----------------------------------------------------------------------------
@@ -198,24 +204,25 @@ class RayLimiter:
 
     def _renew_loop(self) -> None:
         import ray
+
         while True:
             time.sleep(RENEW_S)
             with self._lock:
                 holders = list(self._holders)
-                if not holders:          # no run of this process holds anything: the next acquire starts a new one
+                if not holders:  # no run of this process holds anything: the next acquire starts a new one
                     self._renewer = None
                     return
             try:
                 self._exhausted = bool(ray.get(self.actor.renew.remote(holders), timeout=30))
             except Exception:
-                pass      # the driver (and its actor) may be gone: the run is being torn down anyway
+                pass  # the driver (and its actor) may be gone: the run is being torn down anyway
 
 
 async def _awaited(ref: Any) -> Any:
     return await ref
 
 
-HEAD_NODE = "node:__internal_head__"   # the resource only the head node has (Ray Train's state actor uses it too)
+HEAD_NODE = "node:__internal_head__"  # the resource only the head node has (Ray Train's state actor uses it too)
 
 
 def start_actor(ray: Any, config: LimitsConfig, spent: float) -> RayLimiter:
@@ -223,6 +230,9 @@ def start_actor(ray: Any, config: LimitsConfig, spent: float) -> RayLimiter:
     that dies must not take the sweep's limits and spend count with it; without its head the
     cluster is gone anyway. It ends with the driver."""
     name = f"{ACTOR_PREFIX}{uuid.uuid4().hex[:12]}"
-    actor = ray.remote(LimiterActor).options(name=name, num_cpus=0, max_concurrency=10_000, max_restarts=0,
-                                             resources={HEAD_NODE: 0.001}).remote(config, spent)
+    actor = (
+        ray.remote(LimiterActor)
+        .options(name=name, num_cpus=0, max_concurrency=10_000, max_restarts=0, resources={HEAD_NODE: 0.001})
+        .remote(config, spent)
+    )
     return RayLimiter(actor, name)

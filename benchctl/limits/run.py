@@ -15,14 +15,16 @@ whose upstreams ask the shared limiter through it (upstream.py). It:
   refuses new calls, calls in flight finish, the harness stops the agent, and the run ends
   `budget_exhausted`.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from benchctl.gateway.http_upstreams import UpstreamConfigError
 from benchctl.limits import Grant, Limiter
@@ -30,8 +32,10 @@ from benchctl.limits.config import LimitsConfig
 from benchctl.limits.headers import hold_until
 from benchctl.limits.state import Exhausted
 
-COST_NOTICE = ("[benchctl] The {cap} cost cap of ${max_cost:.2f} is reached (${spent:.2f} spent): this run stops "
-               "now. Your files in /work are collected as they are.")
+COST_NOTICE = (
+    "[benchctl] The {cap} cost cap of ${max_cost:.2f} is reached (${spent:.2f} spent): this run stops "
+    "now. Your files in /work are collected as they are."
+)
 
 
 class CallRefused(UpstreamConfigError):
@@ -41,12 +45,13 @@ class CallRefused(UpstreamConfigError):
 @dataclass
 class LimitsPlan:
     """What every run of a sweep gets (picklable with a Ray limiter: it travels to the nodes)."""
+
     limiter: Limiter
     config: LimitsConfig
-    pause_budget: bool = True               # the task's pause_budget_on_rate_limit
-    run_max_cost: float | None = None       # the task's [limits] max_cost
-    scope: str = "sweep"                    # what the shared cap (config.max_cost) belongs to: sweep | gateway
-                                            # (`benchctl gateway --max-cost`: one gateway, no sweep)
+    pause_budget: bool = True  # the task's pause_budget_on_rate_limit
+    run_max_cost: float | None = None  # the task's [limits] max_cost
+    scope: str = "sweep"  # what the shared cap (config.max_cost) belongs to: sweep | gateway
+    # (`benchctl gateway --max-cost`: one gateway, no sweep)
 
 
 def event_cost(ev: dict[str, Any]) -> float:
@@ -120,10 +125,16 @@ class RunStop:
 
 
 class RunLimits:
-    def __init__(self, plan: LimitsPlan | None, transcript: Any, holder: str | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
-        if plan is None:      # a gateway of its own (standalone, tests): a private limiter, no caps
+    def __init__(
+        self,
+        plan: LimitsPlan | None,
+        transcript: Any,
+        holder: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if plan is None:  # a gateway of its own (standalone, tests): a private limiter, no caps
             from benchctl.limits.local import LocalLimiter
+
             plan = LimitsPlan(LocalLimiter(), LimitsConfig())
         self.limiter = plan.limiter
         self.config = plan.config
@@ -172,6 +183,7 @@ class RunLimits:
             if not waiting:
                 waiting = True
                 self._pause.begin(at=t0)
+
         try:
             grant = await self.limiter.acquire(keys, self.holder, on_wait)
         except Exhausted:
@@ -182,7 +194,7 @@ class RunLimits:
                 self._pause.end()
         if grant.reason is not None:
             self._record(grant.reason, self.clock() - t0, model, call_id, keys=list(keys))
-        if self.stop.is_set():        # a cap was reached while this call waited
+        if self.stop.is_set():  # a cap was reached while this call waited
             self.limiter.release(grant.permit, 0)
             raise CallRefused(f"benchctl: {self.stop.reason}; the run is stopping")
         if self.track_calls or grant.tracked:
@@ -203,7 +215,7 @@ class RunLimits:
 
     def observe(self, keys: tuple[str, ...], status: int, headers: dict[str, str]) -> None:
         """A response head arrived: a 429's retry-after or a spent rate-limit header holds the model's key."""
-        held = hold_until(status, headers, self.clock())     # a few dict lookups when nothing is spent
+        held = hold_until(status, headers, self.clock())  # a few dict lookups when nothing is spent
         if held is not None:
             self.limiter.hold(keys[-1], held[0], held[1])
 
@@ -211,16 +223,16 @@ class RunLimits:
     def pauses_backoff(self) -> bool:
         return self.pause_budget
 
-    async def backoff(self, seconds: float, status: int | None, retry_after: bool, model: str,
-                      call_id: str | None) -> None:
+    async def backoff(
+        self, seconds: float, status: int | None, retry_after: bool, model: str, call_id: str | None
+    ) -> None:
         self._pause.begin()
         t0 = self.clock()
         try:
             await asyncio.sleep(seconds)
         finally:
             self._pause.end()
-            self._record("retry_after" if retry_after else "backoff", self.clock() - t0, model, call_id,
-                         status=status)
+            self._record("retry_after" if retry_after else "backoff", self.clock() - t0, model, call_id, status=status)
 
     def _record(self, reason: str, seconds: float, model: str, call_id: str | None, **extra: Any) -> None:
         seconds = max(0.0, seconds)
@@ -231,8 +243,16 @@ class RunLimits:
             r["waits"] += 1
             r["wait_s"] += seconds
         fields = {"call_id": call_id} if call_id else {}
-        self.transcript.emit("rate_limit_wait", "gateway", **fields, model=model, reason=reason,
-                             wait_s=round(seconds, 3), paused=self.pause_budget, **extra)
+        self.transcript.emit(
+            "rate_limit_wait",
+            "gateway",
+            **fields,
+            model=model,
+            reason=reason,
+            wait_s=round(seconds, 3),
+            paused=self.pause_budget,
+            **extra,
+        )
 
     # ---- money -------------------------------------------------------------------------------
 
@@ -259,8 +279,15 @@ class RunLimits:
         text = COST_NOTICE.format(cap=f"{cap}'s", max_cost=max_cost, spent=spent)
         reason = f"the {cap}'s cost cap of ${max_cost:.2f} is reached"
         if self.stop.request(reason, cap=cap, max_cost_usd=max_cost, spent_usd=round(spent, 6), notice=text):
-            self.transcript.emit("notice", "policy", kind="cost_cap", text=text, cap=cap, max_cost_usd=max_cost,
-                                 spent_usd=round(spent, 6))
+            self.transcript.emit(
+                "notice",
+                "policy",
+                kind="cost_cap",
+                text=text,
+                cap=cap,
+                max_cost_usd=max_cost,
+                spent_usd=round(spent, 6),
+            )
 
     # ---- end ---------------------------------------------------------------------------------
 
@@ -268,10 +295,16 @@ class RunLimits:
         """meta.json `rate_limits`."""
         with self._lock:
             paused = self._pause.total()
-            return {"pause_budget": self.pause_budget, "waits": self._waits, "wait_s": round(self._wait_s, 3),
-                    "paused_s": round(paused, 3), "budget_extended_s": round(paused if self.pause_budget else 0.0, 3),
-                    "by_reason": {k: {"waits": int(v["waits"]), "wait_s": round(v["wait_s"], 3)}
-                                  for k, v in self._by_reason.items()}}
+            return {
+                "pause_budget": self.pause_budget,
+                "waits": self._waits,
+                "wait_s": round(self._wait_s, 3),
+                "paused_s": round(paused, 3),
+                "budget_extended_s": round(paused if self.pause_budget else 0.0, 3),
+                "by_reason": {
+                    k: {"waits": int(v["waits"]), "wait_s": round(v["wait_s"], 3)} for k, v in self._by_reason.items()
+                },
+            }
 
     def close(self) -> None:
         """The run ended: whatever it still holds goes back to the shared limiter."""

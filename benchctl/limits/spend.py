@@ -7,6 +7,7 @@ events, the same rule a live run uses (`run.event_cost`). An unknown cost counts
 A standalone gateway's cap counts its --transcript with `transcript_spend`; the judges' spend of
 `benchctl grade --max-cost` is in benchctl/grading/spend.py (same rule).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -12,6 +12,7 @@ at its start; a call's tokens are charged when its usage is known (at its end), 
 limit holds on average: a call may start while the key's token bucket is not overdrawn, and the
 burst is bounded by `max_connections` (and by the provider's own headers, see headers.py).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,10 +24,11 @@ from benchctl.limits.config import LimitsConfig, ProviderLimit
 @dataclass
 class Permit:
     """A granted call: what it holds until `release`."""
+
     id: int
     keys: tuple[str, ...]
     holder: str
-    tracked: bool          # holds a connection slot or owes tokens: must be released
+    tracked: bool  # holds a connection slot or owes tokens: must be released
 
 
 @dataclass
@@ -35,12 +37,12 @@ class Ticket:
     keys: tuple[str, ...]
     holder: str
     since: float
-    reason: str | None = None       # why it waited (first reason seen)
+    reason: str | None = None  # why it waited (first reason seen)
 
 
 @dataclass
 class _Bucket:
-    rate: float           # units per second
+    rate: float  # units per second
     capacity: float
     level: float
     t: float
@@ -72,7 +74,7 @@ class LimitState:
         self.config = config or LimitsConfig()
         self.spent = float(spent)
         self._keys: dict[str, _Key] = {}
-        self._waiting: dict[int, Ticket] = {}     # arrival order (dicts keep insertion order)
+        self._waiting: dict[int, Ticket] = {}  # arrival order (dicts keep insertion order)
         self._permits: dict[int, Permit] = {}
         self._ids = itertools.count(1)
 
@@ -95,7 +97,9 @@ class LimitState:
             lim = self.config.limit_for(name)
             k = self._keys[name] = _Key(lim)
             if lim.requests_per_minute:
-                k.requests = _Bucket(lim.requests_per_minute / 60.0, lim.requests_per_minute, lim.requests_per_minute, now)
+                k.requests = _Bucket(
+                    lim.requests_per_minute / 60.0, lim.requests_per_minute, lim.requests_per_minute, now
+                )
             if lim.tokens_per_minute:
                 k.tokens = _Bucket(lim.tokens_per_minute / 60.0, lim.tokens_per_minute, lim.tokens_per_minute, now)
         return k

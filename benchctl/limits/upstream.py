@@ -7,9 +7,11 @@ to the end (a stream holds its connection slot until it ends). The response head
 limiter about the key (a 429's retry-after, a spent rate-limit header). When the call's keys
 count tokens, the body's usage is read at its end and charged.
 """
+
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from benchctl.gateway.upstream import ModelId, Upstream, UpstreamCall, UpstreamResponse, close_body
 from benchctl.limits import Grant
@@ -27,7 +29,7 @@ class LimitedUpstream:
 
     async def send(self, call: UpstreamCall) -> UpstreamResponse:
         call_id = getattr(call, "call_id", None)
-        call.waiting_for_limit = True         # a call cut off now was never sent (exchange.record)
+        call.waiting_for_limit = True  # a call cut off now was never sent (exchange.record)
         grant = await self.limits.acquire(self.keys, self.model, call_id)
         call.waiting_for_limit = False
         try:
@@ -41,8 +43,9 @@ class LimitedUpstream:
         response.body = self._follow(response.body, grant, call, response.status)
         return response
 
-    async def _follow(self, body: AsyncIterator[bytes], grant: Grant, call: UpstreamCall,
-                      status: int) -> AsyncIterator[bytes]:
+    async def _follow(
+        self, body: AsyncIterator[bytes], grant: Grant, call: UpstreamCall, status: int
+    ) -> AsyncIterator[bytes]:
         parts: list[bytes] | None = [] if self._count_tokens and status < 400 else None
         try:
             async for chunk in body:
@@ -62,6 +65,7 @@ def _tokens(call: UpstreamCall, parts: list[bytes], status: int) -> int:
     """What a token limit counts: uncached input + cache writes + output (cache reads are free of
     Anthropic's input-token limits; set OpenAI limits with that in mind)."""
     from benchctl.gateway.wire_parse import summarize
+
     try:
         usage: dict[str, Any] = summarize(call.wire_api, call.stream, b"".join(parts), status).usage
     except Exception:

@@ -11,12 +11,14 @@ value in the results are left out of the row label. Honesty rules, enforced here
 - runs that fell back to another model are labelled in their row ("2/3 fell back to X"), can
   be shown as separate rows (`separate_fallback`) or excluded (`exclude_fallback`, with a note).
 """
+
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from benchctl.report.load import UNFINISHED, Results, Run
 from benchctl.report.model import NA, Column, Table, fmt, fmt_interval
@@ -44,10 +46,10 @@ class Config:
 
 @dataclass
 class Options:
-    by: str = "auto"                 # auto | model | model+harness
+    by: str = "auto"  # auto | model | model+harness
     exclude_fallback: bool = False
     separate_fallback: bool = False
-    score: str | None = None         # headline grader; None = first of HEADLINE_ORDER present
+    score: str | None = None  # headline grader; None = first of HEADLINE_ORDER present
 
 
 def field_of(run: Run, key: str, default: Any = None) -> Any:
@@ -81,19 +83,26 @@ def _config_key(run: Run, opts: Options, harness_matters: bool) -> tuple[Any, ..
     meta = run.meta
     spec = meta.get("spec") or {}
 
-    def get(key: str) -> Any:                           # field_of, with the spec looked up once
+    def get(key: str) -> Any:  # field_of, with the spec looked up once
         v = meta.get(key)
         return spec.get(key) if v is None else v
+
     s, lbl = budget_label(run)
     # Tool configuration (any-of-N auditing): a run field, or a harness option of the spec.
     tools = get("tools") or (spec.get("options") or {}).get("tools") or ""
     if isinstance(tools, (list, tuple)):
         tools = "+".join(map(str, tools))
     task, model, harness = get("task"), get("model"), get("harness")
-    return (NA if task is None else str(task), NA if model is None else str(model),
-            (NA if harness is None else str(harness)) if harness_matters else "",
-            s, lbl, str(get("variant") or "original"), str(tools),
-            bool(meta.get("fallbacks")) if opts.separate_fallback else False)
+    return (
+        NA if task is None else str(task),
+        NA if model is None else str(model),
+        (NA if harness is None else str(harness)) if harness_matters else "",
+        s,
+        lbl,
+        str(get("variant") or "original"),
+        str(tools),
+        bool(meta.get("fallbacks")) if opts.separate_fallback else False,
+    )
 
 
 class Grouping:
@@ -116,7 +125,9 @@ class Grouping:
         self.varies = {d: len({getattr(k, d) for k in keys}) > 1 for d in ("task", "variant", "tools")}
 
     def sorted_keys(self) -> list[Config]:
-        return sorted(self.groups, key=lambda c: (c.task, c.budget_s, c.variant, c.tools, c.model, c.harness, c.fell_back))
+        return sorted(
+            self.groups, key=lambda c: (c.task, c.budget_s, c.variant, c.tools, c.model, c.harness, c.fell_back)
+        )
 
     def model_label(self, c: Config) -> str:
         lbl = f"{c.model} / {c.harness}" if c.harness else c.model
@@ -152,8 +163,10 @@ class Grouping:
 def pick_headline(results: Results, opts: Options) -> str | None:
     if opts.score:
         if opts.score not in results.graders:
-            raise ValueError(f"--score {opts.score}: no grades from that grader; found: "
-                             f"{', '.join(results.graders) or 'none'} (run `benchctl grade` first)")
+            raise ValueError(
+                f"--score {opts.score}: no grades from that grader; found: "
+                f"{', '.join(results.graders) or 'none'} (run `benchctl grade` first)"
+            )
         return opts.score
     for g in HEADLINE_ORDER:
         if g in results.graders:
@@ -161,8 +174,9 @@ def pick_headline(results: Results, opts: Options) -> str | None:
     return results.graders[0] if results.graders else None
 
 
-def clip_interval(mean: float | None, lo: float | None, hi: float | None,
-                  floor: float = 0.0, ceil: float = 1.0) -> tuple[float | None, float | None, float | None]:
+def clip_interval(
+    mean: float | None, lo: float | None, hi: float | None, floor: float = 0.0, ceil: float = 1.0
+) -> tuple[float | None, float | None, float | None]:
     """Clip a t-interval to the range the score can take (grades are 0..1): with 3 seeds the
     t-interval is wide and would otherwise print impossible bounds such as -0.39."""
     if lo is None or hi is None:
@@ -218,7 +232,7 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         # One pass over the runs, filling the same lists, in the same order, as one comprehension
         # per column did (so every mean is bit-for-bit what it was), in two thirds of the time.
         scores: list[float] = []
-        paired_costs: list[float] = []          # (cost, score) pairs: runs with both a known cost and a score
+        paired_costs: list[float] = []  # (cost, score) pairs: runs with both a known cost and a score
         paired_scores: list[float] = []
         cov: list[float] = []
         tldr: list[float] = []
@@ -253,50 +267,80 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
                 elapsed.append(float(e))
         mean, lo, hi = clip_interval(*mean_ci(scores))
         # Cost per point: over runs with both a known cost and a score; one point = 0.01 of score.
-        pts = math.fsum(paired_scores) * 100          # fsum: exactly rounded, whatever the order of the runs
+        pts = math.fsum(paired_scores) * 100  # fsum: exactly rounded, whatever the order of the runs
         statuses = Counter([r.meta.get("status") for r in runs])
         row = grouping.key_fields(c) | {
-            "n_runs": len(runs), "n_scored": len(scores),
-            "score_mean": mean, "score_lo": lo, "score_hi": hi, "score_best": max(scores) if scores else None,
-            "coverage_mean": mean_or_none(cov), "n_coverage": len(cov),
-            "tldr_mean": mean_or_none(tldr), "n_tldr": len(tldr),
-            "fallback_runs": sum(fell_back(r) for r in runs), "fallback_label": fallback_label(runs),
-            "refused": statuses.get("refused", 0), "timeouts": statuses.get("timeout", 0),
-            "errors": statuses.get("error", 0), "unfinished": statuses.get("running", 0) + statuses.get(UNFINISHED, 0),
+            "n_runs": len(runs),
+            "n_scored": len(scores),
+            "score_mean": mean,
+            "score_lo": lo,
+            "score_hi": hi,
+            "score_best": max(scores) if scores else None,
+            "coverage_mean": mean_or_none(cov),
+            "n_coverage": len(cov),
+            "tldr_mean": mean_or_none(tldr),
+            "n_tldr": len(tldr),
+            "fallback_runs": sum(fell_back(r) for r in runs),
+            "fallback_label": fallback_label(runs),
+            "refused": statuses.get("refused", 0),
+            "timeouts": statuses.get("timeout", 0),
+            "errors": statuses.get("error", 0),
+            "unfinished": statuses.get("running", 0) + statuses.get(UNFINISHED, 0),
             "budget_exhausted": statuses.get("budget_exhausted", 0),
             "wait_share_mean": mean_or_none([w for r in runs if (w := wait_share(r)) is not None]),
-            "cost_mean_usd": mean_or_none(costs), "n_priced": len(costs),
+            "cost_mean_usd": mean_or_none(costs),
+            "n_priced": len(costs),
             "tokens_mean": mean_or_none(toks),
             "input_tokens_mean": mean_or_none(in_toks),
             "output_tokens_mean": mean_or_none(out_toks),
             "elapsed_mean_s": mean_or_none(elapsed),
             # mean_or_none is a float for the non-empty `elapsed` (None only for no values)
             "budget_used": (mean_or_none(elapsed) / c.budget_s)  # type: ignore[operator]
-            if elapsed and c.budget_s not in (0, math.inf) else None,
+            if elapsed and c.budget_s not in (0, math.inf)
+            else None,
             "cost_per_point_usd": (math.fsum(paired_costs) / pts) if pts > 0 else None,
         }
         rows.append(row)
-    rows.sort(key=lambda r: (r.get("task", ""), r["budget_s"] if r["budget_s"] is not None else math.inf,
-                             -(r["score_mean"] if r["score_mean"] is not None else -1)))
+    rows.sort(
+        key=lambda r: (
+            r.get("task", ""),
+            r["budget_s"] if r["budget_s"] is not None else math.inf,
+            -(r["score_mean"] if r["score_mean"] is not None else -1),
+        )
+    )
     cols = grouping.key_columns() + [
-        Column("n_runs", "runs", "int"), Column("n_scored", "scored", "int"),
-        Column("score_mean", f"{headline or 'score'} mean", "score"), Column("score_lo", "95% lo", "score"),
-        Column("score_hi", "95% hi", "score"), Column("score_best", "best run", "score"),
-        Column("coverage_mean", "coverage", "score"), Column("n_coverage", "coverage n", "int"),
-        Column("tldr_mean", "TLDR", "score"), Column("n_tldr", "TLDR n", "int"),
-        Column("fallback_runs", "fallback runs", "int"), Column("fallback_label", "fallback"),
-        Column("refused", "refused", "int"), Column("timeouts", "timeouts", "int"),
-        Column("errors", "errors", "int"), Column("unfinished", "unfinished", "int"),
-        Column("budget_exhausted", "cost-capped", "int"), Column("wait_share_mean", "rate-limit wait", "pct"),
-        Column("cost_mean_usd", "mean cost", "usd"), Column("n_priced", "priced runs", "int"),
+        Column("n_runs", "runs", "int"),
+        Column("n_scored", "scored", "int"),
+        Column("score_mean", f"{headline or 'score'} mean", "score"),
+        Column("score_lo", "95% lo", "score"),
+        Column("score_hi", "95% hi", "score"),
+        Column("score_best", "best run", "score"),
+        Column("coverage_mean", "coverage", "score"),
+        Column("n_coverage", "coverage n", "int"),
+        Column("tldr_mean", "TLDR", "score"),
+        Column("n_tldr", "TLDR n", "int"),
+        Column("fallback_runs", "fallback runs", "int"),
+        Column("fallback_label", "fallback"),
+        Column("refused", "refused", "int"),
+        Column("timeouts", "timeouts", "int"),
+        Column("errors", "errors", "int"),
+        Column("unfinished", "unfinished", "int"),
+        Column("budget_exhausted", "cost-capped", "int"),
+        Column("wait_share_mean", "rate-limit wait", "pct"),
+        Column("cost_mean_usd", "mean cost", "usd"),
+        Column("n_priced", "priced runs", "int"),
         Column("tokens_mean", "mean tokens", "int"),
         Column("input_tokens_mean", "mean input tokens", "int", hidden=True),
         Column("output_tokens_mean", "mean output tokens", "int", hidden=True),
         Column("elapsed_mean_s", "mean time", "seconds"),
-        Column("budget_used", "budget used", "pct"), Column("cost_per_point_usd", "$ / point", "usd"),
+        Column("budget_used", "budget used", "pct"),
+        Column("cost_per_point_usd", "$ / point", "usd"),
     ]
-    key_disp = [(c.label, (lambda k, kind: lambda r: fmt(kind, r.get(k)))(c.key, c.kind))
-                for c in grouping.key_columns() if not c.hidden]
+    key_disp = [
+        (c.label, (lambda k, kind: lambda r: fmt(kind, r.get(k)))(c.key, c.kind))
+        for c in grouping.key_columns()
+        if not c.hidden
+    ]
     if any(r["fell_back"] for r in rows):
         key_disp[0] = ("model", lambda r: r["model"] + (" (fell back)" if r["fell_back"] else ""))
     display = key_disp + [
@@ -307,25 +351,46 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         ("TLDR", lambda r: _part(r, "tldr_mean", "n_tldr")),
         ("fallback", lambda r: r["fallback_label"] or ""),
         ("refused", lambda r: str(r["refused"]) if r["refused"] else ""),
-        ("errors", lambda r: ", ".join(f"{r[k]} {lbl}" for k, lbl in (("errors", "error"), ("unfinished", "unfinished"),
-                                                                       ("budget_exhausted", "cost-capped")) if r[k])),
-        ("mean cost", lambda r: fmt("usd", r["cost_mean_usd"]) + ("" if r["n_priced"] in (0, r["n_runs"]) else f" ({r['n_priced']} priced)")),
+        (
+            "errors",
+            lambda r: ", ".join(
+                f"{r[k]} {lbl}"
+                for k, lbl in (("errors", "error"), ("unfinished", "unfinished"), ("budget_exhausted", "cost-capped"))
+                if r[k]
+            ),
+        ),
+        (
+            "mean cost",
+            lambda r: (
+                fmt("usd", r["cost_mean_usd"])
+                + ("" if r["n_priced"] in (0, r["n_runs"]) else f" ({r['n_priced']} priced)")
+            ),
+        ),
         ("tokens", lambda r: fmt("int", r["tokens_mean"])),
-        ("time", lambda r: fmt("seconds", r["elapsed_mean_s"])
-            + (f" ({fmt('pct', r['budget_used'])})" if r["budget_used"] is not None else "")),
+        (
+            "time",
+            lambda r: (
+                fmt("seconds", r["elapsed_mean_s"])
+                + (f" ({fmt('pct', r['budget_used'])})" if r["budget_used"] is not None else "")
+            ),
+        ),
         ("$/point", lambda r: fmt("usd", r["cost_per_point_usd"])),
     ]
-    if any(r["wait_share_mean"] for r in rows):    # shown when some run waited for rate limits
+    if any(r["wait_share_mean"] for r in rows):  # shown when some run waited for rate limits
         display.insert(-1, ("rate-limit wait", lambda r: fmt("pct", r["wait_share_mean"])))
     if headline is None:
-        notes = ["No grades yet, so no scores: run `benchctl grade RESULTS_DIR --judge MODEL` to score these runs. "
-                 "Error and unfinished runs are counted, never averaged."]
+        notes = [
+            "No grades yet, so no scores: run `benchctl grade RESULTS_DIR --judge MODEL` to score these runs. "
+            "Error and unfinished runs are counted, never averaged."
+        ]
     else:
-        notes = [f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
-                 f"(exact t quantile; clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; "
-                 f"error, unfinished and cost-capped (budget_exhausted) runs are not averaged. $/point = agent cost / "
-                 f"(100 × score), over runs with a known cost. Rate-limit wait: mean share of the budget the run's model "
-                 f"calls spent held back by rate limits (a paused budget gave that time back)."]
+        notes = [
+            f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
+            f"(exact t quantile; clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; "
+            f"error, unfinished and cost-capped (budget_exhausted) runs are not averaged. $/point = agent cost / "
+            f"(100 × score), over runs with a known cost. Rate-limit wait: mean share of the budget the run's model "
+            f"calls spent held back by rate limits (a paused budget gave that time back)."
+        ]
     return Table("leaderboard", "Leaderboard", cols, rows, notes, display)
 
 
@@ -359,12 +424,21 @@ def unscored_runs(runs: list[Run], headline: str | None) -> Table:
             reason = f"grade {g.status}: no score (the grade file under grades/{headline}/ says why)"
         else:
             continue
-        rows.append({"run_id": r.run_id, "status": status, "reason": reason,
-                     "fallback": fallback_label([r]) and "yes"})
-    cols = [Column("run_id", "run"), Column("status", "status"), Column("reason", "reason"), Column("fallback", "fell back")]
+        rows.append({"run_id": r.run_id, "status": status, "reason": reason, "fallback": fallback_label([r]) and "yes"})
+    cols = [
+        Column("run_id", "run"),
+        Column("status", "status"),
+        Column("reason", "reason"),
+        Column("fallback", "fell back"),
+    ]
     what = f"`{headline}` score" if headline else "score (no grades yet)"
-    return Table("unscored", "Runs without a score", cols, rows,
-                 [f"{len(rows)} of {len(runs)} runs have no {what} and are not in any mean."])
+    return Table(
+        "unscored",
+        "Runs without a score",
+        cols,
+        rows,
+        [f"{len(rows)} of {len(runs)} runs have no {what} and are not in any mean."],
+    )
 
 
 def unfinished_reason(r: Run) -> str:
@@ -374,6 +448,8 @@ def unfinished_reason(r: Run) -> str:
     if not m.get("transcript"):
         known.append("no transcript")
     src = m.get("derived_from")
-    return (f"run unfinished: no meta.json (killed, or still running); {', '.join(known)}; "
-            f"configuration from the {src}" if src in ("transcript", "run id") else
-            f"run unfinished: no meta.json (killed, or still running); {', '.join(known)}; configuration unknown")
+    return (
+        f"run unfinished: no meta.json (killed, or still running); {', '.join(known)}; configuration from the {src}"
+        if src in ("transcript", "run id")
+        else f"run unfinished: no meta.json (killed, or still running); {', '.join(known)}; configuration unknown"
+    )

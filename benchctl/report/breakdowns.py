@@ -6,6 +6,7 @@ a score; an unscored item (judge failed on it) is skipped, never read as 0.
 A finding is a *hit* in a run when its strict score is > 0, i.e. the judge's raw score was
 above 0.5 (strict = max(2s − 1, 0)).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,6 +23,7 @@ from benchctl.stats import mean_or_none
 
 def _natural(s: str) -> tuple:
     import re
+
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
 
 
@@ -51,17 +53,28 @@ def clusters(grouping: Grouping, grader: str = "coverage") -> Table | None:
         if not n:
             continue
         names.update(acc)
-        rows.append({"config": _row_label(grouping, c), "n_scored": n, "n_runs": len(grouping.groups[c])}
-                    | {cl: mean_or_none(v) for cl, v in acc.items()})
+        rows.append(
+            {"config": _row_label(grouping, c), "n_scored": n, "n_runs": len(grouping.groups[c])}
+            | {cl: mean_or_none(v) for cl, v in acc.items()}
+        )
     if not names:
         return None
     order = sorted(names, key=_natural)
-    cols = [Column("config", "configuration"), Column("n_scored", "scored runs", "int"),
-            Column("n_runs", "runs", "int", hidden=True)] + [Column(cl, cl, "score") for cl in order]
+    cols = [
+        Column("config", "configuration"),
+        Column("n_scored", "scored runs", "int"),
+        Column("n_runs", "runs", "int", hidden=True),
+    ] + [Column(cl, cl, "score") for cl in order]
     display = [("configuration", lambda r: r["config"]), ("scored", lambda r: f"{r['n_scored']} of {r['n_runs']}")]
     display += [(cl, (lambda cl: lambda r: fmt("score", r.get(cl)))(cl)) for cl in order]
-    return Table("clusters", "Coverage by finding cluster", cols, rows,
-                 ["Mean strict coverage of each cluster's findings over scored runs."], display)
+    return Table(
+        "clusters",
+        "Coverage by finding cluster",
+        cols,
+        rows,
+        ["Mean strict coverage of each cluster's findings over scored runs."],
+        display,
+    )
 
 
 def findings(grouping: Grouping, grader: str = "coverage") -> Table | None:
@@ -71,20 +84,23 @@ def findings(grouping: Grouping, grader: str = "coverage") -> Table | None:
     # items are counted at C speed (Counter over the shared tuples) and only the distinct tuples
     # are looked at in Python. The counter keeps first-seen order, so findings and models appear
     # in the order a per-item loop would meet them.
-    per_model: dict[str, dict[str, list[int]]] = {}     # model label -> finding -> [hits, scored]
-    strict_sums: dict[str, Counter[float]] = {}         # finding -> strict score -> how many items had it
+    per_model: dict[str, dict[str, list[int]]] = {}  # model label -> finding -> [hits, scored]
+    strict_sums: dict[str, Counter[float]] = {}  # finding -> strict score -> how many items had it
     cluster_of: dict[str, str | None] = {}
     key = (grader, None)
     for c in grouping.sorted_keys():
-        item_lists = [g.items for r in grouping.groups[c]
-                      if (g := r.grades.get(key)) is not None and g.score is not None and averaged(r)]
+        item_lists = [
+            g.items
+            for r in grouping.groups[c]
+            if (g := r.grades.get(key)) is not None and g.score is not None and averaged(r)
+        ]
         if not item_lists:
             continue
         cells = per_model.setdefault(grouping.model_label(c), {})
         for (fid, score, strict, cluster), n in Counter(chain.from_iterable(item_lists)).items():
             if strict is None:
                 if score is None:
-                    continue                            # unscored item: skipped, never 0
+                    continue  # unscored item: skipped, never 0
                 strict = max(2 * score - 1, 0)
             cell = cells.get(fid)
             if cell is None:
@@ -104,18 +120,32 @@ def findings(grouping: Grouping, grader: str = "coverage") -> Table | None:
         cells_of = [(m, cells[fid]) for m, cells in per_model.items() if fid in cells]
         hits = sum(v[0] for _, v in cells_of)
         n = sum(v[1] for _, v in cells_of)
-        row: dict[str, Any] = {"finding": fid, "cluster": cluster_of.get(fid), "n_scored": n,
-                               "hit_rate": hits / n if n else None,
-                               "mean_strict": _exact_mean(strict_sums[fid], n)}
+        row: dict[str, Any] = {
+            "finding": fid,
+            "cluster": cluster_of.get(fid),
+            "n_scored": n,
+            "hit_rate": hits / n if n else None,
+            "mean_strict": _exact_mean(strict_sums[fid], n),
+        }
         for m in models:
             h, k = per_model[m].get(fid, (0, 0))
             row[f"hit:{m}"] = h / k if k else None
         rows.append(row)
-    cols = [Column("finding", "finding"), Column("cluster", "cluster"), Column("n_scored", "scored", "int"),
-            Column("hit_rate", "hit rate", "pct"), Column("mean_strict", "mean strict", "score")]
+    cols = [
+        Column("finding", "finding"),
+        Column("cluster", "cluster"),
+        Column("n_scored", "scored", "int"),
+        Column("hit_rate", "hit rate", "pct"),
+        Column("mean_strict", "mean strict", "score"),
+    ]
     cols += [Column(f"hit:{m}", m, "pct") for m in models]
-    return Table("findings", "Per-finding hit rates", cols, rows,
-                 ["Hit = strict score > 0 (judge's raw score above 0.5). Unscored items are skipped."])
+    return Table(
+        "findings",
+        "Per-finding hit rates",
+        cols,
+        rows,
+        ["Hit = strict score > 0 (judge's raw score above 0.5). Unscored items are skipped."],
+    )
 
 
 def _exact_mean(counts: Counter[float], n: int) -> float | None:
@@ -134,29 +164,53 @@ def followups(grouping: Grouping, grader: str = "coverage") -> Table | None:
         for r in grouping.groups[c]:
             main = r.score(grader)
             if main is None or len(r.grades) == 1 or not averaged(r):
-                continue                                   # no pair possible
+                continue  # no pair possible
             for (gname, tag), g in r.grades.items():
                 if tag is not None and gname == grader and g.score is not None:
                     tags[tag].append((main, g.score))
         for tag in sorted(tags, key=_natural):
             pairs = tags[tag]
             gain, lo, hi = clip_interval(*mean_ci([f - m for m, f in pairs]), floor=-1.0, ceil=1.0)
-            rows.append({"config": _row_label(grouping, c), "artifact": tag, "n_pairs": len(pairs),
-                         "main_mean": mean_or_none([m for m, _ in pairs]),
-                         "followup_mean": mean_or_none([f for _, f in pairs]),
-                         "gain_mean": gain, "gain_lo": lo, "gain_hi": hi})
+            rows.append(
+                {
+                    "config": _row_label(grouping, c),
+                    "artifact": tag,
+                    "n_pairs": len(pairs),
+                    "main_mean": mean_or_none([m for m, _ in pairs]),
+                    "followup_mean": mean_or_none([f for _, f in pairs]),
+                    "gain_mean": gain,
+                    "gain_lo": lo,
+                    "gain_hi": hi,
+                }
+            )
     if not rows:
         return None
-    cols = [Column("config", "configuration"), Column("artifact", "follow-up"), Column("n_pairs", "runs", "int"),
-            Column("main_mean", "main", "score"), Column("followup_mean", "follow-up", "score"),
-            Column("gain_mean", "gain", "score"), Column("gain_lo", "gain 95% lo", "score"),
-            Column("gain_hi", "gain 95% hi", "score")]
-    display = [("configuration", lambda r: r["config"]), ("follow-up", lambda r: r["artifact"]),
-               ("runs", lambda r: str(r["n_pairs"])), ("main", lambda r: fmt("score", r["main_mean"])),
-               ("follow-up score", lambda r: fmt("score", r["followup_mean"])),
-               ("gain (95% CI)", lambda r: fmt_interval(r["gain_mean"], r["gain_lo"], r["gain_hi"]))]
-    return Table("followups", f"Follow-up vs main report ({grader})", cols, rows,
-                 ["Paired over runs where both the main report and the follow-up have a score."], display)
+    cols = [
+        Column("config", "configuration"),
+        Column("artifact", "follow-up"),
+        Column("n_pairs", "runs", "int"),
+        Column("main_mean", "main", "score"),
+        Column("followup_mean", "follow-up", "score"),
+        Column("gain_mean", "gain", "score"),
+        Column("gain_lo", "gain 95% lo", "score"),
+        Column("gain_hi", "gain 95% hi", "score"),
+    ]
+    display = [
+        ("configuration", lambda r: r["config"]),
+        ("follow-up", lambda r: r["artifact"]),
+        ("runs", lambda r: str(r["n_pairs"])),
+        ("main", lambda r: fmt("score", r["main_mean"])),
+        ("follow-up score", lambda r: fmt("score", r["followup_mean"])),
+        ("gain (95% CI)", lambda r: fmt_interval(r["gain_mean"], r["gain_lo"], r["gain_hi"])),
+    ]
+    return Table(
+        "followups",
+        f"Follow-up vs main report ({grader})",
+        cols,
+        rows,
+        ["Paired over runs where both the main report and the follow-up have a score."],
+        display,
+    )
 
 
 def variants(grouping: Grouping, headline: str | None) -> Table | None:
@@ -180,8 +234,18 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
     for key in sorted(cells, key=lambda k: (k[0], k[1], k[3], k[4], k[5], k[6])):
         task, budget_s, budget, model, harness, tools, fb = key
         c = Config(task, model, harness, budget_s, budget, "", tools, fb)
-        row: dict[str, Any] = {"config": " · ".join(p for p in (grouping.model_label(c), budget,
-                               task if grouping.varies["task"] else "", tools if grouping.varies["tools"] else "") if p)}
+        row: dict[str, Any] = {
+            "config": " · ".join(
+                p
+                for p in (
+                    grouping.model_label(c),
+                    budget,
+                    task if grouping.varies["task"] else "",
+                    tools if grouping.varies["tools"] else "",
+                )
+                if p
+            )
+        }
         base = mean_or_none(cells[key].get("original", []))
         for v in order:
             vals = cells[key].get(v, [])
@@ -194,14 +258,25 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
     cols = [Column("config", "configuration")]
     display = [("configuration", lambda r: r["config"])]
     for v in order:
-        cols += [Column(f"{v}:mean", f"{v}", "score"), Column(f"{v}:n", f"{v} scored", "int"),
-                 Column(f"{v}:runs", f"{v} runs", "int")]
-        display.append((v, (lambda v: lambda r: f"{fmt('score', r[f'{v}:mean'])} ({r[f'{v}:n']} of {r[f'{v}:runs']})")(v)))
+        cols += [
+            Column(f"{v}:mean", f"{v}", "score"),
+            Column(f"{v}:n", f"{v} scored", "int"),
+            Column(f"{v}:runs", f"{v} runs", "int"),
+        ]
+        display.append(
+            (v, (lambda v: lambda r: f"{fmt('score', r[f'{v}:mean'])} ({r[f'{v}:n']} of {r[f'{v}:runs']})")(v))
+        )
         if v != "original":
             cols.append(Column(f"{v}:delta", f"Δ {v}", "score"))
             display.append((f"Δ {v}", (lambda v: lambda r: _signed(r[f"{v}:delta"]))(v)))
-    return Table("variants", f"Data variants side by side ({headline})", cols, rows,
-                 ["Δ = variant mean − original mean for the same model, harness and budget."], display)
+    return Table(
+        "variants",
+        f"Data variants side by side ({headline})",
+        cols,
+        rows,
+        ["Δ = variant mean − original mean for the same model, harness and budget."],
+        display,
+    )
 
 
 def _signed(v: float | None) -> str:

@@ -1,4 +1,5 @@
 """Assemble a `Report` from a results directory: load, group, aggregate, check provenance."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,9 @@ from benchctl.report.model import Report, Table
 from benchctl.report.provenance import provenance
 
 
-def build_report(results: Results | str | os.PathLike[str], opts: Options | None = None, *,
-                 cache: bool = True) -> Report:
+def build_report(
+    results: Results | str | os.PathLike[str], opts: Options | None = None, *, cache: bool = True
+) -> Report:
     """The whole report as data. `cache=False` bypasses the loader's parse cache."""
     with gc_paused():
         return _build(results, opts or Options(), cache)
@@ -36,8 +38,10 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
         lb.notes.append(f"--exclude-fallback: {len(excluded)} runs that fell back to another model are left out.")
     partial = sum(1 for r in runs if (g := r.grade(headline or "")) is not None and g.status == "partial")
     if partial:
-        lb.notes.append(f"{partial} runs have a partial {headline} grade (some items unscored by the judge); "
-                        f"their score is the grader's figure over the items it could score.")
+        lb.notes.append(
+            f"{partial} runs have a partial {headline} grade (some items unscored by the judge); "
+            f"their score is the grader's figure over the items it could score."
+        )
     tables: list[Table] = [lb]
     if "coverage" in res.graders:
         for t in (breakdowns.clusters(grouping), breakdowns.findings(grouping), breakdowns.followups(grouping)):
@@ -62,5 +66,6 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
     elif runs:
         lb.notes.append(f"All {len(runs)} runs have a `{headline}` score.")
     plot_data: dict[str, Any] = {"headline": headline}
-    return Report(tables=tables, provenance=prov | {"headline_grader": headline}, warnings=warnings,
-                  plot_data=plot_data)
+    return Report(
+        tables=tables, provenance=prov | {"headline_grader": headline}, warnings=warnings, plot_data=plot_data
+    )

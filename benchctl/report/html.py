@@ -1,5 +1,6 @@
 """One self-contained HTML page: warnings, every table, the plots as base64 PNG, provenance.
 No external CSS, fonts or scripts, so the file can be mailed or archived as is."""
+
 from __future__ import annotations
 
 import base64
@@ -37,8 +38,13 @@ def _table(t: Table) -> str:
 
 def to_html(report: Report) -> str:
     e = html.escape
-    parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
-             "<title>benchctl report</title>", f"<style>{_CSS}</style></head><body>", "<h1>benchctl report</h1>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>benchctl report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>benchctl report</h1>",
+    ]
     parts += [f'<div class="warn">Warning: {e(w)}</div>' for w in report.warnings]
     for t in report.tables:
         parts.append(_table(t))
@@ -46,12 +52,16 @@ def to_html(report: Report) -> str:
         parts.append('<section id="plots"><h2>Plots</h2>')
         for name, png in report.plots.items():
             b64 = base64.b64encode(png).decode("ascii")
-            parts.append(f'<figure><img alt="{e(name)}" src="data:image/png;base64,{b64}">'
-                         f"<figcaption class=\"note\">{e(name)}</figcaption></figure>")
+            parts.append(
+                f'<figure><img alt="{e(name)}" src="data:image/png;base64,{b64}">'
+                f'<figcaption class="note">{e(name)}</figcaption></figure>'
+            )
         parts.append("</section>")
     parts.append('<section id="provenance"><h2>Provenance</h2><ul class="prov">')
     parts += [f"<li>{e(line)}</li>" for line in provenance_lines(report.provenance)]
     full = dumps(report.provenance, pretty=True).decode()
-    parts.append(f"</ul><details><summary>full provenance (JSON)</summary><pre class=\"prov\">{e(full)}</pre>"
-                 "</details></section></body></html>")
+    parts.append(
+        f'</ul><details><summary>full provenance (JSON)</summary><pre class="prov">{e(full)}</pre>'
+        "</details></section></body></html>"
+    )
     return "\n".join(parts) + "\n"

@@ -30,6 +30,7 @@ Reading: a file is read with `os.open` + `os.fstat` + `os.read` (no buffered-IO 
 less CPU than `open().read()` on small files), and its cache key comes from that `fstat`, so the
 key describes exactly the bytes parsed. A file with no cache entry is not `stat`ed first.
 """
+
 from __future__ import annotations
 
 import gc
@@ -37,18 +38,19 @@ import marshal
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import orjson
 
 from benchctl.jsonio import write_bytes_atomic
 from benchctl.layout import ARTIFACTS, GRADES, META, RUNS, TRANSCRIPT, parse_run_id
-from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT as TOURNAMENT_DIR
-
+from benchctl.tournament.schema import RATINGS_FILE
+from benchctl.tournament.schema import TOURNAMENT as TOURNAMENT_DIR
 
 # A graded item (finding, prediction) reduced to what reports aggregate, as a plain tuple
 # (id, score, strict, cluster): 400,000 of them in a 10,000-run sweep, and tuples are ~20x
@@ -56,8 +58,8 @@ from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT as TOURNAMENT_DI
 Item = tuple  # (id: str, score: float | None, strict: float | None, cluster: str | None)
 
 
-UNFINISHED = "unfinished"          # status of a run directory without meta.json (report-level only)
-RUN_START_SCAN_BYTES = 1 << 20     # how far into a transcript to look for its run_start event
+UNFINISHED = "unfinished"  # status of a run directory without meta.json (report-level only)
+RUN_START_SCAN_BYTES = 1 << 20  # how far into a transcript to look for its run_start event
 
 
 @dataclass(slots=True)
@@ -74,7 +76,7 @@ class Grade:
     n_unscored: int
     cost_usd: float | None
     artifact: str | None
-    bad_values: int = 0          # item scores or clusters, by_cluster values, cost_usd of the wrong type: read as unknown
+    bad_values: int = 0  # item scores or clusters, by_cluster values, cost_usd of the wrong type: read as unknown
 
 
 @dataclass(slots=True)
@@ -96,10 +98,10 @@ class Run:
 class Results:
     root: Path
     runs: list[Run]
-    graders: list[str]                      # grader names seen, sorted
-    ratings: dict[str, Any] | None          # grades/tournament/ratings.json, if present
-    sweep: dict[str, Any] | None            # sweep.json, if present
-    problems: list[str]                     # unreadable files, orphan grades: reported, not fatal
+    graders: list[str]  # grader names seen, sorted
+    ratings: dict[str, Any] | None  # grades/tournament/ratings.json, if present
+    sweep: dict[str, Any] | None  # sweep.json, if present
+    problems: list[str]  # unreadable files, orphan grades: reported, not fatal
     stats: dict[str, int] = field(default_factory=dict)
 
 
@@ -119,7 +121,7 @@ def _read_bytes(path: str) -> tuple[bytes, FileKey]:
         try:
             st = os.fstat(fd)
             data = os.read(fd, st.st_size + 1)
-            if len(data) > st.st_size:                 # grown since fstat: read to the end
+            if len(data) > st.st_size:  # grown since fstat: read to the end
                 chunks = [data]
                 while chunk := os.read(fd, 1 << 20):
                     chunks.append(chunk)
@@ -127,7 +129,7 @@ def _read_bytes(path: str) -> tuple[bytes, FileKey]:
         finally:
             os.close(fd)
     except OSError as e:
-        if e.filename is None:                         # os.read on a directory: EISDIR without a name
+        if e.filename is None:  # os.read on a directory: EISDIR without a name
             raise OSError(e.errno, e.strerror, path) from None
         raise
     return data, (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -162,24 +164,37 @@ class _Compactor:
         if not isinstance(raw, list):
             return [], 0
         try:
-            keys = list(map(_ITEM_FIELDS, raw))        # KeyError/TypeError: an item that is not a full dict
+            keys = list(map(_ITEM_FIELDS, raw))  # KeyError/TypeError: an item that is not a full dict
             try:
                 return list(map(self.seen.__getitem__, keys)), 0
-            except KeyError:                           # items not seen yet: add their compact form
+            except KeyError:  # items not seen yet: add their compact form
                 for k in keys:
                     if k not in self.seen:
                         if type(k[0]) is not str or not (k[3] is None or type(k[3]) is str):
-                            raise TypeError("an id or cluster that is not a string")   # 1 == 1.0: not shareable
+                            raise TypeError(
+                                "an id or cluster that is not a string"
+                            ) from None  # 1 == 1.0: not shareable
                         if not (_is_number(k[1]) and _is_number(k[2])):
-                            raise TypeError("a score that is not a number")
+                            raise TypeError("a score that is not a number") from None
                         self.seen[k] = _compact_item(*k)
                 return list(map(self.seen.__getitem__, keys)), 0
-        except (KeyError, TypeError):                  # incl. unhashable values: the general path
+        except (KeyError, TypeError):  # incl. unhashable values: the general path
             items = [it for it in raw if isinstance(it, dict)]
-            bad = sum((not _is_number(it.get("score"))) + (not _is_number(it.get("strict")))
-                      + (not _hashable(it.get("cluster"))) for it in items)
-            return [_compact_item(it.get("id", ""), _number(it.get("score")), _number(it.get("strict")),
-                                  cl if _hashable(cl := it.get("cluster")) else None) for it in items], bad
+            bad = sum(
+                (not _is_number(it.get("score")))
+                + (not _is_number(it.get("strict")))
+                + (not _hashable(it.get("cluster")))
+                for it in items
+            )
+            return [
+                _compact_item(
+                    it.get("id", ""),
+                    _number(it.get("score")),
+                    _number(it.get("strict")),
+                    cl if _hashable(cl := it.get("cluster")) else None,
+                )
+                for it in items
+            ], bad
 
 
 def _is_number(v: Any) -> bool:
@@ -214,7 +229,7 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None, compact: 
     score = rec.get("score")
     status = rec.get("status") or ("unscored" if score is None else "scored")
     if status == "unscored":
-        score = None                                  # an unscored record never counts as a number
+        score = None  # an unscored record never counts as a number
     share = compact.share
     items, bad = compact.items(rec.get("items"))
     by_cluster = rec.get("by_cluster") or {}
@@ -225,11 +240,22 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None, compact: 
         by_cluster = {k: v for k, v in by_cluster.items() if _is_number(v)}
     cost = rec.get("cost_usd")
     if not _is_number(cost):
-        cost, bad = None, bad + 1                     # unknown, never 0
-    return [share(rec.get("grader") or grader), rec.get("run_id") or run_id, share(rec.get("artifact_tag", tag)),
-            None if score is None else float(score), share(status), share(rec.get("judge")),
-            share(rec.get("rubric_hash")), by_cluster, items,
-            int(rec.get("n_unscored") or 0), cost, share(rec.get("artifact")), bad]
+        cost, bad = None, bad + 1  # unknown, never 0
+    return [
+        share(rec.get("grader") or grader),
+        rec.get("run_id") or run_id,
+        share(rec.get("artifact_tag", tag)),
+        None if score is None else float(score),
+        share(status),
+        share(rec.get("judge")),
+        share(rec.get("rubric_hash")),
+        by_cluster,
+        items,
+        int(rec.get("n_unscored") or 0),
+        cost,
+        share(rec.get("artifact")),
+        bad,
+    ]
 
 
 CACHE_FILE = ".benchctl-report-cache"
@@ -295,8 +321,8 @@ class _FileCache:
         try:
             # No fsync: a cache lost in a crash is rebuilt; the rename still makes it all-or-nothing.
             write_bytes_atomic(self.path, _CACHE_HEADER + marshal.dumps(entries), sync=False)
-        except (OSError, ValueError):                  # ValueError: an unmarshallable value (never JSON)
-            pass                                       # read-only results dir: just no cache
+        except (OSError, ValueError):  # ValueError: an unmarshallable value (never JSON)
+            pass  # read-only results dir: just no cache
 
 
 @contextmanager
@@ -320,8 +346,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_results(results: str | os.PathLike[str], *, cache: bool = True,
-                 memo: dict[str, tuple[Any, ...]] | None = None) -> Results:
+def load_results(
+    results: str | os.PathLike[str], *, cache: bool = True, memo: dict[str, tuple[Any, ...]] | None = None
+) -> Results:
     """Read every run's meta.json and every grade under `results`. Raises FileNotFoundError with
     a hint when the directory is not a results directory. `cache=False` ignores and does not
     write the parse cache. `memo` (for long-running readers such as `benchctl view`, which must
@@ -339,7 +366,8 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
     if not os.path.isdir(runs_root):
         raise FileNotFoundError(
             f"{root} is not a results directory: no {RUNS}/ inside. Pass the sweep directory that "
-            f"`benchctl run` wrote (it contains runs/<run_id>/meta.json).")
+            f"`benchctl run` wrote (it contains runs/<run_id>/meta.json)."
+        )
     fc = _FileCache(sroot, cache, memo)
     problems: list[str] = []
     by_id: dict[str, Run] = {}
@@ -352,7 +380,7 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
         try:
             meta = fc.get(rel, path, orjson.loads)
         except FileNotFoundError:
-            unfinished.append(name)                    # never wrote meta.json: counted and listed, not averaged
+            unfinished.append(name)  # never wrote meta.json: counted and listed, not averaged
             continue
         except (orjson.JSONDecodeError, OSError) as e:
             problems.append(f"unreadable {rel}: {e}")
@@ -382,8 +410,11 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
             with os.scandir(gdir) as it:
                 # Only files: grades/tournament/ also holds canonical/, extracted/, judge_log/ dirs
                 # and ratings.json, which is not a per-run GradeRecord.
-                files = [name for e in it if (name := e.name).endswith(".json") and name[0] != "."
-                         and name != RATINGS_FILE and e.is_file()]
+                files = [
+                    name
+                    for e in it
+                    if (name := e.name).endswith(".json") and name[0] != "." and name != RATINGS_FILE and e.is_file()
+                ]
             if files:
                 graders.append(grader)
             for fname in files:
@@ -394,15 +425,20 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
                     problems.append(f"grade for unknown run: {rel}")
                     continue
                 try:
-                    fields = fc.get(rel, f"{gdir}/{fname}", lambda data: _grade_fields(
-                        orjson.loads(data), grader, run_id, file_tag or None, compact))
+                    fields = fc.get(
+                        rel,
+                        f"{gdir}/{fname}",
+                        lambda data: _grade_fields(orjson.loads(data), grader, run_id, file_tag or None, compact),
+                    )
                 except (orjson.JSONDecodeError, OSError, ValueError, TypeError) as err:
                     problems.append(f"unreadable {rel}: {err}")
                     continue
                 g = Grade(*fields)
                 if g.bad_values:
-                    problems.append(f"{rel}: {g.bad_values} value(s) not as benchctl writes them (item scores and "
-                                    f"clusters, by_cluster, cost_usd) read as unknown")
+                    problems.append(
+                        f"{rel}: {g.bad_values} value(s) not as benchctl writes them (item scores and "
+                        f"clusters, by_cluster, cost_usd) read as unknown"
+                    )
                 run.grades[(grader, g.artifact_tag)] = g
                 n_grades += 1
     fc.save()
@@ -421,10 +457,22 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
             sweep = _read(spath)
         except (orjson.JSONDecodeError, OSError) as e:
             problems.append(f"unreadable sweep.json: {e}")
-    return Results(root=root, runs=list(by_id.values()), graders=graders, ratings=ratings, sweep=sweep,
-                   problems=problems, stats={"run_dirs": len(names), "runs": len(by_id), "grades": n_grades,
-                                             "unfinished": len(unfinished),
-                                             "cache_hits": fc.hits, "cache_misses": fc.misses})
+    return Results(
+        root=root,
+        runs=list(by_id.values()),
+        graders=graders,
+        ratings=ratings,
+        sweep=sweep,
+        problems=problems,
+        stats={
+            "run_dirs": len(names),
+            "runs": len(by_id),
+            "grades": n_grades,
+            "unfinished": len(unfinished),
+            "cache_hits": fc.hits,
+            "cache_misses": fc.misses,
+        },
+    )
 
 
 _META_NUMBERS = ("cost_usd", "elapsed_s")
@@ -455,24 +503,33 @@ def unfinished_meta(run_path: str, run_id: str, twins: dict[str, Run]) -> dict[s
     start = _run_start(os.path.join(run_path, TRANSCRIPT))
     parsed = parse_run_id(run_id)
     if start is not None and isinstance(spec := start.get("spec"), dict):
-        meta.update({k: spec.get(k) for k in ("task", "harness", "model", "budget", "budget_s", "seed", "variant")},
-                    spec=spec, task_hash=start.get("task_hash"), started_at=start.get("t"), derived_from="transcript")
+        meta.update(
+            {k: spec.get(k) for k in ("task", "harness", "model", "budget", "budget_s", "seed", "variant")},
+            spec=spec,
+            task_hash=start.get("task_hash"),
+            started_at=start.get("t"),
+            derived_from="transcript",
+        )
     elif parsed is not None:
         twin = twins.get(run_id.rpartition("__")[0])
         if twin is not None:
             keys = ("task", "harness", "model", "budget", "budget_s", "variant", "tools", "task_hash")
-            meta.update({k: twin.meta[k] for k in keys if k in twin.meta}, seed=parsed["seed"],
-                        spec={**(twin.meta.get("spec") or {}), "seed": parsed["seed"], "run_id": run_id},
-                        derived_from="run id")
+            meta.update(
+                {k: twin.meta[k] for k in keys if k in twin.meta},
+                seed=parsed["seed"],
+                spec={**(twin.meta.get("spec") or {}), "seed": parsed["seed"], "run_id": run_id},
+                derived_from="run id",
+            )
         else:
             meta.update({k: parsed[k] for k in ("task", "harness", "model", "budget", "seed")}, derived_from="run id")
             if len(parsed["extra"]) == 2:
                 meta["variant"], meta["tools"] = parsed["extra"]
-            from benchctl.policies import parse_duration   # rare path; not imported by every report
+            from benchctl.policies import parse_duration  # rare path; not imported by every report
+
             try:
                 meta["budget_s"] = parse_duration(parsed["budget"])
             except ValueError:
-                pass                                   # a token budget or a foreign id: no seconds
+                pass  # a token budget or a foreign id: no seconds
     else:
         meta["derived_from"] = "nothing (the directory name is not a run id)"
     art = os.path.join(run_path, ARTIFACTS)
@@ -492,7 +549,7 @@ def _run_start(path: str) -> dict[str, Any] | None:
                     try:
                         ev = orjson.loads(line)
                     except orjson.JSONDecodeError:
-                        continue                       # a torn line
+                        continue  # a torn line
                     if isinstance(ev, dict) and ev.get("type") == "run_start":
                         return ev
                 if seen > RUN_START_SCAN_BYTES:

@@ -5,18 +5,20 @@ seconds, None for "no value") so CSV and JSON round-trip exactly; the human form
 markdown, HTML) format cells through `Table.view()`, which may merge raw columns (a mean and
 its interval) into one display column.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
 class Column:
     key: str
     label: str
-    kind: str = "text"          # text | int | score | usd | seconds | pct | float
-    hidden: bool = False        # raw-only: in CSV/JSON, not in human tables
+    kind: str = "text"  # text | int | score | usd | seconds | pct | float
+    hidden: bool = False  # raw-only: in CSV/JSON, not in human tables
 
 
 Display = Callable[[dict[str, Any]], str]
@@ -24,7 +26,7 @@ Display = Callable[[dict[str, Any]], str]
 
 @dataclass
 class Table:
-    name: str                   # machine name: "leaderboard", "clusters", ...
+    name: str  # machine name: "leaderboard", "clusters", ...
     title: str
     columns: list[Column]
     rows: list[dict[str, Any]]
@@ -39,9 +41,12 @@ class Table:
         return [c.label for c in cols], [[fmt(c.kind, r.get(c.key)) for c in cols] for r in self.rows]
 
     def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "columns": [c.key for c in self.columns],
-                "rows": [{c.key: r.get(c.key) for c in self.columns} for r in self.rows],
-                "notes": self.notes}
+        return {
+            "title": self.title,
+            "columns": [c.key for c in self.columns],
+            "rows": [{c.key: r.get(c.key) for c in self.columns} for r in self.rows],
+            "notes": self.notes,
+        }
 
 
 @dataclass

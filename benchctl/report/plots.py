@@ -5,6 +5,7 @@ when plots are asked for: it costs ~0.3 s to import and `benchctl report` must s
     elo.png               tournament Elo with bootstrap intervals
     cluster_heatmap.png   mean strict coverage per finding cluster per configuration
 """
+
 from __future__ import annotations
 
 import io
@@ -16,8 +17,10 @@ from benchctl.report.model import Report, Table
 
 def _plt() -> Any:
     import matplotlib
+
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -91,6 +94,7 @@ def cluster_heatmap(t: Table) -> bytes | None:
     if not clusters or not t.rows:
         return None
     import numpy as np
+
     data = np.array([[r.get(c) if r.get(c) is not None else np.nan for c in clusters] for r in t.rows], dtype=float)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(1.1 * len(clusters) + 3, 0.45 * len(t.rows) + 1.5))
@@ -102,8 +106,15 @@ def cluster_heatmap(t: Table) -> bytes | None:
     for i in range(data.shape[0]):
         for j in range(data.shape[1]):
             if not np.isnan(data[i, j]):
-                ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if data[i, j] < 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{data[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if data[i, j] < 0.6 else "black",
+                )
     fig.colorbar(im, ax=ax, label="mean strict coverage")
     ax.set_title("Coverage by finding cluster")
     return _png(fig)

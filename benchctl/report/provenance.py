@@ -4,6 +4,7 @@ Every output format carries this block. Mixing is flagged, not hidden: grades of
 made by different judge models or rubric versions are not comparable, and runs of one task
 (and variant) made on different task contents are not either.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,24 +57,30 @@ def provenance(results: Results) -> tuple[dict[str, Any], list[str]]:
         judges[grader][judge] += n
         rubrics[grader][rubric] += n
         rubrics_by_task[(grader, env)][rubric] += n
-    grade_cost = math.fsum(costs)                      # exactly rounded, whatever the order of the grades
+    grade_cost = math.fsum(costs)  # exactly rounded, whatever the order of the grades
     if results.ratings:
         judges["tournament (ratings)"][str(results.ratings.get("judge") or "hand-made")] += 1
 
     warnings: list[str] = []
     for grader in sorted(judges):
         if len(judges[grader]) > 1:
-            warnings.append(f"Mixed judges in `{grader}` grades: {_counts(judges[grader])}. Scores from different "
-                            f"judges are not comparable; re-grade with one judge (`benchctl grade --judge ...`).")
-    for (grader, env) in sorted(rubrics_by_task):
+            warnings.append(
+                f"Mixed judges in `{grader}` grades: {_counts(judges[grader])}. Scores from different "
+                f"judges are not comparable; re-grade with one judge (`benchctl grade --judge ...`)."
+            )
+    for grader, env in sorted(rubrics_by_task):
         c = rubrics_by_task[(grader, env)]
         if len(c) > 1:
-            warnings.append(f"Mixed rubric versions in `{grader}` grades of task `{env}`: {_counts(c)}. "
-                            f"Re-grade the older runs with the current rubric (`benchctl grade --force`).")
+            warnings.append(
+                f"Mixed rubric versions in `{grader}` grades of task `{env}`: {_counts(c)}. "
+                f"Re-grade the older runs with the current rubric (`benchctl grade --force`)."
+            )
     for task in sorted(task_hashes):
         if len(task_hashes[task]) > 1:
-            warnings.append(f"Task `{task}` was run on different contents (task hashes {_counts(task_hashes[task])}); "
-                            f"its runs are not comparable.")
+            warnings.append(
+                f"Task `{task}` was run on different contents (task hashes {_counts(task_hashes[task])}); "
+                f"its runs are not comparable."
+            )
     if len(versions) > 1:
         warnings.append(f"Runs were made by several benchctl versions: {_counts(versions)}.")
     warnings += run_warnings(results)
@@ -108,8 +115,9 @@ def run_warnings(results: Results, limit: int = 20) -> list[str]:
     for r in results.runs:
         ws = [w for w in r.meta.get("warnings") or [] if isinstance(w, dict)]
         if ws:
-            said = "; ".join(f"{w.get('message')}" + (f" ({w['count']}×)" if (w.get("count") or 1) > 1 else "")
-                             for w in ws)
+            said = "; ".join(
+                f"{w.get('message')}" + (f" ({w['count']}×)" if (w.get("count") or 1) > 1 else "") for w in ws
+            )
             lines.append(f"Run `{r.run_id}` ({r.meta.get('status')}) has warnings: {said}.")
     if len(lines) > limit:
         lines = lines[:limit] + [f"... and {len(lines) - limit} more runs with warnings (meta.json `warnings`)."]
@@ -122,19 +130,26 @@ def _counts(c: Counter[str]) -> str:
 
 def provenance_lines(prov: dict[str, Any]) -> list[str]:
     """Short human lines for terminal/markdown/CSV comments."""
+
     def fmt_map(d: dict[str, Any]) -> str:
         return "; ".join(f"{k}: {', '.join(v) if isinstance(v, dict) else v}" for k, v in d.items()) or "none"
-    lines = [f"benchctl {prov['report_benchctl_version']} report of {prov['results_dir']} at {prov['generated_at']}",
-             f"runs: {prov['runs']}" + (f" ({prov['unfinished_runs']} unfinished)" if prov.get("unfinished_runs") else "")
-             + f", grade files: {prov['grades']}; runs made by benchctl "
-             + (", ".join(prov["run_benchctl_versions"]) or "–"),
-             f"task hashes: {fmt_map(prov['task_hashes'])}",
-             f"judges: {fmt_map(prov['judges'])}",
-             f"rubric hashes: {fmt_map(prov['rubric_hashes'])}"]
+
+    lines = [
+        f"benchctl {prov['report_benchctl_version']} report of {prov['results_dir']} at {prov['generated_at']}",
+        f"runs: {prov['runs']}"
+        + (f" ({prov['unfinished_runs']} unfinished)" if prov.get("unfinished_runs") else "")
+        + f", grade files: {prov['grades']}; runs made by benchctl "
+        + (", ".join(prov["run_benchctl_versions"]) or "–"),
+        f"task hashes: {fmt_map(prov['task_hashes'])}",
+        f"judges: {fmt_map(prov['judges'])}",
+        f"rubric hashes: {fmt_map(prov['rubric_hashes'])}",
+    ]
     # Always shown, $0 included (a free scripted judge, or no grades yet); grades of unknown cost are
     # said, not hidden behind the sum.
     cost = prov.get("grading_cost_usd") or 0.0
-    lines.append(f"grading cost: {fmt('usd', cost)}"
-                 + (f" (+{prov['grades_without_cost']} grades of unknown cost)" if prov.get("grades_without_cost") else "")
-                 + ("" if prov.get("grades") else " (no grades yet)"))
+    lines.append(
+        f"grading cost: {fmt('usd', cost)}"
+        + (f" (+{prov['grades_without_cost']} grades of unknown cost)" if prov.get("grades_without_cost") else "")
+        + ("" if prov.get("grades") else " (no grades yet)")
+    )
     return lines

@@ -1,4 +1,5 @@
 """Rich tables for the terminal (the default `--format table`)."""
+
 from __future__ import annotations
 
 from rich.console import Console
@@ -8,7 +9,6 @@ from rich.text import Text
 from benchctl.console import wide_console
 from benchctl.report.model import Report
 from benchctl.report.provenance import provenance_lines
-
 
 # Long per-run listings are cut in the terminal (rich renders ~1 ms per row); the note says how
 # to get all of them. Tables of configurations are never cut.
@@ -27,12 +27,16 @@ def print_report(report: Report, console: Console | None = None, max_listing_row
         for h in header:
             rt.add_column(h, overflow="fold")
         cut = len(rows) - max_listing_rows if t.name in LISTINGS and len(rows) > max_listing_rows else 0
-        for row in rows[:len(rows) - cut]:
+        for row in rows[: len(rows) - cut]:
             rt.add_row(*row)
         console.print(rt)
         if cut:
-            console.print(Text(f"... {cut} more rows: `benchctl report DIR --format csv --table {t.name}` lists all.",
-                               style="yellow"))
+            console.print(
+                Text(
+                    f"... {cut} more rows: `benchctl report DIR --format csv --table {t.name}` lists all.",
+                    style="yellow",
+                )
+            )
         for n in t.notes:
             console.print(Text(n, style="dim"))
         console.print()

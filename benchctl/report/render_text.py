@@ -4,6 +4,7 @@ CSV holds one table (the leaderboard unless another is named) with raw values; p
 warnings come first as `# ` comment lines (read it with `pandas.read_csv(f, comment="#")` or
 skip lines starting with '#').
 """
+
 from __future__ import annotations
 
 import csv
@@ -46,8 +47,9 @@ def to_markdown(report: Report) -> str:
 def to_csv(report: Report, table: str = "leaderboard") -> str:
     t = report.table(table)
     if t is None:
-        raise ValueError(f"no table named {table!r} in this report; available: "
-                         f"{', '.join(x.name for x in report.tables)}")
+        raise ValueError(
+            f"no table named {table!r} in this report; available: {', '.join(x.name for x in report.tables)}"
+        )
     buf = io.StringIO()
     for line in provenance_lines(report.provenance):
         buf.write(f"# {line}\n")
@@ -61,8 +63,11 @@ def to_csv(report: Report, table: str = "leaderboard") -> str:
 
 
 def to_json_obj(report: Report) -> dict[str, Any]:
-    return {"provenance": report.provenance, "warnings": report.warnings,
-            "tables": {t.name: t.to_json() for t in report.tables}}
+    return {
+        "provenance": report.provenance,
+        "warnings": report.warnings,
+        "tables": {t.name: t.to_json() for t in report.tables},
+    }
 
 
 def to_json(report: Report) -> str:

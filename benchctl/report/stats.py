@@ -13,11 +13,13 @@ Success rates (any-of-N): the Wilson score interval from `benchctl.grading.stats
 here), with z = Φ⁻¹(0.975) exactly; it behaves at 0/16 and 16/16 where the normal
 approximation collapses.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from benchctl.report.t975_table import T975
 from benchctl.stats import mean_or_none
@@ -32,6 +34,7 @@ def t975(df: int) -> float:
         return T975[df - 1]
     # scipy.special rather than scipy.stats: the same quantile, a fifth of the import time
     from scipy.special import stdtrit
+
     return float(stdtrit(df, 0.975))
 
 
@@ -54,5 +57,6 @@ def __getattr__(name: str) -> Any:
     more, ~0.05 s of CPU), which a report without any-of-N grades does not need."""
     if name == "wilson_interval":
         from benchctl.grading.stats import wilson_interval
+
         return wilson_interval
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ Nothing the sandbox wrote can make the host read or write outside `dest_dir`:
 The Docker-specific parts (listing via exec, `get_archive`) live in docker_sandbox.py; this
 module is pure and unit-testable with hand-made tar streams.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,16 +31,16 @@ from benchctl.sandbox.base import WORK_DIR, CollectReport
 # `find -printf` record for the listing: type, size, path, symlink target, each NUL-terminated.
 FIND_PRINTF = r"%y\0%s\0%p\0%l\0"
 
-SPECIAL_KINDS = {"p": "fifo", "s": "socket", "c": "character device", "b": "block device",
-                 "D": "door"}
+SPECIAL_KINDS = {"p": "fifo", "s": "socket", "c": "character device", "b": "block device", "D": "door"}
 
 
 @dataclass(frozen=True)
 class Entry:
     """One filesystem object inside the sandbox, as `find -P -printf FIND_PRINTF` saw it."""
-    kind: str          # find %y: f d l p s c b
+
+    kind: str  # find %y: f d l p s c b
     size: int
-    path: str          # absolute in-container path
+    path: str  # absolute in-container path
     link_target: str = ""
 
 
@@ -47,7 +48,7 @@ def parse_find_listing(raw: bytes) -> list[Entry]:
     fields = raw.split(b"\0")
     entries = []
     for i in range(0, len(fields) - 3, 4):
-        kind, size, path, target = (f.decode("utf-8", "surrogateescape") for f in fields[i:i + 4])
+        kind, size, path, target = (f.decode("utf-8", "surrogateescape") for f in fields[i : i + 4])
         entries.append(Entry(kind=kind, size=int(size) if size.isdigit() else 0, path=path, link_target=target))
     return entries
 
@@ -162,9 +163,18 @@ def _member_chunks(tf: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> 
         yield chunk
 
 
-def extract_archive(chunks: Iterable[bytes], writer: SafeWriter, report: CollectReport, *,
-                    container_root: str, root_is_dir: bool, expected: dict[str, Entry] | None,
-                    max_bytes: int, dest_prefix: str = "", already_reported: Set[str] = frozenset()) -> bool:
+def extract_archive(
+    chunks: Iterable[bytes],
+    writer: SafeWriter,
+    report: CollectReport,
+    *,
+    container_root: str,
+    root_is_dir: bool,
+    expected: dict[str, Entry] | None,
+    max_bytes: int,
+    dest_prefix: str = "",
+    already_reported: Set[str] = frozenset(),
+) -> bool:
     """Write the members of a `get_archive(container_root)` tar stream through `writer`.
 
     Members land at `dest_prefix/<name below container_root>` (directory) or
@@ -178,10 +188,11 @@ def extract_archive(chunks: Iterable[bytes], writer: SafeWriter, report: Collect
     top = posixpath.basename(container_root.rstrip("/"))
     for member in tf:
         raw = member.name
-        below = raw[len(top):].lstrip("/") if raw == top or raw.startswith(top + "/") else None
+        below = raw[len(top) :].lstrip("/") if raw == top or raw.startswith(top + "/") else None
         if below is None or (below and not root_is_dir):
-            report.skipped.append({"path": f"{container_root} :: {raw}",
-                                   "reason": f"unexpected archive member name {raw!r}"})
+            report.skipped.append(
+                {"path": f"{container_root} :: {raw}", "reason": f"unexpected archive member name {raw!r}"}
+            )
             continue
         if root_is_dir and below == "":  # the requested directory itself
             if dest_prefix:
@@ -206,8 +217,13 @@ def extract_archive(chunks: Iterable[bytes], writer: SafeWriter, report: Collect
             report.skipped.append({"path": cpath, "reason": "special file (fifo/socket/device), not copied"})
             continue
         if member.size > max_bytes:
-            report.skipped.append({"path": cpath, "reason": f"file is {member.size} bytes, over the "
-                                   f"{max_bytes}-byte cap; collection of {container_root} stopped here"})
+            report.skipped.append(
+                {
+                    "path": cpath,
+                    "reason": f"file is {member.size} bytes, over the "
+                    f"{max_bytes}-byte cap; collection of {container_root} stopped here",
+                }
+            )
             return False
         try:
             if member.isdir():
@@ -224,8 +240,9 @@ def extract_archive(chunks: Iterable[bytes], writer: SafeWriter, report: Collect
     return True
 
 
-def plan(entries: list[Entry], root: str, root_is_dir: bool, max_bytes: int,
-         report: CollectReport) -> tuple[dict[str, Entry], bool, set[str]]:
+def plan(
+    entries: list[Entry], root: str, root_is_dir: bool, max_bytes: int, report: CollectReport
+) -> tuple[dict[str, Entry], bool, set[str]]:
     """Split a listing into entries whose bytes may be fetched (by relative name), whether any
     file was refused for size (then the caller must fetch file by file instead of one archive
     of the whole tree), and the relative names refused — each refusal reported with a reason."""

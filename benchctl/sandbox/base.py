@@ -3,6 +3,7 @@
 One small protocol; the real implementation is `DockerSandbox` (docker SDK, network-less
 containers). Harnesses and the runner only ever talk to this protocol.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,17 +15,18 @@ LABEL_KEY = "benchctl.run_id"
 LABEL_MANAGED = "benchctl.managed"
 
 # Where things live inside the sandbox. Fixed paths keep prompts and hooks simple.
-DATA_DIR = "/data"          # task data, mounted read-only
-WORK_DIR = "/work"          # writable; the agent writes its report here
-GATEWAY_DIR = "/gateway"    # host directory holding the model gateway's unix socket
-TOOLS_DIR = "/opt/benchctl" # read-only mounts of agent binaries and helper scripts
-STATE_DIR = "/opt/benchctl/state"   # state an agent CLI keeps outside its home (e.g. CODEX_HOME)
+DATA_DIR = "/data"  # task data, mounted read-only
+WORK_DIR = "/work"  # writable; the agent writes its report here
+GATEWAY_DIR = "/gateway"  # host directory holding the model gateway's unix socket
+TOOLS_DIR = "/opt/benchctl"  # read-only mounts of agent binaries and helper scripts
+STATE_DIR = "/opt/benchctl/state"  # state an agent CLI keeps outside its home (e.g. CODEX_HOME)
 
 
 @dataclass(frozen=True)
 class WritableDir:
     """A directory the sandbox can write, held on its own tmpfs of `Limits.work` bytes (counted
     against the memory limit), so that nothing an agent writes reaches the host's Docker disk."""
+
     path: str
     mode: int
     uid: int = 0
@@ -32,19 +34,25 @@ class WritableDir:
 
 # Every directory the agent's user can write in benchctl's sandbox image (`find / -xdev -writable`
 # as uid 1000), plus STATE_DIR. The image's copies of them are empty; the tmpfs hides them.
-WRITABLE_DIRS = (WritableDir(WORK_DIR, 0o755, 1000), WritableDir("/tmp", 0o1777), WritableDir("/var/tmp", 0o1777),
-                 WritableDir("/home/agent", 0o755, 1000), WritableDir("/run/lock", 0o1777),
-                 WritableDir(STATE_DIR, 0o755))
+WRITABLE_DIRS = (
+    WritableDir(WORK_DIR, 0o755, 1000),
+    WritableDir("/tmp", 0o1777),
+    WritableDir("/var/tmp", 0o1777),
+    WritableDir("/home/agent", 0o755, 1000),
+    WritableDir("/run/lock", 0o1777),
+    WritableDir(STATE_DIR, 0o755),
+)
 
 
 @dataclass
 class Limits:
     """Resource limits. Defaults suit one agent investigating logs on a small machine."""
+
     cpus: float = 1.0
     memory: str = "2g"
     pids: int = 256
-    work: str | None = None         # size of /work (and of each other writable directory), in RAM;
-                                    # None: half the memory, at most 1g (see limits.work_bytes)
+    work: str | None = None  # size of /work (and of each other writable directory), in RAM;
+    # None: half the memory, at most 1g (see limits.work_bytes)
 
 
 @dataclass
@@ -74,17 +82,18 @@ class SandboxSpec:
 
 @dataclass
 class ExecResult:
-    exit_code: int | None      # None when killed by timeout
+    exit_code: int | None  # None when killed by timeout
     stdout: str
     stderr: str
     timed_out: bool = False
-    truncated: bool = False    # output exceeded the cap and was cut
+    truncated: bool = False  # output exceeded the cap and was cut
     duration_s: float = 0.0
 
 
 @dataclass
 class CollectReport:
     """What artifact collection did, including everything it refused to copy and why."""
+
     copied: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)  # {"path": ..., "reason": ...}
     missing: list[str] = field(default_factory=list)
@@ -97,8 +106,16 @@ class Sandbox(Protocol):
 
     def start(self) -> None: ...
 
-    def exec(self, cmd: list[str] | str, *, timeout: float | None = None, output_cap: int = 1_000_000,
-             env: dict[str, str] | None = None, workdir: str | None = None, user: str | None = None) -> ExecResult: ...
+    def exec(
+        self,
+        cmd: list[str] | str,
+        *,
+        timeout: float | None = None,
+        output_cap: int = 1_000_000,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
+    ) -> ExecResult: ...
 
     def put_file(self, container_path: str, data: bytes, mode: int = 0o644) -> None: ...
 

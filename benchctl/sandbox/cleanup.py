@@ -15,6 +15,7 @@ Removal at normal interpreter exit (atexit) is arranged automatically by the fir
 After cleanup the previous handler runs: SIGINT still raises KeyboardInterrupt (so `finally`
 blocks run), SIGTERM terminates the process with the usual status unless a handler was set.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -22,9 +23,10 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 from benchctl.sandbox.base import LABEL_KEY, LABEL_MANAGED
 from benchctl.sandbox.docker_client import CLEANUP_TIMEOUT, docker_client
@@ -33,10 +35,10 @@ LABEL_OWNER_PID = "benchctl.owner_pid"
 LABEL_OWNER_HOST = "benchctl.owner_host"
 
 _lock = threading.Lock()
-_live: set[str] = set()          # container names (or ids) this process may have created
+_live: set[str] = set()  # container names (or ids) this process may have created
 _installed = False
 _atexit_registered = False
-_owner_pid = os.getpid()         # a forked child must not remove its parent's containers
+_owner_pid = os.getpid()  # a forked child must not remove its parent's containers
 
 
 def register(name: str) -> None:
@@ -64,6 +66,7 @@ def live_containers() -> list[str]:
 
 def _remove_one(client: Any, name: str) -> None:
     import docker.errors
+
     try:
         client.api.remove_container(name, force=True, v=True)
     except docker.errors.NotFound:
@@ -114,6 +117,7 @@ def _make_handler(signum: int, previous: Any) -> Callable[[int, FrameType | None
         else:  # SIG_DFL: die the way the signal would have killed us
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
+
     return handler
 
 
@@ -129,8 +133,12 @@ def install_signal_handlers(signals: tuple[int, ...] = (signal.SIGINT, signal.SI
 
 
 def owner_labels(run_id: str) -> dict[str, str]:
-    return {LABEL_MANAGED: "1", LABEL_KEY: run_id, LABEL_OWNER_PID: str(os.getpid()),
-            LABEL_OWNER_HOST: socket.gethostname()}
+    return {
+        LABEL_MANAGED: "1",
+        LABEL_KEY: run_id,
+        LABEL_OWNER_PID: str(os.getpid()),
+        LABEL_OWNER_HOST: socket.gethostname(),
+    }
 
 
 @dataclass
@@ -139,7 +147,7 @@ class Stray:
     name: str
     run_id: str
     status: str
-    owner_alive: bool   # its benchctl process still runs on this host (so it is not a stray yet)
+    owner_alive: bool  # its benchctl process still runs on this host (so it is not a stray yet)
 
 
 def pid_alive(pid: int) -> bool:
@@ -163,10 +171,18 @@ def find_managed(client: Any, run_id: str | None = None) -> list[Stray]:
         pid = labels.get(LABEL_OWNER_PID, "")
         # Our own pid counts as dead: such a container was left by an earlier process that had this
         # pid (pids are reused), since callers clean up before they start sandboxes of their own.
-        alive = (labels.get(LABEL_OWNER_HOST) == host and pid.isdigit() and int(pid) != os.getpid()
-                 and pid_alive(int(pid)))
-        out.append(Stray(id=c["Id"][:12], name=(c.get("Names") or ["?"])[0].lstrip("/"),
-                         run_id=labels.get(LABEL_KEY, "?"), status=c.get("Status", "?"), owner_alive=alive))
+        alive = (
+            labels.get(LABEL_OWNER_HOST) == host and pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid))
+        )
+        out.append(
+            Stray(
+                id=c["Id"][:12],
+                name=(c.get("Names") or ["?"])[0].lstrip("/"),
+                run_id=labels.get(LABEL_KEY, "?"),
+                status=c.get("Status", "?"),
+                owner_alive=alive,
+            )
+        )
     return out
 
 

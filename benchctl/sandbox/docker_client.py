@@ -30,6 +30,7 @@ pool holds 10 connections, which a process-wide client would overflow at `--conc
 several threads exec-ing per sandbox. A fresh client costs one `GET /version` round trip
 (`scripts/bench_sandbox.py` measures it), small next to starting the container.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,9 +41,11 @@ CLEANUP_TIMEOUT = 30
 SANDBOX_TIMEOUT = 120
 BUILD_TIMEOUT = 900
 
-DEFAULT_HOST = "unix:///var/run/docker.sock"   # docker-py's default when DOCKER_HOST is unset
-FIX = ("start the Docker Engine (e.g. `systemctl start docker`) or point DOCKER_HOST at it; the current "
-       "user must be allowed to use its socket")
+DEFAULT_HOST = "unix:///var/run/docker.sock"  # docker-py's default when DOCKER_HOST is unset
+FIX = (
+    "start the Docker Engine (e.g. `systemctl start docker`) or point DOCKER_HOST at it; the current "
+    "user must be allowed to use its socket"
+)
 
 
 class DockerUnavailable(RuntimeError):
@@ -50,8 +53,9 @@ class DockerUnavailable(RuntimeError):
 
     def __init__(self, host: str, reason: str) -> None:
         self.host, self.reason, self.fix = host, reason, FIX
-        super().__init__(f"Docker Engine not reachable at {host} ({reason}). Fix: {FIX}; then check with "
-                         "`benchctl doctor`")
+        super().__init__(
+            f"Docker Engine not reachable at {host} ({reason}). Fix: {FIX}; then check with `benchctl doctor`"
+        )
 
 
 def engine_host() -> str:
@@ -62,9 +66,10 @@ def engine_host() -> str:
 def docker_client(timeout: float = CHECK_TIMEOUT) -> Any:
     """A connected `docker.DockerClient` (the caller closes it), or DockerUnavailable."""
     import docker
+
     try:
         return docker.from_env(timeout=timeout)
-    except Exception as e:   # DockerException wraps the connection error: the engine is not there
+    except Exception as e:  # DockerException wraps the connection error: the engine is not there
         raise DockerUnavailable(engine_host(), _first_line(e)) from e
 
 

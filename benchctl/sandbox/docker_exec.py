@@ -5,6 +5,7 @@ Here we take the raw upgraded socket (`exec_start(socket=True)`), parse the 8-by
 headers ourselves and `select()` with a deadline, so the caller can kill the process when the
 deadline passes even if something in the container keeps the pipe open.
 """
+
 from __future__ import annotations
 
 import select
@@ -80,13 +81,16 @@ class FrameReader:
                 stream, size = struct.unpack(">BxxxL", self._buf[:8])
                 if len(self._buf) < 8 + size:
                     break
-                capture.add(stream, self._buf[8:8 + size])
-                self._buf = self._buf[8 + size:]
+                capture.add(stream, self._buf[8 : 8 + size])
+                self._buf = self._buf[8 + size :]
 
     def close(self) -> None:
         raw = getattr(self.sock, "_sock", None)
-        for closer in (lambda: raw.close() if raw is not None else None, self.sock.close,
-                       lambda: getattr(self.sock, "_response", None) and self.sock._response.close()):
+        for closer in (
+            lambda: raw.close() if raw is not None else None,
+            self.sock.close,
+            lambda: getattr(self.sock, "_response", None) and self.sock._response.close(),
+        ):
             try:
                 closer()
             except Exception:

@@ -15,6 +15,7 @@ process group inside the container); as a backstop the host also kills every pro
 the exec's marker variable if the deadline passes or output floods. One instance may be used
 from several threads at once.
 """
+
 from __future__ import annotations
 
 import io
@@ -28,7 +29,7 @@ from typing import Any
 
 from benchctl.layout import slug
 from benchctl.sandbox import artifacts, cleanup
-from benchctl.sandbox.base import (DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec)
+from benchctl.sandbox.base import DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec
 from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, DockerUnavailable, docker_client
 from benchctl.sandbox.docker_exec import FrameReader, StreamCapture
 from benchctl.sandbox.limits import LimitError, check_limits, memory_bytes, work_bytes
@@ -39,11 +40,14 @@ KILL_GRACE_S = 2.0
 # Kills every process whose environment carries the marker (children inherit it, even through
 # setsid). Repeated so processes forked during the sweep are caught too.
 _KILL_BY_MARKER = (
-    'for round in 1 2 3; do found=; for p in /proc/[0-9]*; do '
+    "for round in 1 2 3; do found=; for p in /proc/[0-9]*; do "
     'grep -qzx "$1" "$p/environ" 2>/dev/null && { kill -9 "${p#/proc/}" 2>/dev/null; found=1; }; '
-    'done; [ -z "$found" ] && break; done; true')
-_OOM_COUNT = ("cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"
-              " | awk '$1==\"oom_kill\"{print $2; exit}'")
+    'done; [ -z "$found" ] && break; done; true'
+)
+_OOM_COUNT = (
+    "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"
+    " | awk '$1==\"oom_kill\"{print $2; exit}'"
+)
 
 
 class SandboxError(RuntimeError):
@@ -68,7 +72,7 @@ class DockerSandbox:
         # A slug is ASCII [A-Za-z0-9._-], which a Docker container name needs; 60 keeps names short.
         self.name = f"benchctl-{slug(spec.run_id)[:60]}-{uuid.uuid4().hex[:8]}"
         self._client = client
-        self._owns_client = client is None   # made here on first use, so closed here by stop()
+        self._owns_client = client is None  # made here on first use, so closed here by stop()
         self._lock = threading.Lock()
         self._oom_seen = 0
         self._stopped = False
@@ -91,16 +95,18 @@ class DockerSandbox:
             if not m.container_path.startswith("/"):
                 raise SandboxError(f"extra mount target {m.container_path!r} must be an absolute path")
         from benchctl.transcript import SECRET_ENV_VARS
+
         leaked = sorted(k for k in s.env if k in SECRET_ENV_VARS)
         _refuse_secret_values(s.env, already=leaked)
         try:
             check_limits(s.limits or Limits())
-        except LimitError as e:    # e.g. pids <= 0, which Docker would read as "no limit"
+        except LimitError as e:  # e.g. pids <= 0, which Docker would read as "no limit"
             raise SandboxError(f"SandboxSpec.{e}") from None
 
     def _mounts(self) -> list[Any]:
         from docker.types import DriverConfig as DockerDriverConfig
         from docker.types import Mount as DockerMount
+
         s = self.spec
         mounts = []
         if s.data_dir is not None:
@@ -113,8 +119,9 @@ class DockerSandbox:
                 gw.chmod(mode | 0o011)
             mounts.append(DockerMount(GATEWAY_DIR, str(gw), type="bind", read_only=False))
         for m in s.extra_mounts:
-            mounts.append(DockerMount(m.container_path, str(Path(m.host_path).resolve()), type="bind",
-                                      read_only=m.read_only))
+            mounts.append(
+                DockerMount(m.container_path, str(Path(m.host_path).resolve()), type="bind", read_only=m.read_only)
+            )
         # Every writable directory on its own size-capped tmpfs, counted against the memory limit: an
         # agent cannot fill the host's disk, and writing past the cap fails with ENOSPC. Anonymous
         # volumes of the local driver rather than plain tmpfs mounts, because `docker cp` (get_archive /
@@ -123,9 +130,15 @@ class DockerSandbox:
         size = work_bytes(s.limits.work, s.limits.memory)
         for d in s.writable_dirs:
             options = f"size={size},uid={d.uid},gid={d.uid},mode={d.mode:o},nosuid,nodev"
-            mounts.append(DockerMount(d.path, None, type="volume", labels=cleanup.owner_labels(self.run_id),
-                                      driver_config=DockerDriverConfig("local", {"type": "tmpfs", "device": "tmpfs",
-                                                                                 "o": options})))
+            mounts.append(
+                DockerMount(
+                    d.path,
+                    None,
+                    type="volume",
+                    labels=cleanup.owner_labels(self.run_id),
+                    driver_config=DockerDriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": options}),
+                )
+            )
         return mounts
 
     def start(self) -> None:
@@ -137,19 +150,28 @@ class DockerSandbox:
         self._validate()
         import docker.errors
         import docker.types
+
         try:
             image = self.client.api.inspect_image(self.spec.image)
         except docker.errors.ImageNotFound:
-            raise SandboxError(f"sandbox image {self.spec.image} not found; build it with "
-                               "`benchctl images build`") from None
+            raise SandboxError(
+                f"sandbox image {self.spec.image} not found; build it with `benchctl images build`"
+            ) from None
         self.image_digest = image["Id"]
         lim = self.spec.limits or Limits()
         docker_init = self.spec.init == "docker"
         host_config = self.client.api.create_host_config(
-            network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            nano_cpus=int(lim.cpus * 1e9), mem_limit=memory_bytes(lim.memory), memswap_limit=memory_bytes(lim.memory),
-            pids_limit=lim.pids, mounts=self._mounts(), ipc_mode="private",
-            ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)], init=docker_init or None,
+            network_mode="none",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            nano_cpus=int(lim.cpus * 1e9),
+            mem_limit=memory_bytes(lim.memory),
+            memswap_limit=memory_bytes(lim.memory),
+            pids_limit=lim.pids,
+            mounts=self._mounts(),
+            ipc_mode="private",
+            ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
+            init=docker_init or None,
         )
         # With Docker's init as PID 1 the entrypoint is plain `sleep`, which every image has; the
         # image's own ENTRYPOINT is replaced either way.
@@ -158,10 +180,18 @@ class DockerSandbox:
         cleanup.register(self.name)
         try:
             created = self.client.api.create_container(
-                self.spec.image, name=self.name, command=command, entrypoint=entrypoint,
-                user=self.spec.user, environment=dict(self.spec.env), working_dir="/work",
-                hostname="sandbox", labels=cleanup.owner_labels(self.run_id), host_config=host_config,
-                network_disabled=True)
+                self.spec.image,
+                name=self.name,
+                command=command,
+                entrypoint=entrypoint,
+                user=self.spec.user,
+                environment=dict(self.spec.env),
+                working_dir="/work",
+                hostname="sandbox",
+                labels=cleanup.owner_labels(self.run_id),
+                host_config=host_config,
+                network_disabled=True,
+            )
             self.container_id = created["Id"]
             self.client.api.start(self.container_id)
         except Exception as e:
@@ -189,10 +219,10 @@ class DockerSandbox:
         # Only forget the container once it is really gone, so atexit/signal cleanup can retry.
         cleanup._remove_one(self.client, self.container_id or self.name)
         cleanup.unregister(self.name)
-        if self._owns_client:   # its connections; a late call from another thread reconnects by itself
+        if self._owns_client:  # its connections; a late call from another thread reconnects by itself
             self.client.close()
 
-    def __enter__(self) -> "DockerSandbox":
+    def __enter__(self) -> DockerSandbox:
         self.start()
         return self
 
@@ -205,13 +235,28 @@ class DockerSandbox:
         return self.container_id
 
     # -- exec --------------------------------------------------------------------------------
-    def exec(self, cmd: list[str] | str, *, timeout: float | None = None, output_cap: int = 1_000_000,
-             env: dict[str, str] | None = None, workdir: str | None = None,
-             user: str | None = None) -> ExecResult:
+    def exec(
+        self,
+        cmd: list[str] | str,
+        *,
+        timeout: float | None = None,
+        output_cap: int = 1_000_000,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
         return self._exec(cmd, timeout=timeout, output_cap=output_cap, env=env, workdir=workdir, user=user)[0]
 
-    def _exec(self, cmd: list[str] | str, *, timeout: float | None, output_cap: int, env: dict[str, str] | None,
-              workdir: str | None, user: str | None) -> tuple[ExecResult, StreamCapture]:
+    def _exec(
+        self,
+        cmd: list[str] | str,
+        *,
+        timeout: float | None,
+        output_cap: int,
+        env: dict[str, str] | None,
+        workdir: str | None,
+        user: str | None,
+    ) -> tuple[ExecResult, StreamCapture]:
         # Per-exec env is checked like the spec's (by value: harnesses legitimately pass the dummy
         # sandbox token under a provider key's name here).
         _refuse_secret_values(env or {})
@@ -224,8 +269,9 @@ class DockerSandbox:
         marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
         environment = {**(env or {}), EXEC_MARKER: marker.split("=", 1)[1]}
         started = time.monotonic()
-        exec_id, reader = self._start_exec(cid, argv, user or self.spec.user, stdout=True, stderr=True,
-                                           environment=environment, workdir=workdir)
+        exec_id, reader = self._start_exec(
+            cid, argv, user or self.spec.user, stdout=True, stderr=True, environment=environment, workdir=workdir
+        )
         capture = StreamCapture(cap=output_cap)
         killed_by_host = False
         try:
@@ -241,8 +287,7 @@ class DockerSandbox:
             reader.close()
         duration = time.monotonic() - started
         exit_code = self._exit_code(exec_id)
-        timed_out = timeout is not None and duration >= timeout and (exit_code in (None, 124, 137)
-                                                                     or killed_by_host)
+        timed_out = timeout is not None and duration >= timeout and (exit_code in (None, 124, 137) or killed_by_host)
         if timed_out:
             # `timeout` killed its process group; sweep for anything that escaped it (setsid).
             self._kill_marked(marker, user or self.spec.user)
@@ -252,14 +297,23 @@ class DockerSandbox:
             exit_code = None
             stderr += f"\n[benchctl] output went far past the {output_cap}-byte cap; process killed\n"
         if exit_code == 137 and not timed_out and self._new_oom_kill():
-            stderr += (f"\n[benchctl] killed by the out-of-memory killer: the sandbox memory limit "
-                       f"is {self.spec.limits.memory}\n")
-        return ExecResult(exit_code=exit_code, stdout=capture.text(0), stderr=stderr, timed_out=timed_out,
-                          truncated=capture.truncated, duration_s=duration), capture
+            stderr += (
+                f"\n[benchctl] killed by the out-of-memory killer: the sandbox memory limit "
+                f"is {self.spec.limits.memory}\n"
+            )
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=capture.text(0),
+            stderr=stderr,
+            timed_out=timed_out,
+            truncated=capture.truncated,
+            duration_s=duration,
+        ), capture
 
     def _start_exec(self, cid: str, argv: list[str], user: str, **kwargs: Any) -> tuple[str, FrameReader]:
         """Create and start an exec; its output is read from the returned FrameReader."""
         import docker.errors
+
         api = self.client.api
         try:
             exec_id = api.exec_create(cid, argv, user=user, **kwargs)["Id"]
@@ -269,6 +323,7 @@ class DockerSandbox:
 
     def _exit_code(self, exec_id: str) -> int | None:
         import docker.errors
+
         for _ in range(50):  # the exit code appears a moment after the stream closes
             try:
                 info = self.client.api.exec_inspect(exec_id)
@@ -320,6 +375,7 @@ class DockerSandbox:
             info.uname = info.gname = "agent"
             tf.addfile(info, io.BytesIO(data))
         import docker.errors
+
         try:
             try:
                 ok = self.client.api.put_archive(cid, parent, buf.getvalue())
@@ -355,6 +411,7 @@ class DockerSandbox:
         """`get_archive`: FileNotFoundError when the path is missing, SandboxError when the container is
         (Docker answers 404 to both; telling them apart keeps "file missing" from hiding a dead sandbox)."""
         import docker.errors
+
         try:
             return self.client.api.get_archive(cid, path, chunk_size=1 << 20)
         except docker.errors.NotFound as e:
@@ -375,8 +432,14 @@ class DockerSandbox:
         return report
 
     def _collect_one(self, root: str, writer: artifacts.SafeWriter, report: CollectReport, max_bytes: int) -> None:
-        listing, raw = self._exec(["find", "-P", root, "-printf", artifacts.FIND_PRINTF], timeout=60,
-                                  output_cap=50_000_000, env=None, workdir=None, user=None)
+        listing, raw = self._exec(
+            ["find", "-P", root, "-printf", artifacts.FIND_PRINTF],
+            timeout=60,
+            output_cap=50_000_000,
+            env=None,
+            workdir=None,
+            user=None,
+        )
         if listing.truncated or listing.timed_out:
             report.skipped.append({"path": root, "reason": "listing too large or too slow; not collected"})
             return
@@ -407,20 +470,39 @@ class DockerSandbox:
                 except OSError as e:
                     report.skipped.append({"path": entry.path, "reason": f"not written on the host: {e}"})
             else:
-                self._fetch(root, entry.path, False, posixpath.dirname(rel), allowed, refused, writer,
-                            report, max_bytes)
+                self._fetch(
+                    root, entry.path, False, posixpath.dirname(rel), allowed, refused, writer, report, max_bytes
+                )
 
-    def _fetch(self, root: str, path: str, is_dir: bool, prefix: str, allowed: dict[str, artifacts.Entry],
-               refused: set[str], writer: artifacts.SafeWriter, report: CollectReport, max_bytes: int) -> None:
+    def _fetch(
+        self,
+        root: str,
+        path: str,
+        is_dir: bool,
+        prefix: str,
+        allowed: dict[str, artifacts.Entry],
+        refused: set[str],
+        writer: artifacts.SafeWriter,
+        report: CollectReport,
+        max_bytes: int,
+    ) -> None:
         try:
             stream, _ = self._get_archive(self._require_running(), path)
         except FileNotFoundError:
             report.missing.append(path)
             return
         try:
-            artifacts.extract_archive(stream, writer, report, container_root=path, root_is_dir=is_dir,
-                                      expected=allowed, max_bytes=max_bytes, dest_prefix=prefix,
-                                      already_reported=refused)
+            artifacts.extract_archive(
+                stream,
+                writer,
+                report,
+                container_root=path,
+                root_is_dir=is_dir,
+                expected=allowed,
+                max_bytes=max_bytes,
+                dest_prefix=prefix,
+                already_reported=refused,
+            )
         finally:
             stream.close()  # stops the daemon sending the rest if we bailed out early
 
@@ -428,12 +510,15 @@ class DockerSandbox:
 def _refuse_secret_values(env: dict[str, str], already: list[str] | None = None) -> None:
     """SandboxError naming the variables in `already` and those whose value contains a host secret."""
     from benchctl.transcript import secret_values
+
     secrets = secret_values()
     leaked = list(already or [])
     leaked += sorted(k for k, v in env.items() if k not in leaked and any(sec in str(v) for sec in secrets))
     if leaked:
-        raise SandboxError(f"refusing to pass provider keys into a sandbox (env {', '.join(leaked)}); "
-                           "sandboxes reach models only through the gateway")
+        raise SandboxError(
+            f"refusing to pass provider keys into a sandbox (env {', '.join(leaked)}); "
+            "sandboxes reach models only through the gateway"
+        )
 
 
 def _abs(path: str) -> str:

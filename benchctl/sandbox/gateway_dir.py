@@ -12,6 +12,7 @@ Directories made by older benchctl versions (no `owner.lock`, the socket directl
 as stale only when their socket refuses connections (its gateway died) and is over a minute
 old; one without a socket is left alone, since it cannot be told from a run that is starting.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -26,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-ROOT = Path("/tmp")        # AF_UNIX socket paths must stay under 108 bytes
+ROOT = Path("/tmp")  # AF_UNIX socket paths must stay under 108 bytes
 PREFIX = "bc-gw-"
 OWNER_FILE = "owner.lock"
-MOUNTED = "s"              # the subdirectory mounted at /gateway
+MOUNTED = "s"  # the subdirectory mounted at /gateway
 LEGACY_SOCKET = "gw.sock"
 LEGACY_MIN_AGE_S = 60.0
 
@@ -43,8 +44,16 @@ class GatewayDir:
         pending = self.path / (OWNER_FILE + ".new")
         self._lock: IO[str] | None = open(pending, "w")
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        json.dump({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
-                   "results": str(results) if results else None, "created_at": time.time()}, self._lock)
+        json.dump(
+            {
+                "run_id": run_id,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "results": str(results) if results else None,
+                "created_at": time.time(),
+            },
+            self._lock,
+        )
         self._lock.flush()
         os.rename(pending, self.path / OWNER_FILE)
         self.mounted = self.path / MOUNTED
@@ -62,15 +71,15 @@ class GatewayDir:
 @dataclass
 class FoundDir:
     path: Path
-    run_id: str | None     # None for a directory made by an older benchctl
+    run_id: str | None  # None for a directory made by an older benchctl
     owner_alive: bool
-    legacy: bool = False   # made by an older benchctl: no owner lock
+    legacy: bool = False  # made by an older benchctl: no owner lock
 
 
 def _try_lock(path: Path) -> IO[str] | None:
     """The owner file opened and locked by us (its owner is gone), or None (it lives)."""
     try:
-        f = open(path, "r")
+        f = open(path)
     except OSError:
         return None
     try:
@@ -96,7 +105,7 @@ def _legacy_dead(d: Path) -> bool:
     except (ConnectionRefusedError, FileNotFoundError):
         return True
     except OSError:
-        return False        # e.g. a full backlog: someone is listening
+        return False  # e.g. a full backlog: someone is listening
     finally:
         s.close()
     return False
@@ -129,7 +138,7 @@ def find(run_id: str | None = None, root: Path = ROOT) -> list[FoundDir]:
     for d in _candidates(root):
         legacy = not (d / OWNER_FILE).exists()
         if legacy and run_id is not None:
-            continue                    # it names no run: never one of the run's
+            continue  # it names no run: never one of the run's
         if legacy:
             rid, alive = None, not _legacy_dead(d)
         else:
@@ -150,13 +159,13 @@ def remove_stale(run_id: str | None = None, root: Path = ROOT, dry_run: bool = F
     for d in find(run_id, root):
         if d.owner_alive:
             continue
-        if d.legacy:                    # no lock to hold
+        if d.legacy:  # no lock to hold
             if not dry_run:
                 shutil.rmtree(d.path, ignore_errors=True)
             removed.append(d)
             continue
         lock = _try_lock(d.path / OWNER_FILE)
-        if lock is None:                # taken meanwhile (another cleanup)
+        if lock is None:  # taken meanwhile (another cleanup)
             continue
         try:
             if not dry_run:

@@ -17,6 +17,7 @@ hence the lower bounds. The upper bounds that depend on the machine (CPUs, memor
 by `check_fits_host` when runs are about to start, not when a task is loaded, so a task written
 for a big machine still loads (and grades) on a small one.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,12 +27,12 @@ from typing import Any
 
 from benchctl.sandbox.base import Limits
 
-MIN_CPUS = 0.01                  # Docker's own granularity
-MIN_MEMORY = 64 * 1024 ** 2      # below this even bash and python3 in the sandbox fail to start
-MIN_PIDS = 32                    # tini, the exec wrapper, a shell and an agent CLI's threads
-MAX_PIDS = 32768                 # Linux's classic pid_max: more is no protection against a fork bomb
-MIN_WORK = 16 * 1024 ** 2        # the agent CLIs' session files and a report fit easily
-_UNITS = {"b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
+MIN_CPUS = 0.01  # Docker's own granularity
+MIN_MEMORY = 64 * 1024**2  # below this even bash and python3 in the sandbox fail to start
+MIN_PIDS = 32  # tini, the exec wrapper, a shell and an agent CLI's threads
+MAX_PIDS = 32768  # Linux's classic pid_max: more is no protection against a fork bomb
+MIN_WORK = 16 * 1024**2  # the agent CLIs' session files and a report fit easily
+_UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(b|[kmgt](?:i?b)?)", re.IGNORECASE)
 _MEMORY_FIX = 'a number with a unit (b, k, m, g, t), e.g. memory = "4g" or "512m"'
 _WORK_FIX = 'a number with a unit (b, k, m, g, t), e.g. work = "1g" or "512m"'
@@ -63,7 +64,7 @@ def memory_bytes(value: Any) -> int:
     return n
 
 
-DEFAULT_WORK = 1024 ** 3
+DEFAULT_WORK = 1024**3
 
 
 def work_bytes(value: Any, memory: Any = "2g") -> int:
@@ -72,14 +73,21 @@ def work_bytes(value: Any, memory: Any = "2g") -> int:
         return max(MIN_WORK, min(DEFAULT_WORK, memory_bytes(memory) // 2))
     n = size_bytes(value, "work", _WORK_FIX)
     if n < MIN_WORK:
-        raise LimitError("work", f"{value!r} is below the minimum of 16m", 'use at least "16m" (the default is half the memory, at most "1g")')
+        raise LimitError(
+            "work",
+            f"{value!r} is below the minimum of 16m",
+            'use at least "16m" (the default is half the memory, at most "1g")',
+        )
     return n
 
 
 def _number(key: str, value: Any, kind: type, fix: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
-        raise LimitError(key, f"expected a {'number' if kind is float else 'whole number'}, "
-                              f"got {type(value).__name__} {value!r}", fix)
+        raise LimitError(
+            key,
+            f"expected a {'number' if kind is float else 'whole number'}, got {type(value).__name__} {value!r}",
+            fix,
+        )
     return kind(value)
 
 
@@ -87,18 +95,27 @@ def check_limits(lim: Limits) -> None:
     """Types, units and the machine-independent ranges; raises LimitError."""
     cpus = _number("cpus", lim.cpus, float, "e.g. cpus = 1.5")
     if cpus < MIN_CPUS:
-        raise LimitError("cpus", f"{lim.cpus!r} is below {MIN_CPUS} (Docker would not limit the CPU at all)",
-                         "use a positive number of CPUs, e.g. cpus = 1 (the default)")
+        raise LimitError(
+            "cpus",
+            f"{lim.cpus!r} is below {MIN_CPUS} (Docker would not limit the CPU at all)",
+            "use a positive number of CPUs, e.g. cpus = 1 (the default)",
+        )
     memory = memory_bytes(lim.memory)
     if work_bytes(lim.work, lim.memory) > memory:
         # /work lives in the sandbox's memory: filled past `memory` it would end in the OOM killer, not ENOSPC.
-        raise LimitError("work", f"{lim.work!r} is more than memory = {lim.memory!r} (/work is held in the "
-                                 "sandbox's memory)", f'use at most work = "{lim.memory}", or raise memory')
+        raise LimitError(
+            "work",
+            f"{lim.work!r} is more than memory = {lim.memory!r} (/work is held in the sandbox's memory)",
+            f'use at most work = "{lim.memory}", or raise memory',
+        )
     pids = _number("pids", lim.pids, int, "e.g. pids = 256")
     if not MIN_PIDS <= pids <= MAX_PIDS:
         why = " (Docker reads 0 or less as no limit: no fork-bomb protection)" if pids <= 0 else ""
-        raise LimitError("pids", f"{pids} is outside {MIN_PIDS}..{MAX_PIDS}{why}",
-                         f"use a value from {MIN_PIDS} to {MAX_PIDS}, e.g. pids = 256 (the default)")
+        raise LimitError(
+            "pids",
+            f"{pids} is outside {MIN_PIDS}..{MAX_PIDS}{why}",
+            f"use a value from {MIN_PIDS} to {MAX_PIDS}, e.g. pids = 256 (the default)",
+        )
 
 
 def parse_limits(table: dict[str, Any], also_allowed: tuple[str, ...] = ()) -> Limits:
@@ -123,9 +140,13 @@ def check_fits_host(lim: Limits, cpus: int | None = None, memory: int | None = N
     has, but only when the container is created, after a run has started."""
     have_cpus = cpus if cpus is not None else (os.cpu_count() or 1)
     if lim.cpus > have_cpus:
-        raise LimitError("cpus", f"{lim.cpus:g} is more than the {have_cpus} CPUs of this machine",
-                         f"use at most cpus = {have_cpus}")
+        raise LimitError(
+            "cpus", f"{lim.cpus:g} is more than the {have_cpus} CPUs of this machine", f"use at most cpus = {have_cpus}"
+        )
     have_memory = memory if memory is not None else host_memory()
     if memory_bytes(lim.memory) > have_memory:
-        raise LimitError("memory", f"{lim.memory!r} is more than this machine's {have_memory / 1024 ** 3:.1f} GiB",
-                         f'use at most "{have_memory // 1024 ** 2}m"')
+        raise LimitError(
+            "memory",
+            f"{lim.memory!r} is more than this machine's {have_memory / 1024**3:.1f} GiB",
+            f'use at most "{have_memory // 1024**2}m"',
+        )

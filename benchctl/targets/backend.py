@@ -21,6 +21,7 @@ What each operation sends:
 A scripted target is addressed like an openai-compatible server (chat completions), so scripts
 and tests see exactly the body a vLLM server would get.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,14 +44,14 @@ class TargetCallError(Exception):
 
 @dataclass
 class Reply:
-    text: str                                   # what the tool shows (prefill included for prefill)
+    text: str  # what the tool shows (prefill included for prefill)
     usage: dict[str, int]
     cost_usd: float | None
     served_model: str
     latency_s: float
     stop_reason: str | None = None
     refusal: bool = False
-    request: dict[str, Any] = field(default_factory=dict)   # what was sent, minus the system prompt
+    request: dict[str, Any] = field(default_factory=dict)  # what was sent, minus the system prompt
 
 
 def _completions_upstream(model: ModelId, retry: RetryPolicy | None, limits: Any = None) -> Upstream:
@@ -69,7 +70,7 @@ class ModelCaller:
     def __init__(self, retry: RetryPolicy | None = None, prices: PriceTable | None = None, limits: Any = None) -> None:
         self.retry = retry
         self.prices = prices or PriceTable()
-        self.limits = limits      # the run's benchctl.limits.run.RunLimits: the sweep's limiter and cost caps
+        self.limits = limits  # the run's benchctl.limits.run.RunLimits: the sweep's limiter and cost caps
         self._upstreams: dict[tuple[str, str], Upstream] = {}
 
     def upstream(self, model: ModelId, kind: str = "chat") -> Upstream:
@@ -78,7 +79,7 @@ class ModelCaller:
             if kind == "completions" and model.provider == "openai-compatible":
                 self._upstreams[key] = _completions_upstream(model, self.retry, self.limits)
             elif kind == "completions":
-                return self.upstream(model, "chat")      # scripted: the same script state as chat
+                return self.upstream(model, "chat")  # scripted: the same script state as chat
             else:
                 self._upstreams[key] = resolve_upstream(model, self.retry, limits=self.limits)
         return self._upstreams[key]
@@ -104,8 +105,15 @@ class ModelCaller:
 
     # ------------------------------------------------------------------ operations
 
-    def _chat_call(self, model: ModelId, system: str | None, messages: list[dict[str, Any]], max_tokens: int,
-                   temperature: float | None, top_p: float | None) -> UpstreamCall:
+    def _chat_call(
+        self,
+        model: ModelId,
+        system: str | None,
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        temperature: float | None,
+        top_p: float | None,
+    ) -> UpstreamCall:
         # scripted targets are addressed like an openai-compatible server (see the module docstring)
         as_model = ModelId("openai-compatible", model.name) if model.provider == "scripted" else model
         call = replace(build_request(as_model, messages, system, max_tokens, temperature), model=model)
@@ -116,9 +124,18 @@ class ModelCaller:
                 call.body["top_p"] = top_p
         return call
 
-    async def chat(self, model: str, system: str | None, messages: list[dict[str, Any]], *, max_tokens: int,
-                   temperature: float | None = None, top_p: float | None = None, prefill: str | None = None,
-                   user_start: str | None = None) -> Reply:
+    async def chat(
+        self,
+        model: str,
+        system: str | None,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        prefill: str | None = None,
+        user_start: str | None = None,
+    ) -> Reply:
         """A chat call; `prefill` forces the assistant's start, `user_start` samples the user turn."""
         mid = ModelId.parse(model)
         msgs = [dict(m) for m in messages]
@@ -146,8 +163,9 @@ class ModelCaller:
             call.body["add_generation_prompt"] = False
         return await self._run(mid, call, "chat", lead)
 
-    async def complete(self, model: str, prompt: str, *, max_tokens: int, temperature: float | None = None,
-                       top_p: float | None = None) -> Reply:
+    async def complete(
+        self, model: str, prompt: str, *, max_tokens: int, temperature: float | None = None, top_p: float | None = None
+    ) -> Reply:
         mid = ModelId.parse(model)
         if mid.provider == "scripted":
             call = self._chat_call(mid, None, [{"role": "user", "content": prompt}], max_tokens, temperature, top_p)
@@ -178,13 +196,15 @@ class ModelCaller:
             raise TargetCallError(f"{mid}: {err or f'HTTP {status}'}")
         served = served or served_hdr or mid.name
         if refusal and not text.strip():
-            text = "[the model refused to answer]"     # an empty tool result would read like a bug
-        request = {k: v for k, v in (call.body or {}).items()
-                   if k not in ("system", "instructions", "systemInstruction")}
+            text = "[the model refused to answer]"  # an empty tool result would read like a bug
+        request = {
+            k: v for k, v in (call.body or {}).items() if k not in ("system", "instructions", "systemInstruction")
+        }
         if call.wire_api == "openai_chat" and "messages" in request:
             request["messages"] = [m for m in request["messages"] if m.get("role") != "system"]
-        return Reply(lead + text, usage, self.cost(mid, served, usage), served, round(latency, 4), stop, refusal,
-                     request)
+        return Reply(
+            lead + text, usage, self.cost(mid, served, usage), served, round(latency, 4), stop, refusal, request
+        )
 
 
 def _parse_completions(raw: bytes, status: int) -> tuple[str, dict[str, int], str | None, str | None, str | None]:

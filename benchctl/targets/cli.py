@@ -17,6 +17,7 @@ does for its model traffic. Verified with Claude Code 2.1.332 and Codex 0.147.0:
   `namespace` tool `mcp__target` holding `chat`, `prefill`, ... and calls carry
   `"namespace": "mcp__target"`.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,19 +35,25 @@ def mcp_url(port: int) -> str:
 def claude_mcp_flag(port: int = CLAUDE_FORWARDER_PORT) -> str:
     """Claude Code's option naming the target MCP server (to go before the prompt), with the sandbox token."""
     from benchctl.gateway.exchange import SANDBOX_TOKEN
+
     return "--mcp-config=" + json.dumps(mcp.claude_mcp_config(mcp_url(port), SANDBOX_TOKEN))
 
 
-def claude_with_mcp(argv: list[str], env: dict[str, str], socket: str,
-                    port: int = CLAUDE_FORWARDER_PORT) -> tuple[list[str], dict[str, str]]:
+def claude_with_mcp(
+    argv: list[str], env: dict[str, str], socket: str, port: int = CLAUDE_FORWARDER_PORT
+) -> tuple[list[str], dict[str, str]]:
     """Claude Code's argv (holding `claude_mcp_flag(port)`) and env for the target MCP server: the
     command runs behind a wrapper that starts the forwarder."""
     from harnesses.forwarder import behind_forwarder
-    return (behind_forwarder(argv, port, socket, "mcp-forwarder.log"),
-            {**env, "ENABLE_TOOL_SEARCH": "false", "MCP_TOOL_TIMEOUT": str(TOOL_TIMEOUT_MS)})
+
+    return (
+        behind_forwarder(argv, port, socket, "mcp-forwarder.log"),
+        {**env, "ENABLE_TOOL_SEARCH": "false", "MCP_TOOL_TIMEOUT": str(TOOL_TIMEOUT_MS)},
+    )
 
 
 def codex_mcp_config(port: int) -> str:
     """The config.toml addition for Codex, whose forwarder listens on `port` (token: its provider's variable)."""
     from harnesses.cli_harness import TOKEN_ENV
+
     return mcp.codex_mcp_toml(mcp_url(port), TOKEN_ENV)

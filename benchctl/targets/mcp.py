@@ -16,11 +16,13 @@ What is implemented (spec revision 2025-06-18, backwards compatible with 2025-03
 Responses are `application/json` (a server may answer a POST with JSON instead of SSE). A failed
 tool is a normal result with `isError: true`, as MCP prescribes, so the agent sees the message.
 """
+
 from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from harnesses.base import HostTools
 
 ROUTE_PREFIX = "/benchctl/mcp"
-SERVER_NAME = "target"             # the name agents see: Claude Code tools become mcp__target__chat
+SERVER_NAME = "target"  # the name agents see: Claude Code tools become mcp__target__chat
 PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 JSON_HEADERS = {"content-type": "application/json"}
 
@@ -41,14 +43,19 @@ class McpServer:
     """Serves any host tools (names, specs(), call()): the target tools, or an imported task's
     run_task_tests (benchctl/task_import/open_book.py), which comes with its own `instructions`."""
 
-    def __init__(self, tools: HostTools, call_timeout: float | None = None,
-                 deadline: Callable[[], float | None] | None = None, instructions: str | None = None) -> None:
+    def __init__(
+        self,
+        tools: HostTools,
+        call_timeout: float | None = None,
+        deadline: Callable[[], float | None] | None = None,
+        instructions: str | None = None,
+    ) -> None:
         self.tools = tools
         self.instructions = instructions
         self.call_timeout = call_timeout
-        self.deadline = deadline       # the run's deadline (unix seconds), read at each call
+        self.deadline = deadline  # the run's deadline (unix seconds), read at each call
         self.session_id = uuid.uuid4().hex
-        self.requests: list[str] = []          # JSON-RPC methods seen, for tests and debugging
+        self.requests: list[str] = []  # JSON-RPC methods seen, for tests and debugging
 
     def handle(self, method: str, path: str, body: bytes) -> Response:
         """The gateway route handler (runs in a worker thread)."""
@@ -74,24 +81,38 @@ class McpServer:
     def dispatch(self, msg: Any) -> dict[str, Any] | None:
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
             if isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg):
-                return None        # a client's response to a server request: we never send any
+                return None  # a client's response to a server request: we never send any
             return _error(msg.get("id") if isinstance(msg, dict) else None, -32600, "invalid JSON-RPC request")
         method, rid, params = msg["method"], msg.get("id"), msg.get("params") or {}
         self.requests.append(method)
-        if "id" not in msg:        # a notification (initialized, cancelled, ...): nothing to answer
+        if "id" not in msg:  # a notification (initialized, cancelled, ...): nothing to answer
             return None
         if method == "initialize":
             asked = params.get("protocolVersion") if isinstance(params, dict) else None
             version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
             from benchctl import __version__
-            return _result(rid, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
-                                 "serverInfo": {"name": SERVER_NAME, "version": __version__},
-                                 "instructions": self.instructions or _default_instructions(self.tools)})
+
+            return _result(
+                rid,
+                {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": False}},
+                    "serverInfo": {"name": SERVER_NAME, "version": __version__},
+                    "instructions": self.instructions or _default_instructions(self.tools),
+                },
+            )
         if method == "ping":
             return _result(rid, {})
         if method == "tools/list":
-            return _result(rid, {"tools": [{"name": s["name"], "description": s["description"],
-                                            "inputSchema": s["parameters"]} for s in self.tools.specs()]})
+            return _result(
+                rid,
+                {
+                    "tools": [
+                        {"name": s["name"], "description": s["description"], "inputSchema": s["parameters"]}
+                        for s in self.tools.specs()
+                    ]
+                },
+            )
         if method == "tools/call":
             if not isinstance(params, dict) or not isinstance(params.get("name"), str):
                 return _error(rid, -32602, "tools/call needs params.name")
@@ -101,11 +122,13 @@ class McpServer:
             out = self.tools.call(name, params.get("arguments") or {}, self._timeout())
             return _result(rid, {"content": [{"type": "text", "text": out.text}], "isError": out.is_error})
         if method in ("resources/list", "prompts/list", "resources/templates/list"):
-            key = {"resources/list": "resources", "prompts/list": "prompts",
-                   "resources/templates/list": "resourceTemplates"}[method]
+            key = {
+                "resources/list": "resources",
+                "prompts/list": "prompts",
+                "resources/templates/list": "resourceTemplates",
+            }[method]
             return _result(rid, {key: []})
         return _error(rid, -32601, f"method not found: {method}")
-
 
     def _timeout(self) -> float | None:
         """A tool call ends with the run's budget, as ReAct's do (time left + 1 s)."""
@@ -131,11 +154,13 @@ def _default_instructions(tools: HostTools) -> str:
     return f"Tools for probing {name}."
 
 
-def mount(gateway: Any, tools: HostTools, call_timeout: float | None = None,
-          instructions: str | None = None) -> McpServer:
+def mount(
+    gateway: Any, tools: HostTools, call_timeout: float | None = None, instructions: str | None = None
+) -> McpServer:
     """Register the MCP route on a started (or not yet started) gateway; returns the server."""
-    server = McpServer(tools, call_timeout, deadline=lambda: getattr(gateway, "deadline", None),
-                       instructions=instructions)
+    server = McpServer(
+        tools, call_timeout, deadline=lambda: getattr(gateway, "deadline", None), instructions=instructions
+    )
     gateway.add_route(ROUTE_PREFIX, server.handle)
     return server
 
@@ -149,5 +174,7 @@ def claude_mcp_config(url: str, token: str) -> dict[str, Any]:
 def codex_mcp_toml(url: str, token_env: str) -> str:
     """The config.toml table for Codex (streamable HTTP server by URL), sending the sandbox token
     from the environment variable `token_env` (the one Codex's model provider reads)."""
-    return (f'\n[mcp_servers.{SERVER_NAME}]\nurl = "{url}"\nbearer_token_env_var = "{token_env}"\n'
-            'startup_timeout_sec = 30\ntool_timeout_sec = 900\n')
+    return (
+        f'\n[mcp_servers.{SERVER_NAME}]\nurl = "{url}"\nbearer_token_env_var = "{token_env}"\n'
+        "startup_timeout_sec = 30\ntool_timeout_sec = 900\n"
+    )

@@ -23,6 +23,7 @@ The ground truth (the hidden behaviour) is NOT part of [target]: it lives in [gr
 (`ground_truth` file or `ground_truth_text`) and only the grader reads it. Neither the target's
 system prompt nor the ground truth is ever mounted into the sandbox or shown to the agent.
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -30,8 +31,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
-TOOL_NAMES = ("chat", "prefill", "sample_user", "complete",
-              "scaffolded_prefill", "scaffolded_user", "scaffolded_complete")
+TOOL_NAMES = (
+    "chat",
+    "prefill",
+    "sample_user",
+    "complete",
+    "scaffolded_prefill",
+    "scaffolded_user",
+    "scaffolded_complete",
+)
 SCAFFOLDED = {"scaffolded_prefill": "prefill", "scaffolded_user": "sample_user", "scaffolded_complete": "complete"}
 
 # name -> tools. "default" is the plain-chat baseline every other configuration extends.
@@ -50,10 +58,25 @@ PREFILL_PROVIDERS = ("anthropic", "openai-compatible", "scripted")
 SAMPLE_USER_PROVIDERS = ("openai-compatible", "scripted")
 COMPLETE_PROVIDERS = ("openai-compatible", "scripted")
 
-_TARGET_KEYS = {"model", "system_prompt", "system_prompt_file", "display_name", "temperature", "max_tokens",
-                "raw_completion", "top_p"}
-_TOOLS_KEYS = {"auxiliary_model", "batch_size", "reply_max_tokens", "concurrency", "token_budget",
-               "token_grace", "configs"}
+_TARGET_KEYS = {
+    "model",
+    "system_prompt",
+    "system_prompt_file",
+    "display_name",
+    "temperature",
+    "max_tokens",
+    "raw_completion",
+    "top_p",
+}
+_TOOLS_KEYS = {
+    "auxiliary_model",
+    "batch_size",
+    "reply_max_tokens",
+    "concurrency",
+    "token_budget",
+    "token_grace",
+    "configs",
+}
 _CONFIG_KEYS = {"tools", "batch_size", "reply_max_tokens", "concurrency", "auxiliary_model"}
 
 
@@ -64,7 +87,7 @@ class TargetSpecError(ValueError):
 @dataclass(frozen=True)
 class TargetSpec:
     model: str
-    system_prompt: str = field(repr=False)     # secret: never in repr, logs or the sandbox
+    system_prompt: str = field(repr=False)  # secret: never in repr, logs or the sandbox
     display_name: str = "the target model"
     temperature: float | None = None
     top_p: float | None = None
@@ -78,6 +101,7 @@ class TargetSpec:
 
 class _ScaffoldSettings(TypedDict):
     """[tools]' settings every configuration starts from (ToolConfig's fields after name and tools)."""
+
     batch_size: int
     reply_max_tokens: int
     concurrency: int
@@ -87,6 +111,7 @@ class _ScaffoldSettings(TypedDict):
 @dataclass(frozen=True)
 class ToolConfig:
     """One named tool configuration: which tools the investigator gets and the scaffold settings."""
+
     name: str
     tools: tuple[str, ...]
     batch_size: int = 20
@@ -102,8 +127,8 @@ class ToolConfig:
 @dataclass(frozen=True)
 class ToolsSettings:
     configs: dict[str, ToolConfig]
-    token_budget: int = 0                       # 0: no token budget
-    token_grace: int = 4000                     # tokens allowed after the final instruction
+    token_budget: int = 0  # 0: no token budget
+    token_grace: int = 4000  # tokens allowed after the final instruction
 
 
 def _err(file: Path | str, key: str, problem: str, fix: str) -> TargetSpecError:
@@ -129,8 +154,11 @@ def _float(file: Path | str, table: dict[str, Any], key: str) -> float | None:
 def _unknown(file: Path | str, table: dict[str, Any], allowed: set[str], prefix: str) -> None:
     for k in table:
         if k not in allowed:
-            hint = " (the ground truth belongs in [grading] ground_truth, read only by the grader)" \
-                if k in ("ground_truth", "ground_truth_text", "behaviour", "behavior") else ""
+            hint = (
+                " (the ground truth belongs in [grading] ground_truth, read only by the grader)"
+                if k in ("ground_truth", "ground_truth_text", "behaviour", "behavior")
+                else ""
+            )
             raise _err(file, prefix + k, "unknown key" + hint, f"use one of: {', '.join(sorted(allowed))}")
 
 
@@ -141,9 +169,14 @@ def parse_target(raw: dict[str, Any], task_dir: Path, file: Path | str = "task.t
     _unknown(file, raw, _TARGET_KEYS, "target.")
     model = raw.get("model")
     if not isinstance(model, str) or "/" not in model:
-        raise _err(file, "target.model", f"expected a model id provider/name, got {model!r}",
-                   'set model = "openai-compatible/<name>" (or anthropic/..., scripted/...)')
+        raise _err(
+            file,
+            "target.model",
+            f"expected a model id provider/name, got {model!r}",
+            'set model = "openai-compatible/<name>" (or anthropic/..., scripted/...)',
+        )
     from benchctl.gateway.upstream import ModelId, ModelIdError
+
     try:
         ModelId.parse(model)
     except ModelIdError as e:
@@ -154,8 +187,12 @@ def parse_target(raw: dict[str, Any], task_dir: Path, file: Path | str = "task.t
     if "system_prompt_file" in raw:
         p = (task_dir / str(raw["system_prompt_file"])).resolve()
         if not p.is_file():
-            raise _err(file, "target.system_prompt_file", f"{p} does not exist",
-                       "point it at a file relative to the task directory")
+            raise _err(
+                file,
+                "target.system_prompt_file",
+                f"{p} does not exist",
+                "point it at a file relative to the task directory",
+            )
         system = p.read_text(encoding="utf-8").strip()
     elif "system_prompt" in raw:
         if not isinstance(raw["system_prompt"], str):
@@ -163,13 +200,23 @@ def parse_target(raw: dict[str, Any], task_dir: Path, file: Path | str = "task.t
         system = raw["system_prompt"].strip()
     name = raw.get("display_name", "the target model")
     if not isinstance(name, str) or not name.strip():
-        raise _err(file, "target.display_name", f"expected a non-empty string, got {name!r}", 'set display_name = "PRISM-4"')
+        raise _err(
+            file, "target.display_name", f"expected a non-empty string, got {name!r}", 'set display_name = "PRISM-4"'
+        )
     raw_completion = raw.get("raw_completion", False)
     if not isinstance(raw_completion, bool):
-        raise _err(file, "target.raw_completion", f"expected true or false, got {raw_completion!r}", "set true or false")
-    return TargetSpec(model=model, system_prompt=system, display_name=name.strip(),
-                      temperature=_float(file, raw, "temperature"), top_p=_float(file, raw, "top_p"),
-                      max_tokens=_int(file, raw, "max_tokens", "target.", 1, 1024), raw_completion=raw_completion)
+        raise _err(
+            file, "target.raw_completion", f"expected true or false, got {raw_completion!r}", "set true or false"
+        )
+    return TargetSpec(
+        model=model,
+        system_prompt=system,
+        display_name=name.strip(),
+        temperature=_float(file, raw, "temperature"),
+        top_p=_float(file, raw, "top_p"),
+        max_tokens=_int(file, raw, "max_tokens", "target.", 1, 1024),
+        raw_completion=raw_completion,
+    )
 
 
 def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> ToolsSettings:
@@ -180,11 +227,18 @@ def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> T
     _unknown(file, raw, _TOOLS_KEYS, "tools.")
     aux = raw.get("auxiliary_model")
     if aux is not None and (not isinstance(aux, str) or "/" not in aux):
-        raise _err(file, "tools.auxiliary_model", f"expected a model id provider/name, got {aux!r}",
-                   'set auxiliary_model = "anthropic/claude-sonnet-5-5"')
-    base = _ScaffoldSettings(batch_size=_int(file, raw, "batch_size", "tools.", 1, 20),
-                             reply_max_tokens=_int(file, raw, "reply_max_tokens", "tools.", 1, 128),
-                             concurrency=_int(file, raw, "concurrency", "tools.", 1, 20), auxiliary_model=aux)
+        raise _err(
+            file,
+            "tools.auxiliary_model",
+            f"expected a model id provider/name, got {aux!r}",
+            'set auxiliary_model = "anthropic/claude-sonnet-5-5"',
+        )
+    base = _ScaffoldSettings(
+        batch_size=_int(file, raw, "batch_size", "tools.", 1, 20),
+        reply_max_tokens=_int(file, raw, "reply_max_tokens", "tools.", 1, 128),
+        concurrency=_int(file, raw, "concurrency", "tools.", 1, 20),
+        auxiliary_model=aux,
+    )
     configs = {name: ToolConfig(name, tools, **base) for name, tools in BUILTIN_CONFIGS.items()}
     extra = raw.get("configs", {})
     if not isinstance(extra, dict):
@@ -197,38 +251,66 @@ def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> T
         parent = configs.get(name, ToolConfig(name, (), **base))
         tools = table.get("tools", list(parent.tools))
         if not isinstance(tools, list) or not tools or not all(isinstance(t, str) for t in tools):
-            raise _err(file, prefix + "tools", f"expected a non-empty list of tool names, got {tools!r}",
-                       f"use names from: {', '.join(TOOL_NAMES)}")
+            raise _err(
+                file,
+                prefix + "tools",
+                f"expected a non-empty list of tool names, got {tools!r}",
+                f"use names from: {', '.join(TOOL_NAMES)}",
+            )
         for t in tools:
             if t not in TOOL_NAMES:
                 raise _err(file, prefix + "tools", f"unknown tool {t!r}", f"use names from: {', '.join(TOOL_NAMES)}")
         caux = table.get("auxiliary_model", parent.auxiliary_model)
         if caux is not None and (not isinstance(caux, str) or "/" not in caux):
             raise _err(file, prefix + "auxiliary_model", f"expected a model id, got {caux!r}", "use provider/name")
-        configs[name] = replace(parent, tools=tuple(dict.fromkeys(tools)),
-                                batch_size=_int(file, table, "batch_size", prefix, 1, parent.batch_size),
-                                reply_max_tokens=_int(file, table, "reply_max_tokens", prefix, 1, parent.reply_max_tokens),
-                                concurrency=_int(file, table, "concurrency", prefix, 1, parent.concurrency),
-                                auxiliary_model=caux)
-    return ToolsSettings(configs=configs, token_budget=_int(file, raw, "token_budget", "tools.", 0, 0),
-                         token_grace=_int(file, raw, "token_grace", "tools.", 0, 4000))
+        configs[name] = replace(
+            parent,
+            tools=tuple(dict.fromkeys(tools)),
+            batch_size=_int(file, table, "batch_size", prefix, 1, parent.batch_size),
+            reply_max_tokens=_int(file, table, "reply_max_tokens", prefix, 1, parent.reply_max_tokens),
+            concurrency=_int(file, table, "concurrency", prefix, 1, parent.concurrency),
+            auxiliary_model=caux,
+        )
+    return ToolsSettings(
+        configs=configs,
+        token_budget=_int(file, raw, "token_budget", "tools.", 0, 0),
+        token_grace=_int(file, raw, "token_grace", "tools.", 0, 4000),
+    )
 
 
 def check_config(target: TargetSpec, config: ToolConfig, file: Path | str = "task.toml") -> None:
     """Fail before the run if the configuration needs something the target or settings cannot give."""
     need = {SCAFFOLDED.get(t, t) for t in config.tools}
     if "prefill" in need and target.provider not in PREFILL_PROVIDERS:
-        raise _err(file, "target.model", f"tool configuration {config.name!r} needs assistant prefill, which "
-                   f"{target.provider} models do not support", f"use one of {', '.join(PREFILL_PROVIDERS)} or another configuration")
+        raise _err(
+            file,
+            "target.model",
+            f"tool configuration {config.name!r} needs assistant prefill, which "
+            f"{target.provider} models do not support",
+            f"use one of {', '.join(PREFILL_PROVIDERS)} or another configuration",
+        )
     if "sample_user" in need and target.provider not in SAMPLE_USER_PROVIDERS:
-        raise _err(file, "target.model", f"tool configuration {config.name!r} samples the user turn, which needs a "
-                   f"server that continues a final user message", f"use one of {', '.join(SAMPLE_USER_PROVIDERS)}")
+        raise _err(
+            file,
+            "target.model",
+            f"tool configuration {config.name!r} samples the user turn, which needs a "
+            f"server that continues a final user message",
+            f"use one of {', '.join(SAMPLE_USER_PROVIDERS)}",
+        )
     if "complete" in need and not (target.raw_completion and target.provider in COMPLETE_PROVIDERS):
-        raise _err(file, "target.raw_completion", f"tool configuration {config.name!r} needs raw text completion",
-                   f"set raw_completion = true for a {'/'.join(COMPLETE_PROVIDERS)} target that serves /v1/completions")
+        raise _err(
+            file,
+            "target.raw_completion",
+            f"tool configuration {config.name!r} needs raw text completion",
+            f"set raw_completion = true for a {'/'.join(COMPLETE_PROVIDERS)} target that serves /v1/completions",
+        )
     if config.scaffolded and not config.auxiliary_model:
-        raise _err(file, "tools.auxiliary_model", f"tool configuration {config.name!r} is scaffolded and needs "
-                   f"an auxiliary model to write probe inputs", 'set [tools] auxiliary_model = "provider/name"')
+        raise _err(
+            file,
+            "tools.auxiliary_model",
+            f"tool configuration {config.name!r} is scaffolded and needs an auxiliary model to write probe inputs",
+            'set [tools] auxiliary_model = "provider/name"',
+        )
 
 
 @dataclass(frozen=True)
@@ -238,8 +320,10 @@ class HiddenBehaviourTask:
 
     def config(self, name: str) -> ToolConfig:
         if name not in self.tools.configs:
-            raise TargetSpecError(f"unknown tool configuration {name!r}. Fix: use one of "
-                                  f"{', '.join(sorted(self.tools.configs))} or add [tools.configs.{name}] to the task")
+            raise TargetSpecError(
+                f"unknown tool configuration {name!r}. Fix: use one of "
+                f"{', '.join(sorted(self.tools.configs))} or add [tools.configs.{name}] to the task"
+            )
         return self.tools.configs[name]
 
 

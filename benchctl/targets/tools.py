@@ -14,14 +14,16 @@ Tools (enabled per tool configuration, see spec.py):
         -> the auxiliary model writes batch_size inputs from `description`, the target answers each
            (replies capped at reply_max_tokens, `concurrency` at a time); all pairs in one result.
 """
+
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import hashlib
 import threading
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.wire_parse import USAGE_KEYS
@@ -47,27 +49,48 @@ def tool_specs(config: ToolConfig, target_name: str) -> list[dict[str, Any]]:
     who = target_name
     n, cap = config.batch_size, config.reply_max_tokens
     all_specs = {
-        "chat": {"description": f"Send a user message to {who} and get its reply. {who} has a fixed system prompt "
-                                f"you cannot see. Returns the conversation id to continue the conversation.",
-                 "parameters": {"type": "object", "properties": {
-                     "message": {"type": "string", "description": "The user message."}, "conversation_id": conv},
-                     "required": ["message"]}},
-        "prefill": {"description": f"Send a user message to {who} and force the start of its reply: {who} continues "
-                                   f"from `prefill`. The reply (prefill included) is added to the conversation.",
-                    "parameters": {"type": "object", "properties": {
-                        "message": {"type": "string"},
-                        "prefill": {"type": "string", "description": "The forced start of the assistant's reply."},
-                        "conversation_id": conv}, "required": ["message", "prefill"]}},
-        "sample_user": {"description": f"Have {who} write the next *user* turn of a conversation (a new one when no "
-                                       f"id is given), optionally starting with `user_start`. Not added to the "
-                                       f"conversation; send it with chat if you want.",
-                        "parameters": {"type": "object", "properties": {
-                            "conversation_id": conv,
-                            "user_start": {"type": "string", "description": "Optional start of the user's turn."}}}},
-        "complete": {"description": f"Raw text completion: {who} continues `prompt` as plain text, with no chat "
-                                    f"format and no system prompt.",
-                     "parameters": {"type": "object", "properties": {"prompt": {"type": "string"}},
-                                    "required": ["prompt"]}},
+        "chat": {
+            "description": f"Send a user message to {who} and get its reply. {who} has a fixed system prompt "
+            f"you cannot see. Returns the conversation id to continue the conversation.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The user message."},
+                    "conversation_id": conv,
+                },
+                "required": ["message"],
+            },
+        },
+        "prefill": {
+            "description": f"Send a user message to {who} and force the start of its reply: {who} continues "
+            f"from `prefill`. The reply (prefill included) is added to the conversation.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string"},
+                    "prefill": {"type": "string", "description": "The forced start of the assistant's reply."},
+                    "conversation_id": conv,
+                },
+                "required": ["message", "prefill"],
+            },
+        },
+        "sample_user": {
+            "description": f"Have {who} write the next *user* turn of a conversation (a new one when no "
+            f"id is given), optionally starting with `user_start`. Not added to the "
+            f"conversation; send it with chat if you want.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "conversation_id": conv,
+                    "user_start": {"type": "string", "description": "Optional start of the user's turn."},
+                },
+            },
+        },
+        "complete": {
+            "description": f"Raw text completion: {who} continues `prompt` as plain text, with no chat "
+            f"format and no system prompt.",
+            "parameters": {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]},
+        },
     }
     scaffold_doc = {
         "scaffolded_prefill": "user messages each paired with a forced start of the reply",
@@ -77,10 +100,15 @@ def tool_specs(config: ToolConfig, target_name: str) -> list[dict[str, Any]]:
     for name, what in scaffold_doc.items():
         all_specs[name] = {
             "description": f"Describe what to probe; a helper model writes {n} {what}, {who} answers each (replies "
-                           f"capped at {cap} tokens) and all {n} input/output pairs come back in one result.",
-            "parameters": {"type": "object", "properties": {
-                "description": {"type": "string", "description": "What the probe inputs should test, in detail."}},
-                "required": ["description"]}}
+            f"capped at {cap} tokens) and all {n} input/output pairs come back in one result.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "description": "What the probe inputs should test, in detail."}
+                },
+                "required": ["description"],
+            },
+        }
     return [{"name": t, **all_specs[t]} for t in config.tools]
 
 
@@ -113,8 +141,12 @@ class _Tally:
             self.cost += reply.cost_usd
 
     def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "errors": self.errors, "usage": dict(self.usage),
-                "cost_usd": round(self.cost, 6) if self.cost is not None else None}
+        return {
+            "calls": self.calls,
+            "errors": self.errors,
+            "usage": dict(self.usage),
+            "cost_usd": round(self.cost, 6) if self.cost is not None else None,
+        }
 
 
 async def _cancel_others() -> None:
@@ -127,8 +159,15 @@ async def _cancel_others() -> None:
 
 
 class TargetTools:
-    def __init__(self, target: TargetSpec, config: ToolConfig, transcript: TranscriptWriter | None = None, *,
-                 retry: RetryPolicy | None = None, caller: ModelCaller | None = None) -> None:
+    def __init__(
+        self,
+        target: TargetSpec,
+        config: ToolConfig,
+        transcript: TranscriptWriter | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        caller: ModelCaller | None = None,
+    ) -> None:
         self.target, self.config = target, config
         self.transcript = transcript if transcript is not None else TranscriptWriter(None)
         self.caller = caller or ModelCaller(retry)
@@ -160,7 +199,7 @@ class TargetTools:
         except concurrent.futures.TimeoutError:
             fut.cancel()
             return ToolOutput(f"{name} timed out after {timeout:.0f}s.", is_error=True)
-        except concurrent.futures.CancelledError:       # close() while the call was in flight
+        except concurrent.futures.CancelledError:  # close() while the call was in flight
             return ToolOutput(f"{name} was cancelled: the run ended.", is_error=True)
 
     async def acall(self, name: str, args: dict[str, Any]) -> ToolOutput:
@@ -183,10 +222,16 @@ class TargetTools:
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            return {"tool_config": self.config.name, "tools": list(self.config.tools),
-                    "tool_calls": dict(self._tool_calls), "conversations": len(self._conversations),
-                    "target_model": self.target.model, "auxiliary_model": self.config.auxiliary_model,
-                    "target": self._tally["target"].to_dict(), "auxiliary": self._tally["auxiliary"].to_dict()}
+            return {
+                "tool_config": self.config.name,
+                "tools": list(self.config.tools),
+                "tool_calls": dict(self._tool_calls),
+                "conversations": len(self._conversations),
+                "target_model": self.target.model,
+                "auxiliary_model": self.config.auxiliary_model,
+                "target": self._tally["target"].to_dict(),
+                "auxiliary": self._tally["auxiliary"].to_dict(),
+            }
 
     def close(self) -> None:
         loop, thread = self._loop, self._thread
@@ -205,7 +250,7 @@ class TargetTools:
 
     # ------------------------------------------------------------------ loop
 
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -229,23 +274,60 @@ class TargetTools:
         with self._lock:
             self._tally[role].add(reply)
         extra = {"system_sha": self.system_sha} if role == "target" and self.target.system_prompt else {}
-        self.transcript.emit("target_call", "targets", role=role, tool=tool, model=model,
-                             served_model=reply.served_model, request=reply.request, text=reply.text,
-                             usage=reply.usage, cost_usd=reply.cost_usd, latency_s=reply.latency_s,
-                             stop_reason=reply.stop_reason, refusal=reply.refusal, **extra, **ids)
+        self.transcript.emit(
+            "target_call",
+            "targets",
+            role=role,
+            tool=tool,
+            model=model,
+            served_model=reply.served_model,
+            request=reply.request,
+            text=reply.text,
+            usage=reply.usage,
+            cost_usd=reply.cost_usd,
+            latency_s=reply.latency_s,
+            stop_reason=reply.stop_reason,
+            refusal=reply.refusal,
+            **extra,
+            **ids,
+        )
         return reply
 
-    def _target_chat(self, tool: str, messages: list[dict[str, str]], max_tokens: int, *, prefill: str | None = None,
-                     user_start: str | None = None, **ids: Any) -> Coroutine[Any, Any, Reply]:
+    def _target_chat(
+        self,
+        tool: str,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        *,
+        prefill: str | None = None,
+        user_start: str | None = None,
+        **ids: Any,
+    ) -> Coroutine[Any, Any, Reply]:
         t = self.target
-        return self._record("target", tool, self.caller.chat(
-            t.model, t.system_prompt or None, messages, max_tokens=max_tokens, temperature=t.temperature,
-            top_p=t.top_p, prefill=prefill, user_start=user_start), **ids)
+        return self._record(
+            "target",
+            tool,
+            self.caller.chat(
+                t.model,
+                t.system_prompt or None,
+                messages,
+                max_tokens=max_tokens,
+                temperature=t.temperature,
+                top_p=t.top_p,
+                prefill=prefill,
+                user_start=user_start,
+            ),
+            **ids,
+        )
 
     def _target_complete(self, tool: str, prompt: str, max_tokens: int, **ids: Any) -> Coroutine[Any, Any, Reply]:
         t = self.target
-        return self._record("target", tool, self.caller.complete(
-            t.model, prompt, max_tokens=max_tokens, temperature=t.temperature, top_p=t.top_p), **ids)
+        return self._record(
+            "target",
+            tool,
+            self.caller.complete(t.model, prompt, max_tokens=max_tokens, temperature=t.temperature, top_p=t.top_p),
+            **ids,
+        )
 
     # ------------------------------------------------------------------ conversations
 
@@ -259,7 +341,9 @@ class TargetTools:
                 self._conv_locks[cid] = asyncio.Lock()
             elif not isinstance(cid, str) or cid not in self._conversations:
                 known = ", ".join(self._conversations) or "none yet"
-                raise _BadInput(f"Unknown conversation_id {cid!r} (known: {known}). Omit it to start a new conversation.")
+                raise _BadInput(
+                    f"Unknown conversation_id {cid!r} (known: {known}). Omit it to start a new conversation."
+                )
             return cid, self._conversations[cid], self._conv_locks[cid]
 
     async def _chat(self, args: dict[str, Any]) -> ToolOutput:
@@ -270,10 +354,11 @@ class TargetTools:
 
     async def _turn(self, tool: str, message: str, prefill: str | None, args: dict[str, Any]) -> ToolOutput:
         cid, history, lock = self._conversation(args)
-        async with lock:          # one turn at a time per conversation keeps its history in order
+        async with lock:  # one turn at a time per conversation keeps its history in order
             messages = history + [{"role": "user", "content": message}]
-            reply = await self._target_chat(tool, messages, self.target.max_tokens, prefill=prefill,
-                                            conversation_id=cid)
+            reply = await self._target_chat(
+                tool, messages, self.target.max_tokens, prefill=prefill, conversation_id=cid
+            )
             history += [{"role": "user", "content": message}, {"role": "assistant", "content": reply.text}]
         return ToolOutput(_cap(f"[conversation_id: {cid}]\n\n{reply.text}"))
 
@@ -283,8 +368,9 @@ class TargetTools:
             raise _BadInput("user_start must be a string.")
         cid, history, lock = self._conversation(args)
         async with lock:
-            reply = await self._target_chat("sample_user", list(history), self.target.max_tokens, user_start=start,
-                                            conversation_id=cid)
+            reply = await self._target_chat(
+                "sample_user", list(history), self.target.max_tokens, user_start=start, conversation_id=cid
+            )
         return ToolOutput(_cap(f"[conversation_id: {cid}; sampled user turn, not added]\n\n{reply.text}"))
 
     async def _complete(self, args: dict[str, Any]) -> ToolOutput:
@@ -296,7 +382,7 @@ class TargetTools:
     async def _scaffolded(self, tool: str, brief: str) -> ToolOutput:
         mode = SCAFFOLDED[tool]
         cfg = self.config
-        assert cfg.auxiliary_model is not None    # check_config guarantees it before a run
+        assert cfg.auxiliary_model is not None  # check_config guarantees it before a run
         with self._lock:
             self._seq["b"] += 1
             batch = f"b{self._seq['b']}"
@@ -309,24 +395,39 @@ class TargetTools:
             async with sem:
                 try:
                     if mode == "prefill":
-                        r = await self._target_chat(tool, [{"role": "user", "content": item["user"]}],
-                                                    cfg.reply_max_tokens, prefill=item["prefill"], batch=batch, index=i)
+                        r = await self._target_chat(
+                            tool,
+                            [{"role": "user", "content": item["user"]}],
+                            cfg.reply_max_tokens,
+                            prefill=item["prefill"],
+                            batch=batch,
+                            index=i,
+                        )
                     elif mode == "sample_user":
-                        msgs = [{"role": "assistant", "content": item["assistant"]}] if item["assistant"].strip() else []
-                        r = await self._target_chat(tool, msgs, cfg.reply_max_tokens, user_start=item["user_start"],
-                                                    batch=batch, index=i)
+                        msgs = (
+                            [{"role": "assistant", "content": item["assistant"]}] if item["assistant"].strip() else []
+                        )
+                        r = await self._target_chat(
+                            tool, msgs, cfg.reply_max_tokens, user_start=item["user_start"], batch=batch, index=i
+                        )
                     else:
-                        r = await self._target_complete(tool, item["prompt"], cfg.reply_max_tokens, batch=batch, index=i)
+                        r = await self._target_complete(
+                            tool, item["prompt"], cfg.reply_max_tokens, batch=batch, index=i
+                        )
                     return r.text
                 except TargetCallError as e:
                     return f"[error: {_scrub(str(e))}]"
 
         outputs = await asyncio.gather(*(answer(i, it) for i, it in enumerate(inputs, 1)))
-        labels = {"prefill": (("user", "USER"), ("prefill", "PREFILL")),
-                  "sample_user": (("assistant", "ASSISTANT BEFORE"), ("user_start", "USER START")),
-                  "complete": (("prompt", "PROMPT"),)}[mode]
-        out = [f"Scaffolded batch {batch}: {len(inputs)} inputs written by the helper model, {len(outputs)} "
-               f"replies from {self.target.display_name} (each capped at {cfg.reply_max_tokens} tokens)."]
+        labels = {
+            "prefill": (("user", "USER"), ("prefill", "PREFILL")),
+            "sample_user": (("assistant", "ASSISTANT BEFORE"), ("user_start", "USER START")),
+            "complete": (("prompt", "PROMPT"),),
+        }[mode]
+        out = [
+            f"Scaffolded batch {batch}: {len(inputs)} inputs written by the helper model, {len(outputs)} "
+            f"replies from {self.target.display_name} (each capped at {cfg.reply_max_tokens} tokens)."
+        ]
         for i, (item, text) in enumerate(zip(inputs, outputs), 1):
             lines = [f"=== {i} ==="] + [f"{lab}: {item[key]}" for key, lab in labels if item[key]]
             lines.append(("USER TURN: " if mode == "sample_user" else "REPLY: ") + text)
@@ -338,14 +439,24 @@ class TargetTools:
 
         async def chunk(part: int, k: int) -> list[dict[str, str]]:
             got: list[dict[str, str]] = []
-            for attempt in range(2):          # one more ask for a chunk that came back short
+            for attempt in range(2):  # one more ask for a chunk that came back short
                 want = k - len(got)
                 prompt = scaffold.aux_prompt(mode, brief, want, part, len(sizes))
                 try:
-                    r = await self._record("auxiliary", tool, self.caller.chat(
-                        str(self.config.auxiliary_model), scaffold.AUX_SYSTEM, [{"role": "user", "content": prompt}],
-                        max_tokens=min(16000, 400 + 150 * want), temperature=1.0), batch=batch, part=part,
-                        attempt=attempt)
+                    r = await self._record(
+                        "auxiliary",
+                        tool,
+                        self.caller.chat(
+                            str(self.config.auxiliary_model),
+                            scaffold.AUX_SYSTEM,
+                            [{"role": "user", "content": prompt}],
+                            max_tokens=min(16000, 400 + 150 * want),
+                            temperature=1.0,
+                        ),
+                        batch=batch,
+                        part=part,
+                        attempt=attempt,
+                    )
                 except TargetCallError:
                     break
                 got += scaffold.parse_inputs(mode, r.text)[:want]

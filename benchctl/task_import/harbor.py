@@ -15,6 +15,7 @@ The whole task directory becomes the audit task's data, unchanged: the packaging
 is audited (a solution copied into the image, tests that read agent-writable files, a verifier
 that never fails, ...).
 """
+
 from __future__ import annotations
 
 import os
@@ -84,8 +85,10 @@ def _literal_env(env: Any, notes: list[str], where: str) -> dict[str, str]:
         if isinstance(v, (str, int, float, bool)) and "${" not in str(v):
             out[str(k)] = str(v)
         else:
-            notes.append(f"{where}: verifier env {k} = {v!r} is filled from the host by Harbor; benchctl does not "
-                         f"pass it to run_task_tests")
+            notes.append(
+                f"{where}: verifier env {k} = {v!r} is filled from the host by Harbor; benchctl does not "
+                f"pass it to run_task_tests"
+            )
     return out
 
 
@@ -100,27 +103,36 @@ def stage(task: Path, source: Source, name: str | None = None) -> StagedTask:
     description = str(meta.get("description") or raw.get("metadata", {}).get("description") or "").strip()
     harbor_name = str(meta.get("name") or task.name)
     staged = StagedTask(
-        name=task_name, format="harbor", source_path=source.relative(task),
+        name=task_name,
+        format="harbor",
+        source_path=source.relative(task),
         description=f"Audit of the Harbor task {harbor_name}" + (f": {description}" if description else ""),
         fill_data=lambda data: shutil.copytree(task, data, symlinks=True, ignore=ignore_skipped, dirs_exist_ok=True),
-        build_timeout=_number(env, "build_timeout_sec", 600.0), notes=notes)
+        build_timeout=_number(env, "build_timeout_sec", 600.0),
+        notes=notes,
+    )
     if isinstance(env.get("docker_image"), str) and env["docker_image"]:
         staged.image, staged.image_from = env["docker_image"], "docker_image"
     elif (task / "environment" / "Dockerfile").is_file():
         staged.image_from, staged.build_context = "dockerfile", "environment"
-    elif any((task / "environment" / f).is_file() for f in ("docker-compose.yaml", "docker-compose.yml",
-                                                             "compose.yaml")):
+    elif any(
+        (task / "environment" / f).is_file() for f in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml")
+    ):
         staged.image_from = "compose"
         notes.append(f"{task.name}: a docker-compose environment is not built by benchctl; the audit will be static")
     else:
         notes.append(f"{task.name}: no environment/Dockerfile and no docker_image; the audit will be static")
     if (task / "tests" / "test.sh").is_file():
         staged.task_tests = {
-            "kind": "harbor", "image": staged.image or "", "tests": "tests",
+            "kind": "harbor",
+            "image": staged.image or "",
+            "tests": "tests",
             "solution": "solution" if (task / "solution" / "solve.sh").is_file() else "",
             "timeout": _number(verifier, "timeout_sec", DEFAULT_VERIFIER_TIMEOUT),
-            "user": str(verifier.get("user") or "root"), "agent_user": str(agent.get("user") or "root"),
-            "env": _literal_env(verifier.get("env", {}), notes, task.name)}
+            "user": str(verifier.get("user") or "root"),
+            "agent_user": str(agent.get("user") or "root"),
+            "env": _literal_env(verifier.get("env", {}), notes, task.name),
+        }
     else:
         notes.append(f"{task.name}: no tests/test.sh; run_task_tests is not offered")
     return staged
@@ -130,8 +142,10 @@ def stage_all(source: Source, name: str | None, only: list[str]) -> tuple[list[S
     """Every Harbor task in the source -> (staged tasks, is_suite). `only` filters by directory name."""
     tasks = find_tasks(source.path)
     if not tasks:
-        raise ImportError_(f"{source.origin}: no Harbor task found (a directory with {TASK_TOML} and {INSTRUCTION}, "
-                           f"up to {MAX_DEPTH} levels down)")
+        raise ImportError_(
+            f"{source.origin}: no Harbor task found (a directory with {TASK_TOML} and {INSTRUCTION}, "
+            f"up to {MAX_DEPTH} levels down)"
+        )
     suite = not (len(tasks) == 1 and tasks[0] == source.path)
     if only:
         tasks = [t for t in tasks if t.name in only or slug(t.name) in only]
@@ -139,8 +153,9 @@ def stage_all(source: Source, name: str | None, only: list[str]) -> tuple[list[S
         if missing:
             raise ImportError_(f"--only {', '.join(missing)}: no such task in {source.origin}")
     if len(tasks) > 1 and name:
-        raise ImportError_("--name renames one task; pick it with --only (a suite's tasks are named after their "
-                           "directories)")
+        raise ImportError_(
+            "--name renames one task; pick it with --only (a suite's tasks are named after their directories)"
+        )
     staged = [stage(t, source, name) for t in tasks]
     _unique_names(staged)
     return staged, suite
@@ -156,4 +171,6 @@ def _unique_names(staged: list[StagedTask]) -> None:
             s.name = slug(s.source_path.replace("/", "-")) or s.name
     names = [s.name for s in staged]
     if len(set(names)) != len(names):
-        raise ImportError_(f"task names clash after renaming: {sorted(names)}; import them separately with --only and --name")
+        raise ImportError_(
+            f"task names clash after renaming: {sorted(names)}; import them separately with --only and --name"
+        )

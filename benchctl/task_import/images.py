@@ -6,6 +6,7 @@ built only when asked (`--build-images`), from the *imported* copy of environmen
 derived from its content (`benchctl-task-<name>:<hash12>`), so the same files always give the
 same tag and a re-import does not rebuild.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,10 +22,11 @@ TAG_PREFIX = "benchctl-task-"
 @dataclass
 class ImageProbe:
     """What the local Docker Engine knows about an image."""
+
     name: str
-    digest: str | None = None           # the image id (sha256:…), None when absent
-    workdir: str = ""                   # Config.WorkingDir: where Harbor runs the agent and the tests
-    problem: str | None = None          # why it is absent / unknown
+    digest: str | None = None  # the image id (sha256:…), None when absent
+    workdir: str = ""  # Config.WorkingDir: where Harbor runs the agent and the tests
+    problem: str | None = None  # why it is absent / unknown
 
 
 def local_tag(name: str, context: Path) -> str:
@@ -46,6 +48,7 @@ def probe(name: str | None, client: Any = None) -> ImageProbe:
         return ImageProbe("", problem="the task declares no image")
     try:
         import docker.errors
+
         own = client is None
         client = client or docker_client()
     except DockerUnavailable as e:
@@ -74,13 +77,15 @@ def build(context: Path, tag: str, *, timeout: float = 600, labels: dict[str, st
     if not (context / "Dockerfile").is_file():
         raise ImageBuildError(f"{context}/Dockerfile does not exist")
     import docker.errors
+
     try:
-        client = docker_client(timeout)   # the build's own limit: a build step may stay silent for long
+        client = docker_client(timeout)  # the build's own limit: a build step may stay silent for long
     except DockerUnavailable as e:
         raise ImageBuildError(str(e)) from None
     try:
-        client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, labels=labels or {},
-                            timeout=int(timeout))
+        client.images.build(
+            path=str(context), tag=tag, rm=True, forcerm=True, labels=labels or {}, timeout=int(timeout)
+        )
     except docker.errors.BuildError as e:
         tail = "".join(str(x.get("stream") or x.get("error") or "") for x in list(e.build_log)[-8:]).strip()
         raise ImageBuildError(f"docker build of {context} failed: {e.msg}\n{tail[-1500:]}") from None

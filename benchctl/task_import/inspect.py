@@ -16,6 +16,7 @@ rendered. With `--with-inspect` the task is loaded by inspect-ai itself (inspect
 subprocess: this runs the task file's code on this machine) and the samples are exactly the ones
 Inspect would run; the static reading is the fallback when that fails.
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,7 +37,7 @@ from benchctl.task_import.write import ImportError_, StagedTask
 
 MAX_DEPTH = 6
 MAX_SOURCE_BYTES = 200_000_000
-MD_SAMPLES = 500               # samples written out in full in samples.md (all go to samples.jsonl)
+MD_SAMPLES = 500  # samples written out in full in samples.md (all go to samples.jsonl)
 DATASET_FUNCS = ("json_dataset", "csv_dataset", "file_dataset")
 FIELDS = ("input", "target", "id", "choices", "metadata")
 LOAD_TIMEOUT_S = 300
@@ -54,8 +55,8 @@ class InspectTask:
 @dataclass
 class Samples:
     samples: list[dict[str, Any]] = field(default_factory=list)
-    how: str = ""                       # how they were read, shown at the top of samples.md
-    complete: bool = True               # False when some dataset could not be rendered
+    how: str = ""  # how they were read, shown at the top of samples.md
+    complete: bool = True  # False when some dataset could not be rendered
 
 
 def _name(node: ast.AST) -> str:
@@ -79,8 +80,11 @@ def _task_functions(file: Path) -> list[InspectTask]:
         tree = ast.parse(code, filename=str(file))
     except SyntaxError as e:
         raise ImportError_(f"{file}: not valid Python ({e.msg}, line {e.lineno}); fix the task file") from None
-    return [InspectTask(file, n.name, code, tree, n) for n in tree.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_name(d) == "task" for d in n.decorator_list)]
+    return [
+        InspectTask(file, n.name, code, tree, n)
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_name(d) == "task" for d in n.decorator_list)
+    ]
 
 
 def find_tasks(root: Path) -> list[InspectTask]:
@@ -99,6 +103,7 @@ def find_tasks(root: Path) -> list[InspectTask]:
 
 
 # ---- static reading of the task ------------------------------------------------------------
+
 
 def _task_call(t: InspectTask) -> ast.Call | None:
     for n in ast.walk(t.node):
@@ -213,8 +218,11 @@ def _static_samples(t: InspectTask) -> Samples:
         arg = _kw(ds, "json_file") or _kw(ds, "csv_file") or _kw(ds, "file") or _kw(ds, "path", 0)
         path = _dataset_file(t, arg) if arg is not None else None
         if path is None:
-            return Samples(how=f"{_name(ds)}(...) in {rel}: the dataset file could not be found from the source "
-                               f"text; samples not rendered", complete=False)
+            return Samples(
+                how=f"{_name(ds)}(...) in {rel}: the dataset file could not be found from the source "
+                f"text; samples not rendered",
+                complete=False,
+            )
         fields_expr = _deref(t, _kw(ds, "sample_fields", 1))
         spec: dict[str, Any] = {}
         where = path.relative_to(t.file.parent).as_posix() if t.file.parent in path.parents else path.name
@@ -224,35 +232,45 @@ def _static_samples(t: InspectTask) -> Samples:
         elif fields_expr is None:
             how = f"read statically from {where} with the default fields (input, target, id, choices)"
         else:
-            how = (f"read statically from {where}: records are converted by "
-                   f"{ast.get_source_segment(t.code, fields_expr) or 'code'}, which was not run, so raw "
-                   f"records are shown (use --with-inspect to see them as Inspect does)")
+            how = (
+                f"read statically from {where}: records are converted by "
+                f"{ast.get_source_segment(t.code, fields_expr) or 'code'}, which was not run, so raw "
+                f"records are shown (use --with-inspect to see them as Inspect does)"
+            )
             return Samples([{"record": r} for r in _read_records(path)], how, complete=False)
         try:
             return Samples([_map(r, spec) for r in _read_records(path)], how)
         except (ValueError, UnicodeDecodeError) as e:
             return Samples(how=f"{where} could not be read ({e}); samples not rendered", complete=False)
     items = _deref(t, ds.args[0] if isinstance(ds, ast.Call) and _name(ds) == "MemoryDataset" and ds.args else ds)
-    if isinstance(items, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Call) and _name(e) == "Sample"
-                                                         for e in items.elts):
+    if isinstance(items, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Call) and _name(e) == "Sample" for e in items.elts
+    ):
         samples = []
         for sample in items.elts:
-            assert isinstance(sample, ast.Call)     # checked just above
+            assert isinstance(sample, ast.Call)  # checked just above
             s = {k.arg: _literal(k.value) for k in sample.keywords if k.arg in FIELDS}
-            for i, f in enumerate(("input", "target")[:len(sample.args)]):
+            for i, f in enumerate(("input", "target")[: len(sample.args)]):
                 s[f] = _literal(sample.args[i])
             samples.append({k: v for k, v in s.items() if v is not None})
         return Samples(samples, f"literal Sample(...) list in {rel}, read statically")
     src = ast.get_source_segment(t.code, ds) or "?"
-    return Samples(how=f"the dataset is built by code ({src[:200]}), which was not run; samples not rendered "
-                       f"(use --with-inspect to load it with inspect-ai)", complete=False)
+    return Samples(
+        how=f"the dataset is built by code ({src[:200]}), which was not run; samples not rendered "
+        f"(use --with-inspect to load it with inspect-ai)",
+        complete=False,
+    )
 
 
 def _loaded_samples(t: InspectTask) -> tuple[Samples | None, str]:
     """The richer path: inspect-ai loads the task in a subprocess (inspect_load.py)."""
     cmd = [sys.executable, "-m", "benchctl.task_import.inspect_load", str(t.file), t.function]
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]),
+    }
     try:
         r = subprocess.run(cmd, cwd=t.file.parent, capture_output=True, text=True, timeout=LOAD_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
@@ -260,12 +278,15 @@ def _loaded_samples(t: InspectTask) -> tuple[Samples | None, str]:
     if r.returncode != 0:
         return None, f"inspect-ai could not load the task: {(r.stderr.strip().splitlines() or ['?'])[-1][:300]}"
     out = json.loads(r.stdout)
-    how = (f"loaded with inspect-ai {out['inspect_version']}: Task.dataset exactly as Inspect runs it "
-           f"(solver: {out.get('solver')}; scorer: {', '.join(out.get('scorer') or []) or '-'})")
+    how = (
+        f"loaded with inspect-ai {out['inspect_version']}: Task.dataset exactly as Inspect runs it "
+        f"(solver: {out.get('solver')}; scorer: {', '.join(out.get('scorer') or []) or '-'})"
+    )
     return Samples(out["samples"], how), ""
 
 
 # ---- rendering -----------------------------------------------------------------------------
+
 
 def _text(v: Any) -> str:
     if isinstance(v, str):
@@ -276,9 +297,20 @@ def _text(v: Any) -> str:
 
 def render_samples(t: InspectTask, s: Samples) -> str:
     fn = ast.get_source_segment(t.code, t.node) or ""
-    lines = [f"# Dataset samples of `{t.function}` ({len(s.samples)} samples)", "",
-             f"How they were read: {s.how}.", "",
-             f"## The task function ({t.file.name})", "", "```python", fn, "```", "", "## Samples", ""]
+    lines = [
+        f"# Dataset samples of `{t.function}` ({len(s.samples)} samples)",
+        "",
+        f"How they were read: {s.how}.",
+        "",
+        f"## The task function ({t.file.name})",
+        "",
+        "```python",
+        fn,
+        "```",
+        "",
+        "## Samples",
+        "",
+    ]
     for i, sample in enumerate(s.samples[:MD_SAMPLES], 1):
         sid = sample.get("id")
         lines.append(f"### {i}" + (f" (id: {sid})" if sid is not None else ""))
@@ -287,7 +319,7 @@ def render_samples(t: InspectTask, s: Samples) -> str:
                 val = _text(sample[f])
                 if "\n" in val or "`" in val or len(val) > 100:
                     fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", val)), default=0))
-                    lines += [f"**{f}**:", "", fence, val, fence, ""]     # a fence no sample text can close
+                    lines += [f"**{f}**:", "", fence, val, fence, ""]  # a fence no sample text can close
                 else:
                     lines += [f"**{f}**: `{val}`", ""]
     if len(s.samples) > MD_SAMPLES:
@@ -318,12 +350,15 @@ def _declared_image(t: InspectTask) -> tuple[str | None, str, str | None]:
     dockerfile = base / (config if config and not config.endswith((".yaml", ".yml")) else "Dockerfile")
     if dockerfile.is_file() and dockerfile.name == "Dockerfile":
         return None, "dockerfile", dockerfile.parent.relative_to(base).as_posix()
-    return None, "inspect_sandbox", None      # Inspect's default image; nothing local to pin
+    return None, "inspect_sandbox", None  # Inspect's default image; nothing local to pin
 
 
 def _size(root: Path) -> int:
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink()
-               and not any(skipped(x) for x in p.relative_to(root).parts))
+    return sum(
+        p.stat().st_size
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and not any(skipped(x) for x in p.relative_to(root).parts)
+    )
 
 
 def stage(t: InspectTask, source: Source, name: str | None, with_inspect: bool) -> StagedTask:
@@ -339,11 +374,15 @@ def stage(t: InspectTask, source: Source, name: str | None, with_inspect: bool) 
             notes.append(f"{t.function}: {samples.how}")
     task_root = t.file.parent
     if _size(task_root) > MAX_SOURCE_BYTES:
-        raise ImportError_(f"{task_root} holds over {MAX_SOURCE_BYTES // 1_000_000} MB; put the task in a directory "
-                           f"of its own and import that")
+        raise ImportError_(
+            f"{task_root} holds over {MAX_SOURCE_BYTES // 1_000_000} MB; put the task in a directory "
+            f"of its own and import that"
+        )
     image, image_from, context = _declared_image(t)
-    md, jsonl = render_samples(t, samples), "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n"
-                                                     for s in samples.samples)
+    md, jsonl = (
+        render_samples(t, samples),
+        "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n" for s in samples.samples),
+    )
 
     def fill(data: Path) -> None:
         shutil.copytree(task_root, data / "source", symlinks=True, ignore=ignore_skipped)
@@ -351,28 +390,39 @@ def stage(t: InspectTask, source: Source, name: str | None, with_inspect: bool) 
         (data / "samples.jsonl").write_text(jsonl, encoding="utf-8")
 
     doc = ast.get_docstring(t.node) or ""
-    return StagedTask(name=slug(name or t.function), format="inspect", source_path=source.relative(t.file),
-                      description=f"Audit of the Inspect task {t.function}" + (f": {doc.splitlines()[0]}" if doc else ""),
-                      fill_data=fill, image=image, image_from=image_from,
-                      build_context=f"source/{context}".rstrip("/.") if context is not None else None, notes=notes)
+    return StagedTask(
+        name=slug(name or t.function),
+        format="inspect",
+        source_path=source.relative(t.file),
+        description=f"Audit of the Inspect task {t.function}" + (f": {doc.splitlines()[0]}" if doc else ""),
+        fill_data=fill,
+        image=image,
+        image_from=image_from,
+        build_context=f"source/{context}".rstrip("/.") if context is not None else None,
+        notes=notes,
+    )
 
 
-def stage_all(source: Source, name: str | None, only: list[str], with_inspect: bool = False) -> tuple[list[StagedTask], bool]:
+def stage_all(
+    source: Source, name: str | None, only: list[str], with_inspect: bool = False
+) -> tuple[list[StagedTask], bool]:
     tasks = find_tasks(source.path)
     if not tasks:
         raise ImportError_(f"{source.origin}: no Inspect task found (a Python function decorated with @task)")
-    suite = len(tasks) > 1          # several tasks in the source: one directory each under -o
+    suite = len(tasks) > 1  # several tasks in the source: one directory each under -o
     if only:
         tasks = [t for t in tasks if t.function in only]
         missing = sorted(set(only) - {t.function for t in tasks})
         if missing:
             raise ImportError_(f"--only {', '.join(missing)}: no such @task function in {source.origin}")
     if len(tasks) > 1 and name:
-        raise ImportError_("--name renames one task; pick it with --only (a suite's tasks are named after their "
-                           "@task functions)")
+        raise ImportError_(
+            "--name renames one task; pick it with --only (a suite's tasks are named after their @task functions)"
+        )
     staged = [stage(t, source, name, with_inspect) for t in tasks]
     names = [s.name for s in staged]
     if len(set(names)) != len(names):
-        raise ImportError_(f"two @task functions share a name ({sorted(names)}); import them separately with "
-                           f"--only and --name")
+        raise ImportError_(
+            f"two @task functions share a name ({sorted(names)}); import them separately with --only and --name"
+        )
     return staged, suite

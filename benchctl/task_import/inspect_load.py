@@ -7,6 +7,7 @@ code (and whatever its dataset loader does), so it is kept out of the importing 
 {"inspect_version", "samples": [{id, input, target, choices, metadata}], "solver", "scorer",
 "sandbox"}; any failure exits non-zero with the reason on stderr.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,7 +19,8 @@ from typing import Any
 
 def _registry_name(obj: Any) -> str:
     try:
-        from inspect_ai._util.registry import registry_info     # no public accessor for a solver's name
+        from inspect_ai._util.registry import registry_info  # no public accessor for a solver's name
+
         return str(registry_info(obj).name)
     except Exception:
         return getattr(obj, "__name__", None) or type(obj).__name__
@@ -33,6 +35,7 @@ def _input(value: Any) -> Any:
 
 def load(file: Path, function: str) -> dict[str, Any]:
     import inspect_ai
+
     sys.path.insert(0, str(file.parent))
     spec = importlib.util.spec_from_file_location(f"benchctl_imported_{file.stem}", file)
     if spec is None or spec.loader is None:
@@ -52,9 +55,13 @@ def load(file: Path, function: str) -> dict[str, Any]:
         samples.append(item)
     scorers = task.scorer if isinstance(task.scorer, list) else [task.scorer] if task.scorer else []
     sandbox = getattr(task, "sandbox", None)
-    return {"inspect_version": inspect_ai.__version__, "samples": samples, "solver": _registry_name(task.solver),
-            "scorer": [_registry_name(s) for s in scorers],
-            "sandbox": [sandbox.type, sandbox.config if isinstance(sandbox.config, str) else None] if sandbox else None}
+    return {
+        "inspect_version": inspect_ai.__version__,
+        "samples": samples,
+        "solver": _registry_name(task.solver),
+        "scorer": [_registry_name(s) for s in scorers],
+        "sandbox": [sandbox.type, sandbox.config if isinstance(sandbox.config, str) else None] if sandbox else None,
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -29,15 +29,17 @@ and meta.json (`task_tests.available = false` with the reason) say so.
     agent_user = "root"     # [agent] user: runs the solution and the auditor's setup
     [task_tests.env]        # literal [verifier] env values
 """
+
 from __future__ import annotations
 
 import math
 import threading
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from benchctl.output_cap import head_and_tail
 from benchctl.sandbox.base import ExecResult, Limits, Sandbox, SandboxSpec
@@ -89,26 +91,45 @@ def load_config(task_file: Path) -> TaskTestsConfig | None:
     env = raw.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise err("env", "must be a table of strings", 'e.g. [task_tests.env] with NAME = "value"')
-    return TaskTestsConfig(image=raw.get("image", ""), tests=raw.get("tests", "tests"),
-                           solution=raw.get("solution", ""), timeout=float(timeout), user=raw.get("user", "root"),
-                           agent_user=raw.get("agent_user", "root"), env=dict(env))
+    return TaskTestsConfig(
+        image=raw.get("image", ""),
+        tests=raw.get("tests", "tests"),
+        solution=raw.get("solution", ""),
+        timeout=float(timeout),
+        user=raw.get("user", "root"),
+        agent_user=raw.get("agent_user", "root"),
+        env=dict(env),
+    )
 
 
 def tool_spec(cfg: TaskTestsConfig) -> dict[str, Any]:
-    sol = ("`run_solution: true` runs the task's reference solution (solution/solve.sh) first, as Harbor's "
-           "oracle does. " if cfg.solution else "The task has no reference solution. ")
-    return {"name": TOOL,
-            "description": (
-                "Run the audited task's own tests in a fresh, network-less container built from the task's image "
-                f"({cfg.image}), the way Harbor runs a trial: {sol}`setup` is a bash script run next, as the agent "
-                "(use it to act like an agent: solve the task, or try to get the reward without solving it). Then "
-                "tests/ is copied to /tests and `bash /tests/test.sh` runs. Returns each step's exit code and output "
-                "and the reward the tests wrote. Each call starts from a clean container."),
-            "parameters": {"type": "object", "properties": {
-                "setup": {"type": "string", "description": "Bash script run in the task's working directory before "
-                                                           "the tests, as the agent user (optional)."},
-                "run_solution": {"type": "boolean", "description": "Run the reference solution first (default false)."}},
-                "required": []}}
+    sol = (
+        "`run_solution: true` runs the task's reference solution (solution/solve.sh) first, as Harbor's oracle does. "
+        if cfg.solution
+        else "The task has no reference solution. "
+    )
+    return {
+        "name": TOOL,
+        "description": (
+            "Run the audited task's own tests in a fresh, network-less container built from the task's image "
+            f"({cfg.image}), the way Harbor runs a trial: {sol}`setup` is a bash script run next, as the agent "
+            "(use it to act like an agent: solve the task, or try to get the reward without solving it). Then "
+            "tests/ is copied to /tests and `bash /tests/test.sh` runs. Returns each step's exit code and output "
+            "and the reward the tests wrote. Each call starts from a clean container."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "setup": {
+                    "type": "string",
+                    "description": "Bash script run in the task's working directory before "
+                    "the tests, as the agent user (optional).",
+                },
+                "run_solution": {"type": "boolean", "description": "Run the reference solution first (default false)."},
+            },
+            "required": [],
+        },
+    }
 
 
 def _cap(text: str) -> str:
@@ -127,14 +148,23 @@ def _section(title: str, r: ExecResult) -> str:
 
 class TaskTestsTool:
     """`run_task_tests` for one run: the same object for ReAct (natively) and the CLIs (over MCP)."""
+
     names = (TOOL,)
 
-    def __init__(self, cfg: TaskTestsConfig, data_dir: Path, run_id: str, workdir: str,
-                 sandbox_factory: Callable[[SandboxSpec], Sandbox], transcript: Any, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        cfg: TaskTestsConfig,
+        data_dir: Path,
+        run_id: str,
+        workdir: str,
+        sandbox_factory: Callable[[SandboxSpec], Sandbox],
+        transcript: Any,
+        limits: Limits | None = None,
+    ) -> None:
         self.cfg, self.data_dir, self.run_id = cfg, Path(data_dir), run_id
         self.workdir = workdir or "/"
         self.sandbox_factory, self.transcript, self.limits = sandbox_factory, transcript, limits or Limits()
-        self._lock = threading.Lock()          # one test container at a time
+        self._lock = threading.Lock()  # one test container at a time
         self._live: Sandbox | None = None
         self._closed = False
         self.results: list[dict[str, Any]] = []
@@ -148,7 +178,9 @@ class TaskTestsTool:
         setup = args.get("setup", "") if isinstance(args, dict) else None
         run_solution = args.get("run_solution", False) if isinstance(args, dict) else None
         if not isinstance(setup, str) or not isinstance(run_solution, bool):
-            return ToolOutput("run_task_tests takes `setup` (a string) and `run_solution` (true or false).", is_error=True)
+            return ToolOutput(
+                "run_task_tests takes `setup` (a string) and `run_solution` (true or false).", is_error=True
+            )
         deadline = time.monotonic() + (timeout if timeout is not None else math.inf)
         with self._lock:
             if self._closed:
@@ -163,7 +195,7 @@ class TaskTestsTool:
         live = self._live
         if live is not None:
             try:
-                live.stop()       # makes a call in flight return at once
+                live.stop()  # makes a call in flight return at once
             except Exception:
                 pass
 
@@ -182,10 +214,18 @@ class TaskTestsTool:
 
     def _run(self, setup: str, run_solution: bool, deadline: float) -> ToolOutput:
         n = len(self.results) + 1
-        record: dict[str, Any] = {"call": n, "run_solution": run_solution, "setup": bool(setup.strip()),
-                                  "exit_code": None, "reward": None, "timed_out": False}
-        out = [f"run_task_tests #{n}: fresh container from {self.cfg.image} (network: none), "
-               f"working directory {self.workdir}"]
+        record: dict[str, Any] = {
+            "call": n,
+            "run_solution": run_solution,
+            "setup": bool(setup.strip()),
+            "exit_code": None,
+            "reward": None,
+            "timed_out": False,
+        }
+        out = [
+            f"run_task_tests #{n}: fresh container from {self.cfg.image} (network: none), "
+            f"working directory {self.workdir}"
+        ]
         started = time.monotonic()
 
         def left(cap: float | None = None) -> float:
@@ -193,14 +233,21 @@ class TaskTestsTool:
             return min(remaining, cap) if cap is not None else remaining
 
         # writable_dirs=(): the task image's own /tmp, /work, ... may hold its files (no benchctl tmpfs over them).
-        sb = self.sandbox_factory(SandboxSpec(image=self.cfg.image, run_id=f"{self.run_id}__tests-{n}",
-                                              user=self.cfg.user, limits=self.limits, init="docker",
-                                              writable_dirs=()))
+        sb = self.sandbox_factory(
+            SandboxSpec(
+                image=self.cfg.image,
+                run_id=f"{self.run_id}__tests-{n}",
+                user=self.cfg.user,
+                limits=self.limits,
+                init="docker",
+                writable_dirs=(),
+            )
+        )
         self._live = sb
         try:
             sb.start()
             sb.exec(["mkdir", "-p", "/logs/verifier", "/logs/agent"], timeout=30, user="root")
-            steps: list[tuple[str, list[str]]] = []      # run as the agent user, before the tests arrive
+            steps: list[tuple[str, list[str]]] = []  # run as the agent user, before the tests arrive
             if run_solution:
                 if not self.cfg.solution:
                     out.append("== solution: this task has no reference solution ==")
@@ -215,16 +262,25 @@ class TaskTestsTool:
                 if left() < 1:
                     out.append(f"== {title}: not run, the run's time is up ==")
                     break
-                out.append(_section(title, sb.exec(argv, timeout=left(self.cfg.timeout), workdir=self.workdir,
-                                                   user=self.cfg.agent_user)))
+                out.append(
+                    _section(
+                        title,
+                        sb.exec(argv, timeout=left(self.cfg.timeout), workdir=self.workdir, user=self.cfg.agent_user),
+                    )
+                )
             if left() < 1:
                 out.append("== tests/test.sh: not run, the run's time is up ==")
             else:
                 skipped = self._put_dir(sb, self.cfg.tests, "/tests")
                 if skipped:
                     out.append(f"(symlinks not copied into /tests: {', '.join(skipped)})")
-                r = sb.exec(["bash", "/tests/test.sh"], timeout=left(self.cfg.timeout), workdir=self.workdir,
-                            user=self.cfg.user, env=dict(self.cfg.env) or None)
+                r = sb.exec(
+                    ["bash", "/tests/test.sh"],
+                    timeout=left(self.cfg.timeout),
+                    workdir=self.workdir,
+                    user=self.cfg.user,
+                    env=dict(self.cfg.env) or None,
+                )
                 record.update(exit_code=r.exit_code, timed_out=r.timed_out)
                 out.append(_section("tests/test.sh", r))
                 record["reward"] = self._reward(sb, out)
@@ -263,14 +319,23 @@ class TaskTestsTool:
 @dataclass
 class RunTaskTests:
     """The per-run wiring, shaped like benchctl.targets.runs.RunTargets (the runner treats both alike)."""
+
     info: dict[str, Any]
     tools: TaskTestsTool | None = None
     token_budget: Any = None
     meta_key: ClassVar[Literal["task_tests"]] = META_KEY
 
     @classmethod
-    def start(cls, task: Any, spec: Any, data_dir: Path | None, gateway: Any, transcript: Any,
-              sandbox_factory: Callable[[SandboxSpec], Sandbox], probe_image: Any = None) -> "RunTaskTests | None":
+    def start(
+        cls,
+        task: Any,
+        spec: Any,
+        data_dir: Path | None,
+        gateway: Any,
+        transcript: Any,
+        sandbox_factory: Callable[[SandboxSpec], Sandbox],
+        probe_image: Any = None,
+    ) -> RunTaskTests | None:
         """None for a task that is neither imported nor declares [task_tests]."""
         cfg = load_config(task.task_file)
         if cfg is None and task.pin is None:
@@ -292,15 +357,19 @@ class RunTaskTests:
                 info["pinned_digest"] = task.pin.image_digest
                 info["image_matches_pin"] = p.digest == task.pin.image_digest
             if p.digest is None:
-                info["reason"] = (f"{p.problem}: static audit (build it with `benchctl tasks import harbor ... "
-                                  f"--build-images`, or `docker build -t {cfg.image} data/environment`)")
+                info["reason"] = (
+                    f"{p.problem}: static audit (build it with `benchctl tasks import harbor ... "
+                    f"--build-images`, or `docker build -t {cfg.image} data/environment`)"
+                )
             else:
                 info["available"] = True
-                tools = TaskTestsTool(cfg, Path(data_dir), spec.run_id, p.workdir, sandbox_factory, transcript,
-                                      task.limits)
+                tools = TaskTestsTool(
+                    cfg, Path(data_dir), spec.run_id, p.workdir, sandbox_factory, transcript, task.limits
+                )
         transcript.emit("harness_event", "task_tests", kind="task_tests", tool=TOOL if tools else None, **info)
         if tools is not None and hasattr(gateway, "add_route"):
             from benchctl.targets import mcp
+
             mcp.mount(gateway, tools, instructions="Run the audited task's own tests (run_task_tests).")
         return cls(info, tools)
 

@@ -22,6 +22,7 @@ A file's digest is "sha256:<hex of its bytes>", a symlink's "symlink:<its target
 never followed). `content_hash` is sha256 over the sorted "path<TAB>digest" lines, so it covers
 names as well as contents; the per-file table is there to name what changed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,8 +33,19 @@ from typing import Any
 
 FORMATS = ("harbor", "inspect")
 IMAGE_FROM = ("dockerfile", "docker_image", "compose", "inspect_sandbox", "none")
-_KEYS = {"format", "source", "path", "commit", "ref", "dirty", "content_hash", "image", "image_from",
-         "image_digest", "files"}
+_KEYS = {
+    "format",
+    "source",
+    "path",
+    "commit",
+    "ref",
+    "dirty",
+    "content_hash",
+    "image",
+    "image_from",
+    "image_digest",
+    "files",
+}
 _REQUIRED = ("format", "source", "content_hash")
 
 
@@ -57,9 +69,19 @@ class Pin:
 
     def summary(self) -> dict[str, Any]:
         """What a run's meta.json records (everything but the per-file table)."""
-        return {"format": self.format, "source": self.source, "path": self.path, "commit": self.commit,
-                "ref": self.ref, "dirty": self.dirty, "content_hash": self.content_hash, "image": self.image,
-                "image_from": self.image_from, "image_digest": self.image_digest, "files": len(self.files)}
+        return {
+            "format": self.format,
+            "source": self.source,
+            "path": self.path,
+            "commit": self.commit,
+            "ref": self.ref,
+            "dirty": self.dirty,
+            "content_hash": self.content_hash,
+            "image": self.image,
+            "image_from": self.image_from,
+            "image_digest": self.image_digest,
+            "files": len(self.files),
+        }
 
     def to_toml_table(self) -> dict[str, Any]:
         """The [pin] table as written by the import (None / False values left out)."""
@@ -80,6 +102,7 @@ class Pin:
 
 
 # ---- digests -------------------------------------------------------------------------------
+
 
 def file_digests(root: Path) -> dict[str, str]:
     """path (relative, posix) -> digest of every file and symlink under `root` (hidden ones
@@ -111,23 +134,30 @@ def content_hash(digests: dict[str, str]) -> str:
 
 # ---- parsing (called by benchctl.tasks.load_task) ------------------------------------------
 
+
 def parse_pin(file: Path, raw: Any, data_dir: Path | None) -> Pin:
     def err(key: str, problem: str, fix: str) -> PinError:
         return PinError(f"{file}: key `pin.{key}`: {problem}. Fix: {fix}")
 
     if not isinstance(raw, dict):
-        raise PinError(f"{file}: key `pin`: must be a table. Fix: write it as [pin] (re-import the task to regenerate it)")
+        raise PinError(
+            f"{file}: key `pin`: must be a table. Fix: write it as [pin] (re-import the task to regenerate it)"
+        )
     for k in raw:
         if k not in _KEYS:
             raise err(k, "unknown key", f"use one of: {', '.join(sorted(_KEYS))}")
     for k in _REQUIRED:
         if not isinstance(raw.get(k), str) or not raw[k]:
-            raise err(k, "missing or not a string", "re-import the task with `benchctl tasks import` to regenerate the pin")
+            raise err(
+                k, "missing or not a string", "re-import the task with `benchctl tasks import` to regenerate the pin"
+            )
     if raw["format"] not in FORMATS:
         raise err("format", f"{raw['format']!r} is not a known format", f"use one of {', '.join(FORMATS)}")
     if data_dir is None:
-        raise PinError(f"{file}: key `pin`: a pinned task needs its imported files in a data directory. "
-                       f"Fix: add data = \"data\" (the directory the import wrote)")
+        raise PinError(
+            f"{file}: key `pin`: a pinned task needs its imported files in a data directory. "
+            f'Fix: add data = "data" (the directory the import wrote)'
+        )
     for k in ("path", "commit", "ref", "image", "image_digest"):
         if k in raw and not isinstance(raw[k], str):
             raise err(k, f"expected a string, got {type(raw[k]).__name__}", "write it as a quoted string")
@@ -138,21 +168,31 @@ def parse_pin(file: Path, raw: Any, data_dir: Path | None) -> Pin:
         raise err("image_from", f"{image_from!r} is not known", f"use one of {', '.join(IMAGE_FROM)}")
     files = raw.get("files", {})
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-        raise err("files", "must be a table of \"path\" = \"sha256:…\"", "re-import the task to regenerate it")
-    return Pin(format=raw["format"], source=raw["source"], content_hash=raw["content_hash"], path=raw.get("path", ""),
-               commit=raw.get("commit"), ref=raw.get("ref"), dirty=bool(raw.get("dirty", False)),
-               image=raw.get("image"), image_from=image_from, image_digest=raw.get("image_digest"),
-               files=dict(files))
+        raise err("files", 'must be a table of "path" = "sha256:…"', "re-import the task to regenerate it")
+    return Pin(
+        format=raw["format"],
+        source=raw["source"],
+        content_hash=raw["content_hash"],
+        path=raw.get("path", ""),
+        commit=raw.get("commit"),
+        ref=raw.get("ref"),
+        dirty=bool(raw.get("dirty", False)),
+        image=raw.get("image"),
+        image_from=image_from,
+        image_digest=raw.get("image_digest"),
+        files=dict(files),
+    )
 
 
 # ---- verification (called by benchctl run) -------------------------------------------------
 
+
 @dataclass
 class PinCheck:
-    changed: list[str] = field(default_factory=list)     # present in both, different digest
-    added: list[str] = field(default_factory=list)       # present now, not in the pin
-    removed: list[str] = field(default_factory=list)     # in the pin, missing now
-    note: str = ""                                       # when the files table cannot name the change
+    changed: list[str] = field(default_factory=list)  # present in both, different digest
+    added: list[str] = field(default_factory=list)  # present now, not in the pin
+    removed: list[str] = field(default_factory=list)  # in the pin, missing now
+    note: str = ""  # when the files table cannot name the change
 
     @property
     def ok(self) -> bool:
@@ -172,8 +212,13 @@ class PinCheck:
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verified": self.ok, "changed": self.changed, "added": self.added, "removed": self.removed,
-                "note": self.note or None}
+        return {
+            "verified": self.ok,
+            "changed": self.changed,
+            "added": self.added,
+            "removed": self.removed,
+            "note": self.note or None,
+        }
 
 
 def verify(pin: Pin, data_dir: Path) -> PinCheck:
@@ -181,10 +226,15 @@ def verify(pin: Pin, data_dir: Path) -> PinCheck:
     now = file_digests(data_dir)
     if content_hash(now) == pin.content_hash:
         return PinCheck()
-    check = PinCheck(changed=sorted(p for p in now if p in pin.files and pin.files[p] != now[p]),
-                     added=sorted(p for p in now if p not in pin.files),
-                     removed=sorted(p for p in pin.files if p not in now))
+    check = PinCheck(
+        changed=sorted(p for p in now if p in pin.files and pin.files[p] != now[p]),
+        added=sorted(p for p in now if p not in pin.files),
+        removed=sorted(p for p in pin.files if p not in now),
+    )
     if check.ok:
-        check.note = ("the files match [pin.files] but not pin.content_hash: the [pin] table was edited"
-                      if pin.files else "the content hash differs and the pin lists no files to name the change")
+        check.note = (
+            "the files match [pin.files] but not pin.content_hash: the [pin] table was edited"
+            if pin.files
+            else "the content hash differs and the pin lists no files to name the change"
+        )
     return check

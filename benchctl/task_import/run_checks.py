@@ -6,6 +6,7 @@
 A task without a [pin] passes unchanged; the [task_tests] table is parsed here too, so a broken
 one fails before any run starts rather than inside each run.
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,7 +25,7 @@ def _check(task: Any) -> PinCheck:
 
 
 def check_before_run(task: Any, allow_changed: bool = False) -> PinCheck | None:
-    load_config(task.task_file)            # raises TaskTestsError (a ValueError) naming the key
+    load_config(task.task_file)  # raises TaskTestsError (a ValueError) naming the key
     if task.pin is None:
         return None
     check = _check(task)
@@ -32,12 +33,17 @@ def check_before_run(task: Any, allow_changed: bool = False) -> PinCheck | None:
         return check
     where = task.pin.source + (f" at {task.pin.commit[:12]}" if task.pin.commit else "")
     if not allow_changed:
-        raise PinChanged(f"{task.task_dir}: the imported files no longer match their pin ({check.describe()}); "
-                         f"they were imported from {where}. Fix: re-import the task (benchctl tasks import "
-                         f"{task.pin.format} ...), undo the change, or pass --allow-changed to run it anyway "
-                         f"(the runs record what changed)")
-    print(f"warning: {task.task_dir}: running with files that differ from their pin ({check.describe()}); "
-          f"each run's meta.json records it", file=sys.stderr)
+        raise PinChanged(
+            f"{task.task_dir}: the imported files no longer match their pin ({check.describe()}); "
+            f"they were imported from {where}. Fix: re-import the task (benchctl tasks import "
+            f"{task.pin.format} ...), undo the change, or pass --allow-changed to run it anyway "
+            f"(the runs record what changed)"
+        )
+    print(
+        f"warning: {task.task_dir}: running with files that differ from their pin ({check.describe()}); "
+        f"each run's meta.json records it",
+        file=sys.stderr,
+    )
     return check
 
 

@@ -10,6 +10,7 @@
 Git is run as a subprocess with prompts disabled; nothing here needs the network unless the
 URL does.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Never imported: version-control metadata and caches that are not part of a task.
-SKIP_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv",
-                        "node_modules", ".DS_Store"})
+SKIP_NAMES = frozenset(
+    {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "node_modules", ".DS_Store"}
+)
 SKIP_SUFFIXES = (".pyc", ".pyo")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:", re.IGNORECASE)
 
@@ -43,9 +45,9 @@ def ignore_skipped(_dir: str, names: list[str]) -> set[str]:
 
 @dataclass
 class Source:
-    path: Path                # the files to import: a directory (or a single file) on local disk
-    origin: str               # the SOURCE as recorded in the pin: an absolute path or the URL
-    subpath: str              # `path` relative to the repository top ("" for the top or outside git)
+    path: Path  # the files to import: a directory (or a single file) on local disk
+    origin: str  # the SOURCE as recorded in the pin: an absolute path or the URL
+    subpath: str  # `path` relative to the repository top ("" for the top or outside git)
     commit: str | None = None
     ref: str | None = None
     dirty: bool = False
@@ -56,7 +58,7 @@ class Source:
             self._tmp.cleanup()
             self._tmp = None
 
-    def __enter__(self) -> "Source":
+    def __enter__(self) -> Source:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -75,7 +77,9 @@ def _git(args: list[str], cwd: Path | None = None, timeout: float = 600) -> str:
     try:
         r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     except FileNotFoundError:
-        raise SourceError("git is not installed; install it (apt-get install git) to import from a repository") from None
+        raise SourceError(
+            "git is not installed; install it (apt-get install git) to import from a repository"
+        ) from None
     except subprocess.TimeoutExpired:
         raise SourceError(f"git {' '.join(args[:2])} did not finish in {timeout:.0f} s") from None
     if r.returncode != 0:
@@ -95,8 +99,10 @@ def _resolve_commit(repo: Path, ref: str) -> str:
     try:
         return _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=repo).strip()
     except SourceError:
-        raise SourceError(f"--ref {ref!r}: no such commit, tag or branch in {repo}. Fix: pass a commit id "
-                          f"(git log) or a tag (git tag)") from None
+        raise SourceError(
+            f"--ref {ref!r}: no such commit, tag or branch in {repo}. Fix: pass a commit id "
+            f"(git log) or a tag (git tag)"
+        ) from None
 
 
 def open_source(source: str, ref: str | None = None) -> Source:
@@ -105,13 +111,17 @@ def open_source(source: str, ref: str | None = None) -> Source:
         return _clone(source, ref)
     p = Path(source).expanduser().resolve()
     if not p.exists():
-        raise SourceError(f"{source}: no such file or directory. Fix: pass a task directory, a directory of "
-                          f"tasks, or a repository URL")
+        raise SourceError(
+            f"{source}: no such file or directory. Fix: pass a task directory, a directory of "
+            f"tasks, or a repository URL"
+        )
     top = _toplevel(p)
     if top is None:
         if ref:
-            raise SourceError(f"--ref {ref!r}: {p} is not inside a git repository. Fix: drop --ref, or pass the "
-                              f"repository (path or URL)")
+            raise SourceError(
+                f"--ref {ref!r}: {p} is not inside a git repository. Fix: drop --ref, or pass the "
+                f"repository (path or URL)"
+            )
         return Source(path=p, origin=str(p), subpath="")
     subpath = p.relative_to(top).as_posix()
     subpath = "" if subpath == "." else subpath
@@ -121,11 +131,15 @@ def open_source(source: str, ref: str | None = None) -> Source:
     try:
         commit: str | None = _git(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=top).strip() or None
     except SourceError:
-        commit = None          # a repository without commits yet
-    status = _git(["status", "--porcelain", "--untracked-files=all", "--ignored=matching", "--", subpath or "."],
-                  cwd=top)
-    dirty = any(not any(skipped(part) for part in Path(line[3:].strip('"').rstrip("/")).parts)
-                for line in status.splitlines() if line.strip())
+        commit = None  # a repository without commits yet
+    status = _git(
+        ["status", "--porcelain", "--untracked-files=all", "--ignored=matching", "--", subpath or "."], cwd=top
+    )
+    dirty = any(
+        not any(skipped(part) for part in Path(line[3:].strip('"').rstrip("/")).parts)
+        for line in status.splitlines()
+        if line.strip()
+    )
     return Source(path=p, origin=str(p), subpath=subpath, commit=commit, dirty=dirty or commit is None)
 
 
@@ -139,7 +153,7 @@ def _archive(top: Path, commit: str, subpath: str, *, origin: str, ref: str, who
     dest = Path(tmp.name) / "tree"
     dest.mkdir()
     with tarfile.open(tar_path) as tf:
-        tf.extractall(dest, filter="tar")     # refuses absolute names, `..` and links out of the tree
+        tf.extractall(dest, filter="tar")  # refuses absolute names, `..` and links out of the tree
     tar_path.unlink()
     path = dest / subpath if subpath else dest
     if not path.exists():

@@ -6,6 +6,7 @@ variants are find/replace rules over one data directory and cannot hold differen
 task per environment keeps each task's pin, image and tests its own. A source that is itself one
 task becomes `OUT` directly.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,8 +14,14 @@ from pathlib import Path
 
 from benchctl.task_import.images import client_or_none
 from benchctl.task_import.source import open_source
-from benchctl.task_import.write import (DEFAULT_BUDGET, ImportError_, ImportResult, check_target, check_template,
-                                       write_task)
+from benchctl.task_import.write import (
+    DEFAULT_BUDGET,
+    ImportError_,
+    ImportResult,
+    check_target,
+    check_template,
+    write_task,
+)
 
 FORMATS = ("harbor", "inspect")
 
@@ -24,15 +31,26 @@ class SuiteResult:
     out: Path
     suite: bool
     results: list[ImportResult] = field(default_factory=list)
-    left_alone: list[str] = field(default_factory=list)    # earlier imports in OUT no longer in the source
+    left_alone: list[str] = field(default_factory=list)  # earlier imports in OUT no longer in the source
 
 
-def import_tasks(fmt: str, source: str, out: Path, *, ref: str | None = None, name: str | None = None,
-                 only: list[str] | None = None, template: Path | None = None, budget: str = DEFAULT_BUDGET,
-                 build_images: bool = False, with_inspect: bool = False) -> SuiteResult:
+def import_tasks(
+    fmt: str,
+    source: str,
+    out: Path,
+    *,
+    ref: str | None = None,
+    name: str | None = None,
+    only: list[str] | None = None,
+    template: Path | None = None,
+    budget: str = DEFAULT_BUDGET,
+    build_images: bool = False,
+    with_inspect: bool = False,
+) -> SuiteResult:
     if fmt not in FORMATS:
         raise ImportError_(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     from benchctl.policies import parse_duration
+
     try:
         parse_duration(budget)
     except ValueError as e:
@@ -50,24 +68,38 @@ def import_tasks(fmt: str, source: str, out: Path, *, ref: str | None = None, na
     with open_source(source, ref) as src:
         if fmt == "harbor":
             from benchctl.task_import import harbor
+
             staged, suite = harbor.stage_all(src, name, list(only or []))
         else:
             from benchctl.task_import import inspect as inspect_import
+
             staged, suite = inspect_import.stage_all(src, name, list(only or []), with_inspect)
         targets = [out / s.name if suite else out for s in staged]
-        for t in targets:            # every target is checked before anything is written
+        for t in targets:  # every target is checked before anything is written
             check_target(t)
         result = SuiteResult(out, suite)
-        client = client_or_none()          # one connection to probe every task's image
+        client = client_or_none()  # one connection to probe every task's image
         try:
             for s, t in zip(staged, targets):
-                result.results.append(write_task(s, src, t, template=template_text, budget=budget,
-                                                 build_images=build_images, docker_client=client))
+                result.results.append(
+                    write_task(
+                        s,
+                        src,
+                        t,
+                        template=template_text,
+                        budget=budget,
+                        build_images=build_images,
+                        docker_client=client,
+                    )
+                )
         finally:
             if client is not None:
                 client.close()
     if suite and out.is_dir():
         mine = {r.task_dir.name for r in result.results}
-        result.left_alone = sorted(p.name for p in out.iterdir()
-                                   if p.is_dir() and p.name not in mine and (p / "task.toml").is_file() and not only)
+        result.left_alone = sorted(
+            p.name
+            for p in out.iterdir()
+            if p.is_dir() and p.name not in mine and (p / "task.toml").is_file() and not only
+        )
     return result

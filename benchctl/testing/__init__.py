@@ -1,6 +1,7 @@
 """Test doubles that plug into benchctl's real seams (no mocks): FakeUpstreamServer, a
 scripted vendor API over real HTTP. Shipped in the package so graders' and harnesses' tests,
 benchmarks and users' own tests can use them."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,5 +13,6 @@ def __getattr__(name: str) -> Any:
     # Lazy, so `python -m benchctl.testing.fake_upstream` does not import the module twice.
     if name in __all__:
         from benchctl.testing import fake_upstream
+
         return getattr(fake_upstream, name)
     raise AttributeError(name)

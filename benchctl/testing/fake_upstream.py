@@ -31,6 +31,7 @@ must hold, measured where the provider would see it).
 
 Sockets use TCP_NODELAY and whole-buffer writes so keep-alive clients see no delayed-ACK stalls.
 """
+
 from __future__ import annotations
 
 import select
@@ -48,11 +49,22 @@ from benchctl.gateway import wire_format as wf
 from benchctl.gateway.scripted import RenderedReply, ScriptedUpstream
 from benchctl.gateway.upstream import ModelId, UpstreamCall, classify
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error",
-            502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout", 529: "Overloaded"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    413: "Payload Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+    529: "Overloaded",
+}
 GENERATION_APIS = ("anthropic_messages", "openai_responses", "openai_chat", "gemini")
-MALFORMED_SSE = b"event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": {oops\n\n"
+MALFORMED_SSE = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {oops\n\n'
 
 
 @dataclass
@@ -60,26 +72,26 @@ class RecordedRequest:
     method: str
     path: str
     query: str
-    headers: dict[str, str]          # lowercased names
-    body: Any                        # parsed JSON, or None
+    headers: dict[str, str]  # lowercased names
+    body: Any  # parsed JSON, or None
     raw: bytes
     wire_api: str
     t: float = field(default_factory=time.time)
 
 
-AT_END = -1      # Fault.after_pieces: after every event, before the end of the body
+AT_END = -1  # Fault.after_pieces: after every event, before the end of the body
 
 
 @dataclass
 class Fault:
-    kind: str                         # status | reset | pause | malformed | error_event | stall | split
+    kind: str  # status | reset | pause | malformed | error_event | stall | split
     status: int = 500
     retry_after: float | None = None
     message: str = ""
-    after_pieces: int | None = 1      # stall: None = before the response head; AT_END: after the last event
+    after_pieces: int | None = 1  # stall: None = before the response head; AT_END: after the last event
     event: threading.Event | None = None
-    split_after: bytes = b""          # split: cut the body right after these bytes
-    headers: dict[str, str] | None = None   # status: extra response headers (rate-limit headers)
+    split_after: bytes = b""  # split: cut the body right after these bytes
+    headers: dict[str, str] | None = None  # status: extra response headers (rate-limit headers)
 
 
 def _split_at(pieces: list[bytes], fault: Fault) -> tuple[list[bytes], Fault | None]:
@@ -107,11 +119,12 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 512
     allow_reuse_address = True
-    owner: "FakeUpstreamServer"
+    owner: FakeUpstreamServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients dropping keep-alive connections (or a test cutting a stream) are normal here.
         import sys
+
         if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
             return
         super().handle_error(request, client_address)
@@ -177,26 +190,37 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, wire_api: str, path: str, query: str, path_model: str | None, body: Any, raw: bytes) -> None:
         owner = self.server.owner
-        owner._record(RecordedRequest(self.command, path, query, {k.lower(): v for k, v in self.headers.items()},
-                                      body, raw, wire_api))
+        owner._record(
+            RecordedRequest(
+                self.command, path, query, {k.lower(): v for k, v in self.headers.items()}, body, raw, wire_api
+            )
+        )
         if owner.latency:
             time.sleep(owner.latency)
         if wire_api == "models_list":
             return self._send_whole(200, {"content-type": "application/json"}, owner.models_list_body())
         if wire_api == "other" or (wire_api != "gemini" and not isinstance(body, dict)):
-            msg = (f"fake upstream: no route for {self.command} {path}" if wire_api == "other"
-                   else "fake upstream: request body must be a JSON object")
+            msg = (
+                f"fake upstream: no route for {self.command} {path}"
+                if wire_api == "other"
+                else "fake upstream: request body must be a JSON object"
+            )
             status = 404 if wire_api == "other" else 400
-            return self._send_whole(status, {"content-type": "application/json"},
-                                    wf.error_body("anthropic_messages" if wire_api == "other" else wire_api,
-                                                  status, msg))
+            return self._send_whole(
+                status,
+                {"content-type": "application/json"},
+                wf.error_body("anthropic_messages" if wire_api == "other" else wire_api, status, msg),
+            )
         extra = owner._take_headers() if wire_api in GENERATION_APIS else {}
         fault = owner._take_fault() if wire_api in GENERATION_APIS else None
         if fault is not None and fault.kind == "status":
-            return self._send_whole(fault.status, {**wf.error_headers(fault.retry_after), **(fault.headers or {}), **extra},
-                                    wf.error_body(wire_api, fault.status, fault.message or f"injected {fault.status}"))
+            return self._send_whole(
+                fault.status,
+                {**wf.error_headers(fault.retry_after), **(fault.headers or {}), **extra},
+                wf.error_body(wire_api, fault.status, fault.message or f"injected {fault.status}"),
+            )
         if fault is not None and fault.kind == "stall" and fault.after_pieces is None:
-            return self._stall()   # request taken, nothing sent: no script turn is used
+            return self._stall()  # request taken, nothing sent: no script turn is used
         body = body if isinstance(body, dict) else {}
         model = path_model or str(body.get("model") or "unknown")
         stream = bool(body.get("stream")) or (path_model is not None and "streamGenerateContent" in path)
@@ -204,8 +228,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             rendered = owner.upstream_for(model).render(call)
         except Exception as e:  # a broken script: say so in the vendor's error shape, don't hang the client
-            return self._send_whole(500, {"content-type": "application/json"},
-                                    wf.error_body(wire_api, 500, f"fake upstream script error: {e}"))
+            return self._send_whole(
+                500,
+                {"content-type": "application/json"},
+                wf.error_body(wire_api, 500, f"fake upstream script error: {e}"),
+            )
         if extra:
             rendered.headers = {**rendered.headers, **extra}
         if rendered.delay:
@@ -244,13 +271,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not stream:
             # A non-streaming body arrives in one piece; split it so a fault can land mid-body.
             whole = b"".join(pieces)
-            pieces = [whole[: len(whole) // 2], whole[len(whole) // 2:]]
+            pieces = [whole[: len(whole) // 2], whole[len(whole) // 2 :]]
         if fault is not None and fault.kind == "split":
             pieces, fault = _split_at(pieces, fault)
         self.wfile.write(self._head(rendered.status, rendered.headers, {"transfer-encoding": "chunked"}))
         owner = self.server.owner
         stop_at = None if fault is None else len(pieces) if fault.after_pieces == AT_END else fault.after_pieces
-        for i, piece in enumerate([*pieces, b""]):   # i == len(pieces): before the end of the body (AT_END)
+        for i, piece in enumerate([*pieces, b""]):  # i == len(pieces): before the end of the body (AT_END)
             if i == stop_at:
                 assert fault is not None
                 if fault.kind == "reset":
@@ -289,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not readable:
                 continue
             try:
-                data = self.connection.recv(65536)   # anything the client sends now is ignored
+                data = self.connection.recv(65536)  # anything the client sends now is ignored
             except OSError:
                 data = b""
             if not data:
@@ -305,21 +332,29 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeUpstreamServer:
     """A scripted vendor API on 127.0.0.1:<ephemeral>. Context manager; `.url`; `.requests`."""
 
-    def __init__(self, script: Any = None, *, by_model: dict[str, Any] | None = None, latency: float = 0.0,
-                 host: str = "127.0.0.1", port: int = 0, record: bool = True,
-                 models: tuple[str, ...] = ("claude-sonnet-5-5", "gpt-5", "gemini-2.5-pro")) -> None:
+    def __init__(
+        self,
+        script: Any = None,
+        *,
+        by_model: dict[str, Any] | None = None,
+        latency: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: bool = True,
+        models: tuple[str, ...] = ("claude-sonnet-5-5", "gpt-5", "gemini-2.5-pro"),
+    ) -> None:
         def as_upstream(s: Any) -> ScriptedUpstream:
             return s if isinstance(s, ScriptedUpstream) else ScriptedUpstream(s)
 
         self.upstream = as_upstream(script if script is not None else {"turns": [{"text": "ok"}]})
         self.by_model = {k: as_upstream(v) for k, v in (by_model or {}).items()}
         self.latency = latency
-        self.record = record          # False for long-running use (benchmarks): `requests` stays empty
+        self.record = record  # False for long-running use (benchmarks): `requests` stays empty
         self.models = models
         self.requests: list[RecordedRequest] = []
-        self.abandoned = 0            # stalled responses whose client closed the connection
-        self.in_flight = 0            # generation requests being answered now
-        self.max_in_flight = 0        # the most at once since start (or since a test set it to 0)
+        self.abandoned = 0  # stalled responses whose client closed the connection
+        self.in_flight = 0  # generation requests being answered now
+        self.max_in_flight = 0  # the most at once since start (or since a test set it to 0)
         self._faults: list[Fault] = []
         self._headers_next: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -338,10 +373,11 @@ class FakeUpstreamServer:
         host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "FakeUpstreamServer":
+    def start(self) -> FakeUpstreamServer:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                            name="fake-upstream", daemon=True)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-upstream", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -361,7 +397,7 @@ class FakeUpstreamServer:
             except OSError:
                 pass
 
-    def __enter__(self) -> "FakeUpstreamServer":
+    def __enter__(self) -> FakeUpstreamServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -373,19 +409,42 @@ class FakeUpstreamServer:
 
     def models_list_body(self) -> bytes:
         # One list that both the Anthropic and the OpenAI SDKs accept.
-        data = [{"id": m, "type": "model", "object": "model", "display_name": m, "created_at": "2025-01-01T00:00:00Z",
-                 "created": 1735689600, "owned_by": "fake-upstream"} for m in self.models]
-        return orjson.dumps({"object": "list", "data": data, "has_more": False,
-                             "first_id": self.models[0] if self.models else None,
-                             "last_id": self.models[-1] if self.models else None})
+        data = [
+            {
+                "id": m,
+                "type": "model",
+                "object": "model",
+                "display_name": m,
+                "created_at": "2025-01-01T00:00:00Z",
+                "created": 1735689600,
+                "owned_by": "fake-upstream",
+            }
+            for m in self.models
+        ]
+        return orjson.dumps(
+            {
+                "object": "list",
+                "data": data,
+                "has_more": False,
+                "first_id": self.models[0] if self.models else None,
+                "last_id": self.models[-1] if self.models else None,
+            }
+        )
 
     # -- faults
     def _add(self, fault: Fault, times: int) -> None:
         with self._lock:
             self._faults.extend(Fault(**fault.__dict__) for _ in range(times))
 
-    def fail_next(self, status: int, *, retry_after: float | None = None, message: str = "", times: int = 1,
-                  headers: dict[str, str] | None = None) -> None:
+    def fail_next(
+        self,
+        status: int,
+        *,
+        retry_after: float | None = None,
+        message: str = "",
+        times: int = 1,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """The next `times` generation requests get HTTP `status` with the vendor's error body (and
         `retry-after` / `retry-after-ms` when given, plus any extra `headers`)."""
         self._add(Fault("status", status, retry_after, message, headers=headers), times)
@@ -466,6 +525,7 @@ def main(argv: list[str] | None = None) -> None:
 
     Out-of-process use keeps the server's threads off a benchmark client's GIL."""
     import argparse
+
     ap = argparse.ArgumentParser(prog="python -m benchctl.testing.fake_upstream", description=main.__doc__)
     ap.add_argument("script", help="script file (.json/.toml) or py:module:function")
     ap.add_argument("--port", type=int, default=0)

@@ -16,6 +16,7 @@ Teardown is precise: every process the rig starts carries BENCHCTL_RAY_RIG=<uniq
 environment (Ray's own children inherit it), so stopping kills exactly those processes and no
 other Ray process on the machine, also when the rig itself was killed.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,14 @@ from typing import Any
 
 MARK = "BENCHCTL_RAY_RIG"
 NODE = "BENCHCTL_RAY_RIG_NODE"
-PORT = 6379          # free: the namespace is private
+PORT = 6379  # free: the namespace is private
 # fast node-death detection (Ray's defaults take ~30 s)
-HEAD_ENV = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
-            "RAY_health_check_failure_threshold": "3", "RAY_USAGE_STATS_ENABLED": "0"}
+HEAD_ENV = {
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
 
 
 def marked_pids(mark: str, node: int | None = None) -> list[int]:
@@ -66,12 +71,13 @@ def kill_marked(mark: str, node: int | None = None, sig: int = signal.SIGKILL) -
 
 # ---- the rig process (inside the namespace) ------------------------------------------------------
 
+
 class _Rig:
     def __init__(self, workdir: Path, ray_dir: Path, nodes: int, slots: int, mark: str) -> None:
         self.workdir, self.ray_dir, self.nodes, self.slots, self.mark = workdir, ray_dir, nodes, slots, mark
         self.address = f"127.0.0.1:{PORT}"
-        self.node_procs: dict[int, subprocess.Popen[bytes]] = {}      # node index -> `ray start --block`
-        self.spawned: dict[int, subprocess.Popen[bytes]] = {}         # pid -> a command run in the namespace
+        self.node_procs: dict[int, subprocess.Popen[bytes]] = {}  # node index -> `ray start --block`
+        self.spawned: dict[int, subprocess.Popen[bytes]] = {}  # pid -> a command run in the namespace
 
     def _env(self, node: int | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
         # RAY_AUTH_MODE set explicitly: with it unset, a token left in ~/.ray/auth_token (e.g. by a
@@ -79,40 +85,59 @@ class _Rig:
         env = {**os.environ, MARK: self.mark, "RAY_AUTH_MODE": "disabled", **(extra or {})}
         if node is not None:
             env[NODE] = str(node)
-            env["BENCHCTL_NODE_DIR"] = str(self.workdir / "node-runs")   # runs unpack here (per machine), not in /tmp
+            env["BENCHCTL_NODE_DIR"] = str(self.workdir / "node-runs")  # runs unpack here (per machine), not in /tmp
         return env
 
     def start(self) -> None:
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
         tmp = self.ray_dir
         for i in range(self.nodes):
-            argv = ["ray", "start", "--block", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-                    f"--resources={json.dumps({'benchctl_sandbox': self.slots})}", "--disable-usage-stats",
-                    f"--dashboard-agent-listen-port={52365 + i}", f"--metrics-export-port={8090 + i}"]
-            argv += ([f"--port={PORT}", "--head", f"--temp-dir={tmp}", "--include-dashboard=false"] if i == 0
-                     else [f"--address={self.address}"])
+            argv = [
+                "ray",
+                "start",
+                "--block",
+                "--node-ip-address=127.0.0.1",
+                "--num-cpus=1",
+                f"--resources={json.dumps({'benchctl_sandbox': self.slots})}",
+                "--disable-usage-stats",
+                f"--dashboard-agent-listen-port={52365 + i}",
+                f"--metrics-export-port={8090 + i}",
+            ]
+            argv += (
+                [f"--port={PORT}", "--head", f"--temp-dir={tmp}", "--include-dashboard=false"]
+                if i == 0
+                else [f"--address={self.address}"]
+            )
             log = open(self.workdir / f"node{i}.log", "wb")
-            self.node_procs[i] = subprocess.Popen(argv, env=self._env(i, HEAD_ENV), stdout=log, stderr=subprocess.STDOUT)
+            self.node_procs[i] = subprocess.Popen(
+                argv, env=self._env(i, HEAD_ENV), stdout=log, stderr=subprocess.STDOUT
+            )
             self._wait_nodes(i + 1)
 
     def _wait_nodes(self, n: int, timeout: float = 180) -> None:
-        probe = ("import ray, logging; ray.init(address=%r, logging_level=logging.ERROR, log_to_driver=False); "
-                 "print(sum(1 for x in ray.nodes() if x['Alive']))" % self.address)
+        probe = (
+            f"import ray, logging; ray.init(address={self.address!r}, logging_level=logging.ERROR, log_to_driver=False); "
+            "print(sum(1 for x in ray.nodes() if x['Alive']))"
+        )
         end = time.time() + timeout
         while time.time() < end:
             dead = [i for i, p in self.node_procs.items() if p.poll() is not None]
             if dead:
                 raise RuntimeError(f"`ray start` of node {dead[0]} exited; see {self.workdir}/node{dead[0]}.log")
             try:
-                r = subprocess.run([sys.executable, "-c", probe], env=self._env(), capture_output=True, text=True,
-                                   timeout=60)
+                r = subprocess.run(
+                    [sys.executable, "-c", probe], env=self._env(), capture_output=True, text=True, timeout=60
+                )
             except subprocess.TimeoutExpired:
                 print("cluster probe: no answer in 60 s", file=sys.stderr, flush=True)
                 continue
             if r.returncode == 0 and r.stdout.strip().isdigit() and int(r.stdout.strip()) >= n:
                 return
-            print(f"cluster probe: rc {r.returncode} {r.stdout.strip()[-200:]!r} {r.stderr.strip()[-500:]!r}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"cluster probe: rc {r.returncode} {r.stdout.strip()[-200:]!r} {r.stderr.strip()[-500:]!r}",
+                file=sys.stderr,
+                flush=True,
+            )
             time.sleep(1)
         raise RuntimeError(f"Ray cluster did not reach {n} nodes; see {self.workdir}/node*.log")
 
@@ -121,8 +146,14 @@ class _Rig:
         if kind == "spawn":
             out = open(cmd["stdout"], "wb") if cmd.get("stdout") else subprocess.DEVNULL
             err = open(cmd["stderr"], "wb") if cmd.get("stderr") else subprocess.DEVNULL
-            p = subprocess.Popen(cmd["argv"], env=self._env(extra=cmd.get("env")), cwd=cmd.get("cwd"),
-                                 stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            p = subprocess.Popen(
+                cmd["argv"],
+                env=self._env(extra=cmd.get("env")),
+                cwd=cmd.get("cwd"),
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+            )
             self.spawned[p.pid] = p
             return {"pid": p.pid}
         if kind == "signal":
@@ -133,9 +164,9 @@ class _Rig:
                 return {"rc": self.spawned[cmd["pid"]].wait(timeout=cmd.get("timeout"))}
             except subprocess.TimeoutExpired:
                 return {"rc": None}
-        if kind == "nodes":       # node index -> Ray node id (from each raylet's command line)
+        if kind == "nodes":  # node index -> Ray node id (from each raylet's command line)
             return {"nodes": {str(i): nid for i, nid in self.node_ids().items()}}
-        if kind == "kill_node":   # a node dies: its `ray start`, raylet, workers, all at once
+        if kind == "kill_node":  # a node dies: its `ray start`, raylet, workers, all at once
             return {"killed": kill_marked(self.mark, cmd["index"])}
         raise ValueError(f"unknown command {kind!r}")
 
@@ -157,7 +188,7 @@ class _Rig:
                 p.kill()
         for i in sorted(self.node_procs, reverse=True):
             if self.node_procs[i].poll() is None:
-                self.node_procs[i].terminate()      # `ray start --block` stops its node's processes on SIGTERM
+                self.node_procs[i].terminate()  # `ray start --block` stops its node's processes on SIGTERM
         for p in self.node_procs.values():
             try:
                 p.wait(timeout=20)
@@ -186,6 +217,7 @@ def _serve(workdir: Path, ray_dir: Path, nodes: int, slots: int, mark: str) -> N
 
 # ---- the test side ----------------------------------------------------------------------------------
 
+
 class RayCluster:
     """Start the rig under `unshare -n`; talk to it; always tear everything down."""
 
@@ -199,11 +231,25 @@ class RayCluster:
         self.address = ""
         self._p: subprocess.Popen[str] | None = None
 
-    def __enter__(self) -> "RayCluster":
+    def __enter__(self) -> RayCluster:
         self._p = subprocess.Popen(
-            ["unshare", "-n", sys.executable, "-m", "benchctl.testing.ray_cluster", str(self.workdir),
-             str(self.ray_dir), str(self.nodes), str(self.slots), self.mark],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.workdir / "rig.log", "w"), text=True)
+            [
+                "unshare",
+                "-n",
+                sys.executable,
+                "-m",
+                "benchctl.testing.ray_cluster",
+                str(self.workdir),
+                str(self.ray_dir),
+                str(self.nodes),
+                str(self.slots),
+                self.mark,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(self.workdir / "rig.log", "w"),
+            text=True,
+        )
         try:
             first = self._read()
             if "ready" not in first:
@@ -230,10 +276,24 @@ class RayCluster:
             raise RuntimeError(reply["error"])
         return reply
 
-    def spawn(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
-              stdout: Path | None = None, stderr: Path | None = None) -> int:
-        return int(self._ask(cmd="spawn", argv=argv, env=env or {}, cwd=cwd,
-                             stdout=str(stdout) if stdout else None, stderr=str(stderr) if stderr else None)["pid"])
+    def spawn(
+        self,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        stdout: Path | None = None,
+        stderr: Path | None = None,
+    ) -> int:
+        return int(
+            self._ask(
+                cmd="spawn",
+                argv=argv,
+                env=env or {},
+                cwd=cwd,
+                stdout=str(stdout) if stdout else None,
+                stderr=str(stderr) if stderr else None,
+            )["pid"]
+        )
 
     def signal(self, pid: int, sig: int) -> None:
         self._ask(cmd="signal", pid=pid, sig=int(sig))
@@ -262,7 +322,7 @@ class RayCluster:
             except Exception:
                 p.kill()
                 p.wait()
-        kill_marked(self.mark)      # whatever survived (also if the rig died): only our processes
+        kill_marked(self.mark)  # whatever survived (also if the rig died): only our processes
         shutil.rmtree(self.ray_dir, ignore_errors=True)
 
 

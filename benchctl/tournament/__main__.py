@@ -8,6 +8,7 @@ it never calls a judge. Exit status: 0 when every run has a score, 1 when some r
 grade is unscored (judge failure, unreadable issues, no match played; the notes say which),
 2 for bad input -- the same rule as `benchctl grade`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,15 +32,16 @@ def _print_board(ratings: Ratings) -> list[str]:
         # no interval without bootstrap rounds (NaN in memory, null once read back from ratings.json)
         known = all(isinstance(v, (int, float)) and math.isfinite(v) for v in (row["lo"], row["hi"]))
         if not row["matches"]:
-            interval = "–"               # unrated: it played no match (see the note below)
+            interval = "–"  # unrated: it played no match (see the note below)
         else:
             interval = f"({row['lo']:.0f}-{row['hi']:.0f})" if known else "(no interval)"
         rank = "–" if row["rank"] is None else row["rank"]
-        print(f"{rank:>4}  {row['auditor']:<40} {row['elo']:>7.0f}  "
-              f"{interval:<15} {row['matches']:>7} {cost:>8}")
+        print(f"{rank:>4}  {row['auditor']:<40} {row['elo']:>7.0f}  {interval:<15} {row['matches']:>7} {cost:>8}")
     if flags["prior_used"] or flags["disconnected"]:
-        print(f"note: prior used (disconnected={flags['disconnected']}, mle_exists={flags['mle_exists']}); "
-              f"ratings across components are not comparable")
+        print(
+            f"note: prior used (disconnected={flags['disconnected']}, mle_exists={flags['mle_exists']}); "
+            f"ratings across components are not comparable"
+        )
     if flags.get("match_rows_omitted"):
         print("note: per-match rows omitted from ratings.json (too many matches); the ratings use every match")
     unscored = unscored_notes(ratings)
@@ -49,8 +51,9 @@ def _print_board(ratings: Ratings) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchctl.tournament", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchctl.tournament", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("grade", "rate"):
         p = sub.add_parser(name)
@@ -65,15 +68,24 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--concurrency", type=int, default=8)
     args = ap.parse_args(argv)
     from benchctl.tournament.grader import grade_tournament, rate_from_canonical
+
     weighting: Weighting = "unweighted" if args.unweighted else "points"
     try:
         if args.cmd == "grade":
-            ratings = grade_tournament(args.results, args.judge, force=args.force, concurrency=args.concurrency,
-                                       auditor_key=args.auditor_key, weighting=weighting, rounds=args.rounds,
-                                       seed=args.seed)
+            ratings = grade_tournament(
+                args.results,
+                args.judge,
+                force=args.force,
+                concurrency=args.concurrency,
+                auditor_key=args.auditor_key,
+                weighting=weighting,
+                rounds=args.rounds,
+                seed=args.seed,
+            )
         else:
-            ratings = rate_from_canonical(args.results, auditor_key=args.auditor_key, weighting=weighting,
-                                          rounds=args.rounds, seed=args.seed)
+            ratings = rate_from_canonical(
+                args.results, auditor_key=args.auditor_key, weighting=weighting, rounds=args.rounds, seed=args.seed
+            )
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

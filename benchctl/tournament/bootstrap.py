@@ -6,6 +6,7 @@ because the fit only needs the summed wins matrix, a round's matrix is counts @ 
 one matrix product for all rounds -- and all rounds are then fitted together by the batched Newton
 solver, warm-started from the full-data fit (a few iterations each).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,9 +22,9 @@ CI = (2.5, 97.5)
 
 @dataclass
 class Intervals:
-    lo: np.ndarray              # (A,) Elo
-    hi: np.ndarray              # (A,)
-    samples: np.ndarray         # (rounds, A) Elo of each bootstrap round
+    lo: np.ndarray  # (A,) Elo
+    hi: np.ndarray  # (A,)
+    samples: np.ndarray  # (rounds, A) Elo of each bootstrap round
     rounds_with_prior: int
     converged: bool
 
@@ -35,8 +36,16 @@ def resample_counts(n_env: int, rounds: int, rng: np.random.Generator) -> np.nda
     return np.bincount(flat.ravel(), minlength=rounds * n_env).reshape(rounds, n_env).astype(float)
 
 
-def bootstrap(env_wins: np.ndarray, full: Fit, *, prior_weight: float, rounds: int = DEFAULT_ROUNDS,
-              seed: int = DEFAULT_SEED, ci: tuple[float, float] = CI, chunk: int = 250) -> Intervals:
+def bootstrap(
+    env_wins: np.ndarray,
+    full: Fit,
+    *,
+    prior_weight: float,
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = DEFAULT_SEED,
+    ci: tuple[float, float] = CI,
+    chunk: int = 250,
+) -> Intervals:
     """env_wins: (E, A, A) wins matrix of each environment; full: the fit on their sum.
 
     A round uses the prior when the full fit did, or when its own resample has no MLE (e.g. an
@@ -54,11 +63,11 @@ def bootstrap(env_wins: np.ndarray, full: Fit, *, prior_weight: float, rounds: i
     converged = True
     # chunks bound memory (rounds x A x A floats) without changing the result
     for lo in range(0, rounds, chunk):
-        c = counts[lo:lo + chunk]
+        c = counts[lo : lo + chunk]
         w = (c @ flat).reshape(len(c), a, a)
         need = ~strongly_connected(w) | bool(full.prior_used)
         fit = fit_batch(w, prior_weight=prior_weight, use_prior=need, start=full.strength)
-        samples[lo:lo + len(c)] = fit.elo
+        samples[lo : lo + len(c)] = fit.elo
         with_prior += int(need.sum())
         converged &= fit.converged
     lo_b, hi_b = np.percentile(samples, list(ci), axis=0)

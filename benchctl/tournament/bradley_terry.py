@@ -17,6 +17,7 @@ W[i, j] > 0) is strongly connected (Zermelo 1929, Ford 1957). Otherwise -- disco
 auditor that never lost a point -- a small prior is added: every auditor plays virtual drawn matches
 of total weight `prior_weight` against a fixed anchor of strength 0. Callers flag when this happened.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 ELO_MEAN = 1000.0
-ELO_PER_NAT = 400.0 / math.log(10.0)     # 1 natural-log unit of strength = 173.7 Elo
-MAX_STEP = 3.0                           # cap on a Newton step, natural-log units (~520 Elo)
+ELO_PER_NAT = 400.0 / math.log(10.0)  # 1 natural-log unit of strength = 173.7 Elo
+MAX_STEP = 3.0  # cap on a Newton step, natural-log units (~520 Elo)
 
 
 def to_elo(strength: np.ndarray) -> np.ndarray:
@@ -86,15 +87,22 @@ def components(wins: np.ndarray) -> list[list[int]]:
 
 @dataclass
 class Fit:
-    strength: np.ndarray      # (..., A) natural-log scale, mean 0 over auditors
-    elo: np.ndarray           # (..., A) Elo scale, mean 1000
-    prior_used: np.ndarray    # (...) bool per fitted matrix
+    strength: np.ndarray  # (..., A) natural-log scale, mean 0 over auditors
+    elo: np.ndarray  # (..., A) Elo scale, mean 1000
+    prior_used: np.ndarray  # (...) bool per fitted matrix
     iterations: int
     converged: bool
 
 
-def fit_batch(wins: np.ndarray, *, prior_weight: float, use_prior: np.ndarray | bool | None = None,
-              start: np.ndarray | None = None, tol: float = 1e-9, max_iter: int = 200) -> Fit:
+def fit_batch(
+    wins: np.ndarray,
+    *,
+    prior_weight: float,
+    use_prior: np.ndarray | bool | None = None,
+    start: np.ndarray | None = None,
+    tol: float = 1e-9,
+    max_iter: int = 200,
+) -> Fit:
     """Fit Bradley-Terry to each W in a batch (R, A, A) (or a single (A, A)).
 
     use_prior: per matrix, add the prior; None = only where the MLE does not exist.
@@ -111,18 +119,20 @@ def fit_batch(wins: np.ndarray, *, prior_weight: float, use_prior: np.ndarray | 
         use_prior = ~strongly_connected(w)
     prior = np.broadcast_to(np.asarray(use_prior, dtype=bool), (r,)).copy()
     if np.any(prior) and prior_weight <= 0:
-        raise ValueError("the match graph needs a prior (disconnected, or someone never lost) "
-                         "but prior_weight is 0; pass prior_weight > 0")
-    alpha = np.where(prior, prior_weight, 0.0)[:, None]            # (R, 1)
-    n = w + np.swapaxes(w, 1, 2)                                     # total weight per pair
+        raise ValueError(
+            "the match graph needs a prior (disconnected, or someone never lost) "
+            "but prior_weight is 0; pass prior_weight > 0"
+        )
+    alpha = np.where(prior, prior_weight, 0.0)[:, None]  # (R, 1)
+    n = w + np.swapaxes(w, 1, 2)  # total weight per pair
     s = np.zeros((r, a)) if start is None else np.array(np.broadcast_to(start, (r, a)), dtype=float)
     ones = np.full((a, a), 1.0 / a)
     active = np.ones(r, dtype=bool)
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (`it` is read after the loop)
         idx = np.flatnonzero(active)
         sa, wa, na, al = s[idx], w[idx], n[idx], alpha[idx]
-        p = _sigmoid(sa[:, :, None] - sa[:, None, :])                 # P(i beats j)
+        p = _sigmoid(sa[:, :, None] - sa[:, None, :])  # P(i beats j)
         grad = (wa - na * p).sum(axis=2)
         curv = na * p * (1.0 - p)
         hess = -curv

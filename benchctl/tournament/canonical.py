@@ -4,6 +4,7 @@ The files are meant to be read and corrected by people: change an issue's import
 `supported`, merge two issues (union their `found_by`) or delete one, then refit with
 `rate_from_canonical` -- no judge call. `validate_canonical` explains any mistake in an edit.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,14 @@ import orjson
 
 from benchctl import jsonio
 from benchctl.layout import GRADES, slug
-from benchctl.tournament.schema import (CANONICAL_DIR, CANONICAL_SCHEMA, POINTS, TOURNAMENT,
-                                        CanonicalIssue, CanonicalList)
+from benchctl.tournament.schema import (
+    CANONICAL_DIR,
+    CANONICAL_SCHEMA,
+    POINTS,
+    TOURNAMENT,
+    CanonicalIssue,
+    CanonicalList,
+)
 
 
 def tournament_dir(results: Path) -> Path:
@@ -65,18 +72,20 @@ def validate_canonical(data: Any, where: str = "canonical list") -> CanonicalLis
             raise ValueError(f"{tag}: id {iid!r} is used twice; ids must be unique within an environment")
         seen.add(iid)
         if issue.get("importance") not in POINTS:
-            raise ValueError(f"{tag} ({iid}): importance {issue.get('importance')!r} is not one of "
-                             f"{sorted(POINTS)} (= {POINTS} points)")
+            raise ValueError(
+                f"{tag} ({iid}): importance {issue.get('importance')!r} is not one of "
+                f"{sorted(POINTS)} (= {POINTS} points)"
+            )
         found = issue.get("found_by", {})
         if not isinstance(found, dict):
             raise ValueError(f"{tag} ({iid}): 'found_by' must map run_id -> {{\"supported\": true|false}}")
         for run_id, finding in found.items():
             if run_id not in data["runs"]:
-                raise ValueError(f"{tag} ({iid}): run {run_id!r} is not in this file's 'runs'; "
-                                 f"fix the run id or add the run")
+                raise ValueError(
+                    f"{tag} ({iid}): run {run_id!r} is not in this file's 'runs'; fix the run id or add the run"
+                )
             if not isinstance(finding, dict) or not isinstance(finding.get("supported", False), bool):
-                raise ValueError(f"{tag} ({iid}): found_by[{run_id!r}] must be an object with a boolean "
-                                 f"'supported'")
+                raise ValueError(f"{tag} ({iid}): found_by[{run_id!r}] must be an object with a boolean 'supported'")
     return data  # type: ignore[return-value]
 
 

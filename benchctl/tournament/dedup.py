@@ -10,25 +10,40 @@ placed, submissions and item numbers must exist, importance must be a known labe
 is sent back once with the problem spelled out (`Judge.ask_structured`); a second failure, a failed
 call or a refusal is recorded on the canonical list (status "failed"), never raised.
 """
+
 from __future__ import annotations
 
 import hashlib
 import random
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally
 from benchctl.judge_json import JudgeParseError, last_json
 from benchctl.tournament.schema import AuditorIssue, CanonicalIssue
 
 PROMPT_VERSION = "dedup-1"
-_IMPORTANCE_ALIASES = {"low": "low", "minor": "low", "medium": "medium", "moderate": "medium", "med": "medium",
-                       "high": "high", "major": "high", "critical": "high", "severe": "high",
-                       "1": "low", "3": "medium", "6": "high"}
+_IMPORTANCE_ALIASES = {
+    "low": "low",
+    "minor": "low",
+    "medium": "medium",
+    "moderate": "medium",
+    "med": "medium",
+    "high": "high",
+    "major": "high",
+    "critical": "high",
+    "severe": "high",
+    "1": "low",
+    "3": "medium",
+    "6": "high",
+}
 _TRUE = {"true", "yes", "y", "supported", "1"}
 _FALSE = {"false", "no", "n", "unsupported", "0"}
 
-DEDUP_SYSTEM = ("You are a careful, impartial judge of environment audits. You merge duplicate findings "
-                "across auditors and check whether each claim is backed by evidence. You answer with JSON only.")
+DEDUP_SYSTEM = (
+    "You are a careful, impartial judge of environment audits. You merge duplicate findings "
+    "across auditors and check whether each claim is backed by evidence. You answer with JSON only."
+)
 
 DEDUP_PROMPT = """Several independent auditors examined the same environment ("{env}") and each listed the issues
 they found. Each submission below is one auditor's list; its items are numbered.
@@ -52,8 +67,10 @@ Answer with only this JSON:
 
 {submissions}"""
 
-REASK = ("Your answer could not be used: {error}\n"
-         "Reply again with only the JSON object described above, covering every item of every submission.")
+REASK = (
+    "Your answer could not be used: {error}\n"
+    "Reply again with only the JSON object described above, covering every item of every submission."
+)
 
 
 def submission_order(env: str, run_ids: list[str]) -> list[str]:
@@ -89,8 +106,13 @@ def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
 
     Returns canonical issues with found_by keyed by *label* and items 0-based. Raises
     JudgeParseError with a message fit to send back to the judge."""
-    value = last_json(text, accept=lambda v: (isinstance(v, dict) and isinstance(v.get("issues"), list))
-                      or (isinstance(v, list) and all(isinstance(x, dict) for x in v)))
+    value = last_json(
+        text,
+        accept=lambda v: (
+            (isinstance(v, dict) and isinstance(v.get("issues"), list))
+            or (isinstance(v, list) and all(isinstance(x, dict) for x in v))
+        ),
+    )
     raw = value["issues"] if isinstance(value, dict) else value
     placed: dict[str, set[int]] = {s: set() for s in n_items}
     out: list[dict[str, Any]] = []
@@ -100,27 +122,29 @@ def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
             raise JudgeParseError(f"{tag} is not an object")
         title = str(issue.get("title") or "").strip()
         if not title:
-            raise JudgeParseError(f"{tag} has no \"title\"")
+            raise JudgeParseError(f'{tag} has no "title"')
         imp = _IMPORTANCE_ALIASES.get(str(issue.get("importance", "")).strip().lower())
         if imp is None:
-            raise JudgeParseError(f"{tag} ({title!r}) has importance {issue.get('importance')!r}; "
-                                  f"use \"low\", \"medium\" or \"high\"")
+            raise JudgeParseError(
+                f'{tag} ({title!r}) has importance {issue.get("importance")!r}; use "low", "medium" or "high"'
+            )
         found_raw = issue.get("found_by")
         if not isinstance(found_raw, list) or not found_raw:
-            raise JudgeParseError(f"{tag} ({title!r}) needs a non-empty \"found_by\" list")
+            raise JudgeParseError(f'{tag} ({title!r}) needs a non-empty "found_by" list')
         found: dict[str, dict[str, Any]] = {}
         for entry in found_raw:
             if not isinstance(entry, dict):
                 raise JudgeParseError(f"{tag}: each found_by entry must be an object")
             label = str(entry.get("submission", "")).strip()
             if label not in n_items:
-                raise JudgeParseError(f"{tag}: unknown submission {entry.get('submission')!r}; "
-                                      f"known: {', '.join(sorted(n_items))}")
+                raise JudgeParseError(
+                    f"{tag}: unknown submission {entry.get('submission')!r}; known: {', '.join(sorted(n_items))}"
+                )
             items = entry.get("items")
             if isinstance(items, int):
                 items = [items]
             if not isinstance(items, list) or not items:
-                raise JudgeParseError(f"{tag}: submission {label} needs \"items\" (its item numbers)")
+                raise JudgeParseError(f'{tag}: submission {label} needs "items" (its item numbers)')
             idx = []
             for it in items:
                 try:
@@ -132,9 +156,9 @@ def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
                 idx.append(n - 1)
             supported = _bool(entry.get("supported"))
             if supported is None:
-                raise JudgeParseError(f"{tag}: submission {label} needs \"supported\": true or false")
+                raise JudgeParseError(f'{tag}: submission {label} needs "supported": true or false')
             prev = found.get(label)
-            if prev:           # the same submission listed twice: merge
+            if prev:  # the same submission listed twice: merge
                 prev["items"] = sorted(set(prev["items"]) | set(idx))
                 prev["supported"] = prev["supported"] or supported
             else:
@@ -142,8 +166,14 @@ def parse_dedup(text: str, n_items: Mapping[str, int]) -> list[dict[str, Any]]:
                 if entry.get("note"):
                     found[label]["note"] = str(entry["note"])[:500]
             placed[label].update(idx)
-        out.append({"title": title, "description": str(issue.get("description") or "").strip(),
-                    "importance": imp, "found_by": found})
+        out.append(
+            {
+                "title": title,
+                "description": str(issue.get("description") or "").strip(),
+                "importance": imp,
+                "found_by": found,
+            }
+        )
     missing = [f"{s} item {i + 1}" for s in sorted(n_items) for i in range(n_items[s]) if i not in placed[s]]
     if missing:
         shown = ", ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
@@ -160,31 +190,45 @@ def dedup_max_tokens(n_items: int) -> int:
     return min(32_000, max(8192, 2000 + 150 * n_items))
 
 
-async def dedup_env(env: str, issues_by_run: Mapping[str, list[AuditorIssue]], judge: Judge, tally: Tally
-                    ) -> tuple[list[CanonicalIssue] | None, str | None]:
+async def dedup_env(
+    env: str, issues_by_run: Mapping[str, list[AuditorIssue]], judge: Judge, tally: Tally
+) -> tuple[list[CanonicalIssue] | None, str | None]:
     """(canonical issues with found_by keyed by run id, None), or (None, why) when the judge failed,
     refused or gave no usable answer after one re-ask."""
     order = [r for r in submission_order(env, list(issues_by_run)) if issues_by_run[r]]
-    if not order:       # nobody reported anything: nothing to merge, no judge call
+    if not order:  # nobody reported anything: nothing to merge, no judge call
         return [], None
     label_of = {r: f"S{k}" for k, r in enumerate(order, 1)}
     run_of = {v: k for k, v in label_of.items()}
     labelled = [(label_of[r], list(issues_by_run[r])) for r in order]
     n_items = {label: len(items) for label, items in labelled}
     try:
-        got = await judge.ask_structured(build_prompt(env, labelled), lambda t: parse_dedup(t, n_items),
-                                         lambda exc: REASK.format(error=exc), system=DEDUP_SYSTEM, tally=tally,
-                                         max_tokens=dedup_max_tokens(sum(n_items.values())), label="dedup")
+        got = await judge.ask_structured(
+            build_prompt(env, labelled),
+            lambda t: parse_dedup(t, n_items),
+            lambda exc: REASK.format(error=exc),
+            system=DEDUP_SYSTEM,
+            tally=tally,
+            max_tokens=dedup_max_tokens(sum(n_items.values())),
+            label="dedup",
+        )
     except JudgeFailed as exc:
         return None, str(exc)
     if got.value is None:
         return None, f"unusable judge answer ({got.error})"
     canonical: list[CanonicalIssue] = []
     for k, issue in enumerate(got.value, 1):
-        canonical.append(CanonicalIssue(
-            id=f"I{k}", title=issue["title"], description=issue["description"], importance=issue["importance"],
-            found_by={run_of[label]: f for label, f in sorted(issue["found_by"].items(),
-                                                              key=lambda kv: run_of[kv[0]])}))
+        canonical.append(
+            CanonicalIssue(
+                id=f"I{k}",
+                title=issue["title"],
+                description=issue["description"],
+                importance=issue["importance"],
+                found_by={
+                    run_of[label]: f for label, f in sorted(issue["found_by"].items(), key=lambda kv: run_of[kv[0]])
+                },
+            )
+        )
     return canonical, None
 
 
@@ -197,4 +241,3 @@ def _bool(v: Any) -> bool | None:
 
 def _indent(text: str) -> str:
     return text.replace("\n", "\n      ")
-

@@ -11,6 +11,7 @@ time; `benchctl grade` passes its session's judge), so a `scripted/...` judge wo
 real one, and a refusal or a failed call leaves the environment (or the run, for an extraction)
 unscored. Each ask's exchanges go to judge_log/<env>.json or judge_log/<run_id>~extract.json.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,27 +19,46 @@ import hashlib
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any
 
 import orjson
 
+from benchctl import jsonio
 from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
 from benchctl.grading.spend import seed_lines, seed_spend_log
-from benchctl import jsonio
 from benchctl.layout import GRADE_SCHEMA, META, RUNS, GradeItem, GradeRecord, grade_path
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.bootstrap import DEFAULT_ROUNDS, DEFAULT_SEED
 from benchctl.tournament.dedup import PROMPT_VERSION, REASK, dedup_env
-from benchctl.tournament.issues import (EXTRACT_PROMPT, EXTRACT_SYSTEM, JSON_ARTIFACT, MARKDOWN_ARTIFACTS,
-                                        IssuesFormatError,
-                                        file_hash, find_artifact, parse_extraction, read_issues_json)
+from benchctl.tournament.issues import (
+    EXTRACT_PROMPT,
+    EXTRACT_SYSTEM,
+    JSON_ARTIFACT,
+    MARKDOWN_ARTIFACTS,
+    IssuesFormatError,
+    file_hash,
+    find_artifact,
+    parse_extraction,
+    read_issues_json,
+)
 from benchctl.tournament.participants import Participant, auditor_label, collect, parse_auditor_key
 from benchctl.tournament.ratings import compute
-from benchctl.tournament.schema import (CANONICAL_SCHEMA, POINTS, EXTRACTED_DIR, RATINGS_FILE, TOURNAMENT,
-                                        AuditorIssue, CanonicalList, ExtractedIssues, Ratings, Weighting)
+from benchctl.tournament.schema import (
+    CANONICAL_SCHEMA,
+    EXTRACTED_DIR,
+    POINTS,
+    RATINGS_FILE,
+    TOURNAMENT,
+    AuditorIssue,
+    CanonicalList,
+    ExtractedIssues,
+    Ratings,
+    Weighting,
+)
 
-MAX_REPORT_CHARS = 200_000    # a markdown report longer than this is cut before extraction
+MAX_REPORT_CHARS = 200_000  # a markdown report longer than this is cut before extraction
 
 
 def extract_max_tokens(report_chars: int) -> int:
@@ -48,25 +68,51 @@ def extract_max_tokens(report_chars: int) -> int:
     return min(32_000, max(8192, report_chars // 4))
 
 
-def grade_tournament(results: Path, judge: str, *, force: bool = False, concurrency: int = 8,
-                     auditor_key: str = "model", tasks: Collection[str] | None = None,
-                     weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED) -> Ratings:
+def grade_tournament(
+    results: Path,
+    judge: str,
+    *,
+    force: bool = False,
+    concurrency: int = 8,
+    auditor_key: str = "model",
+    tasks: Collection[str] | None = None,
+    weighting: Weighting = "points",
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = DEFAULT_SEED,
+) -> Ratings:
     """Judge (where needed) and rate every tournament environment under `results`; returns the
     ratings it wrote to ratings.json.
 
     tasks: only these tasks' runs (default: the runs whose task declares the tournament grader, see
     participants.collect). force: re-extract and re-judge everything, overwriting hand edits."""
-    parse_auditor_key(auditor_key)            # fail before any judge call on a bad key
+    parse_auditor_key(auditor_key)  # fail before any judge call on a bad key
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
-    return asyncio.run(agrade_tournament(results, Judge(judge, concurrency=concurrency), force=force,
-                                         auditor_key=auditor_key, tasks=tasks, weighting=weighting, rounds=rounds,
-                                         seed=seed))
+    return asyncio.run(
+        agrade_tournament(
+            results,
+            Judge(judge, concurrency=concurrency),
+            force=force,
+            auditor_key=auditor_key,
+            tasks=tasks,
+            weighting=weighting,
+            rounds=rounds,
+            seed=seed,
+        )
+    )
 
 
-async def agrade_tournament(results: Path, judge: Judge, *, force: bool = False, auditor_key: str = "model",
-                            tasks: Collection[str] | None = None, weighting: Weighting = "points",
-                            rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED) -> Ratings:
+async def agrade_tournament(
+    results: Path,
+    judge: Judge,
+    *,
+    force: bool = False,
+    auditor_key: str = "model",
+    tasks: Collection[str] | None = None,
+    weighting: Weighting = "points",
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = DEFAULT_SEED,
+) -> Ratings:
     """`grade_tournament` with a judge shared with the caller (`benchctl grade` passes the session's,
     so the tournament's calls share its concurrency limit and count in its summary)."""
     parse_auditor_key(auditor_key)
@@ -74,15 +120,17 @@ async def agrade_tournament(results: Path, judge: Judge, *, force: bool = False,
     # (not `seed`: that name is the bootstrap's)
     spend_seed = await asyncio.to_thread(seed_spend_log, Path(results), TOURNAMENT)
     for line in seed_lines(spend_seed) if spend_seed else []:
-        print(line, file=sys.stderr)                     # "tournament: ..."
+        print(line, file=sys.stderr)  # "tournament: ..."
     await judge_environments(Path(results), judge, force=force, tasks=tasks)
     # the bootstrap is CPU work: off the event loop
-    return await asyncio.to_thread(rate_from_canonical, results, auditor_key=auditor_key, weighting=weighting,
-                                   rounds=rounds, seed=seed)
+    return await asyncio.to_thread(
+        rate_from_canonical, results, auditor_key=auditor_key, weighting=weighting, rounds=rounds, seed=seed
+    )
 
 
-async def judge_environments(results: Path, judge: Judge, *, force: bool = False,
-                             tasks: Collection[str] | None = None) -> list[CanonicalList]:
+async def judge_environments(
+    results: Path, judge: Judge, *, force: bool = False, tasks: Collection[str] | None = None
+) -> list[CanonicalList]:
     parts = collect(results, tasks)
     by_env: dict[str, list[Participant]] = {}
     for p in parts:
@@ -117,20 +165,38 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: Ju
             if old.get("input_hash") == input_hash:
                 return old
             if canon_io.was_hand_edited(old):
-                print(f"tournament: {env}: the runs changed since {path} was made, but it was edited by hand, "
-                      f"so it is kept as is. Re-run with --force to re-judge (hand edits are lost), or add "
-                      f"the new runs to the file by hand.", file=sys.stderr)
+                print(
+                    f"tournament: {env}: the runs changed since {path} was made, but it was edited by hand, "
+                    f"so it is kept as is. Re-run with --force to re-judge (hand edits are lost), or add "
+                    f"the new runs to the file by hand.",
+                    file=sys.stderr,
+                )
                 return old
 
     tally = Tally.for_grade(results, TOURNAMENT, path.stem)
     issues, error = await dedup_env(env, issues_by_run, judge, tally)
-    write_judge_log(judge_log_path(results, TOURNAMENT, path.stem), grader=TOURNAMENT, subject=env,
-                    judge=judge.model, tally=tally, prompt_version=PROMPT_VERSION)
+    write_judge_log(
+        judge_log_path(results, TOURNAMENT, path.stem),
+        grader=TOURNAMENT,
+        subject=env,
+        judge=judge.model,
+        tally=tally,
+        prompt_version=PROMPT_VERSION,
+    )
     canon: CanonicalList = CanonicalList(
-        schema=CANONICAL_SCHEMA, env=env, status="ok" if issues is not None else "failed", error=error,
-        judge=judge.model, runs=infos, excluded_runs=excluded, issues=issues or [], input_hash=input_hash,
-        content_hash=canon_io.content_hash(issues or []), created_at=time.time(),
-        cost_usd=_add(extract_cost, tally.cost_usd))
+        schema=CANONICAL_SCHEMA,
+        env=env,
+        status="ok" if issues is not None else "failed",
+        error=error,
+        judge=judge.model,
+        runs=infos,
+        excluded_runs=excluded,
+        issues=issues or [],
+        input_hash=input_hash,
+        content_hash=canon_io.content_hash(issues or []),
+        created_at=time.time(),
+        cost_usd=_add(extract_cost, tally.cost_usd),
+    )
     canon_io.save_canonical(results, canon)
     return canon
 
@@ -140,8 +206,9 @@ async def _read_issues(results: Path, p: Participant, judge: Judge, force: bool)
     names = tuple(dict.fromkeys([JSON_ARTIFACT] + ([p.artifact] if p.artifact else []) + list(MARKDOWN_ARTIFACTS)))
     art = find_artifact(p.path, names) if p.path else None
     cache = canon_io.tournament_dir(results) / EXTRACTED_DIR / f"{p.run_id}.json"
-    base: ExtractedIssues = ExtractedIssues(schema=1, run_id=p.run_id, source=art.name if art else None,
-                                            judge=None, cost_usd=0.0, error=None)
+    base: ExtractedIssues = ExtractedIssues(
+        schema=1, run_id=p.run_id, source=art.name if art else None, judge=None, cost_usd=0.0, error=None
+    )
     if art is None:
         return ExtractedIssues(**base, method="none", status="ok", issues=[])
     if art.suffix.lower() == ".json":
@@ -153,27 +220,51 @@ async def _read_issues(results: Path, p: Participant, judge: Judge, force: bool)
     if cache.exists() and not force:
         old = jsonio.read_json(cache)
         if old.get("key") == key and old.get("status") == "ok":
-            return {**old, "cost_usd": 0.0}     # paid for in an earlier grading pass
+            return {**old, "cost_usd": 0.0}  # paid for in an earlier grading pass
     text = art.read_text(encoding="utf-8", errors="replace")[:MAX_REPORT_CHARS]
     tally = Tally.for_grade(results, TOURNAMENT, f"{p.run_id}~extract")
     try:
-        got = await judge.ask_structured(EXTRACT_PROMPT.format(report=text), parse_extraction,
-                                         lambda exc: REASK.format(error=exc), system=EXTRACT_SYSTEM, tally=tally,
-                                         max_tokens=extract_max_tokens(len(text)), label="extract")
+        got = await judge.ask_structured(
+            EXTRACT_PROMPT.format(report=text),
+            parse_extraction,
+            lambda exc: REASK.format(error=exc),
+            system=EXTRACT_SYSTEM,
+            tally=tally,
+            max_tokens=extract_max_tokens(len(text)),
+            label="extract",
+        )
         issues, error = got.value, None if got.value is not None else f"unusable judge answer ({got.error})"
     except JudgeFailed as exc:
         issues, error = None, str(exc)
-    write_judge_log(judge_log_path(results, TOURNAMENT, f"{p.run_id}~extract"), grader=TOURNAMENT,
-                    subject=p.run_id, judge=judge.model, tally=tally, prompt_version=PROMPT_VERSION, source=art.name)
-    out = ExtractedIssues(**{**base, "judge": judge.model, "cost_usd": tally.cost_usd, "error": error},
-                          method="judge", status="ok" if issues is not None else "failed", issues=issues or [])
+    write_judge_log(
+        judge_log_path(results, TOURNAMENT, f"{p.run_id}~extract"),
+        grader=TOURNAMENT,
+        subject=p.run_id,
+        judge=judge.model,
+        tally=tally,
+        prompt_version=PROMPT_VERSION,
+        source=art.name,
+    )
+    out = ExtractedIssues(
+        **{**base, "judge": judge.model, "cost_usd": tally.cost_usd, "error": error},
+        method="judge",
+        status="ok" if issues is not None else "failed",
+        issues=issues or [],
+    )
     jsonio.write_json_atomic(cache, {**out, "key": key})
     return out
 
 
-def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting: Weighting = "points",
-                        rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED, prior_strength: float = 1.0,
-                        judge: str | None = None) -> Ratings:
+def rate_from_canonical(
+    results: Path,
+    *,
+    auditor_key: str = "model",
+    weighting: Weighting = "points",
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = DEFAULT_SEED,
+    prior_strength: float = 1.0,
+    judge: str | None = None,
+) -> Ratings:
     """Refit from the saved canonical lists (hand edits included) with no judge call; writes
     grades/tournament/<run_id>.json, then grades/tournament/ratings.json, and returns the ratings.
 
@@ -185,8 +276,10 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
     parse_auditor_key(auditor_key)
     canons = canon_io.load_all(results)
     if not canons:
-        raise FileNotFoundError(f"no canonical lists under {canon_io.canonical_dir(results)}; run "
-                                f"`benchctl grade` with the tournament grader first")
+        raise FileNotFoundError(
+            f"no canonical lists under {canon_io.canonical_dir(results)}; run "
+            f"`benchctl grade` with the tournament grader first"
+        )
     auditor_of: dict[str, str] = {}
     cost_by_run: dict[str, float | None] = {}
     no_issue: list[str] = []
@@ -199,13 +292,21 @@ def rate_from_canonical(results: Path, *, auditor_key: str = "model", weighting:
             if c.get("status", "ok") == "ok" and info.get("source") is None and "source" in info:
                 no_issue.append(run_id)
     judges = sorted({j for c in canons if (j := c.get("judge"))})
-    ratings, run_scores = compute(canons, auditor_of, weighting=weighting, rounds=rounds, seed=seed,
-                              prior_strength=prior_strength, cost_by_run=cost_by_run,
-                              judge=judge or (", ".join(judges) if judges else None), auditor_key=auditor_key,
-                              no_issue_runs=no_issue)
+    ratings, run_scores = compute(
+        canons,
+        auditor_of,
+        weighting=weighting,
+        rounds=rounds,
+        seed=seed,
+        prior_strength=prior_strength,
+        cost_by_run=cost_by_run,
+        judge=judge or (", ".join(judges) if judges else None),
+        auditor_key=auditor_key,
+        no_issue_runs=no_issue,
+    )
     ratings["flags"]["excluded_runs"] = sorted(set(excluded))
     jsonio.write_bytes_batch(_changed(_run_grades(results, canons, run_scores)))
-    jsonio.write_json_atomic(canon_io.tournament_dir(results) / RATINGS_FILE, ratings)   # last
+    jsonio.write_json_atomic(canon_io.tournament_dir(results) / RATINGS_FILE, ratings)  # last
     return ratings
 
 
@@ -236,8 +337,9 @@ def _changed(records: dict[str, GradeRecord]) -> dict[str, bytes]:
     return out
 
 
-def _run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str, float | None]
-                ) -> dict[str, GradeRecord]:
+def _run_grades(
+    results: Path, canons: list[CanonicalList], run_scores: dict[str, float | None]
+) -> dict[str, GradeRecord]:
     """path -> one layout.GradeRecord per run: score = mean share over its non-skipped matches. A run
     left out because its issues could not be read gets an unscored record with the reason (so
     reports say why, and an older score of that run is not left behind as if current)."""
@@ -250,31 +352,65 @@ def _run_grades(results: Path, canons: list[CanonicalList], run_scores: dict[str
         rubric_hash = canon_io.content_hash(c["issues"])
         for run_id, why in (c.get("excluded_runs") or {}).items():
             excluded: GradeRecord = GradeRecord(
-                schema=GRADE_SCHEMA, grader=TOURNAMENT, run_id=run_id, artifact="", artifact_tag=None,
-                judge=c.get("judge") or "", rubric_hash=rubric_hash, status="unscored",
-                score=None, raw_score=None, by_cluster={}, items=[], n_items=0, n_unscored=0, usage={},
-                cost_usd=0.0, created_at=now)   # its extraction cost is in the env's, shared below
+                schema=GRADE_SCHEMA,
+                grader=TOURNAMENT,
+                run_id=run_id,
+                artifact="",
+                artifact_tag=None,
+                judge=c.get("judge") or "",
+                rubric_hash=rubric_hash,
+                status="unscored",
+                score=None,
+                raw_score=None,
+                by_cluster={},
+                items=[],
+                n_items=0,
+                n_unscored=0,
+                usage={},
+                cost_usd=0.0,
+                created_at=now,
+            )  # its extraction cost is in the env's, shared below
             out[os.path.join(folder, f"{run_id}.json")] = GradeRecord(**excluded, error=why)
         ok = c.get("status", "ok") == "ok"
         n_runs = max(len(c["runs"]), 1)
         for run_id, info in c["runs"].items():
-            items: list[GradeItem] = [{"id": i["id"], "score": 1.0 if i["found_by"][run_id].get("supported") else 0.0,
-                      "weight": float(POINTS[i["importance"]]), "reason": i.get("title", "")}
-                     for i in c["issues"] if run_id in (i.get("found_by") or {})]
+            items: list[GradeItem] = [
+                {
+                    "id": i["id"],
+                    "score": 1.0 if i["found_by"][run_id].get("supported") else 0.0,
+                    "weight": float(POINTS[i["importance"]]),
+                    "reason": i.get("title", ""),
+                }
+                for i in c["issues"]
+                if run_id in (i.get("found_by") or {})
+            ]
             score = run_scores.get(run_id)
             rec: GradeRecord = GradeRecord(
-                schema=GRADE_SCHEMA, grader=TOURNAMENT, run_id=run_id, artifact=info.get("source") or "",
-                artifact_tag=None, judge=c.get("judge") or "", rubric_hash=rubric_hash,
+                schema=GRADE_SCHEMA,
+                grader=TOURNAMENT,
+                run_id=run_id,
+                artifact=info.get("source") or "",
+                artifact_tag=None,
+                judge=c.get("judge") or "",
+                rubric_hash=rubric_hash,
                 status="scored" if ok and score is not None else "unscored",
-                score=score if ok else None, raw_score=None, by_cluster={},
-                items=items, n_items=len(items), n_unscored=0, usage={},
+                score=score if ok else None,
+                raw_score=None,
+                by_cluster={},
+                items=items,
+                n_items=len(items),
+                n_unscored=0,
+                usage={},
                 cost_usd=None if (cost := c.get("cost_usd")) is None else round(cost / n_runs, 6),
-                created_at=now)
+                created_at=now,
+            )
             if not ok:
                 rec["error"] = f"the judge failed on environment {c['env']}: {c.get('error')}"
             elif score is None:
-                rec["error"] = ("no match played: no run of another auditor in this environment, "
-                                "or every match had nothing left after cancelling shared issues")
+                rec["error"] = (
+                    "no match played: no run of another auditor in this environment, "
+                    "or every match had nothing left after cancelling shared issues"
+                )
             out[os.path.join(folder, f"{run_id}.json")] = rec
     return out
 

@@ -17,6 +17,7 @@ A run's ``artifacts/`` may hold:
 A finished run with neither enters the tournament with no issues (it loses to anyone who found
 something) and is listed in the ratings flags.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from benchctl import jsonio
-from benchctl.layout import ARTIFACTS
 from benchctl.judge_json import JudgeParseError, last_json
+from benchctl.layout import ARTIFACTS
 from benchctl.tournament.schema import AuditorIssue
 
 JSON_ARTIFACT = "issues.json"
 MARKDOWN_ARTIFACTS = ("issues.md", "report.md")
-MAX_FIELD_CHARS = 4000        # one issue's field, as shown to the judge; longer text is cut
+MAX_FIELD_CHARS = 4000  # one issue's field, as shown to the judge; longer text is cut
 
 
 class IssuesFormatError(ValueError):
@@ -56,15 +57,17 @@ def normalise_issues(data: Any, where: str) -> list[AuditorIssue]:
     if isinstance(data, dict) and "issues" in data:
         data = data["issues"]
     if not isinstance(data, list):
-        raise IssuesFormatError(f"{where}: expected a JSON list of issues (or {{\"issues\": [...]}}), "
-                                f"got {type(data).__name__}")
+        raise IssuesFormatError(
+            f'{where}: expected a JSON list of issues (or {{"issues": [...]}}), got {type(data).__name__}'
+        )
     out: list[AuditorIssue] = []
     for k, item in enumerate(data):
-        if isinstance(item, str):          # a bare list of strings: each is a title
+        if isinstance(item, str):  # a bare list of strings: each is a title
             item = {"title": item}
         if not isinstance(item, dict):
-            raise IssuesFormatError(f"{where}: issue {k + 1} is a {type(item).__name__}, expected an object "
-                                    f"with a 'title'")
+            raise IssuesFormatError(
+                f"{where}: issue {k + 1} is a {type(item).__name__}, expected an object with a 'title'"
+            )
         title = _text(item.get("title") or item.get("name") or item.get("summary"))
         desc = _text(item.get("description") or item.get("details"))
         if not title:
@@ -88,13 +91,17 @@ def read_issues_json(path: Path) -> list[AuditorIssue]:
     try:
         data = jsonio.read_json(path)
     except Exception as exc:
-        raise IssuesFormatError(f"{path}: not valid JSON ({exc}). Write a JSON list of "
-                                f"{{\"title\", \"description\", \"evidence\", \"severity\"}} objects") from exc
+        raise IssuesFormatError(
+            f"{path}: not valid JSON ({exc}). Write a JSON list of "
+            f'{{"title", "description", "evidence", "severity"}} objects'
+        ) from exc
     return normalise_issues(data, str(path))
 
 
-EXTRACT_SYSTEM = ("You read security/quality audit reports and list the distinct issues they claim, "
-                  "faithfully, without adding or judging anything. You answer with JSON only.")
+EXTRACT_SYSTEM = (
+    "You read security/quality audit reports and list the distinct issues they claim, "
+    "faithfully, without adding or judging anything. You answer with JSON only."
+)
 
 EXTRACT_PROMPT = """Below is an auditor's report about an environment. List every distinct issue (problem, bug,
 flaw, exploit) the report claims to have found. For each give:

@@ -8,10 +8,11 @@ Rules (see schema.py for the reasoning):
 * several runs of one auditor on one env: every cross pair plays, weight 1/(n_a*n_b);
 * weighting "points": weight = points at stake; "unweighted": 1.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -21,8 +22,7 @@ from benchctl.tournament.schema import POINTS, CanonicalList, MatchOutcome, Matc
 def issue_points(issue: Mapping) -> int:
     imp = issue.get("importance")
     if imp not in POINTS:
-        raise ValueError(f"canonical issue {issue.get('id')!r} has importance {imp!r}; "
-                         f"use one of {sorted(POINTS)}")
+        raise ValueError(f"canonical issue {issue.get('id')!r} has importance {imp!r}; use one of {sorted(POINTS)}")
     return POINTS[imp]
 
 
@@ -51,15 +51,18 @@ def runs_by_auditor(run_ids: Sequence[str], auditor_of: Mapping[str, str]) -> di
     return dict(out)
 
 
-def play(sup_a: set[str], sup_b: set[str], points: Mapping[str, int]) -> tuple[list[str], list[str], list[str], float, float]:
+def play(
+    sup_a: set[str], sup_b: set[str], points: Mapping[str, int]
+) -> tuple[list[str], list[str], list[str], float, float]:
     cancelled = sorted(sup_a & sup_b, key=_id_key)
     a_only = sorted(sup_a - sup_b, key=_id_key)
     b_only = sorted(sup_b - sup_a, key=_id_key)
     return cancelled, a_only, b_only, float(sum(points[i] for i in a_only)), float(sum(points[i] for i in b_only))
 
 
-def env_matches(canon: CanonicalList, auditor_of: Mapping[str, str], *,
-                weighting: Weighting = "points") -> list[MatchRow]:
+def env_matches(
+    canon: CanonicalList, auditor_of: Mapping[str, str], *, weighting: Weighting = "points"
+) -> list[MatchRow]:
     """Every cross-auditor pair of runs on this environment, auditors in sorted order (a < b)."""
     if weighting not in ("points", "unweighted"):
         raise ValueError(f"weighting must be 'points' or 'unweighted', not {weighting!r}")
@@ -68,7 +71,7 @@ def env_matches(canon: CanonicalList, auditor_of: Mapping[str, str], *,
     names = sorted(groups)
     rows: list[MatchRow] = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             share = 1.0 / (len(groups[a]) * len(groups[b]))
             for ra in groups[a]:
                 for rb in groups[b]:
@@ -81,9 +84,22 @@ def env_matches(canon: CanonicalList, auditor_of: Mapping[str, str], *,
                         share_a = pa / stake
                         outcome = "a" if pb == 0 else "b" if pa == 0 else "split"
                         weight = (stake if weighting == "points" else 1.0) * share
-                    rows.append(MatchRow(a=a, b=b, run_a=ra, run_b=rb, cancelled=cancelled, a_only=a_only,
-                                         b_only=b_only, points_a=pa, points_b=pb, share_a=share_a,
-                                         outcome=outcome, weight=weight))
+                    rows.append(
+                        MatchRow(
+                            a=a,
+                            b=b,
+                            run_a=ra,
+                            run_b=rb,
+                            cancelled=cancelled,
+                            a_only=a_only,
+                            b_only=b_only,
+                            points_a=pa,
+                            points_b=pb,
+                            share_a=share_a,
+                            outcome=outcome,
+                            weight=weight,
+                        )
+                    )
     return rows
 
 
@@ -112,8 +128,13 @@ class EnvArrays:
     Same rules as `env_matches` (a test checks they agree): with S the runs x issues "supported"
     matrix and p the issue points, points r keeps over s = (S*p) @ (1-S)^T."""
 
-    def __init__(self, canon: CanonicalList, auditor_of: Mapping[str, str], index: Mapping[str, int],
-                 weighting: Weighting = "points") -> None:
+    def __init__(
+        self,
+        canon: CanonicalList,
+        auditor_of: Mapping[str, str],
+        index: Mapping[str, int],
+        weighting: Weighting = "points",
+    ) -> None:
         if weighting not in ("points", "unweighted"):
             raise ValueError(f"weighting must be 'points' or 'unweighted', not {weighting!r}")
         supported, found, points = credit_sets(canon)
@@ -130,10 +151,10 @@ class EnvArrays:
                 self.found[k, col[iid]] = 1.0
         pts = np.array([points[i] for i in ids], dtype=float)
         aud = np.array([index[auditor_of[r]] for r in self.runs], dtype=int)
-        self.group = np.zeros((n_a, n_r))                  # auditor x run one-hot
+        self.group = np.zeros((n_a, n_r))  # auditor x run one-hot
         self.group[aud, np.arange(n_r)] = 1.0
-        n_runs = self.group.sum(axis=1)[aud]               # runs of each run's auditor in this env
-        kept = (self.supported * pts) @ (1.0 - self.supported).T     # kept[r, s]: points r has, s lacks
+        n_runs = self.group.sum(axis=1)[aud]  # runs of each run's auditor in this env
+        kept = (self.supported * pts) @ (1.0 - self.supported).T  # kept[r, s]: points r has, s lacks
         stake = kept + kept.T
         self.valid = (stake > 0) & (aud[:, None] != aud[None, :])
         share = np.divide(kept, stake, out=np.zeros_like(kept), where=self.valid)
@@ -141,7 +162,7 @@ class EnvArrays:
         self.mult = mult
         weight = np.where(self.valid, (stake if weighting == "points" else 1.0) * mult, 0.0)
         self.match_weights = weight[np.triu_indices(n_r, 1)][self.valid[np.triu_indices(n_r, 1)]]
-        self.wins = self.group @ (weight * share) @ self.group.T            # W[a, b]
+        self.wins = self.group @ (weight * share) @ self.group.T  # W[a, b]
         self.counts = self.group @ self.valid.astype(float) @ self.group.T  # run matches between a and b
         self.share_sums = self.group @ (self.valid * share) @ self.group.T
         self.run_share_sum = (self.valid * share).sum(axis=1)

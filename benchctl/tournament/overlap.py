@@ -4,9 +4,10 @@ values[i][j] = share of row auditor i's supported issues that column auditor j a
 (supported or not), pooled over environments where both ran: numerator and denominator are summed
 over every cross pair of their runs, each pair weighted 1/(n_i*n_j) so seeds do not inflate counts.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,12 +22,11 @@ def overlap_matrix(envs: Sequence[EnvArrays], auditors: Sequence[str]) -> Overla
     for env in envs:
         if not env.runs:
             continue
-        both = env.supported @ env.found.T                          # |S_r & F_s|
-        mine = np.broadcast_to(env.supported.sum(axis=1)[:, None], both.shape)   # |S_r|
+        both = env.supported @ env.found.T  # |S_r & F_s|
+        mine = np.broadcast_to(env.supported.sum(axis=1)[:, None], both.shape)  # |S_r|
         num += env.group @ (env.mult * both) @ env.group.T
         den += env.group @ (env.mult * mine) @ env.group.T
     values: list[list[float | None]] = []
     for i in range(n):
-        values.append([None if i == j or den[i, j] == 0 else round(float(num[i, j] / den[i, j]), 6)
-                       for j in range(n)])
+        values.append([None if i == j or den[i, j] == 0 else round(float(num[i, j] / den[i, j]), 6) for j in range(n)])
     return OverlapMatrix(auditors=list(auditors), values=values)

@@ -8,11 +8,13 @@ auditor = the meta.json fields named by the auditor key, joined with " + ": "mod
 variant, tools, seed. The same fields are stored in each canonical list's `runs`, so ratings can be
 refitted (with any auditor key) even if a run directory is gone.
 """
+
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any
 
 from benchctl.layout import GRADED_STATUSES, iter_runs
 
@@ -24,9 +26,9 @@ class Participant:
     run_id: str
     path: Path | None
     env: str
-    info: dict[str, Any]          # the AUDITOR_FIELDS values, as stored in canonical `runs`
+    info: dict[str, Any]  # the AUDITOR_FIELDS values, as stored in canonical `runs`
     cost_usd: float | None
-    artifact: str | None = None   # the task's [grading] artifact, tried after issues.json
+    artifact: str | None = None  # the task's [grading] artifact, tried after issues.json
 
 
 def run_info(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,8 +48,10 @@ def parse_auditor_key(key: str) -> list[str]:
     fields = [f.strip() for f in key.split("+") if f.strip()]
     bad = [f for f in fields if f not in AUDITOR_FIELDS]
     if not fields or bad:
-        raise ValueError(f"auditor key {key!r}: unknown field(s) {bad or [key]}; use fields from "
-                         f"{', '.join(AUDITOR_FIELDS)} joined by '+', e.g. 'model' or 'model+harness'")
+        raise ValueError(
+            f"auditor key {key!r}: unknown field(s) {bad or [key]}; use fields from "
+            f"{', '.join(AUDITOR_FIELDS)} joined by '+', e.g. 'model' or 'model+harness'"
+        )
     return fields
 
 
@@ -64,7 +68,7 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
     cannot be found is in. If no run's task.toml lists "tournament" (the grader was asked for on the
     command line), every finished run is in."""
     found: list[tuple[Participant, bool | None]] = []
-    configs: dict[str | None, tuple[bool | None, str | None]] = {}     # by task_dir (None: unknown)
+    configs: dict[str | None, tuple[bool | None, str | None]] = {}  # by task_dir (None: unknown)
     for path, meta in iter_runs(results):
         if meta.get("status") not in GRADED_STATUSES:
             continue
@@ -75,8 +79,19 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
         if task_dir not in configs:
             configs[task_dir] = _task_grading(task_dir)
         declares, artifact = configs[task_dir]
-        found.append((Participant(run_id=path.name, path=path, env=env_of(info), info=info,
-                                  cost_usd=meta.get("cost_usd"), artifact=artifact), declares))
+        found.append(
+            (
+                Participant(
+                    run_id=path.name,
+                    path=path,
+                    env=env_of(info),
+                    info=info,
+                    cost_usd=meta.get("cost_usd"),
+                    artifact=artifact,
+                ),
+                declares,
+            )
+        )
     if tasks is None and any(d for _, d in found):
         return [p for p, d in found if d is not False]
     return [p for p, _ in found]
@@ -88,6 +103,7 @@ def _task_grading(task_dir: str | None) -> tuple[bool | None, str | None]:
         return None, None
     try:
         from benchctl.grading.config import load_grading
+
         cfg = load_grading(Path(task_dir))
     except Exception:  # task moved or unreadable: grading still works from the run's own files
         return None, None

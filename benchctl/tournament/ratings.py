@@ -2,10 +2,12 @@
 
 Pure (no judge, no disk): `compute_ratings(canons, auditor_of, ...)` returns a schema.Ratings dict.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -14,28 +16,63 @@ from benchctl.tournament.bradley_terry import components, default_prior_weight, 
 from benchctl.tournament.canonical import content_hash
 from benchctl.tournament.matches import EnvArrays, credit_sets, env_matches, issue_points
 from benchctl.tournament.overlap import overlap_matrix
-from benchctl.tournament.schema import (RATINGS_SCHEMA, TOURNAMENT, CanonicalList, EnvTable, Flags,
-                                        LeaderboardRow, Ratings, Weighting)
+from benchctl.tournament.schema import (
+    RATINGS_SCHEMA,
+    TOURNAMENT,
+    CanonicalList,
+    EnvTable,
+    Flags,
+    LeaderboardRow,
+    Ratings,
+    Weighting,
+)
+
+MAX_TABLE_MATCHES = 50_000  # above this many run-vs-run matches, per-env match rows are left out
 
 
-MAX_TABLE_MATCHES = 50_000   # above this many run-vs-run matches, per-env match rows are left out
+def compute_ratings(
+    canons: Sequence[CanonicalList],
+    auditor_of: Mapping[str, str],
+    *,
+    weighting: Weighting = "points",
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = DEFAULT_SEED,
+    prior_strength: float = 1.0,
+    cost_by_run: Mapping[str, float | None] | None = None,
+    judge: str | None = None,
+    auditor_key: str = "model",
+    no_issue_runs: Sequence[str] = (),
+    match_tables: bool | None = None,
+) -> Ratings:
+    return compute(
+        canons,
+        auditor_of,
+        weighting=weighting,
+        rounds=rounds,
+        seed=seed,
+        prior_strength=prior_strength,
+        cost_by_run=cost_by_run,
+        judge=judge,
+        auditor_key=auditor_key,
+        no_issue_runs=no_issue_runs,
+        match_tables=match_tables,
+    )[0]
 
 
-def compute_ratings(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
-                    weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
-                    prior_strength: float = 1.0, cost_by_run: Mapping[str, float | None] | None = None,
-                    judge: str | None = None, auditor_key: str = "model",
-                    no_issue_runs: Sequence[str] = (), match_tables: bool | None = None) -> Ratings:
-    return compute(canons, auditor_of, weighting=weighting, rounds=rounds, seed=seed,
-                   prior_strength=prior_strength, cost_by_run=cost_by_run, judge=judge, auditor_key=auditor_key,
-                   no_issue_runs=no_issue_runs, match_tables=match_tables)[0]
-
-
-def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
-            weighting: Weighting = "points", rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
-            prior_strength: float = 1.0, cost_by_run: Mapping[str, float | None] | None = None,
-            judge: str | None = None, auditor_key: str = "model", no_issue_runs: Sequence[str] = (),
-            match_tables: bool | None = None) -> tuple[Ratings, dict[str, float | None]]:
+def compute(
+    canons: Sequence[CanonicalList],
+    auditor_of: Mapping[str, str],
+    *,
+    weighting: Weighting = "points",
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = DEFAULT_SEED,
+    prior_strength: float = 1.0,
+    cost_by_run: Mapping[str, float | None] | None = None,
+    judge: str | None = None,
+    auditor_key: str = "model",
+    no_issue_runs: Sequence[str] = (),
+    match_tables: bool | None = None,
+) -> tuple[Ratings, dict[str, float | None]]:
     """Ratings, plus each run's mean share over its non-skipped matches (None when it had none).
 
     canons: canonical lists (failed ones are skipped and flagged); auditor_of: run_id -> auditor.
@@ -87,33 +124,60 @@ def compute(canons: Sequence[CanonicalList], auditor_of: Mapping[str, str], *,
         costs = [c for r in runs if (c := cost_by_run.get(r)) is not None]
         cost = None if not runs or len(costs) < len(runs) else round(float(sum(costs)), 6)
         played = int(counts[k].sum())
-        board.append(LeaderboardRow(
-            rank=int(ranks[k]) if played else None, auditor=a, elo=_r(full.elo[k]),
-            lo=_r(lo_b[k]) if played else None, hi=_r(hi_b[k]) if played else None,
-            matches=played, environments=int(envs_of[k]), runs=len(runs),
-            mean_share=round(float(share_sums[k].sum() / played), 6) if played else None,
-            points_won=round(float(total[k].sum()), 6),
-            points_at_stake=round(float(total[k].sum() + total[:, k].sum()), 6),
-            cost_usd=cost))
+        board.append(
+            LeaderboardRow(
+                rank=int(ranks[k]) if played else None,
+                auditor=a,
+                elo=_r(full.elo[k]),
+                lo=_r(lo_b[k]) if played else None,
+                hi=_r(hi_b[k]) if played else None,
+                matches=played,
+                environments=int(envs_of[k]),
+                runs=len(runs),
+                mean_share=round(float(share_sums[k].sum() / played), 6) if played else None,
+                points_won=round(float(total[k].sum()), 6),
+                points_at_stake=round(float(total[k].sum() + total[:, k].sum()), 6),
+                cost_usd=cost,
+            )
+        )
     board.sort(key=lambda row: (-row["elo"], row["auditor"]))
 
     n_matches = int(all_weights.size)
     with_rows = match_tables if match_tables is not None else n_matches <= MAX_TABLE_MATCHES
     comps = components(total) if n else []
-    flags = Flags(disconnected=len(comps) > 1, components=[[auditors[i] for i in c] for c in comps],
-                  mle_exists=mle, prior_used=bool(full.prior_used),
-                  prior_weight=round(prior_weight, 6) if full.prior_used or boot.rounds_with_prior else 0.0,
-                  bootstrap_rounds_with_prior=int(boot.rounds_with_prior), failed_envs=failed,
-                  no_issue_runs=sorted(no_issue_runs), excluded_runs=[], match_rows_omitted=not with_rows,
-                  unrated_auditors=unrated,
-                  no_match_runs=sorted(r for e in envs for r in e.runs if run_scores.get(r) is None))
-    tables = [_env_table(c, auditor_of, env_matches(c, auditor_of, weighting=weighting) if with_rows else [])
-              for c in usable]
-    ratings = Ratings(schema=RATINGS_SCHEMA, grader=TOURNAMENT, judge=judge, auditor_key=auditor_key,
-                      weighting=weighting, bootstrap_rounds=rounds, seed=seed, ci=list(CI), leaderboard=board,
-                      overlap=overlap_matrix(envs, auditors), environments=tables,
-                      canonical_hashes={c["env"]: content_hash(c.get("issues", [])) for c in usable},
-                      flags=flags, created_at=time.time())
+    flags = Flags(
+        disconnected=len(comps) > 1,
+        components=[[auditors[i] for i in c] for c in comps],
+        mle_exists=mle,
+        prior_used=bool(full.prior_used),
+        prior_weight=round(prior_weight, 6) if full.prior_used or boot.rounds_with_prior else 0.0,
+        bootstrap_rounds_with_prior=int(boot.rounds_with_prior),
+        failed_envs=failed,
+        no_issue_runs=sorted(no_issue_runs),
+        excluded_runs=[],
+        match_rows_omitted=not with_rows,
+        unrated_auditors=unrated,
+        no_match_runs=sorted(r for e in envs for r in e.runs if run_scores.get(r) is None),
+    )
+    tables = [
+        _env_table(c, auditor_of, env_matches(c, auditor_of, weighting=weighting) if with_rows else []) for c in usable
+    ]
+    ratings = Ratings(
+        schema=RATINGS_SCHEMA,
+        grader=TOURNAMENT,
+        judge=judge,
+        auditor_key=auditor_key,
+        weighting=weighting,
+        bootstrap_rounds=rounds,
+        seed=seed,
+        ci=list(CI),
+        leaderboard=board,
+        overlap=overlap_matrix(envs, auditors),
+        environments=tables,
+        canonical_hashes={c["env"]: content_hash(c.get("issues", [])) for c in usable},
+        flags=flags,
+        created_at=time.time(),
+    )
     return ratings, run_scores
 
 
@@ -122,14 +186,17 @@ def _env_table(canon: CanonicalList, auditor_of: Mapping[str, str], rows: list) 
     issues = []
     for issue in canon.get("issues", []):
         iid = issue["id"]
-        issues.append({
-            "id": iid, "title": issue.get("title", ""), "importance": issue["importance"],
-            "points": issue_points(issue),
-            "supported_by": sorted({auditor_of[r] for r, s in supported.items() if iid in s and r in auditor_of}),
-            "found_by": sorted({auditor_of[r] for r, f in found.items() if iid in f and r in auditor_of}),
-        })
-    return EnvTable(env=canon["env"], canonical_hash=content_hash(canon.get("issues", [])), issues=issues,
-                    matches=rows)
+        issues.append(
+            {
+                "id": iid,
+                "title": issue.get("title", ""),
+                "importance": issue["importance"],
+                "points": issue_points(issue),
+                "supported_by": sorted({auditor_of[r] for r, s in supported.items() if iid in s and r in auditor_of}),
+                "found_by": sorted({auditor_of[r] for r, f in found.items() if iid in f and r in auditor_of}),
+            }
+        )
+    return EnvTable(env=canon["env"], canonical_hash=content_hash(canon.get("issues", [])), issues=issues, matches=rows)
 
 
 def _r(x: float) -> float:
@@ -143,19 +210,28 @@ def unscored_notes(ratings: Mapping[str, Any]) -> list[str]:
     flags = ratings.get("flags") or {}
     out: list[str] = []
     if failed := list(flags.get("failed_envs") or []):
-        out.append(f"the judge failed on {len(failed)} environment(s) ({_some(failed)}); their runs are unscored. "
-                   f"Re-run the same command to retry them.")
+        out.append(
+            f"the judge failed on {len(failed)} environment(s) ({_some(failed)}); their runs are unscored. "
+            f"Re-run the same command to retry them."
+        )
     if excluded := list(flags.get("excluded_runs") or []):
-        out.append(f"{len(excluded)} run(s) left out because their issues could not be read ({_some(excluded)}); "
-                   f"reasons in grades/tournament/canonical/<env>.json excluded_runs")
+        out.append(
+            f"{len(excluded)} run(s) left out because their issues could not be read ({_some(excluded)}); "
+            f"reasons in grades/tournament/canonical/<env>.json excluded_runs"
+        )
     unrated = list(flags.get("unrated_auditors") or [])
     if unrated:
         alone = len(ratings.get("leaderboard") or []) == 1
-        out.append(f"{len(unrated)} auditor(s) played no match ({_some(unrated)}): "
-                   + ("a tournament needs at least two auditors on an environment. " if alone else
-                      "no run of another auditor shared their environments, or every match had nothing left after "
-                      "shared issues cancelled. ")
-                   + "Their Elo is not a measurement (no match to fit it to): no interval, no rank.")
+        out.append(
+            f"{len(unrated)} auditor(s) played no match ({_some(unrated)}): "
+            + (
+                "a tournament needs at least two auditors on an environment. "
+                if alone
+                else "no run of another auditor shared their environments, or every match had nothing left after "
+                "shared issues cancelled. "
+            )
+            + "Their Elo is not a measurement (no match to fit it to): no interval, no rank."
+        )
     if no_match := list(flags.get("no_match_runs") or []):
         out.append(f"{len(no_match)} run(s) played no match and are unscored ({_some(no_match)})")
     return out

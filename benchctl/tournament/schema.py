@@ -40,6 +40,7 @@ mean 1000; +100 Elo = 64 % expected share, +200 = 76 %. Intervals: bootstrap ove
 (matches in one env are correlated), 2.5-97.5 percentiles. Rank = 1 + number of auditors whose lower
 bound is above this auditor's upper bound (so auditors with overlapping intervals share ranks).
 """
+
 from __future__ import annotations
 
 from typing import Literal, TypedDict
@@ -47,7 +48,7 @@ from typing import Literal, TypedDict
 RATINGS_SCHEMA = 1
 CANONICAL_SCHEMA = 1
 
-TOURNAMENT = "tournament"          # grader name: grades/tournament/
+TOURNAMENT = "tournament"  # grader name: grades/tournament/
 RATINGS_FILE = "ratings.json"
 CANONICAL_DIR = "canonical"
 EXTRACTED_DIR = "extracted"
@@ -55,7 +56,7 @@ EXTRACTED_DIR = "extracted"
 Importance = Literal["low", "medium", "high"]
 POINTS: dict[str, int] = {"low": 1, "medium": 3, "high": 6}
 Weighting = Literal["points", "unweighted"]
-MatchOutcome = Literal["a", "b", "split", "skipped"]   # a/b = outright (1-0) win
+MatchOutcome = Literal["a", "b", "split", "skipped"]  # a/b = outright (1-0) win
 
 
 # ----------------------------------------------------------------------------- input artifact
@@ -64,17 +65,19 @@ class AuditorIssue(TypedDict, total=False):
 
     ``title`` is required; the rest are optional but ``evidence`` is what the judge looks at when
     deciding whether the issue is *supported*."""
+
     title: str
     description: str
-    evidence: str               # file paths, line numbers, commands run and their output, ...
-    severity: str               # the auditor's own label; informative only, the judge decides importance
+    evidence: str  # file paths, line numbers, commands run and their output, ...
+    severity: str  # the auditor's own label; informative only, the judge decides importance
 
 
 class ExtractedIssues(TypedDict, total=False):
     """grades/tournament/extracted/<run_id>.json: issues read from a run (JSON or judge-extracted)."""
+
     schema: int
     run_id: str
-    source: str | None          # artifact file name, e.g. "issues.json" or "report.md"; None: the run has none
+    source: str | None  # artifact file name, e.g. "issues.json" or "report.md"; None: the run has none
     method: Literal["json", "judge", "none"]
     status: Literal["ok", "failed"]
     error: str | None
@@ -86,111 +89,114 @@ class ExtractedIssues(TypedDict, total=False):
 # ----------------------------------------------------------------------------- canonical lists
 class Finding(TypedDict, total=False):
     """How one run reported one canonical issue (entry of CanonicalIssue.found_by, keyed by run_id)."""
-    supported: bool             # backed by evidence -> earns credit; hand-edit to override the judge
-    items: list[int]            # indices into that run's extracted issue list (0-based)
-    note: str                   # judge's reason (optional)
+
+    supported: bool  # backed by evidence -> earns credit; hand-edit to override the judge
+    items: list[int]  # indices into that run's extracted issue list (0-based)
+    note: str  # judge's reason (optional)
 
 
 class CanonicalIssue(TypedDict, total=False):
-    id: str                     # "I1", "I2", ... stable within the file
+    id: str  # "I1", "I2", ... stable within the file
     title: str
     description: str
-    importance: Importance      # authoritative: points are always derived as POINTS[importance]
-    found_by: dict[str, Finding]   # run_id -> Finding; a run not listed did not find it
+    importance: Importance  # authoritative: points are always derived as POINTS[importance]
+    found_by: dict[str, Finding]  # run_id -> Finding; a run not listed did not find it
 
 
 class CanonicalList(TypedDict, total=False):
     """grades/tournament/canonical/<env>.json. Hand-edit ``issues`` freely (importance, supported,
     merge or split issues) and run ``rate_from_canonical``; no judge call is needed."""
-    schema: int                 # CANONICAL_SCHEMA
+
+    schema: int  # CANONICAL_SCHEMA
     env: str
-    status: Literal["ok", "failed"]   # failed = judge never gave a valid answer; env is left out
+    status: Literal["ok", "failed"]  # failed = judge never gave a valid answer; env is left out
     error: str | None
     judge: str | None
-    runs: dict[str, dict]       # run_id -> {"task","harness","model","budget","variant","tools","seed",
-                                #            "source": artifact name or None, "n_issues"}
-    excluded_runs: dict[str, str]   # run_id -> why it was left out (its markdown could not be extracted)
+    runs: dict[str, dict]  # run_id -> {"task","harness","model","budget","variant","tools","seed",
+    #            "source": artifact name or None, "n_issues"}
+    excluded_runs: dict[str, str]  # run_id -> why it was left out (its markdown could not be extracted)
     issues: list[CanonicalIssue]
-    input_hash: str             # hash of the submissions the judge saw (re-judge when it changes)
-    content_hash: str           # hash of `issues` as the judge wrote it (detects hand edits)
+    input_hash: str  # hash of the submissions the judge saw (re-judge when it changes)
+    content_hash: str  # hash of `issues` as the judge wrote it (detects hand edits)
     created_at: float
     cost_usd: float | None
 
 
 # ----------------------------------------------------------------------------- ratings.json
 class LeaderboardRow(TypedDict):
-    rank: int | None            # 1 + #auditors whose lo > this hi; None when unrated (no match played)
+    rank: int | None  # 1 + #auditors whose lo > this hi; None when unrated (no match played)
     auditor: str
-    elo: float                  # full-data fit, mean over auditors = 1000 (an unrated auditor's is no measurement)
-    lo: float | None            # 2.5 percentile of bootstrap; None when unrated or without bootstrap rounds
-    hi: float | None            # 97.5 percentile of bootstrap; None likewise
-    matches: int                # non-skipped run-vs-run matches played
-    environments: int           # environments with at least one run of this auditor
-    runs: int                   # runs of this auditor that entered the tournament
-    mean_share: float | None    # unweighted mean share over its non-skipped matches
-    points_won: float           # sum of weight*share (in the fit's weighting)
-    points_at_stake: float      # sum of weight
-    cost_usd: float | None      # sum of meta.json cost_usd over its runs; None if any is unknown
+    elo: float  # full-data fit, mean over auditors = 1000 (an unrated auditor's is no measurement)
+    lo: float | None  # 2.5 percentile of bootstrap; None when unrated or without bootstrap rounds
+    hi: float | None  # 97.5 percentile of bootstrap; None likewise
+    matches: int  # non-skipped run-vs-run matches played
+    environments: int  # environments with at least one run of this auditor
+    runs: int  # runs of this auditor that entered the tournament
+    mean_share: float | None  # unweighted mean share over its non-skipped matches
+    points_won: float  # sum of weight*share (in the fit's weighting)
+    points_at_stake: float  # sum of weight
+    cost_usd: float | None  # sum of meta.json cost_usd over its runs; None if any is unknown
 
 
 class OverlapMatrix(TypedDict):
     """values[i][j] = share of row auditor i's supported issues that column auditor j also found
     (found at all, supported or not), pooled over environments, each env's run pairs weighted
     1/(n_i*n_j). None on the diagonal and where i has no supported issue in envs shared with j."""
+
     auditors: list[str]
     values: list[list[float | None]]
 
 
 class MatchRow(TypedDict):
-    a: str                      # auditor label
+    a: str  # auditor label
     b: str
     run_a: str
     run_b: str
-    cancelled: list[str]        # canonical issue ids both supported
-    a_only: list[str]           # supported by a, not by b
+    cancelled: list[str]  # canonical issue ids both supported
+    a_only: list[str]  # supported by a, not by b
     b_only: list[str]
-    points_a: float             # points of a_only
+    points_a: float  # points of a_only
     points_b: float
-    share_a: float | None       # points_a/(points_a+points_b); None when skipped
+    share_a: float | None  # points_a/(points_a+points_b); None when skipped
     outcome: MatchOutcome
-    weight: float               # weight in the fit (points at stake or 1) x 1/(n_a*n_b)
+    weight: float  # weight in the fit (points at stake or 1) x 1/(n_a*n_b)
 
 
 class EnvTable(TypedDict):
     env: str
     canonical_hash: str
-    issues: list[dict]          # {"id","title","importance","points","supported_by":[auditors],"found_by":[auditors]}
-    matches: list[MatchRow]     # empty when flags.match_rows_omitted
+    issues: list[dict]  # {"id","title","importance","points","supported_by":[auditors],"found_by":[auditors]}
+    matches: list[MatchRow]  # empty when flags.match_rows_omitted
 
 
 class Flags(TypedDict):
-    disconnected: bool          # the match graph (non-skipped matches) has >1 component
+    disconnected: bool  # the match graph (non-skipped matches) has >1 component
     components: list[list[str]]  # auditors by connected component (one entry when connected)
-    mle_exists: bool            # every auditor both won and lost points inside a strongly connected graph
-    prior_used: bool            # a small prior (virtual draws vs a 1000-rated anchor) was added
-    prior_weight: float         # per auditor, in the fit's weight units; 0 when unused
-    bootstrap_rounds_with_prior: int   # resamples that needed the prior (disconnected/separated)
-    failed_envs: list[str]      # envs whose canonical list failed (left out of the fit)
-    no_issue_runs: list[str]    # runs that entered with no issues artifact (they score 0)
-    excluded_runs: list[str]    # runs left out because the judge could not extract their issues
-    match_rows_omitted: bool    # environments[].matches left empty: too many matches to list
-                                # (> ratings.MAX_TABLE_MATCHES run-vs-run matches); issues are still listed
+    mle_exists: bool  # every auditor both won and lost points inside a strongly connected graph
+    prior_used: bool  # a small prior (virtual draws vs a 1000-rated anchor) was added
+    prior_weight: float  # per auditor, in the fit's weight units; 0 when unused
+    bootstrap_rounds_with_prior: int  # resamples that needed the prior (disconnected/separated)
+    failed_envs: list[str]  # envs whose canonical list failed (left out of the fit)
+    no_issue_runs: list[str]  # runs that entered with no issues artifact (they score 0)
+    excluded_runs: list[str]  # runs left out because the judge could not extract their issues
+    match_rows_omitted: bool  # environments[].matches left empty: too many matches to list
+    # (> ratings.MAX_TABLE_MATCHES run-vs-run matches); issues are still listed
     unrated_auditors: list[str]  # auditors that played no match (e.g. the only one): no interval, no rank
-    no_match_runs: list[str]    # runs that played no match: their grade record is unscored
+    no_match_runs: list[str]  # runs that played no match: their grade record is unscored
 
 
 class Ratings(TypedDict):
-    schema: int                 # RATINGS_SCHEMA
-    grader: str                 # "tournament"
-    judge: str | None           # dedup judge model (None when every canonical list was hand-made)
-    auditor_key: str            # e.g. "model" or "model+harness"
+    schema: int  # RATINGS_SCHEMA
+    grader: str  # "tournament"
+    judge: str | None  # dedup judge model (None when every canonical list was hand-made)
+    auditor_key: str  # e.g. "model" or "model+harness"
     weighting: Weighting
     bootstrap_rounds: int
     seed: int
-    ci: list[float]             # [2.5, 97.5]
-    leaderboard: list[LeaderboardRow]   # sorted by elo, descending
+    ci: list[float]  # [2.5, 97.5]
+    leaderboard: list[LeaderboardRow]  # sorted by elo, descending
     overlap: OverlapMatrix
     environments: list[EnvTable]
-    canonical_hashes: dict[str, str]    # env -> content hash of the canonical list used
+    canonical_hashes: dict[str, str]  # env -> content hash of the canonical list used
     flags: Flags
     created_at: float

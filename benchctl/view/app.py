@@ -8,6 +8,7 @@ through escaping still could not run or load anything. Bound to one address (loo
 default), requests must name it in their Host header (a web page that rebinds its DNS name to
 127.0.0.1 cannot read the runs).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,8 +39,10 @@ from benchctl.view.paths import NotFound, RunFiles, artifact_file, attempts, run
 from benchctl.view.sweep import FILTER_KEYS, IN_PROGRESS, PAGE_SIZE, Sweep, counts, select
 from benchctl.view.transcript_index import IndexCache
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -48,7 +51,7 @@ SECURITY_HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
-POLL_S = 0.5             # how often a live page's stream looks for new events
+POLL_S = 0.5  # how often a live page's stream looks for new events
 
 
 class SecurityHeaders:
@@ -66,6 +69,7 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
             await send(message)
+
         await self.app(scope, receive, send_with_headers)
 
 
@@ -76,9 +80,15 @@ class ViewState:
         self.ratings_path = os.path.join(self.root, GRADES, TOURNAMENT, RATINGS_FILE)
         self.indexes = IndexCache()
         self.env = render.make_env()
-        self.env.globals.update(qs=_qs, cap=evmod.cap, is_long=evmod.is_long, pretty=evmod.pretty, max_detail=evmod.MAX_DETAIL,
-                                known_types=frozenset(evmod.SHOWN) | {"harness_event"},
-                                root_name=os.path.basename(self.root.rstrip("/")) or self.root)
+        self.env.globals.update(
+            qs=_qs,
+            cap=evmod.cap,
+            is_long=evmod.is_long,
+            pretty=evmod.pretty,
+            max_detail=evmod.MAX_DETAIL,
+            known_types=frozenset(evmod.SHOWN) | {"harness_event"},
+            root_name=os.path.basename(self.root.rstrip("/")) or self.root,
+        )
 
     def page(self, name: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
         ctx.setdefault("has_tournament", os.path.isfile(self.ratings_path))
@@ -102,8 +112,11 @@ def _attempt_ctx(files: RunFiles) -> dict[str, Any]:
 def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlette:
     state = ViewState(str(root))
     if not os.path.isdir(os.path.join(state.root, RUNS)):
-        raise FileNotFoundError(f"{root} is not a results directory: no {RUNS}/ inside. Pass the sweep directory "
-                                "that `benchctl run` wrote (it contains runs/<run_id>/meta.json).")
+        raise FileNotFoundError(
+            f"{root} is not a results directory: no {RUNS}/ inside. Pass the sweep directory "
+            "that `benchctl run` wrote (it contains runs/<run_id>/meta.json)."
+        )
+
     # The first load of the sweep starts now, in the background: a run page does not need it, and
     # pages that do wait for it (Sweep.snapshot holds its lock while loading). Then the templates
     # are compiled, which would otherwise cost a page's first request about 0.1 s of CPU.
@@ -111,6 +124,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         state.sweep.snapshot()
         for name in state.env.list_templates(filter_func=lambda n: n.endswith(".html")):
             state.env.get_template(name)
+
     threading.Thread(target=warm_up, name="benchctl-view-load", daemon=True).start()
 
     def sweep_page(request: Request) -> Response:
@@ -122,14 +136,38 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         page = min(max(1, int(page_arg) if page_arg.isdigit() else 1), pages)
         facets = [(k, c) for k in FILTER_KEYS if k != "status" and len(c := counts(rows, k)) > 1]
         headline = state.sweep.headline
-        columns = [("run_id", "run"), ("status", "status"), ("task", "task"), ("harness", "harness"), ("model", "model"),
-                   ("budget_s", "budget"), ("variant", "variant"), ("tools", "tools"), ("seed", "seed"),
-                   ("score", headline or "score"), ("elapsed_s", "elapsed / budget"), ("turns", "turns"),
-                   ("tokens", "tokens"), ("cost_usd", "cost")]
-        return state.page("sweep.html", rows=rows, total=len(rows), matched=len(matched), params=params,
-                          shown=matched[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], page=page, pages=pages,
-                          status_counts=counts(rows, "status"), facets=facets, columns=columns, headline=headline,
-                          problems=state.sweep.results().problems, reload_error=state.sweep.refresh_error)
+        columns = [
+            ("run_id", "run"),
+            ("status", "status"),
+            ("task", "task"),
+            ("harness", "harness"),
+            ("model", "model"),
+            ("budget_s", "budget"),
+            ("variant", "variant"),
+            ("tools", "tools"),
+            ("seed", "seed"),
+            ("score", headline or "score"),
+            ("elapsed_s", "elapsed / budget"),
+            ("turns", "turns"),
+            ("tokens", "tokens"),
+            ("cost_usd", "cost"),
+        ]
+        return state.page(
+            "sweep.html",
+            rows=rows,
+            total=len(rows),
+            matched=len(matched),
+            params=params,
+            shown=matched[(page - 1) * PAGE_SIZE : page * PAGE_SIZE],
+            page=page,
+            pages=pages,
+            status_counts=counts(rows, "status"),
+            facets=facets,
+            columns=columns,
+            headline=headline,
+            problems=state.sweep.results().problems,
+            reload_error=state.sweep.refresh_error,
+        )
 
     def live_json(request: Request) -> Response:
         """Preformatted live figures of the runs in progress, and the status of the ids asked
@@ -139,19 +177,31 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         out = {}
         for r in rows:
             if r.status in IN_PROGRESS or r.run_id in wanted:
-                out[r.run_id] = {"status": r.status, "doing": r.doing or "",
-                                 "elapsed": render.duration(r.elapsed_s) + (f" / {render.duration(r.budget_s)}" if r.budget_s else ""),
-                                 "turns": "–" if r.turns is None else str(r.turns), "tokens": render.tokens(r.tokens),
-                                 "cost": render.usd(r.cost_usd)}
+                out[r.run_id] = {
+                    "status": r.status,
+                    "doing": r.doing or "",
+                    "elapsed": render.duration(r.elapsed_s)
+                    + (f" / {render.duration(r.budget_s)}" if r.budget_s else ""),
+                    "turns": "–" if r.turns is None else str(r.turns),
+                    "tokens": render.tokens(r.tokens),
+                    "cost": render.usd(r.cost_usd),
+                }
         return JSONResponse({"runs": out, "counts": dict(counts(rows, "status"))})
 
     def _header(files: RunFiles, idx: Any, tab: str) -> dict[str, Any]:
         meta = runpage.read_meta(files)
         status = runpage.status_of(state.root, files, meta)
         live = state.sweep.live.stats(files.run_id) if status in IN_PROGRESS and files.attempt is None else None
-        return {"run_id": files.run_id, "meta": meta, "status": status, "tab": tab,
-                "facts": runpage.facts(files.run_id, meta, idx, live), "error": (meta or {}).get("error"),
-                "attempts": attempts(os.path.join(state.root, RUNS, files.run_id)), **_attempt_ctx(files)}
+        return {
+            "run_id": files.run_id,
+            "meta": meta,
+            "status": status,
+            "tab": tab,
+            "facts": runpage.facts(files.run_id, meta, idx, live),
+            "error": (meta or {}).get("error"),
+            "attempts": attempts(os.path.join(state.root, RUNS, files.run_id)),
+            **_attempt_ctx(files),
+        }
 
     def run_page(request: Request) -> Response:
         files = state.files(request)
@@ -167,12 +217,24 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         hits, more = runpage.search(idx, q) if q else ([], False)
         head = _header(files, idx, "timeline")
         _, budget = runpage.clock_origin(idx)
-        page = state.page("run.html", **head, views=runpage.views(idx, first, last), first=first, last=last,
-                          total=len(idx), window=runpage.WINDOW, live=head["status"] == "running", q=q, hits=hits,
-                          more=more, lanes=evmod.LANES, budget_s=budget,
-                          phases=None if pending else runpage.phases(idx),
-                          mm=None if pending else runpage.minimap_view(idx, first, last))
-        if pending:                                    # after the response is sent, not before
+        page = state.page(
+            "run.html",
+            **head,
+            views=runpage.views(idx, first, last),
+            first=first,
+            last=last,
+            total=len(idx),
+            window=runpage.WINDOW,
+            live=head["status"] == "running",
+            q=q,
+            hits=hits,
+            more=more,
+            lanes=evmod.LANES,
+            budget_s=budget,
+            phases=None if pending else runpage.phases(idx),
+            mm=None if pending else runpage.minimap_view(idx, first, last),
+        )
+        if pending:  # after the response is sent, not before
             page.background = BackgroundTask(idx.refresh)
         return page
 
@@ -189,8 +251,12 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         first, last = max(0, first), min(last, len(idx))
         _, budget = runpage.clock_origin(idx)
         html = state.env.get_template("_overview_fragment.html").render(
-            phases=runpage.phases(idx), mm=runpage.minimap_view(idx, first, last), lanes=evmod.LANES, budget_s=budget,
-            **_attempt_ctx(files))
+            phases=runpage.phases(idx),
+            mm=runpage.minimap_view(idx, first, last),
+            lanes=evmod.LANES,
+            budget_s=budget,
+            **_attempt_ctx(files),
+        )
         return HTMLResponse(html, headers={"x-total": str(len(idx))})
 
     def events_fragment(request: Request) -> Response:
@@ -206,7 +272,8 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
 
     def _fragment(files: RunFiles, idx: Any, a: int, b: int) -> HTMLResponse:
         html = state.env.get_template("_fragment.html").render(
-            views=runpage.views(idx, a, b), run_id=files.run_id, **_attempt_ctx(files))
+            views=runpage.views(idx, a, b), run_id=files.run_id, **_attempt_ctx(files)
+        )
         return HTMLResponse(html, headers={"x-lines": f"{a}-{min(b, len(idx))}", "x-total": str(len(idx))})
 
     async def stream(request: Request) -> Response:
@@ -224,11 +291,16 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
                 return sent, None, None
             last = min(n, sent + runpage.WINDOW)
             html = state.env.get_template("_fragment.html").render(
-                views=runpage.views(idx, sent, last), run_id=files.run_id, **_attempt_ctx(files))
+                views=runpage.views(idx, sent, last), run_id=files.run_id, **_attempt_ctx(files)
+            )
             live = state.sweep.live.stats(files.run_id)
-            stats = {"elapsed": f"{render.duration(live.get('elapsed_s'))} of {render.duration(live.get('budget_s'))}",
-                     "turns": str(live.get("turns", "–")), "tokens": render.tokens(live.get("tokens")),
-                     "cost": render.usd(live.get("cost_usd")), "total": last}
+            stats = {
+                "elapsed": f"{render.duration(live.get('elapsed_s'))} of {render.duration(live.get('budget_s'))}",
+                "turns": str(live.get("turns", "–")),
+                "tokens": render.tokens(live.get("tokens")),
+                "cost": render.usd(live.get("cost_usd")),
+                "total": last,
+            }
             return last, html, orjson.dumps(stats).decode()
 
         async def gen() -> Any:
@@ -243,7 +315,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
                     continue
                 meta = await asyncio.to_thread(runpage.read_meta, files)
                 if meta is not None:
-                    sent, html, _ = await asyncio.to_thread(batch, sent)   # events written just before meta.json
+                    sent, html, _ = await asyncio.to_thread(batch, sent)  # events written just before meta.json
                     if html is not None:
                         yield _sse("events", orjson.dumps(html).decode(), sent)
                     yield _sse("end", orjson.dumps({"status": meta.get("status")}).decode())
@@ -253,8 +325,10 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
                     yield ": keep-alive\n\n"
                     idle = 0.0
                 await asyncio.sleep(POLL_S)
-        return StreamingResponse(gen(), media_type="text/event-stream",
-                                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+        return StreamingResponse(
+            gen(), media_type="text/event-stream", headers={"cache-control": "no-cache", "x-accel-buffering": "no"}
+        )
 
     def event_json(request: Request) -> Response:
         files = state.files(request)
@@ -262,8 +336,9 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         line = idx.position(request.path_params["seq"])
         if line is None:
             raise NotFound(f"no event {request.path_params['seq']}")
-        return Response(orjson.dumps(idx.read(line, line + 1)[0], option=orjson.OPT_INDENT_2),
-                        media_type="application/json")
+        return Response(
+            orjson.dumps(idx.read(line, line + 1)[0], option=orjson.OPT_INDENT_2), media_type="application/json"
+        )
 
     def meta_json(request: Request) -> Response:
         files = state.files(request)
@@ -273,7 +348,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
 
     def artifacts_page(request: Request) -> Response:
         files = state.files(request)
-        idx = state.indexes.get(files.transcript, lines=1)    # the header needs only run_start (line 0)
+        idx = state.indexes.get(files.transcript, lines=1)  # the header needs only run_start (line 0)
         head = _header(files, idx, "artifacts")
         arts, orphans = artifacts_with_grades(state.root, files, head["meta"])
         return state.page("artifacts.html", **head, artifacts=arts, orphans=orphans, rubric=Rubrics(head["meta"]))
@@ -288,34 +363,49 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             data.decode("utf-8")
             return Response(data, media_type="text/plain; charset=utf-8")
         except UnicodeDecodeError:
-            return Response(data, media_type="application/octet-stream",
-                            headers={"content-disposition": "attachment"})
+            return Response(data, media_type="application/octet-stream", headers={"content-disposition": "attachment"})
 
     def compare_page(request: Request) -> Response:
         picked = [r for r in request.query_params.getlist("run") if r.strip()]
         if len(picked) != 2:
-            return state.page("compare.html", a=None, b=None, picked=picked, error=None,
-                              suggestions=cmp.candidates(state.sweep.rows(), picked[0]) if len(picked) == 1 else [])
+            return state.page(
+                "compare.html",
+                a=None,
+                b=None,
+                picked=picked,
+                error=None,
+                suggestions=cmp.candidates(state.sweep.rows(), picked[0]) if len(picked) == 1 else [],
+            )
         try:
             fa, fb = (run_files(state.root, r) for r in picked)
         except NotFound as e:
-            return state.page("compare.html", status_code=404, a=None, b=None, picked=picked, error=str(e), suggestions=[])
+            return state.page(
+                "compare.html", status_code=404, a=None, b=None, picked=picked, error=str(e), suggestions=[]
+            )
         sides = [cmp.side(state.root, f, state.indexes) for f in (fa, fb)]
         a, b = sides
-        return state.page("compare.html", a=a, b=b, rows=cmp.rows(a, b), findings=cmp.findings(a, b),
-                          types=cmp.type_counts(a, b))
+        return state.page(
+            "compare.html", a=a, b=b, rows=cmp.rows(a, b), findings=cmp.findings(a, b), types=cmp.type_counts(a, b)
+        )
 
     def tournament_page(request: Request) -> Response:
         ratings = state.sweep.results().ratings
         if not ratings:
             raise NotFound("no tournament in this results dir (grades/tournament/ratings.json)")
         board, scale = tour.leaderboard(ratings)
-        return state.page("tournament.html", ratings=ratings, board=board, scale=scale,
-                          overlap=tour.overlap(ratings), envs=tour.environments(ratings))
+        return state.page(
+            "tournament.html",
+            ratings=ratings,
+            board=board,
+            scale=scale,
+            overlap=tour.overlap(ratings),
+            envs=tour.environments(ratings),
+        )
 
     def report_page(request: Request) -> Response:
         from benchctl.report.build import build_report
         from benchctl.report.provenance import provenance_lines
+
         try:
             rep = build_report(state.sweep.results())
         except ValueError as e:
@@ -327,27 +417,36 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
         resp = await asyncio.to_thread(state.page, "error.html", exc.status_code, message=exc.detail)
-        resp.headers.update(exc.headers or {})          # e.g. Allow on a 405
+        resp.headers.update(exc.headers or {})  # e.g. Allow on a 405
         return resp
 
     routes = [
-        Route("/", sweep_page), Route("/api/live", live_json),
-        Route("/run/{run_id}", run_page), Route("/run/{run_id}/events", events_fragment),
+        Route("/", sweep_page),
+        Route("/api/live", live_json),
+        Route("/run/{run_id}", run_page),
+        Route("/run/{run_id}/events", events_fragment),
         Route("/run/{run_id}/overview", overview_fragment),
-        Route("/run/{run_id}/stream", stream), Route("/run/{run_id}/event/{seq:int}", event_json),
-        Route("/run/{run_id}/meta.json", meta_json), Route("/run/{run_id}/artifacts", artifacts_page),
+        Route("/run/{run_id}/stream", stream),
+        Route("/run/{run_id}/event/{seq:int}", event_json),
+        Route("/run/{run_id}/meta.json", meta_json),
+        Route("/run/{run_id}/artifacts", artifacts_page),
         Route("/run/{run_id}/artifact/{path:path}", artifact_raw),
-        Route("/compare", compare_page), Route("/tournament", tournament_page), Route("/report", report_page),
+        Route("/compare", compare_page),
+        Route("/tournament", tournament_page),
+        Route("/report", report_page),
         Mount("/static", StaticFiles(packages=[("benchctl.view", "static")]), name="static"),
     ]
     # Bound to one name: only that name (and the loopback names) may appear in Host. Bound to
     # every interface, or to an IPv6 address (starlette's check cannot parse "[::1]:port"),
     # the check is off: such a server is reachable by names this process cannot know.
     hosts = ["*"] if host in ("0.0.0.0", "::", "") or ":" in host else sorted({"127.0.0.1", "localhost", host})
-    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
-                    # starlette types each handler as taking any Exception; ours take the exception they handle
-                    exception_handlers={NotFound: not_found, HTTPException: http_error})  # type: ignore[dict-item]
-    app.state.view = state                             # for tests and benchmarks
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+        # starlette types each handler as taking any Exception; ours take the exception they handle
+        exception_handlers={NotFound: not_found, HTTPException: http_error},  # type: ignore[dict-item]
+    )
+    app.state.view = state  # for tests and benchmarks
     return app
 
 

@@ -1,5 +1,6 @@
 """Two runs side by side: their settings and outcomes, every grade, finding by finding, how many
 events of each kind they produced, and their main artifacts."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -20,9 +21,17 @@ def side(root: str, files: RunFiles, indexes: IndexCache) -> dict[str, Any]:
     main = next((a for a in arts if a.grades), arts[0] if arts else None)
     coverage = next((g for g in grades if g.get("grader") == "coverage" and not g.get("artifact_tag")), None)
     rubric = Rubrics(meta)(coverage) if coverage else None
-    return {"run_id": files.run_id, "meta": meta, "status": str((meta or {}).get("status") or "in progress"),
-            "coverage": coverage, "finding_texts": rubric.findings if rubric else {},
-            "facts": facts(files.run_id, meta, idx, None), "grades": grades, "main": main, "types": Counter(idx.types)}
+    return {
+        "run_id": files.run_id,
+        "meta": meta,
+        "status": str((meta or {}).get("status") or "in progress"),
+        "coverage": coverage,
+        "finding_texts": rubric.findings if rubric else {},
+        "facts": facts(files.run_id, meta, idx, None),
+        "grades": grades,
+        "main": main,
+        "types": Counter(idx.types),
+    }
 
 
 def rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -47,17 +56,27 @@ def findings(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     """Coverage items of the main artifact, by finding id: the finding's rubric text (when either
     side's grade carries it or its task's rubric still has the grade's hash) and the strict scores
     of A and B."""
+
     def items(side_: dict[str, Any]) -> dict[str, dict[str, Any]]:
         g = side_.get("coverage") or {}
         return {str(it.get("id")): it for it in g.get("items") or [] if isinstance(it, dict)}
+
     ia, ib = items(a), items(b)
     out = []
     for fid in dict.fromkeys([*ia, *ib]):
         x, y = ia.get(fid, {}), ib.get(fid, {})
         sx, sy = x.get("strict"), y.get("strict")
         text = a["finding_texts"].get(fid) or b["finding_texts"].get(fid) or ""
-        out.append({"id": fid, "text": text, "cluster": x.get("cluster") or y.get("cluster") or "", "a": sx, "b": sy,
-                    "delta": sy - sx if isinstance(sx, (int, float)) and isinstance(sy, (int, float)) else None})
+        out.append(
+            {
+                "id": fid,
+                "text": text,
+                "cluster": x.get("cluster") or y.get("cluster") or "",
+                "a": sx,
+                "b": sy,
+                "delta": sy - sx if isinstance(sx, (int, float)) and isinstance(sy, (int, float)) else None,
+            }
+        )
     return out
 
 

@@ -1,6 +1,7 @@
 """Transcript events prepared for the timeline: a category (colour, minimap lane), the time since
 the run started and the share of the budget used, and the fields a type's template does not show
 itself, so that fields and event types this viewer does not know yet are still shown."""
+
 from __future__ import annotations
 
 import math
@@ -12,48 +13,88 @@ import orjson
 # Lanes of the minimap, in display order, and the category of each known event type.
 LANES = ("assistant", "tool", "model", "target", "notice", "policy", "alert", "phase", "other")
 CATEGORY = {
-    "assistant": "assistant", "tool_call": "tool", "tool_result": "tool", "model_call": "model",
-    "target_call": "target", "notice": "notice", "reprompt": "policy", "revision_request": "policy",
-    "refusal": "alert", "fallback": "alert", "model_error": "alert", "error": "alert",
-    "followup": "phase", "run_start": "phase", "run_end": "phase",
+    "assistant": "assistant",
+    "tool_call": "tool",
+    "tool_result": "tool",
+    "model_call": "model",
+    "target_call": "target",
+    "notice": "notice",
+    "reprompt": "policy",
+    "revision_request": "policy",
+    "refusal": "alert",
+    "fallback": "alert",
+    "model_error": "alert",
+    "error": "alert",
+    "followup": "phase",
+    "run_start": "phase",
+    "run_end": "phase",
 }
 COMMON = frozenset({"v", "seq", "t", "type", "source"})
 # Fields each type's template shows itself; anything else appears under "other fields".
-SHOWN: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
-    "run_start": {"run_id", "spec", "budget_s"},
-    "run_end": {"status", "error", "usage", "cost_usd", "turns", "elapsed_s"},
-    "model_call": {"call_id", "requested_model", "served_model", "status", "latency_ms", "ttfb_ms", "usage",
-                   "cost_usd", "stop_reason", "refusal", "partial", "request", "response", "retries", "error"},
-    "assistant": {"turn", "text", "stop_reason", "thinking"},
-    "tool_call": {"id", "name", "input"},
-    "tool_result": {"id", "name", "output", "exit_code", "is_error", "truncated", "timed_out"},
-    "notice": {"kind", "text"},
-    "reprompt": {"text", "reason"},
-    "revision_request": {"text"},
-    "refusal": {"model", "action", "text", "stop_reason"},
-    "fallback": {"from", "to", "reason"},
-    "model_error": {"model", "status", "error"},
-    "followup": {"index", "prompt", "budget_s"},
-    "target_call": {"role", "tool", "model", "served_model", "request", "text", "usage", "cost_usd", "latency_s",
-                    "refusal", "error"},
-    "hook": {"event", "tool_name", "decision", "cli"},
-    "error": {"message"},
-    "stderr": {"text"},
-}.items()}
-CLIP_LINES = 24          # longer texts start collapsed
-MAX_TEXT = 100_000       # characters of one field put in the page; the event's JSON link has it all
-MAX_DETAIL = 20_000      # the same for collapsed details (request deltas, responses, specs)
+SHOWN: dict[str, frozenset[str]] = {
+    k: frozenset(v)
+    for k, v in {
+        "run_start": {"run_id", "spec", "budget_s"},
+        "run_end": {"status", "error", "usage", "cost_usd", "turns", "elapsed_s"},
+        "model_call": {
+            "call_id",
+            "requested_model",
+            "served_model",
+            "status",
+            "latency_ms",
+            "ttfb_ms",
+            "usage",
+            "cost_usd",
+            "stop_reason",
+            "refusal",
+            "partial",
+            "request",
+            "response",
+            "retries",
+            "error",
+        },
+        "assistant": {"turn", "text", "stop_reason", "thinking"},
+        "tool_call": {"id", "name", "input"},
+        "tool_result": {"id", "name", "output", "exit_code", "is_error", "truncated", "timed_out"},
+        "notice": {"kind", "text"},
+        "reprompt": {"text", "reason"},
+        "revision_request": {"text"},
+        "refusal": {"model", "action", "text", "stop_reason"},
+        "fallback": {"from", "to", "reason"},
+        "model_error": {"model", "status", "error"},
+        "followup": {"index", "prompt", "budget_s"},
+        "target_call": {
+            "role",
+            "tool",
+            "model",
+            "served_model",
+            "request",
+            "text",
+            "usage",
+            "cost_usd",
+            "latency_s",
+            "refusal",
+            "error",
+        },
+        "hook": {"event", "tool_name", "decision", "cli"},
+        "error": {"message"},
+        "stderr": {"text"},
+    }.items()
+}
+CLIP_LINES = 24  # longer texts start collapsed
+MAX_TEXT = 100_000  # characters of one field put in the page; the event's JSON link has it all
+MAX_DETAIL = 20_000  # the same for collapsed details (request deltas, responses, specs)
 
 
 @dataclass(slots=True)
 class EventView:
     ev: dict[str, Any]
     seq: int
-    line: int                     # line number in transcript.jsonl (= seq in a well-formed one)
+    line: int  # line number in transcript.jsonl (= seq in a well-formed one)
     type: str
     cat: str
-    rel_s: float | None           # seconds since the run started
-    frac: float | None            # share of the budget used at this event
+    rel_s: float | None  # seconds since the run started
+    frac: float | None  # share of the budget used at this event
     extra: list[tuple[str, str]]  # (field, pretty value) not shown by the type's template
 
 
@@ -79,11 +120,19 @@ def prepare(ev: dict[str, Any], line: int, t0: float | None, budget_s: float | N
     shown = SHOWN.get(type_, frozenset())
     extra = [(k, pretty(v)) for k, v in ev.items() if k not in COMMON and k not in shown and v is not None]
     seq = ev.get("seq")
-    return EventView(ev=ev, seq=seq if isinstance(seq, int) else line, line=line, type=type_, cat=category(type_),
-                     rel_s=rel, frac=frac, extra=extra)
+    return EventView(
+        ev=ev,
+        seq=seq if isinstance(seq, int) else line,
+        line=line,
+        type=type_,
+        cat=category(type_),
+        rel_s=rel,
+        frac=frac,
+        extra=extra,
+    )
 
 
-ENVELOPE = frozenset({"v", "seq", "t"})   # format version, number, epoch time: shown only as #N and time since start
+ENVELOPE = frozenset({"v", "seq", "t"})  # format version, number, epoch time: shown only as #N and time since start
 
 
 def texts(ev: dict[str, Any]) -> list[str]:
@@ -93,7 +142,7 @@ def texts(ev: dict[str, Any]) -> list[str]:
     out: list[str] = []
     stack: list[Any] = [v for k, v in ev.items() if k not in ENVELOPE]
     stack.reverse()
-    while stack:                                       # depth first, in the event's order
+    while stack:  # depth first, in the event's order
         v = stack.pop()
         if isinstance(v, str):
             out.append(v)
@@ -102,7 +151,7 @@ def texts(ev: dict[str, Any]) -> list[str]:
         elif isinstance(v, list):
             stack.extend(reversed(v))
         elif isinstance(v, float):
-            out.append(orjson.dumps(v).decode())       # as the transcript writer wrote it
+            out.append(orjson.dumps(v).decode())  # as the transcript writer wrote it
         elif isinstance(v, int) and not isinstance(v, bool):
             out.append(str(v))
     return out
@@ -123,13 +172,19 @@ def cap(text: Any, limit: int = MAX_TEXT) -> str:
     return s if len(s) <= limit else s[:limit] + f"\n… [{len(s) - limit:,} more characters: open the event's JSON]"
 
 
-def minimap(times: Any, types: list[str], t0: float | None, span_s: float, buckets: int = 120,
-            since: dict[str, Any] | None = None) -> dict[str, Any]:
+def minimap(
+    times: Any,
+    types: list[str],
+    t0: float | None,
+    span_s: float,
+    buckets: int = 120,
+    since: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Counts of events per lane and time bucket over [t0, t0 + span_s], plus the first line
     number in each lane's bucket (its mark links there). With `since`, an earlier result for the
     same t0, span and buckets, only the lines after those it counted are counted (a live run's
     transcript grows at its end), so a growing minimap costs the new lines, not the whole run."""
-    n = min(len(times), len(types))                    # a refresh may be extending the arrays
+    n = min(len(times), len(types))  # a refresh may be extending the arrays
     if since is not None and since["lines"] <= n:
         counts = {lane: c[:] for lane, c in since["counts"].items()}
         first = {lane: f[:] for lane, f in since["first"].items()}
@@ -143,7 +198,7 @@ def minimap(times: Any, types: list[str], t0: float | None, span_s: float, bucke
     scale = buckets / span_s
     for i in range(start, n):
         t = times[i]
-        if t != t:                                     # NaN: a line without a time
+        if t != t:  # NaN: a line without a time
             continue
         b = int((t - t0) * scale)
         b = 0 if b < 0 else buckets - 1 if b >= buckets else b

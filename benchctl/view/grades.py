@@ -1,6 +1,7 @@
 """A run's artifacts with the grades given to each: the full grade records (judge reasons and
 quotes included, which the report loader drops), grouped by the artifact they graded, and what
 each grade was judged against (`Rubrics`)."""
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ from benchctl.jsonio import read_json
 from benchctl.layout import GRADES
 from benchctl.view.paths import RunFiles, artifact_file, list_artifacts
 
-MAX_RENDER = 2_000_000   # bytes of an artifact rendered in the page; larger ones are linked
+MAX_RENDER = 2_000_000  # bytes of an artifact rendered in the page; larger ones are linked
 GRADER_ORDER = ("combined", "coverage", "tldr", "any_of_n", "tournament")
 
 
@@ -22,8 +23,8 @@ GRADER_ORDER = ("combined", "coverage", "tldr", "any_of_n", "tournament")
 class Artifact:
     name: str
     size: int
-    text: str | None                      # None: binary or too large to show
-    kind: str                             # markdown | json | text | binary | large
+    text: str | None  # None: binary or too large to show
+    kind: str  # markdown | json | text | binary | large
     grades: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -37,8 +38,13 @@ def grade_records(root: str, run_id: str) -> list[dict[str, Any]]:
         return out
     for grader in graders:
         with os.scandir(os.path.join(gdir, grader)) as it:
-            names = sorted(e.name for e in it if e.name.endswith(".json") and e.is_file(follow_symlinks=False)
-                           and (e.name == f"{run_id}.json" or e.name.startswith(f"{run_id}~")))
+            names = sorted(
+                e.name
+                for e in it
+                if e.name.endswith(".json")
+                and e.is_file(follow_symlinks=False)
+                and (e.name == f"{run_id}.json" or e.name.startswith(f"{run_id}~"))
+            )
         for name in names:
             try:
                 rec = read_json(os.path.join(gdir, grader, name))
@@ -68,7 +74,9 @@ def _load(path: str, size: int, name: str) -> tuple[str | None, str]:
     return text, kind
 
 
-def artifacts_with_grades(root: str, files: RunFiles, meta: dict[str, Any] | None) -> tuple[list[Artifact], list[dict[str, Any]]]:
+def artifacts_with_grades(
+    root: str, files: RunFiles, meta: dict[str, Any] | None
+) -> tuple[list[Artifact], list[dict[str, Any]]]:
     """(artifacts, grades whose artifact is missing). The main artifacts come first (the order
     of the task's `artifacts`), then follow-ups' (`name.followup-N.ext`), then everything else."""
     grades = grade_records(root, files.run_id) if files.attempt is None else []
@@ -91,6 +99,7 @@ def artifacts_with_grades(root: str, files: RunFiles, meta: dict[str, Any] | Non
             if a.name.startswith(stem + ".followup-") and a.name.endswith(ext):
                 return (0, i, 1, a.name)
         return (1 if a.grades else 2, 0, 0, a.name)
+
     arts.sort(key=order)
     return arts, orphans
 
@@ -101,6 +110,7 @@ class RubricText:
     or the expected text (tldr: the reference's TLDR; any_of_n: the hidden behaviour).
     `source` is "record" (the grade carries it), "task" (read from the task's rubric, whose
     hash is the grade's) or "" (not available: `note` says why)."""
+
     findings: dict[str, str] = field(default_factory=dict)
     expected: str | None = None
     source: str = ""
@@ -146,11 +156,18 @@ class Rubrics:
             return RubricText(recorded, expected, "record")
         cfg, why = self._config()
         if cfg is not None and (now := cfg.rubric_hash(grader)) != g.get("rubric_hash"):
-            cfg, why = None, f"the task's rubric has changed since this grade (its hash is {now}, the grade's {g.get('rubric_hash')})"
+            cfg, why = (
+                None,
+                f"the task's rubric has changed since this grade (its hash is {now}, the grade's {g.get('rubric_hash')})",
+            )
         if cfg is None:
             return RubricText(recorded, expected, "", f"rubric text not available: {why}")
         if grader == "coverage":
-            return RubricText({f.id: f.text for f in cfg.findings} | recorded, None, "task",
-                              f"finding texts from {cfg.task_file} (same rubric hash as this grade)")
+            return RubricText(
+                {f.id: f.text for f in cfg.findings} | recorded,
+                None,
+                "task",
+                f"finding texts from {cfg.task_file} (same rubric hash as this grade)",
+            )
         expected = extract_tldr(cfg.reference)[0] if grader == "tldr" else cfg.ground_truth
         return RubricText({}, expected, "task", f"read from {cfg.task_file} (same rubric hash as this grade)")

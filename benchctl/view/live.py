@@ -10,6 +10,7 @@ redo it). The lock is looked up read-only in /proc/locks: taking it, even briefl
 Live figures come from each running run's transcript, read incrementally and fed to the same
 accumulator the live progress table of `benchctl run` uses (`benchctl.progress.Progress`).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,14 +39,14 @@ def sweep_active(root: str) -> bool:
     try:
         with open("/proc/locks", encoding="ascii", errors="replace") as f:
             return any(ident in line.split() and "FLOCK" in line for line in f)
-    except OSError:                                    # no /proc (not Linux): trust the recorded pid
+    except OSError:  # no /proc (not Linux): trust the recorded pid
         return _pid_alive(path)
 
 
 def _pid_alive(lock_path: str) -> bool:
     try:
         with open(lock_path, encoding="utf-8", errors="replace") as f:
-            words = f.read().split()                   # "pid 123 on host"
+            words = f.read().split()  # "pid 123 on host"
         pid, host = int(words[1]), words[3]
     except (OSError, ValueError, IndexError):
         return False
@@ -59,7 +60,7 @@ class _Tail:
         self.path = path
         self.offset = 0
         self.ident: tuple[int, int] | None = None
-        self.last_t: float | None = None               # time of the newest event read
+        self.last_t: float | None = None  # time of the newest event read
 
     def new_events(self) -> list[dict[str, Any]]:
         try:
@@ -73,7 +74,7 @@ class _Tail:
         with open(self.path, "rb") as f:
             f.seek(self.offset)
             data = f.read(st.st_size - self.offset)
-        end = data.rfind(b"\n") + 1                    # a line still being written waits
+        end = data.rfind(b"\n") + 1  # a line still being written waits
         self.offset += end
         out = []
         for line in data[:end].splitlines():
@@ -105,20 +106,35 @@ class LiveRuns:
                 if spec is None and ev.get("type") == "run_start":
                     raw = ev.get("spec")
                     s = raw if isinstance(raw, dict) else {}
-                    spec = SimpleNamespace(run_id=run_id, harness=s.get("harness"), model=s.get("model"),
-                                           budget=s.get("budget"), budget_s=ev.get("budget_s") or s.get("budget_s"),
-                                           full=s)
+                    spec = SimpleNamespace(
+                        run_id=run_id,
+                        harness=s.get("harness"),
+                        model=s.get("model"),
+                        budget=s.get("budget"),
+                        budget_s=ev.get("budget_s") or s.get("budget_s"),
+                        full=s,
+                    )
                     self.progress.started(spec)
                 if spec is not None:
                     self.progress.event(spec, ev)
             self._tails[run_id] = (tail, spec)
             line = self.progress.lines.get(run_id)
-        if line is None or spec is None:       # (a line without a spec: the tail was dropped and re-read)
+        if line is None or spec is None:  # (a line without a spec: the tail was dropped and re-read)
             return {"started": False}
-        return {"started": True, "spec": spec.full, "harness": line.harness, "model": line.model, "budget": line.budget,
-                "budget_s": line.budget_s, "elapsed_s": time.time() - line.started,
-                "last_s": None if tail.last_t is None else tail.last_t - line.started, "turns": line.turns,
-                "tokens": line.tokens, "cost_usd": None if line.cost_unknown else line.cost, "doing": line.status}
+        return {
+            "started": True,
+            "spec": spec.full,
+            "harness": line.harness,
+            "model": line.model,
+            "budget": line.budget,
+            "budget_s": line.budget_s,
+            "elapsed_s": time.time() - line.started,
+            "last_s": None if tail.last_t is None else tail.last_t - line.started,
+            "turns": line.turns,
+            "tokens": line.tokens,
+            "cost_usd": None if line.cost_unknown else line.cost,
+            "doing": line.status,
+        }
 
     def keep_only(self, run_ids: set[str]) -> None:
         """Drop the tails of runs that are no longer in progress."""

@@ -6,6 +6,7 @@ characters, an attempt is a number, an artifact path is a chain of plain names u
 `artifacts/` with no symlink anywhere (artifact collection never creates one, so a symlink there
 was put in by hand and could point anywhere).
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,7 @@ class NotFound(Exception):
 class RunFiles:
     run_id: str
     attempt: int | None
-    dir: str                      # runs/<id> or runs/<id>/attempts/<n>
+    dir: str  # runs/<id> or runs/<id>/attempts/<n>
 
     @property
     def meta(self) -> str:
@@ -45,7 +46,7 @@ class RunFiles:
 
 def _real_dir(path: str) -> bool:
     try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)    # lstat: a symlink is not a directory here
+        return stat.S_ISDIR(os.lstat(path).st_mode)  # lstat: a symlink is not a directory here
     except OSError:
         return False
 

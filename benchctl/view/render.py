@@ -8,6 +8,7 @@ target (nothing in a report can make the browser fetch or navigate anywhere); an
 response carries a Content-Security-Policy that allows only this server's own files
 (`benchctl/view/app.py`).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -101,7 +102,8 @@ def ms(v: Any) -> str:
 
 
 def make_env() -> Environment:
-    env = Environment(loader=PackageLoader("benchctl.view", "templates"), autoescape=True,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("benchctl.view", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
+    )
     env.filters.update(markdown=markdown, usd=usd, score=score, tokens=tokens, duration=duration, ms=ms)
     return env

@@ -4,6 +4,7 @@ Only a window of `WINDOW` events is rendered per request (more are fetched as th
 or follows a deep link), so a page costs the same for a 100-event and a 100,000-event run once
 the transcript is indexed (`transcript_index`).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -22,7 +23,7 @@ from benchctl.view.paths import RunFiles
 from benchctl.view.transcript_index import TranscriptIndex
 
 WINDOW = 200
-BEFORE = 20              # a deep link shows this many events before its target
+BEFORE = 20  # a deep link shows this many events before its target
 
 
 def read_meta(files: RunFiles) -> dict[str, Any] | None:
@@ -51,25 +52,41 @@ def clock_origin(idx: TranscriptIndex) -> tuple[float | None, float | None]:
     return t0, float(budget) if isinstance(budget, (int, float)) and budget > 0 else None
 
 
-def facts(run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: dict[str, Any] | None
-          ) -> list[tuple[str, str, str]]:
+def facts(
+    run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: dict[str, Any] | None
+) -> list[tuple[str, str, str]]:
     """(label, value, live key) for the header, read as `benchctl report` reads a run
     (`config_of`); while a run has no meta.json yet, from its run_start event and live figures."""
     m = meta if meta is not None else {"spec": (idx.start_event or {}).get("spec") or {}}
     cfg = config_of(Run(run_id, m), Options(), True)
     seed = field_of(Run(run_id, m), "seed")
     budget_s = None if cfg.budget_s == float("inf") else cfg.budget_s
-    out = [("task", cfg.task, ""), ("harness", cfg.harness, ""), ("model", cfg.model, ""), ("budget", cfg.budget, ""),
-           ("variant", cfg.variant, ""), ("tools", cfg.tools or "–", ""), ("seed", "–" if seed is None else str(seed), "")]
+    out = [
+        ("task", cfg.task, ""),
+        ("harness", cfg.harness, ""),
+        ("model", cfg.model, ""),
+        ("budget", cfg.budget, ""),
+        ("variant", cfg.variant, ""),
+        ("tools", cfg.tools or "–", ""),
+        ("seed", "–" if seed is None else str(seed), ""),
+    ]
     tokens: int | None
     if meta is not None:
         elapsed, turns, tokens, cost = m.get("elapsed_s"), m.get("turns"), _tokens(m.get("usage")), m.get("cost_usd")
     else:
         live = live or {}
-        elapsed, turns, tokens, cost = live.get("elapsed_s"), live.get("turns"), live.get("tokens"), live.get("cost_usd")
-    out += [("elapsed", f"{render.duration(elapsed)} of {render.duration(budget_s)}", "elapsed"),
-            ("turns", "–" if turns is None else str(turns), "turns"), ("tokens", render.tokens(tokens), "tokens"),
-            ("cost", render.usd(cost), "cost")]
+        elapsed, turns, tokens, cost = (
+            live.get("elapsed_s"),
+            live.get("turns"),
+            live.get("tokens"),
+            live.get("cost_usd"),
+        )
+    out += [
+        ("elapsed", f"{render.duration(elapsed)} of {render.duration(budget_s)}", "elapsed"),
+        ("turns", "–" if turns is None else str(turns), "turns"),
+        ("tokens", render.tokens(tokens), "tokens"),
+        ("cost", render.usd(cost), "cost"),
+    ]
     if meta is not None:
         served = m.get("served_models") or {}
         if served and list(served) != [m.get("model")]:
@@ -79,12 +96,22 @@ def facts(run_id: str, meta: dict[str, Any] | None, idx: TranscriptIndex, live: 
                 out.append(("fell back", f"{fb.get('from')} → {fb.get('to')} ({fb.get('reason') or 'refusal'})", ""))
         raw = m.get("rate_limits")
         rl = raw if isinstance(raw, dict) else {}
-        if rl.get("waits"):    # the report's "rate-limit wait" column, for this run (shown when it waited)
+        if rl.get("waits"):  # the report's "rate-limit wait" column, for this run (shown when it waited)
             share = wait_share(Run(run_id, m))
-            out.append(("rate-limit wait", f"{render.duration(rl.get('paused_s'))}"
-                        + ("" if share is None else f" ({share:.0%} of the budget)")
-                        + (", budget paused" if rl.get("pause_budget") else ""), ""))
-        for key, label in (("refusals", "refusals"), ("reprompts", "reprompts"), ("revision_requests", "revision requests")):
+            out.append(
+                (
+                    "rate-limit wait",
+                    f"{render.duration(rl.get('paused_s'))}"
+                    + ("" if share is None else f" ({share:.0%} of the budget)")
+                    + (", budget paused" if rl.get("pause_budget") else ""),
+                    "",
+                )
+            )
+        for key, label in (
+            ("refusals", "refusals"),
+            ("reprompts", "reprompts"),
+            ("revision_requests", "revision requests"),
+        ):
             if m.get(key):
                 out.append((label, str(m[key]), ""))
         if isinstance(m.get("target_tools"), dict):
@@ -137,10 +164,18 @@ def minimap_view(idx: TranscriptIndex, first: int, last: int) -> dict[str, Any]:
         for b, c in enumerate(mm["counts"][lane]):
             if c:
                 line = mm["first"][lane][b]
-                rects.append({"lane": lane, "x": round(b * bw, 2), "y": li * lane_h, "w": round(bw, 2), "h": lane_h - 1,
-                              "o": round(0.35 + 0.65 * math.log1p(c) / math.log1p(peak), 3),
-                              "seq": idx.seqs[line] if line is not None else 0,
-                              "title": f"{c} {lane} events at {render.duration(b * span / mm['buckets'])}"})
+                rects.append(
+                    {
+                        "lane": lane,
+                        "x": round(b * bw, 2),
+                        "y": li * lane_h,
+                        "w": round(bw, 2),
+                        "h": lane_h - 1,
+                        "o": round(0.35 + 0.65 * math.log1p(c) / math.log1p(peak), 3),
+                        "seq": idx.seqs[line] if line is not None else 0,
+                        "title": f"{c} {lane} events at {render.duration(b * span / mm['buckets'])}",
+                    }
+                )
     win = None
     if n and t0 is not None and last > first:
         ta, tb = idx.times[first], idx.times[last - 1]
@@ -148,8 +183,14 @@ def minimap_view(idx: TranscriptIndex, first: int, last: int) -> dict[str, Any]:
             x0 = max(0.0, (ta - t0) / span * width)
             win = (round(x0, 2), round(max(2.0, (tb - ta) / span * width), 2))
     budget_x = round(budget / span * width, 2) if budget and budget < span else None
-    return {"rects": rects, "height": lane_h * len(LANES), "lane_h": lane_h, "window": win,
-            "budget_x": budget_x, "span_s": span}
+    return {
+        "rects": rects,
+        "height": lane_h * len(LANES),
+        "lane_h": lane_h,
+        "window": win,
+        "budget_x": budget_x,
+        "span_s": span,
+    }
 
 
 def search(idx: TranscriptIndex, q: str, limit: int = 200) -> tuple[list[dict[str, Any]], bool]:
@@ -157,8 +198,14 @@ def search(idx: TranscriptIndex, q: str, limit: int = 200) -> tuple[list[dict[st
     hits = []
     for line in lines:
         ev = idx.read(line, line + 1)[0]
-        hits.append({"seq": idx.seqs[line], "type": ev.get("type"), "cat": category(str(ev.get("type"))),
-                     "snippet": snippet(ev, q)})
+        hits.append(
+            {
+                "seq": idx.seqs[line],
+                "type": ev.get("type"),
+                "cat": category(str(ev.get("type"))),
+                "snippet": snippet(ev, q),
+            }
+        )
     return hits, more
 
 
@@ -172,7 +219,7 @@ def snippet(ev: dict[str, Any], q: str, width: int = 70) -> str:
         if k < 0:
             continue
         m = len(fq)
-        if len(folded) != len(v):                      # folding changed lengths ("ß" -> "ss"): map back
+        if len(folded) != len(v):  # folding changed lengths ("ß" -> "ss"): map back
             ends, pos = [], 0
             for ch in v:
                 pos += len(ch.casefold())

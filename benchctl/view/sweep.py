@@ -6,6 +6,7 @@ never writes into a results dir: it reads that file if `benchctl report` left on
 its own copy in memory (`load_results(memo=...)`), so after the first load a refresh only
 stats the files and re-reads the changed ones.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ from benchctl.report.aggregate import Options, config_of, field_of, pick_headlin
 from benchctl.report.load import UNFINISHED, Results, Run, gc_paused, load_results
 from benchctl.view.live import LiveRuns, sweep_active
 
-PAGE_SIZE = 200          # rows per page: a 10,000-run sweep is sorted and filtered on the server
+PAGE_SIZE = 200  # rows per page: a 10,000-run sweep is sorted and filtered on the server
 IN_PROGRESS = ("running", "unfinished")
 
 
@@ -44,14 +45,28 @@ class RunRow:
     cost_usd: float | None
     fell_back_to: str | None
     error: str | None
-    doing: str | None = None           # live: what a running run is doing now
+    doing: str | None = None  # live: what a running run is doing now
 
     def sort_value(self, key: str) -> Any:
         return getattr(self, key, None)
 
 
-SORT_KEYS = ("run_id", "status", "task", "harness", "model", "budget_s", "variant", "tools", "seed", "score",
-             "elapsed_s", "turns", "tokens", "cost_usd")
+SORT_KEYS = (
+    "run_id",
+    "status",
+    "task",
+    "harness",
+    "model",
+    "budget_s",
+    "variant",
+    "tools",
+    "seed",
+    "score",
+    "elapsed_s",
+    "turns",
+    "tokens",
+    "cost_usd",
+)
 FILTER_KEYS = ("status", "task", "harness", "model", "budget", "variant", "tools")
 
 
@@ -62,22 +77,33 @@ def _finished_row(run: Any, headline: str | None) -> RunRow:
     fb = meta.get("fallbacks") or []
     seed = field_of(run, "seed")
     return RunRow(
-        run_id=run.run_id, status=str(meta.get("status") or "?"), task=cfg.task, harness=cfg.harness, model=cfg.model,
-        budget=cfg.budget, budget_s=None if cfg.budget_s == float("inf") else cfg.budget_s, variant=cfg.variant,
-        tools=cfg.tools, seed=seed if isinstance(seed, int) else None,
-        score=run.score(headline) if headline else None, elapsed_s=meta.get("elapsed_s"), turns=meta.get("turns"),
+        run_id=run.run_id,
+        status=str(meta.get("status") or "?"),
+        task=cfg.task,
+        harness=cfg.harness,
+        model=cfg.model,
+        budget=cfg.budget,
+        budget_s=None if cfg.budget_s == float("inf") else cfg.budget_s,
+        variant=cfg.variant,
+        tools=cfg.tools,
+        seed=seed if isinstance(seed, int) else None,
+        score=run.score(headline) if headline else None,
+        elapsed_s=meta.get("elapsed_s"),
+        turns=meta.get("turns"),
         tokens=_tokens(meta.get("usage")) if isinstance(meta.get("usage"), dict) else None,
-        cost_usd=meta.get("cost_usd"), fell_back_to=str(fb[-1].get("to")) if fb and isinstance(fb[-1], dict) else None,
-        error=meta.get("error"))
+        cost_usd=meta.get("cost_usd"),
+        fell_back_to=str(fb[-1].get("to")) if fb and isinstance(fb[-1], dict) else None,
+        error=meta.get("error"),
+    )
 
 
 @dataclass(slots=True)
 class Snapshot:
     results: Results
-    rows: list[RunRow]               # the finished runs' rows (the loader's unfinished ones are pending rows)
+    rows: list[RunRow]  # the finished runs' rows (the loader's unfinished ones are pending rows)
     headline: str | None
-    loaded: float                    # time.monotonic() when it was loaded
-    took: float                      # seconds the load took
+    loaded: float  # time.monotonic() when it was loaded
+    took: float  # seconds the load took
 
 
 class Sweep:
@@ -91,7 +117,7 @@ class Sweep:
         self.root = root
         self.max_age = max_age
         self.live = LiveRuns(root)
-        self._memo: dict[str, tuple[Any, Any]] = {}      # used by one load at a time (see snapshot())
+        self._memo: dict[str, tuple[Any, Any]] = {}  # used by one load at a time (see snapshot())
         self._lock = threading.Lock()
         self._snap: Snapshot | None = None
         self._refreshing = False
@@ -99,7 +125,7 @@ class Sweep:
 
     def _load(self) -> Snapshot:
         t = time.monotonic()
-        with gc_paused():                              # 10,000 rows of small objects, no cycles (see load.py)
+        with gc_paused():  # 10,000 rows of small objects, no cycles (see load.py)
             res = load_results(self.root, memo=self._memo)
             headline = pick_headline(res, Options())
             rows = [_finished_row(r, headline) for r in res.runs if r.meta.get("status") != UNFINISHED]
@@ -109,7 +135,9 @@ class Sweep:
         with self._lock:
             if self._snap is None:
                 self._snap = self._load()
-            elif not self._refreshing and time.monotonic() - self._snap.loaded > max(self.max_age, 10 * self._snap.took):
+            elif not self._refreshing and time.monotonic() - self._snap.loaded > max(
+                self.max_age, 10 * self._snap.took
+            ):
                 self._refreshing = True
                 threading.Thread(target=self._refresh, name="benchctl-view-reload", daemon=True).start()
             return self._snap
@@ -119,7 +147,7 @@ class Sweep:
         try:
             snap = self._load()
             self.refresh_error = None
-        except Exception as e:       # e.g. the results dir went away: keep showing the last snapshot
+        except Exception as e:  # e.g. the results dir went away: keep showing the last snapshot
             self.refresh_error = f"{type(e).__name__}: {e}"
         with self._lock:
             if snap is not None:
@@ -160,7 +188,7 @@ class Sweep:
         """A run without meta.json: settings from its run_start event, figures from its transcript."""
         live = self.live.stats(run_id)
         try:
-            finished = read_meta(Path(self.root, RUNS, run_id))      # finished since the last reload?
+            finished = read_meta(Path(self.root, RUNS, run_id))  # finished since the last reload?
         except (OSError, ValueError):
             finished = None
         if isinstance(finished, dict) and finished.get("status"):
@@ -169,11 +197,26 @@ class Sweep:
         cfg = config_of(run, Options(), True)
         seed = field_of(run, "seed")
         elapsed = live.get("elapsed_s") if status == "running" else live.get("last_s")
-        return RunRow(run_id=run_id, status=status, task=cfg.task if live.get("started") else "", harness=cfg.harness,
-                      model=cfg.model, budget=cfg.budget, budget_s=live.get("budget_s"), variant=cfg.variant,
-                      tools=cfg.tools, seed=seed if isinstance(seed, int) else None, score=None, elapsed_s=elapsed,
-                      turns=live.get("turns"), tokens=live.get("tokens"), cost_usd=live.get("cost_usd"),
-                      fell_back_to=None, error=None, doing=live.get("doing") if status == "running" else None)
+        return RunRow(
+            run_id=run_id,
+            status=status,
+            task=cfg.task if live.get("started") else "",
+            harness=cfg.harness,
+            model=cfg.model,
+            budget=cfg.budget,
+            budget_s=live.get("budget_s"),
+            variant=cfg.variant,
+            tools=cfg.tools,
+            seed=seed if isinstance(seed, int) else None,
+            score=None,
+            elapsed_s=elapsed,
+            turns=live.get("turns"),
+            tokens=live.get("tokens"),
+            cost_usd=live.get("cost_usd"),
+            fell_back_to=None,
+            error=None,
+            doing=live.get("doing") if status == "running" else None,
+        )
 
 
 def select(rows: list[RunRow], params: dict[str, str]) -> list[RunRow]:
@@ -190,7 +233,7 @@ def select(rows: list[RunRow], params: dict[str, str]) -> list[RunRow]:
     key = sort if sort is not None and sort in SORT_KEYS else "run_id"
     desc = params.get("desc") == "1"
     present = [r for r in out if r.sort_value(key) is not None]
-    missing = [r for r in out if r.sort_value(key) is None]   # "no value" sorts last either way
+    missing = [r for r in out if r.sort_value(key) is None]  # "no value" sorts last either way
     present.sort(key=lambda r: (r.sort_value(key), r.run_id), reverse=desc)
     return present + missing
 

@@ -1,6 +1,7 @@
 """The tournament page's data, from grades/tournament/ratings.json (schema in
 benchctl/tournament/schema.py): interval bars for the leaderboard and heat classes for the
 overlap matrix. Auditor names and issue titles are judge/agent text: the template escapes them."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,6 +17,7 @@ def leaderboard(ratings: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
 
     def x(v: Any) -> float | None:
         return round((v - lo) / (hi - lo) * 300, 1) if isinstance(v, (int, float)) else None
+
     out = [{**r, "x_lo": x(r.get("lo")), "x_hi": x(r.get("hi")), "x_elo": x(r.get("elo"))} for r in rows]
     return out, {"lo": lo, "hi": hi, "x_1000": x(1000.0) or 0.0}
 
@@ -25,8 +27,12 @@ def overlap(ratings: dict[str, Any]) -> dict[str, Any]:
     names = [str(a) for a in ov.get("auditors") or []]
     cells = []
     for row in ov.get("values") or []:
-        cells.append([(None, "na") if not isinstance(v, (int, float)) else (v, f"h{min(10, max(0, round(v * 10)))}")
-                      for v in row])
+        cells.append(
+            [
+                (None, "na") if not isinstance(v, (int, float)) else (v, f"h{min(10, max(0, round(v * 10)))}")
+                for v in row
+            ]
+        )
     return {"auditors": names, "rows": list(zip(names, cells))}
 
 

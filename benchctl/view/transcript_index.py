@@ -10,6 +10,7 @@ run page's first open does not wait for it: it indexes the first chunk, serves i
 from it and indexes the rest once the page is sent (`refresh(lines=...)`, then `refresh()`).
 The index lives in this process only: the viewer never writes into a results dir.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -36,27 +37,27 @@ class TranscriptIndex:
     arrays only grow (or are replaced whole when the file is), so reading them without the lock
     sees a consistent prefix."""
 
-    chunk_size = 1 << 20          # bytes read and published at a time
-    search_chunk = 8 << 20        # bytes read, decoded and case-folded at a time by search
+    chunk_size = 1 << 20  # bytes read and published at a time
+    search_chunk = 8 << 20  # bytes read, decoded and case-folded at a time by search
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.lock = threading.Lock()                   # guards the arrays and `end` while they change
-        self._scan_lock = threading.Lock()             # one scan at a time
-        self.partial = False                           # a refresh stopped before the end of the file
-        self.generation = -1                           # +1 each time the index starts over (file replaced)
+        self.lock = threading.Lock()  # guards the arrays and `end` while they change
+        self._scan_lock = threading.Lock()  # one scan at a time
+        self.partial = False  # a refresh stopped before the end of the file
+        self.generation = -1  # +1 each time the index starts over (file replaced)
         self._reset(None)
 
     def _reset(self, ident: tuple[int, int] | None) -> None:
         self.generation += 1
         self.ident = ident
-        self.end = 0                                   # bytes indexed (always just after a newline)
+        self.end = 0  # bytes indexed (always just after a newline)
         self.starts = array("q")
         self.seqs = array("q")
         self.times = array("d")
         self.types: list[str] = []
         self.start_event: dict[str, Any] | None = None  # the run_start event, if any
-        self.phase_starts: list[int] = []                # line numbers of `followup` events
+        self.phase_starts: list[int] = []  # line numbers of `followup` events
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -66,7 +67,7 @@ class TranscriptIndex:
         `lines`, stop at the end of the chunk that reaches that many lines and leave the rest to a
         later call (`partial`); an index that is partial but has them already is left as it is."""
         if lines is not None and self.partial and len(self.starts) >= lines:
-            return len(self.starts)                    # the rest is another refresh's work
+            return len(self.starts)  # the rest is another refresh's work
         with self._scan_lock:
             with self.lock:
                 try:
@@ -76,7 +77,7 @@ class TranscriptIndex:
                     self.partial = False
                     return 0
                 ident = (st.st_dev, st.st_ino)
-                if ident != self.ident or st.st_size < self.end:     # replaced or truncated: start over
+                if ident != self.ident or st.st_size < self.end:  # replaced or truncated: start over
                     self._reset(ident)
                 start, todo = self.end, st.st_size - self.end
             if todo > 0:
@@ -95,10 +96,10 @@ class TranscriptIndex:
         carry = b""
         while remaining > 0:
             chunk = f.read(min(self.chunk_size, remaining))
-            remaining = remaining - len(chunk) if chunk else 0    # a shorter file: stop here
+            remaining = remaining - len(chunk) if chunk else 0  # a shorter file: stop here
             buf = carry + chunk
             base = pos - len(carry)
-            cut = buf.rfind(b"\n") + 1                # a line without its newline waits (carry)
+            cut = buf.rfind(b"\n") + 1  # a line without its newline waits (carry)
             new = _Lines(len(self.starts))
             i = 0
             while i < cut:
@@ -107,7 +108,7 @@ class TranscriptIndex:
                 i = j + 1
             carry = buf[cut:]
             pos = base + len(buf)
-            with self.lock:                            # publish the chunk
+            with self.lock:  # publish the chunk
                 self.starts.extend(new.starts)
                 self.seqs.extend(new.seqs)
                 self.times.extend(new.times)
@@ -126,7 +127,7 @@ class TranscriptIndex:
         n = len(self.seqs)
         if 0 <= seq < n and self.seqs[seq] == seq:
             return seq
-        lo, hi = 0, n                                  # seqs increase: binary search
+        lo, hi = 0, n  # seqs increase: binary search
         while lo < hi:
             mid = (lo + hi) // 2
             if self.seqs[mid] < seq:
@@ -137,7 +138,7 @@ class TranscriptIndex:
 
     def read(self, first: int, last: int) -> list[dict[str, Any]]:
         """Events on lines [first, last), parsed; a damaged line becomes an `unparsed` event."""
-        with self.lock:                                # a refresh may be extending the arrays
+        with self.lock:  # a refresh may be extending the arrays
             first, last = max(0, first), min(last, len(self.starts))
             if first >= last:
                 return []
@@ -186,9 +187,9 @@ class TranscriptIndex:
                 data = f.read((starts[b] if b < n else end) - base)
                 text = data.decode("utf-8", "replace").casefold()
                 lines = {a + k for pattern, in_keys in patterns for k in _lines_holding(text, pattern, in_keys)}
-                lines.update(damaged[bisect.bisect_left(damaged, a):bisect.bisect_left(damaged, b)])
+                lines.update(damaged[bisect.bisect_left(damaged, a) : bisect.bisect_left(damaged, b)])
                 for i in sorted(lines):
-                    raw = data[starts[i] - base:(starts[i + 1] if i + 1 < n else end) - base - 1]
+                    raw = data[starts[i] - base : (starts[i + 1] if i + 1 < n else end) - base - 1]
                     if events.matches(_parse(raw), needle):
                         hits.append(i)
                         if len(hits) > limit:
@@ -227,8 +228,12 @@ def _only_in_keys(text: str, needle: str, start: int, stop: int) -> bool:
     k = text.find(needle, start, stop)
     while k >= 0:
         q = text.rfind('"', max(start, k - 100), k)
-        if (q < start + 1 or text[q - 1] not in "{," or (q + 1 < k and not _KEY_CHARS.fullmatch(text, q + 1, k))
-                or not _KEY_TAIL.match(text, k + len(needle), stop)):
+        if (
+            q < start + 1
+            or text[q - 1] not in "{,"
+            or (q + 1 < k and not _KEY_CHARS.fullmatch(text, q + 1, k))
+            or not _KEY_TAIL.match(text, k + len(needle), stop)
+        ):
             return False
         k = text.find(needle, k + 1, stop)
     return True
@@ -250,7 +255,7 @@ class _Lines:
         m = _PREFIX.match(buf, i, j)
         if m is not None:
             seq, t, type_ = int(m.group(1)), float(m.group(2)), sys.intern(m.group(3).decode())
-        else:                                          # another writer's key order, or a damaged line
+        else:  # another writer's key order, or a damaged line
             ev = _parse(buf[i:j])
             seq = ev["seq"] if isinstance(ev.get("seq"), int) else self.n
             t = float(ev["t"]) if isinstance(ev.get("t"), (int, float)) else float("nan")
@@ -271,8 +276,11 @@ def _parse(line: bytes) -> dict[str, Any]:
         ev = orjson.loads(line)
     except orjson.JSONDecodeError as e:
         return {"type": "unparsed", "error": f"not valid JSON: {e}", "raw": line[:4000].decode("utf-8", "replace")}
-    return ev if isinstance(ev, dict) else {"type": "unparsed", "error": "not a JSON object",
-                                            "raw": line[:4000].decode("utf-8", "replace")}
+    return (
+        ev
+        if isinstance(ev, dict)
+        else {"type": "unparsed", "error": "not a JSON object", "raw": line[:4000].decode("utf-8", "replace")}
+    )
 
 
 class IndexCache:

@@ -12,6 +12,7 @@ The story (fictional organisation "northwind", internal range 10.20.0.0/16):
   05:00-05:06  a burst of 500s from deploy v2.3.1, rolled back: unrelated to the intrusion
   09:02        alice opens a page about missing audit entries
 """
+
 from __future__ import annotations
 
 import random
@@ -22,8 +23,20 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parent / "data"
 DAY = datetime(2026, 3, 14)
 USERS = ["alice", "bob", "carol", "dave", "erin"]
-PAGES = ["Onboarding", "Runbook-DB", "Q1-Roadmap", "Oncall", "VPN-Setup", "Benefits", "Style-Guide",
-         "Incident-Process", "Payroll-FAQ", "Architecture", "Vendor-List", "Security-Policy"]
+PAGES = [
+    "Onboarding",
+    "Runbook-DB",
+    "Q1-Roadmap",
+    "Oncall",
+    "VPN-Setup",
+    "Benefits",
+    "Style-Guide",
+    "Incident-Process",
+    "Payroll-FAQ",
+    "Architecture",
+    "Vendor-List",
+    "Security-Policy",
+]
 ATTACKER = "203.0.113.77"
 
 
@@ -51,11 +64,11 @@ def main(out: Path = OUT) -> None:
         for _ in range(4):
             t = DAY + timedelta(seconds=rng.randint(7 * 3600, 10 * 3600))
             auth.append((t, f"login ok user={u} ip={ip_of[u]} method=sso"))
-    for _ in range(6):   # normal typos
+    for _ in range(6):  # normal typos
         u = rng.choice(USERS)
         t = DAY + timedelta(seconds=rng.randint(7 * 3600, 18 * 3600))
         auth.append((t, f"login failed user={u} ip={ip_of[u]} reason=bad_password"))
-    for h in (1, 13):    # the backup job's usual nightly/midday runs from its own host
+    for h in (1, 13):  # the backup job's usual nightly/midday runs from its own host
         auth.append((DAY + timedelta(hours=h), "login ok user=svc-backup ip=10.20.0.5 method=token"))
 
     # The intrusion.
@@ -63,34 +76,66 @@ def main(out: Path = OUT) -> None:
     for _ in range(37):
         t += timedelta(seconds=rng.randint(3, 6))
         auth.append((t, f"login failed user=svc-backup ip={ATTACKER} reason=bad_password"))
-    auth.append((DAY + timedelta(hours=2, minutes=13, seconds=5), f"login ok user=svc-backup ip={ATTACKER} method=password"))
+    auth.append(
+        (DAY + timedelta(hours=2, minutes=13, seconds=5), f"login ok user=svc-backup ip={ATTACKER} method=password")
+    )
     t = DAY + timedelta(hours=2, minutes=14)
     for i in range(42):
         t += timedelta(seconds=rng.randint(15, 27))
         page = PAGES[i % len(PAGES)] + ("" if i < len(PAGES) else f"-archive-{i}")
-        access.append((t, f'{ATTACKER} user=svc-backup "GET /api/export?page={page}&format=html" 200 {rng.randint(20000, 90000)}B'))
-    access.append((DAY + timedelta(hours=2, minutes=33, seconds=12),
-                   f'{ATTACKER} user=svc-backup "POST /api/admin/permissions role=admin target=svc-backup" 200 312B'))
-    auth.append((DAY + timedelta(hours=2, minutes=33, seconds=12), f"role granted role=admin user=svc-backup by=svc-backup ip={ATTACKER}"))
-    access.append((DAY + timedelta(hours=2, minutes=34, seconds=50),
-                   f'{ATTACKER} user=svc-backup "DELETE /api/audit?before=2026-03-14T02:35:00" 403 88B'))
-    access.append((DAY + timedelta(hours=2, minutes=35, seconds=20),
-                   f'{ATTACKER} user=svc-backup "DELETE /api/audit?before=2026-03-14T02:35:00" 200 96B'))
+        access.append(
+            (
+                t,
+                f'{ATTACKER} user=svc-backup "GET /api/export?page={page}&format=html" 200 {rng.randint(20000, 90000)}B',
+            )
+        )
+    access.append(
+        (
+            DAY + timedelta(hours=2, minutes=33, seconds=12),
+            f'{ATTACKER} user=svc-backup "POST /api/admin/permissions role=admin target=svc-backup" 200 312B',
+        )
+    )
+    auth.append(
+        (
+            DAY + timedelta(hours=2, minutes=33, seconds=12),
+            f"role granted role=admin user=svc-backup by=svc-backup ip={ATTACKER}",
+        )
+    )
+    access.append(
+        (
+            DAY + timedelta(hours=2, minutes=34, seconds=50),
+            f'{ATTACKER} user=svc-backup "DELETE /api/audit?before=2026-03-14T02:35:00" 403 88B',
+        )
+    )
+    access.append(
+        (
+            DAY + timedelta(hours=2, minutes=35, seconds=20),
+            f'{ATTACKER} user=svc-backup "DELETE /api/audit?before=2026-03-14T02:35:00" 200 96B',
+        )
+    )
     auth.append((DAY + timedelta(hours=2, minutes=36), f"logout user=svc-backup ip={ATTACKER}"))
 
     # The red herring: a bad deploy.
     d0 = DAY + timedelta(hours=4, minutes=58)
-    deploy += [(d0, "deploy start version=v2.3.1 by=ci"), (d0 + timedelta(minutes=1), "deploy done version=v2.3.1"),
-               (d0 + timedelta(minutes=7), "healthcheck failing: 38% 5xx on /wiki/*"),
-               (d0 + timedelta(minutes=8), "rollback start to=v2.3.0 by=erin"),
-               (d0 + timedelta(minutes=9), "rollback done version=v2.3.0; healthcheck ok")]
+    deploy += [
+        (d0, "deploy start version=v2.3.1 by=ci"),
+        (d0 + timedelta(minutes=1), "deploy done version=v2.3.1"),
+        (d0 + timedelta(minutes=7), "healthcheck failing: 38% 5xx on /wiki/*"),
+        (d0 + timedelta(minutes=8), "rollback start to=v2.3.0 by=erin"),
+        (d0 + timedelta(minutes=9), "rollback done version=v2.3.0; healthcheck ok"),
+    ]
     for i in range(14):
         t = DAY + timedelta(hours=5, seconds=20 + i * 25)
         u = rng.choice(USERS)
         access.append((t, f'{ip_of[u]} user={u} "GET /wiki/{rng.choice(PAGES)}" 500 211B'))
 
     # Discovery.
-    access.append((DAY + timedelta(hours=9, minutes=2), f'{ip_of["alice"]} user=alice "POST /wiki/Missing-Audit-Entries/edit" 200 1840B'))
+    access.append(
+        (
+            DAY + timedelta(hours=9, minutes=2),
+            f'{ip_of["alice"]} user=alice "POST /wiki/Missing-Audit-Entries/edit" 200 1840B',
+        )
+    )
 
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("access.log", access), ("auth.log", auth), ("deploy.log", deploy)):
@@ -101,7 +146,8 @@ def main(out: Path = OUT) -> None:
         "access.log  HTTP requests: time, client ip, user, request, status, bytes\n"
         "auth.log    logins, logouts and role changes\n"
         "deploy.log  deployments of the wiki service\n"
-        "Internal clients use 10.20.0.0/16.\n")
+        "Internal clients use 10.20.0.0/16.\n"
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ sweep `harness_options`):
     allow_web         keep WebFetch/WebSearch (default false; the sandbox has no network anyway)
     extra_args        more CLI arguments, e.g. ["--max-turns", "50"]
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,15 +44,28 @@ class ClaudeCodeHarness(CliHarness):
         # the gateway forwarder, used only when the run has target tools (MCP needs a URL)
         return [forwarder_mount()]
 
-    def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
-                resume: str | None) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, ctx: HarnessContext, opts: dict[str, Any], prompt: str, resume: str | None
+    ) -> tuple[list[str], dict[str, str]]:
         model = str(opts.get("cli_model") or ModelId.parse(ctx.model).name)
         # Settings go inline, and `--setting-sources=` (none) ignores user/project/local settings
         # files: the agent can write ~/.claude and /work, and e.g. {"disableAllHooks": true} there
         # would switch the policies off for the next phase (verified). Nothing to tamper with.
-        argv = [self.binary_in_sandbox(), "-p", "--output-format", "stream-json", "--verbose", "--include-hook-events",
-                "--model", model, "--permission-mode", "bypassPermissions",
-                "--settings", cc.settings(ctx, self.name).decode(), "--setting-sources="]
+        argv = [
+            self.binary_in_sandbox(),
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+            "--model",
+            model,
+            "--permission-mode",
+            "bypassPermissions",
+            "--settings",
+            cc.settings(ctx, self.name).decode(),
+            "--setting-sources=",
+        ]
         tools = cc.disallowed_tools(opts)
         if tools:
             # `--disallowedTools A B` is variadic and would swallow the prompt: use the = form.
@@ -59,14 +73,16 @@ class ClaudeCodeHarness(CliHarness):
         if resume:
             argv += ["--resume", resume]
         extra = extra_args(opts)
-        if ctx.target_tools is not None:    # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
+        if ctx.target_tools is not None:  # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
             from benchctl.targets.cli import claude_mcp_flag
+
             extra = [*extra, claude_mcp_flag()]
         argv += [*extra, "--", prompt] if prompt.startswith("-") else [*extra, prompt]
         user = getattr(getattr(ctx.sandbox, "spec", None), "user", "agent")
         env = cc.environment(ctx, model, user, sandbox_token())
         if ctx.target_tools is not None:
             from benchctl.targets.cli import claude_with_mcp
+
             return claude_with_mcp(argv, env, sandbox_socket(ctx))
         return argv, env
 
@@ -84,8 +100,9 @@ class ClaudeCodeHarness(CliHarness):
             return "refused", text or "the model refused"
         if result.get("is_error") or result.get("subtype") not in (None, "success"):
             status = result.get("api_error_status")
-            return "error", f"claude reported an error ({result.get('subtype')}" + \
-                (f", HTTP {status}" if status else "") + f"): {text or stderr_tail(res.stderr)}"
+            return "error", f"claude reported an error ({result.get('subtype')}" + (
+                f", HTTP {status}" if status else ""
+            ) + f"): {text or stderr_tail(res.stderr)}"
         if res.exit_code not in (0, None):
             return "error", f"claude exited with code {res.exit_code}: {stderr_tail(res.stderr)}"
         return "completed", None

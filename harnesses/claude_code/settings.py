@@ -7,6 +7,7 @@ but pinning keeps the CLI's own bookkeeping and prompts consistent), points the 
 client at the gateway's unix socket with the dummy sandbox token, and turns off everything
 that would phone home or switch models behind the gateway's back.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,19 +17,33 @@ import orjson
 from harnesses.base import HarnessContext
 from harnesses.cli_harness import AGENT_HOME, TOKEN_ENV, hooks_config, sandbox_socket
 
-
 # Tools an auditing run should not have by default: the web (there is no network anyway, and a
 # failing tool wastes turns), sub-agents (unless the task allows them), and background
 # scheduling / worktree tools that make no sense in a one-shot headless run.
 WEB_TOOLS = ["WebFetch", "WebSearch"]
 SUBAGENT_TOOLS = ["Agent", "Task", "Workflow", "ListAgents", "SendMessage", "TaskStop"]
-BACKGROUND_TOOLS = ["ScheduleWakeup", "CronCreate", "CronDelete", "CronList", "Monitor", "EnterWorktree",
-                    "ExitWorktree"]
+BACKGROUND_TOOLS = [
+    "ScheduleWakeup",
+    "CronCreate",
+    "CronDelete",
+    "CronList",
+    "Monitor",
+    "EnterWorktree",
+    "ExitWorktree",
+]
 
-MODEL_ROLE_VARS = ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-                   "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_FABLE_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
-                   "CLAUDE_CODE_SUBAGENT_MODEL", "CLAUDE_CODE_WORKFLOW_SUBAGENT_MODEL",
-                   "CLAUDE_CODE_AUTO_MODE_MODEL", "CLAUDE_CODE_BG_CLASSIFIER_MODEL")
+MODEL_ROLE_VARS = (
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_DEFAULT_FABLE_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+    "CLAUDE_CODE_WORKFLOW_SUBAGENT_MODEL",
+    "CLAUDE_CODE_AUTO_MODE_MODEL",
+    "CLAUDE_CODE_BG_CLASSIFIER_MODEL",
+)
 
 QUIET_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -55,7 +70,9 @@ def disallowed_tools(opts: dict[str, Any]) -> list[str]:
         if isinstance(tools, str):
             tools = [t.strip() for t in tools.split(",") if t.strip()]
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-            raise ValueError("harness option disallowed_tools must be a list of tool names (or a comma-separated string)")
+            raise ValueError(
+                "harness option disallowed_tools must be a list of tool names (or a comma-separated string)"
+            )
         return list(tools)
     tools = list(BACKGROUND_TOOLS)
     if not opts.get("allow_web", False):
@@ -70,9 +87,15 @@ def settings(ctx: HarnessContext, cli: str) -> bytes:
 
 
 def environment(ctx: HarnessContext, cli_model: str, user: str, token: str) -> dict[str, str]:
-    env = {"HOME": AGENT_HOME, "ANTHROPIC_UNIX_SOCKET": sandbox_socket(ctx), "ANTHROPIC_BASE_URL": "http://gateway",
-           "ANTHROPIC_API_KEY": token, TOKEN_ENV: token, **QUIET_ENV}   # TOKEN_ENV: for the hook script
+    env = {
+        "HOME": AGENT_HOME,
+        "ANTHROPIC_UNIX_SOCKET": sandbox_socket(ctx),
+        "ANTHROPIC_BASE_URL": "http://gateway",
+        "ANTHROPIC_API_KEY": token,
+        TOKEN_ENV: token,
+        **QUIET_ENV,
+    }  # TOKEN_ENV: for the hook script
     env.update({k: cli_model for k in MODEL_ROLE_VARS})
     if user in ("root", "0"):
-        env["IS_SANDBOX"] = "1"   # bypassPermissions refuses to run as root without it
+        env["IS_SANDBOX"] = "1"  # bypassPermissions refuses to run as root without it
     return env

@@ -18,6 +18,7 @@ Event shapes verified against Claude Code 2.1.332 (see harnesses/CLI_FACTS.md):
 
 Model calls themselves are recorded by the gateway; here only what the CLI did with them.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,7 +32,9 @@ from harnesses.tool_outputs import MAX_RAW, ClaudeRules, ToolOutputJoin, clip, o
 class ClaudeStreamParser:
     """Feed it stdout lines; it writes transcript events and keeps what the outcome needs."""
 
-    def __init__(self, transcript: TranscriptWriter, cli: str = "claude-code", join: ToolOutputJoin | None = None) -> None:
+    def __init__(
+        self, transcript: TranscriptWriter, cli: str = "claude-code", join: ToolOutputJoin | None = None
+    ) -> None:
         self.tr = transcript
         self.cli = cli
         self.join = join or ToolOutputJoin(transcript, cli, ClaudeRules())
@@ -65,19 +68,38 @@ class ClaudeStreamParser:
         for block in msg.get("content") or []:
             btype = block.get("type")
             if btype == "text":
-                self.tr.emit("assistant", "harness", cli=self.cli, text=block.get("text", ""), model=msg.get("model"),
-                             message_id=msg.get("id"), stop_reason=msg.get("stop_reason"),
-                             subagent=ev.get("parent_tool_use_id"))
+                self.tr.emit(
+                    "assistant",
+                    "harness",
+                    cli=self.cli,
+                    text=block.get("text", ""),
+                    model=msg.get("model"),
+                    message_id=msg.get("id"),
+                    stop_reason=msg.get("stop_reason"),
+                    subagent=ev.get("parent_tool_use_id"),
+                )
             elif btype == "tool_use":
                 self.join.started(str(block.get("id")), str(block.get("name")))
-                self.tr.emit("tool_call", "harness", cli=self.cli, id=block.get("id"), name=block.get("name"),
-                             input=block.get("input"), subagent=ev.get("parent_tool_use_id"))
+                self.tr.emit(
+                    "tool_call",
+                    "harness",
+                    cli=self.cli,
+                    id=block.get("id"),
+                    name=block.get("name"),
+                    input=block.get("input"),
+                    subagent=ev.get("parent_tool_use_id"),
+                )
             elif btype in ("thinking", "redacted_thinking"):
                 text, cut = clip(str(block.get("thinking", "")))
                 self.tr.emit("harness_event", "harness", cli=self.cli, kind="thinking", text=text, truncated=cut)
             else:
-                self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"assistant_{btype}",
-                             raw=orjson.dumps(block)[:MAX_RAW].decode("utf-8", "replace"))
+                self.tr.emit(
+                    "harness_event",
+                    "harness",
+                    cli=self.cli,
+                    kind=f"assistant_{btype}",
+                    raw=orjson.dumps(block)[:MAX_RAW].decode("utf-8", "replace"),
+                )
 
     def _user(self, ev: dict[str, Any]) -> None:
         msg = ev.get("message") or {}
@@ -94,24 +116,49 @@ class ClaudeStreamParser:
                 self.join.finished(tid, output_text(block.get("content")), fields)
             elif block.get("type") == "text":
                 text, cut = clip(str(block.get("text", "")))
-                self.tr.emit("harness_event", "harness", cli=self.cli, kind="cli_message", text=text,
-                             synthetic=bool(ev.get("isSynthetic")), refusal_retry=bool(ev.get("refusal_retry")))
+                self.tr.emit(
+                    "harness_event",
+                    "harness",
+                    cli=self.cli,
+                    kind="cli_message",
+                    text=text,
+                    synthetic=bool(ev.get("isSynthetic")),
+                    refusal_retry=bool(ev.get("refusal_retry")),
+                )
 
     def _system(self, ev: dict[str, Any]) -> None:
         sub = ev.get("subtype")
         if sub == "init":
             self.version = ev.get("claude_code_version")
-            self.tr.emit("harness_event", "harness", cli=self.cli, kind="init", session_id=ev.get("session_id"),
-                         model=ev.get("model"), tools=ev.get("tools"), version=self.version,
-                         permission_mode=ev.get("permissionMode"), api_key_source=ev.get("apiKeySource"))
+            self.tr.emit(
+                "harness_event",
+                "harness",
+                cli=self.cli,
+                kind="init",
+                session_id=ev.get("session_id"),
+                model=ev.get("model"),
+                tools=ev.get("tools"),
+                version=self.version,
+                permission_mode=ev.get("permissionMode"),
+                api_key_source=ev.get("apiKeySource"),
+            )
             return
         if sub == "hook_started":
-            return   # its hook_response says the same and more (a hook that never answers shows as a missing response)
+            return  # its hook_response says the same and more (a hook that never answers shows as a missing response)
         if sub == "hook_response":
             out, cut = clip(str(ev.get("output") or ""), 2_000)
-            self.tr.emit("harness_event", "harness", cli=self.cli, kind="hook_response", hook_event=ev.get("hook_event"),
-                         hook_name=ev.get("hook_name"), exit_code=ev.get("exit_code"), outcome=ev.get("outcome"),
-                         output=out, truncated=cut)
+            self.tr.emit(
+                "harness_event",
+                "harness",
+                cli=self.cli,
+                kind="hook_response",
+                hook_event=ev.get("hook_event"),
+                hook_name=ev.get("hook_name"),
+                exit_code=ev.get("exit_code"),
+                outcome=ev.get("outcome"),
+                output=out,
+                truncated=cut,
+            )
             return
         fields = {k: v for k, v in ev.items() if k not in ("type", "subtype", "uuid", "session_id")}
         self.tr.emit("harness_event", "harness", cli=self.cli, kind=str(sub), fields=small_json(fields))
@@ -119,9 +166,21 @@ class ClaudeStreamParser:
     def _result(self, ev: dict[str, Any]) -> None:
         self.result = ev
         text, cut = clip(str(ev.get("result") or ""), 20_000)
-        self.tr.emit("harness_event", "harness", cli=self.cli, kind="result", subtype=ev.get("subtype"),
-                     is_error=ev.get("is_error"), stop_reason=ev.get("stop_reason"),
-                     terminal_reason=ev.get("terminal_reason"), num_turns=ev.get("num_turns"),
-                     session_id=ev.get("session_id"), duration_ms=ev.get("duration_ms"), usage=ev.get("usage"),
-                     cli_cost_usd=ev.get("total_cost_usd"), api_error_status=ev.get("api_error_status"),
-                     text=text, truncated=cut)
+        self.tr.emit(
+            "harness_event",
+            "harness",
+            cli=self.cli,
+            kind="result",
+            subtype=ev.get("subtype"),
+            is_error=ev.get("is_error"),
+            stop_reason=ev.get("stop_reason"),
+            terminal_reason=ev.get("terminal_reason"),
+            num_turns=ev.get("num_turns"),
+            session_id=ev.get("session_id"),
+            duration_ms=ev.get("duration_ms"),
+            usage=ev.get("usage"),
+            cli_cost_usd=ev.get("total_cost_usd"),
+            api_error_status=ev.get("api_error_status"),
+            text=text,
+            truncated=cut,
+        )

@@ -6,6 +6,7 @@ sandbox's loopback (benchctl/gateway/forwarder.py), which reaches the gateway's 
 and tools are switched off in config.toml rather than with `--disable` flags because
 `codex exec resume` does not remember flags (verified with 0.147.0).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,19 +19,30 @@ from harnesses.cli_harness import hooks_config
 # Root-owned, sticky, world-writable: Codex creates its state files there, but cannot (nor can
 # the agent) replace config.toml / hooks.json, which are root-owned and read-only. Not under /tmp:
 # Codex refuses to create helper binaries there.
-CODEX_HOME = f"{STATE_DIR}/codex-home"      # STATE_DIR: a size-capped tmpfs (benchctl/sandbox/base.py)
-TOKEN_ENV = "BENCHCTL_GATEWAY_TOKEN"         # = cli_harness.TOKEN_ENV: the provider's key and the hooks' token
+CODEX_HOME = f"{STATE_DIR}/codex-home"  # STATE_DIR: a size-capped tmpfs (benchctl/sandbox/base.py)
+TOKEN_ENV = "BENCHCTL_GATEWAY_TOKEN"  # = cli_harness.TOKEN_ENV: the provider's key and the hooks' token
 PROVIDER = "benchctl"
 DEFAULT_PORT = 18555
 
 # Features that reach the network, spawn sub-agents, or add tools an audit run should not have.
-DISABLED_FEATURES = ("plugins", "apps", "multi_agent", "goals", "image_generation", "browser_use", "computer_use",
-                     "tool_suggest", "remote_plugin", "in_app_updates", "skill_mcp_dependency_install")
+DISABLED_FEATURES = (
+    "plugins",
+    "apps",
+    "multi_agent",
+    "goals",
+    "image_generation",
+    "browser_use",
+    "computer_use",
+    "tool_suggest",
+    "remote_plugin",
+    "in_app_updates",
+    "skill_mcp_dependency_install",
+)
 SUBAGENT_FEATURES = ("multi_agent",)
 
 
 def _toml_str(s: str) -> str:
-    return json.dumps(s)   # a JSON string literal is a valid TOML basic string
+    return json.dumps(s)  # a JSON string literal is a valid TOML basic string
 
 
 def settings(port: int, opts: dict[str, Any]) -> list[tuple[str, str]]:

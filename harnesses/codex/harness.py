@@ -18,6 +18,7 @@ binary is mounted read-only at /opt/benchctl/bin/codex. Options:
     forwarder_port    loopback port for the forwarder (default 18555)
     extra_args        more `codex exec` arguments
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,8 +28,15 @@ from benchctl.gateway.upstream import ModelId
 from benchctl.sandbox.base import Mount
 from harnesses.agent_cli import CallTracker, CliExit
 from harnesses.base import HarnessContext
-from harnesses.cli_harness import (AGENT_HOME, CliHarness, extra_args, install_protected, sandbox_socket,
-                                   sandbox_token, stderr_tail)
+from harnesses.cli_harness import (
+    AGENT_HOME,
+    CliHarness,
+    extra_args,
+    install_protected,
+    sandbox_socket,
+    sandbox_token,
+    stderr_tail,
+)
 from harnesses.codex import config as cx
 from harnesses.codex.stream import CodexStreamParser
 from harnesses.forwarder import behind_forwarder, forwarder_mount
@@ -56,8 +64,9 @@ class CodexHarness(CliHarness):
 
     def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
         config = cx.config_toml(self._port(opts), opts)
-        if ctx.target_tools is not None:    # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
+        if ctx.target_tools is not None:  # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
             from benchctl.targets.cli import codex_mcp_config
+
             config += codex_mcp_config(self._port(opts)).encode()
         install_protected(ctx, cx.CODEX_HOME, {"config.toml": config, "hooks.json": cx.hooks_json(ctx, self.name)})
 
@@ -67,13 +76,29 @@ class CodexHarness(CliHarness):
         mid = ModelId.parse(ctx.model)
         return mid.name if mid.provider == "openai" else DEFAULT_CLI_MODEL
 
-    def command(self, ctx: HarnessContext, opts: dict[str, Any], prompt: str,
-                resume: str | None) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, ctx: HarnessContext, opts: dict[str, Any], prompt: str, resume: str | None
+    ) -> tuple[list[str], dict[str, str]]:
         port = self._port(opts)
-        flags = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                 "--dangerously-bypass-hook-trust", *cx.overrides(port, opts), "-m", self.cli_model(ctx, opts)]
-        codex = [self.binary_in_sandbox(), "exec", *(["resume"] if resume else []), *flags, *extra_args(opts),
-                 *([resume] if resume else []), *(["--"] if prompt.startswith("-") else []), prompt]
+        flags = [
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+            *cx.overrides(port, opts),
+            "-m",
+            self.cli_model(ctx, opts),
+        ]
+        codex = [
+            self.binary_in_sandbox(),
+            "exec",
+            *(["resume"] if resume else []),
+            *flags,
+            *extra_args(opts),
+            *([resume] if resume else []),
+            *(["--"] if prompt.startswith("-") else []),
+            prompt,
+        ]
         env = {"HOME": AGENT_HOME, "CODEX_HOME": cx.CODEX_HOME, cx.TOKEN_ENV: sandbox_token()}
         return behind_forwarder(codex, port, sandbox_socket(ctx), "forwarder.log"), env
 

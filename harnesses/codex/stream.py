@@ -39,6 +39,7 @@ hook's tool and input, and records both ids on the `hook` event (`tool_id` = cal
 Claude Code's; `item_id` = the `id` of this stream's tool_call / tool_result). The tool_result
 also carries `call_id`.
 """
+
 from __future__ import annotations
 
 import threading
@@ -49,7 +50,6 @@ import orjson
 
 from benchctl.transcript import TranscriptWriter
 from harnesses.tool_outputs import MAX_RAW, CodexRules, ToolOutputJoin, clip, command_matches, output_text, small_json
-
 
 # Hook tool_name -> the stream's item type for that tool (CLI_FACTS.md; MCP tools are mcp__<server>__<tool>).
 _HOOK_ITEM_TYPES = {"Bash": "command_execution", "apply_patch": "file_change"}
@@ -65,7 +65,7 @@ class ToolItems:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._open: list[tuple[str, str, str]] = []     # (item id, item type, match key), oldest first
+        self._open: list[tuple[str, str, str]] = []  # (item id, item type, match key), oldest first
 
     def completed(self, item_id: str, item_type: str, key: str) -> None:
         with self._cond:
@@ -108,8 +108,9 @@ def _matches(entry: tuple[str, str, str], hook_tool: str, cmd: Any) -> bool:
 
 
 class CodexStreamParser:
-    def __init__(self, transcript: TranscriptWriter, cli: str = "codex", join: ToolOutputJoin | None = None,
-                 phase: int = 1) -> None:
+    def __init__(
+        self, transcript: TranscriptWriter, cli: str = "codex", join: ToolOutputJoin | None = None, phase: int = 1
+    ) -> None:
         self.tr = transcript
         # Codex counts its item ids per invocation: a follow-up phase's ids get "@<phase>" so that a
         # transcript's tool ids stay unique (the exports and the view pair calls and results by id).
@@ -119,8 +120,8 @@ class CodexStreamParser:
         self.cli = cli
         self.session_id: str | None = None
         self.turns_completed = 0
-        self.failure: str | None = None        # why the turn failed (turn.failed)
-        self.last_error: str | None = None     # the last top-level error event, for the message
+        self.failure: str | None = None  # why the turn failed (turn.failed)
+        self.last_error: str | None = None  # the last top-level error event, for the message
         self.last_agent_message: str | None = None
         self.usage: dict[str, Any] | None = None
 
@@ -167,29 +168,50 @@ class CodexStreamParser:
             command = str(item.get("command") or "")
             if phase == "started":
                 self.join.started(str(iid), "exec_command", itype, command)
-                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name="exec_command", input={"command": command})
+                self.tr.emit(
+                    "tool_call", "harness", cli=self.cli, id=iid, name="exec_command", input={"command": command}
+                )
             elif phase == "completed":
                 code = item.get("exit_code")
-                self.join.finished(str(iid), str(item.get("aggregated_output") or ""),
-                                   {"exit_code": code, "is_error": item.get("status") == "failed" or code not in (0, None)},
-                                   "exec_command")
+                self.join.finished(
+                    str(iid),
+                    str(item.get("aggregated_output") or ""),
+                    {"exit_code": code, "is_error": item.get("status") == "failed" or code not in (0, None)},
+                    "exec_command",
+                )
                 self.tool_items.completed(str(iid), itype, command)
         elif itype == "file_change":
             if phase == "started":
                 self.join.started(str(iid), "apply_patch", itype)
-                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name="apply_patch",
-                             input={"changes": item.get("changes")})
+                self.tr.emit(
+                    "tool_call",
+                    "harness",
+                    cli=self.cli,
+                    id=iid,
+                    name="apply_patch",
+                    input={"changes": item.get("changes")},
+                )
             elif phase == "completed":
-                self.join.finished(str(iid), orjson.dumps(item.get("changes")).decode(),
-                                   {"status": item.get("status"), "is_error": item.get("status") == "failed"},
-                                   "apply_patch")
+                self.join.finished(
+                    str(iid),
+                    orjson.dumps(item.get("changes")).decode(),
+                    {"status": item.get("status"), "is_error": item.get("status") == "failed"},
+                    "apply_patch",
+                )
                 self.tool_items.completed(str(iid), itype, "")
         elif itype == "mcp_tool_call":
             tool = str(item.get("tool") or "")
             if phase == "started":
                 self.join.started(str(iid), tool, itype, tool)
-                self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name=tool, server=item.get("server"),
-                             input=item.get("arguments"))
+                self.tr.emit(
+                    "tool_call",
+                    "harness",
+                    cli=self.cli,
+                    id=iid,
+                    name=tool,
+                    server=item.get("server"),
+                    input=item.get("arguments"),
+                )
             elif phase == "completed":
                 result, error = item.get("result"), item.get("error")
                 text = output_text(result.get("content")) if isinstance(result, dict) else ""
@@ -212,7 +234,14 @@ class CodexStreamParser:
             if phase == "started":
                 self.tr.emit("tool_call", "harness", cli=self.cli, id=iid, name=str(name), input=small_json(item))
             elif phase == "completed":
-                self.tr.emit("tool_result", "harness", cli=self.cli, id=iid, name=str(name), output=small_json(item),
-                             is_error=item.get("status") == "failed")
+                self.tr.emit(
+                    "tool_result",
+                    "harness",
+                    cli=self.cli,
+                    id=iid,
+                    name=str(name),
+                    output=small_json(item),
+                    is_error=item.get("status") == "failed",
+                )
         elif phase == "completed":
             self.tr.emit("harness_event", "harness", cli=self.cli, kind=f"item_{itype}", item=small_json(item))

@@ -17,6 +17,7 @@ in its place (it runs as the same user), is trusted.
 If the host cannot be reached the hook prints `{}` (no effect) and exits 0, so a broken
 gateway never wedges the agent; the host notices the missing hook events instead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,15 +58,22 @@ def main(argv: list[str]) -> int:
     body = json.dumps({"event": args.event, "cli": args.cli, "input": hook_input}).encode()
     try:
         conn = UnixHTTPConnection(args.socket, args.timeout)
-        conn.request("POST", f"/benchctl/hooks/{args.event}", body=body,
-                     headers={"content-type": "application/json", "content-length": str(len(body)),
-                              "authorization": f"Bearer {os.environ.get(TOKEN_ENV, '')}"})
+        conn.request(
+            "POST",
+            f"/benchctl/hooks/{args.event}",
+            body=body,
+            headers={
+                "content-type": "application/json",
+                "content-length": str(len(body)),
+                "authorization": f"Bearer {os.environ.get(TOKEN_ENV, '')}",
+            },
+        )
         resp = conn.getresponse()
         answer = resp.read().decode("utf-8", errors="replace")
         conn.close()
         if resp.status != 200:
             raise OSError(f"host answered HTTP {resp.status}: {answer[:200]}")
-        json.loads(answer)   # only ever print valid JSON to the CLI
+        json.loads(answer)  # only ever print valid JSON to the CLI
     except (OSError, ValueError, http.client.HTTPException) as e:
         print(f"benchctl hook {args.event}: host unreachable ({e}); no policy applied", file=sys.stderr)
         answer = "{}"

@@ -31,12 +31,14 @@ across harnesses. `tool_id` is the model's tool-call id; for Codex, whose stream
 by its own item ids, `hook` and `notice` events also carry `item_id` (see
 harnesses/codex/stream.py).
 """
+
 from __future__ import annotations
 
 import hashlib
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -46,10 +48,12 @@ from harnesses.base import HarnessContext, cost_stopped, fallback_count, tool_no
 from harnesses.hooks.ledger import HookLedger
 
 ROUTE_PREFIX = "/benchctl/hooks/"
-FALLBACK_CONTINUE = ("Your previous response was not delivered. Continue the task from where you left off; "
-                     "do not stop until the work is complete.")
+FALLBACK_CONTINUE = (
+    "Your previous response was not delivered. Continue the task from where you left off; "
+    "do not stop until the work is complete."
+)
 
-MAX_FILE_BYTES = 20_000_000    # the length-policy file is read whole from the container up to this size
+MAX_FILE_BYTES = 20_000_000  # the length-policy file is read whole from the container up to this size
 Response = tuple[int, dict[str, str], bytes]
 
 
@@ -64,24 +68,26 @@ def policy_file_path(ctx: HarnessContext) -> str | None:
 class HookHost:
     """Applies the run's policies when a CLI hook fires. One per run (per HarnessContext)."""
 
-    def __init__(self, ctx: HarnessContext, cli: str, clock: Callable[[], float] = time.time,
-                 ledger: HookLedger | None = None) -> None:
+    def __init__(
+        self, ctx: HarnessContext, cli: str, clock: Callable[[], float] = time.time, ledger: HookLedger | None = None
+    ) -> None:
         self.ctx = ctx
         self.cli = cli
         self.clock = clock
         self.ledger = ledger if ledger is not None else HookLedger()
-        self.counts: dict[str, int] = {}     # honoured hooks (a forged or repeated one counts nothing)
+        self.counts: dict[str, int] = {}  # honoured hooks (a forged or repeated one counts nothing)
         self._lock = threading.Lock()
         self._fallbacks_nudged = 0
-        self._tool_answers: dict[str, dict[str, Any]] = {}          # tool call -> its PostToolUse answer
-        self._stop_answers: dict[str, dict[str, Any]] = {}          # turn end (ledger) -> stop answer
-        self._file_digest: bytes | None = None   # the length-policy file as of the last tool call
+        self._tool_answers: dict[str, dict[str, Any]] = {}  # tool call -> its PostToolUse answer
+        self._stop_answers: dict[str, dict[str, Any]] = {}  # turn end (ledger) -> stop answer
+        self._file_digest: bytes | None = None  # the length-policy file as of the last tool call
         # Set per phase by a CLI whose stream ids differ from the model's call ids (Codex:
         # harnesses/codex/stream.ToolItems); the hook event then records both.
         self.tool_items: Any = None
-        self._tokens: Any = None          # benchctl.targets token budget, when the run has one
+        self._tokens: Any = None  # benchctl.targets token budget, when the run has one
         if ctx.token_budget is not None:
             from benchctl.targets.token_budget import TokenBudgetHook
+
             self._tokens = TokenBudgetHook()
 
     # -- the gateway route ------------------------------------------------------------------
@@ -89,7 +95,9 @@ class HookHost:
     def handle(self, method: str, path: str, body: bytes) -> Response:
         event = path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
         if method != "POST" or event not in ("post_tool_use", "stop"):
-            return self._json(404, {"error": f"no hook {method} {path}; expected POST {ROUTE_PREFIX}post_tool_use|stop"})
+            return self._json(
+                404, {"error": f"no hook {method} {path}; expected POST {ROUTE_PREFIX}post_tool_use|stop"}
+            )
         try:
             payload = orjson.loads(body or b"{}")
             if not isinstance(payload, dict):
@@ -97,16 +105,18 @@ class HookHost:
             inp = payload.get("input") or {}
             if not isinstance(inp, dict):
                 raise ValueError("input is not a JSON object")
-        except ValueError as e:   # recorded like a forged hook: the first few, then only counted
+        except ValueError as e:  # recorded like a forged hook: the first few, then only counted
             count = getattr(self.ctx.gateway, "refused", None)
             if count is None or count("bad_hook", str(e)):
                 self.ctx.transcript.emit("error", "harness", message=f"bad hook payload for {event}: {e}")
             return self._json(400, {"error": f"bad hook payload: {e}"})
         try:
-            with self._lock:          # one decision at a time: stop counters must not race
+            with self._lock:  # one decision at a time: stop counters must not race
                 out = self.post_tool_use(inp) if event == "post_tool_use" else self.stop(inp)
         except Exception as e:  # a policy bug must not take the agent down; record it loudly
-            self.ctx.transcript.emit("error", "harness", message=f"hook {event} failed on the host: {type(e).__name__}: {e}")
+            self.ctx.transcript.emit(
+                "error", "harness", message=f"hook {event} failed on the host: {type(e).__name__}: {e}"
+            )
             out = {}
         return self._json(200, out)
 
@@ -135,7 +145,7 @@ class HookHost:
             return self.ctx.sandbox.get_file(path, max_bytes=MAX_FILE_BYTES)
         except FileNotFoundError:
             return None
-        except Exception as e:   # a symlink, a directory, too big, the sandbox gone: no word count
+        except Exception as e:  # a symlink, a directory, too big, the sandbox gone: no word count
             self.ctx.transcript.emit("error", "harness", message=f"could not read {path} for its word count: {e}")
             return None
 
@@ -154,28 +164,42 @@ class HookHost:
         why = self.ledger.check_tool_call(inp.get("session_id"), tool_id)
         if why is not None:
             return self._forged("PostToolUse", why, tool_id=tool_id, tool_name=tool_name)
-        assert isinstance(tool_id, str)     # the ledger passes only a tool call it issued, whose id is a str
-        if tool_id in self._tool_answers:     # its notices were given: the same answer, nothing counted
-            tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=tool_name, tool_id=tool_id,
-                    repeat=True)
+        assert isinstance(tool_id, str)  # the ledger passes only a tool call it issued, whose id is a str
+        if tool_id in self._tool_answers:  # its notices were given: the same answer, nothing counted
+            tr.emit(
+                "hook", "harness", cli=self.cli, event="PostToolUse", tool_name=tool_name, tool_id=tool_id, repeat=True
+            )
             return self._tool_answers[tool_id]
         self._count("post_tool_use")
         ids: dict[str, Any] = {}
         if self.tool_items is not None:
             ids["item_id"] = self.tool_items.claim(tool_name, inp.get("tool_input"))
         text = self._changed_policy_file()
-        tr.emit("hook", "harness", cli=self.cli, event="PostToolUse", tool_name=tool_name,
-                tool_id=tool_id, file_changed=text is not None, **ids)
+        tr.emit(
+            "hook",
+            "harness",
+            cli=self.cli,
+            event="PostToolUse",
+            tool_name=tool_name,
+            tool_id=tool_id,
+            file_changed=text is not None,
+            **ids,
+        )
         parts = tool_notices(self.ctx, tool_id, text, now, **ids)
         stop = self.ctx.stop
-        if stop is not None and stop.is_set():   # the final notice (recorded when the cap was reached); the CLI ends next
+        if (
+            stop is not None and stop.is_set()
+        ):  # the final notice (recorded when the cap was reached); the CLI ends next
             parts.append(str(stop.info.get("notice") or stop.reason))
         if self._tokens is not None:
             tokens = self._tokens.after_tool(self.ctx, tool_id, now)
             if tokens:
                 parts.append(tokens)
-        answer = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "\n".join(parts)}} \
-            if parts else {}
+        answer = (
+            {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "\n".join(parts)}}
+            if parts
+            else {}
+        )
         self._tool_answers[tool_id] = answer
         return answer
 
@@ -184,14 +208,21 @@ class HookHost:
         key, why = self.ledger.check_turn_end(inp.get("session_id"))
         if key is None:
             return self._forged("Stop", str(why))
-        if key in self._stop_answers:         # this turn end was decided: the same answer, nothing counted
-            tr.emit("hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"),
-                    repeat=True)
+        if key in self._stop_answers:  # this turn end was decided: the same answer, nothing counted
+            tr.emit(
+                "hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"), repeat=True
+            )
             return self._stop_answers[key]
         self._count("stop")
-        if cost_stopped(ctx):          # a cost cap: let it stop, never ask for more
-            tr.emit("hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"),
-                    decision="stop")
+        if cost_stopped(ctx):  # a cost cap: let it stop, never ask for more
+            tr.emit(
+                "hook",
+                "harness",
+                cli=self.cli,
+                event="Stop",
+                stop_hook_active=inp.get("stop_hook_active"),
+                decision="stop",
+            )
             self._stop_answers[key] = {}
             return {}
         data = self._read_policy_file() if pol.length is not None else None
@@ -204,16 +235,30 @@ class HookHost:
             if fallbacks > self._fallbacks_nudged:
                 self._fallbacks_nudged = fallbacks
                 kind, message = "fallback_continue", FALLBACK_CONTINUE
-        tr.emit("hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"),
-                decision=kind)
+        tr.emit(
+            "hook", "harness", cli=self.cli, event="Stop", stop_hook_active=inp.get("stop_hook_active"), decision=kind
+        )
         elapsed = round(now - ctx.budget.start, 3)
         answer: dict[str, Any] = {}
         if kind == "revision":
-            tr.emit("revision_request", "policy", text=message, elapsed_s=elapsed,
-                    reprompts=ctx.stop_state.reprompts, revisions=ctx.stop_state.revisions)
+            tr.emit(
+                "revision_request",
+                "policy",
+                text=message,
+                elapsed_s=elapsed,
+                reprompts=ctx.stop_state.reprompts,
+                revisions=ctx.stop_state.revisions,
+            )
         elif kind != "stop":
-            tr.emit("reprompt", "policy", text=message, elapsed_s=elapsed, reason=kind,
-                    reprompts=ctx.stop_state.reprompts, revisions=ctx.stop_state.revisions)
+            tr.emit(
+                "reprompt",
+                "policy",
+                text=message,
+                elapsed_s=elapsed,
+                reason=kind,
+                reprompts=ctx.stop_state.reprompts,
+                revisions=ctx.stop_state.revisions,
+            )
         if kind != "stop":
             answer = {"decision": "block", "reason": message or "Continue."}
         self._stop_answers[key] = answer

@@ -18,6 +18,7 @@ another session and change nothing here. A HookLedger is a gateway CallObserver
 (benchctl.gateway.server): `request` and `response` run on the gateway's event loop, the
 checks in the hook host's worker threads, hence the lock.
 """
+
 from __future__ import annotations
 
 import threading
@@ -46,15 +47,15 @@ def answered_tool_calls(wire_api: str, body: dict[str, Any]) -> set[str]:
     for msg in contents or []:
         if not isinstance(msg, dict):
             continue
-        if msg.get("role") == "tool" and msg.get("tool_call_id"):           # chat completions
+        if msg.get("role") == "tool" and msg.get("tool_call_id"):  # chat completions
             ids.add(str(msg["tool_call_id"]))
         blocks = msg.get("content") if wire_api != "gemini" else msg.get("parts")
-        for block in blocks if isinstance(blocks, list) else ():    # (a string content has no tool results)
+        for block in blocks if isinstance(blocks, list) else ():  # (a string content has no tool results)
             if not isinstance(block, dict):
                 continue
-            if block.get("type") == "tool_result" and block.get("tool_use_id"):   # Anthropic Messages
+            if block.get("type") == "tool_result" and block.get("tool_use_id"):  # Anthropic Messages
                 ids.add(str(block["tool_use_id"]))
-            response = block.get("functionResponse")                            # Gemini
+            response = block.get("functionResponse")  # Gemini
             if isinstance(response, dict) and response.get("id"):
                 ids.add(str(response["id"]))
     return ids
@@ -62,10 +63,10 @@ def answered_tool_calls(wire_api: str, body: dict[str, Any]) -> set[str]:
 
 @dataclass
 class Session:
-    issued: set[str] = field(default_factory=set)      # tool calls the model asked for
-    answered: set[str] = field(default_factory=set)    # ...whose results a later request carried
-    responses: int = 0                                 # model responses recorded so far
-    last_ended_turn: bool = False                      # the latest of them asked for no tool
+    issued: set[str] = field(default_factory=set)  # tool calls the model asked for
+    answered: set[str] = field(default_factory=set)  # ...whose results a later request carried
+    responses: int = 0  # model responses recorded so far
+    last_ended_turn: bool = False  # the latest of them asked for no tool
 
 
 class HookLedger:

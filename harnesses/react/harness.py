@@ -6,10 +6,12 @@ bash/python call that changed it), the stop
 decision (reprompt / revision request / stop) whenever the model stops, and the deadline.
 Every step writes a transcript event.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from benchctl.gateway.upstream import ModelId
 from benchctl.policies import stop_decision
@@ -24,7 +26,7 @@ SYSTEM_PROMPT = (
     f"The evidence is in {DATA_DIR} (read-only). Your working directory is {WORK_DIR}; write every "
     "file you are asked to produce there. Use the tools to investigate; call `submit` when done."
 )
-MAX_REFUSAL_RETRIES = 3      # a fallback model gets the refused turn again, at most this often
+MAX_REFUSAL_RETRIES = 3  # a fallback model gets the refused turn again, at most this often
 # When rate-limit waits can move the deadline (the budget pauses), the gateway cuts a call at the
 # deadline as it moves; the client's own timeout is then only a backstop against a stuck gateway.
 PAUSABLE_BACKSTOP_S = 3600.0
@@ -38,21 +40,22 @@ class ReactHarness:
         self.clock = clock
         self._conv: Conversation | None = None
         self._turns = 0
-        self._tokens: Any = None                 # benchctl.targets TokenBudgetHook, when the run has a token budget
-        self._policy_seen: str | None = None     # the length-policy file's text as last read
+        self._tokens: Any = None  # benchctl.targets TokenBudgetHook, when the run has a token budget
+        self._policy_seen: str | None = None  # the length-policy file's text as last read
 
     def mounts(self) -> list[Mount]:
-        return []      # the loop runs on the host; the sandbox needs nothing extra
+        return []  # the loop runs on the host; the sandbox needs nothing extra
 
     def tool_versions(self) -> dict[str, str]:
         from benchctl import __version__
+
         return {"react": __version__}
 
     def run(self, ctx: HarnessContext) -> HarnessResult:
         opts = {**self.options, **ctx.options}
         mid = ModelId.parse(ctx.model)
         system = str(opts.get("system_prompt", SYSTEM_PROMPT))
-        if ctx.target_tools is not None:     # hidden-behaviour audits: the target tools as native tools
+        if ctx.target_tools is not None:  # hidden-behaviour audits: the target tools as native tools
             opts["extra_tool_specs"] = ctx.target_tools.specs()
         try:
             self._conv = open_conversation(mid.provider, ctx.gateway, mid.name, system, ctx.instructions, opts)
@@ -76,10 +79,11 @@ class ReactHarness:
         try:
             return ctx.sandbox.get_file(resolve(lp.file)).decode("utf-8", errors="replace")
         except Exception:
-            return None           # not written (yet): nothing to revise
+            return None  # not written (yet): nothing to revise
 
-    def _changed_policy_file(self, ctx: HarnessContext, tool: str, out: ToolOutcome,
-                             length_path: str | None) -> str | None:
+    def _changed_policy_file(
+        self, ctx: HarnessContext, tool: str, out: ToolOutcome, length_path: str | None
+    ) -> str | None:
         """The length-policy file's text after this tool call if the call edited it, else None.
 
         create/edit of the file always count; a bash or python call counts when the file's text
@@ -95,7 +99,7 @@ class ReactHarness:
 
     def _run_tool(self, ctx: HarnessContext, tools: ToolBox, name: str, args: Any, time_left: float) -> ToolOutcome:
         target = ctx.target_tools
-        if target is not None and name in target.names:       # host-side: the target model (benchctl.targets)
+        if target is not None and name in target.names:  # host-side: the target model (benchctl.targets)
             out = target.call(name, args if isinstance(args, dict) else {}, timeout=max(1.0, time_left + 1.0))
             return ToolOutcome(out.text, is_error=out.is_error)
         return tools.run(name, args, time_left)
@@ -104,9 +108,18 @@ class ReactHarness:
         """The tool_result event: `output` is exactly the text the model gets (the tool's output, capped,
         then the notices); `truncated` says the cap cut the tool's output."""
         call = result.call
-        ctx.transcript.emit("tool_result", "harness", id=call.id, name=call.name, output=result.output,
-                            exit_code=out.exit_code, is_error=out.is_error, truncated=out.truncated,
-                            timed_out=out.timed_out, **({"rejected": out.rejected} if out.rejected else {}))
+        ctx.transcript.emit(
+            "tool_result",
+            "harness",
+            id=call.id,
+            name=call.name,
+            output=result.output,
+            exit_code=out.exit_code,
+            is_error=out.is_error,
+            truncated=out.truncated,
+            timed_out=out.timed_out,
+            **({"rejected": out.rejected} if out.rejected else {}),
+        )
         if out.rejected:
             warn_rejected(ctx.transcript, self.name, call.name, out.rejected, call.id)
 
@@ -117,6 +130,7 @@ class ReactHarness:
             return False
         if self._tokens is None:
             from benchctl.targets.token_budget import TokenBudgetHook
+
             self._tokens = TokenBudgetHook()
         d = self._tokens.check(ctx, results[-1].call.id)
         if d.kind == "stop":
@@ -140,7 +154,7 @@ class ReactHarness:
         while True:
             if ctx.cancel.is_set():
                 return result("error", "cancelled")
-            if cost_stopped(ctx):     # a cost cap: stop before the next model call (its notice is recorded)
+            if cost_stopped(ctx):  # a cost cap: stop before the next model call (its notice is recorded)
                 return result("budget_exhausted", stop_reason(ctx))
             now = self.clock()
             if budget.expired(now):
@@ -156,7 +170,12 @@ class ReactHarness:
                 if cost_stopped(ctx):
                     return result("budget_exhausted", stop_reason(ctx))
                 if budget.expired(self.clock()):
-                    tr.emit("notice", "policy", kind="deadline", text="Time is up during a model call; the agent was stopped.")
+                    tr.emit(
+                        "notice",
+                        "policy",
+                        kind="deadline",
+                        text="Time is up during a model call; the agent was stopped.",
+                    )
                     return result("timeout")
                 msg = f"model call failed: {type(e).__name__}: {e}"
                 tr.emit("error", "harness", message=msg)
@@ -164,14 +183,28 @@ class ReactHarness:
             self._turns += 1
             turns_here += 1
             if turn.refusal:
-                tr.emit("assistant", "harness", turn=self._turns, text=turn.text, stop_reason=turn.stop_reason,
-                        refusal=True, usage=turn.usage)
+                tr.emit(
+                    "assistant",
+                    "harness",
+                    turn=self._turns,
+                    text=turn.text,
+                    stop_reason=turn.stop_reason,
+                    refusal=True,
+                    usage=turn.usage,
+                )
                 if fallback_count(ctx) > fallbacks_before and refusal_retries < MAX_REFUSAL_RETRIES:
-                    refusal_retries += 1     # the gateway switched models: same turn again
+                    refusal_retries += 1  # the gateway switched models: same turn again
                     continue
                 return result("refused", "the model refused and no fallback applied")
-            tr.emit("assistant", "harness", turn=self._turns, text=turn.text, stop_reason=turn.stop_reason,
-                    tool_calls=len(turn.tool_calls), usage=turn.usage)
+            tr.emit(
+                "assistant",
+                "harness",
+                turn=self._turns,
+                text=turn.text,
+                stop_reason=turn.stop_reason,
+                tool_calls=len(turn.tool_calls),
+                usage=turn.usage,
+            )
 
             submitted = False
             if turn.tool_calls:
@@ -186,7 +219,7 @@ class ReactHarness:
                     results.append(ToolResult(call, text, out.is_error))
                     if i < last:
                         self._tool_result(ctx, results[-1], out)
-                token_stop = self._token_policy(ctx, results)     # may add to the last result's text
+                token_stop = self._token_policy(ctx, results)  # may add to the last result's text
                 self._tool_result(ctx, results[-1], out)
                 conv.add_tool_results(results)
                 if token_stop:
@@ -194,13 +227,20 @@ class ReactHarness:
                 if not submitted:
                     continue
 
-            decision = stop_decision(budget, self.clock(), ctx.stop_state, pol.early_exit, pol.length,
-                                     self._read_policy_file(ctx))
+            decision = stop_decision(
+                budget, self.clock(), ctx.stop_state, pol.early_exit, pol.length, self._read_policy_file(ctx)
+            )
             if decision.kind == "stop":
                 if budget.expired(self.clock()):
                     return result("timeout")
                 return result("completed")
             event = "reprompt" if decision.kind == "reprompt" else "revision_request"
-            tr.emit(event, "policy", text=decision.message, elapsed_s=round(self.clock() - budget.start, 3),
-                    reprompts=ctx.stop_state.reprompts, revisions=ctx.stop_state.revisions)
+            tr.emit(
+                event,
+                "policy",
+                text=decision.message,
+                elapsed_s=round(self.clock() - budget.start, 3),
+                reprompts=ctx.stop_state.reprompts,
+                revisions=ctx.stop_state.revisions,
+            )
             conv.add_user(decision.message or "Continue.")

@@ -4,6 +4,7 @@ bash (per-command timeout), python, view / create / edit a file, and submit. Pat
 relative to /work unless absolute. Outputs shown to the model are capped (head and tail kept)
 so one `cat` of a big log cannot blow the context window.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -17,34 +18,63 @@ from benchctl.sandbox.base import WORK_DIR, Sandbox
 MAX_OUTPUT_CHARS = 20_000
 
 TOOL_SPECS: list[dict[str, Any]] = [
-    {"name": "bash",
-     "description": "Run a bash command in the sandbox (cwd /work; task data is read-only in /data; no network). "
-                    "Returns stdout, stderr and the exit code.",
-     "parameters": {"type": "object", "properties": {
-         "command": {"type": "string", "description": "The command line."},
-         "timeout": {"type": "number", "description": "Seconds before the command is killed (optional)."}},
-         "required": ["command"]}},
-    {"name": "python",
-     "description": "Run a Python 3 program in the sandbox (cwd /work) and return its output.",
-     "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}},
-    {"name": "view",
-     "description": "Show a file with line numbers (optionally a [start, end] line range) or list a directory.",
-     "parameters": {"type": "object", "properties": {
-         "path": {"type": "string"},
-         "view_range": {"type": "array", "items": {"type": "integer"}, "description": "[first_line, last_line], 1-based"}},
-         "required": ["path"]}},
-    {"name": "create",
-     "description": "Create or overwrite a file with the given text.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "file_text": {"type": "string"}},
-                    "required": ["path", "file_text"]}},
-    {"name": "edit",
-     "description": "Replace the single occurrence of old_str in a file with new_str (old_str must be unique).",
-     "parameters": {"type": "object", "properties": {
-         "path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"}},
-         "required": ["path", "old_str", "new_str"]}},
-    {"name": "submit",
-     "description": "Call when your work is complete and your files are written.",
-     "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}}},
+    {
+        "name": "bash",
+        "description": "Run a bash command in the sandbox (cwd /work; task data is read-only in /data; no network). "
+        "Returns stdout, stderr and the exit code.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line."},
+                "timeout": {"type": "number", "description": "Seconds before the command is killed (optional)."},
+            },
+            "required": ["command"],
+        },
+    },
+    {
+        "name": "python",
+        "description": "Run a Python 3 program in the sandbox (cwd /work) and return its output.",
+        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+    },
+    {
+        "name": "view",
+        "description": "Show a file with line numbers (optionally a [start, end] line range) or list a directory.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "view_range": {
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "description": "[first_line, last_line], 1-based",
+                },
+            },
+            "required": ["path"],
+        },
+    },
+    {
+        "name": "create",
+        "description": "Create or overwrite a file with the given text.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "file_text": {"type": "string"}},
+            "required": ["path", "file_text"],
+        },
+    },
+    {
+        "name": "edit",
+        "description": "Replace the single occurrence of old_str in a file with new_str (old_str must be unique).",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"}},
+            "required": ["path", "old_str", "new_str"],
+        },
+    },
+    {
+        "name": "submit",
+        "description": "Call when your work is complete and your files are written.",
+        "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}},
+    },
 ]
 TOOL_NAMES = {t["name"] for t in TOOL_SPECS}
 
@@ -56,9 +86,9 @@ class ToolOutcome:
     exit_code: int | None = None
     timed_out: bool = False
     truncated: bool = False
-    written_path: str | None = None    # absolute path of a file created/edited (length policy)
+    written_path: str | None = None  # absolute path of a file created/edited (length policy)
     submit: bool = False
-    rejected: str | None = None        # not run: "unknown_tool" or "invalid_input"
+    rejected: str | None = None  # not run: "unknown_tool" or "invalid_input"
 
 
 def resolve(path: str) -> str:
@@ -72,11 +102,15 @@ class ToolBox:
 
     def run(self, name: str, args: dict[str, Any], time_left: float) -> ToolOutcome:
         if name not in TOOL_NAMES:
-            return ToolOutcome(f"Unknown tool {name!r}. Available: {', '.join(sorted(TOOL_NAMES))}.", is_error=True,
-                               rejected="unknown_tool")
+            return ToolOutcome(
+                f"Unknown tool {name!r}. Available: {', '.join(sorted(TOOL_NAMES))}.",
+                is_error=True,
+                rejected="unknown_tool",
+            )
         if not isinstance(args, dict):
-            return ToolOutcome(f"Tool input must be a JSON object, got {type(args).__name__}.", is_error=True,
-                               rejected="invalid_input")
+            return ToolOutcome(
+                f"Tool input must be a JSON object, got {type(args).__name__}.", is_error=True, rejected="invalid_input"
+            )
         try:
             return getattr(self, "_" + name)(args, time_left)
         except KeyError as e:
@@ -101,8 +135,13 @@ class ToolBox:
             parts.append(f"[killed after {timeout:.0f}s timeout]")
         parts.append(f"[exit code: {r.exit_code}]")
         text, cut = head_and_tail("\n".join(parts), MAX_OUTPUT_CHARS)
-        return ToolOutcome(text, is_error=bool(r.timed_out or r.exit_code), exit_code=r.exit_code,
-                           timed_out=r.timed_out, truncated=cut or r.truncated)
+        return ToolOutcome(
+            text,
+            is_error=bool(r.timed_out or r.exit_code),
+            exit_code=r.exit_code,
+            timed_out=r.timed_out,
+            truncated=cut or r.truncated,
+        )
 
     def _bash(self, a: dict[str, Any], time_left: float) -> ToolOutcome:
         return self._exec(["bash", "-c", str(a["command"])], self._timeout(a.get("timeout"), time_left))
