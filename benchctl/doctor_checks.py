@@ -51,7 +51,7 @@ def check_docker() -> tuple[Check, Any]:
 
 
 def check_image(client: Any, tag: str) -> Check:
-    from benchctl import images
+    from benchctl.sandbox import images
 
     if client is None:
         return Check("sandbox image", "skip", "needs the Docker Engine", required=True)

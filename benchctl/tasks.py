@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchctl.images import DEFAULT_TAG
 from benchctl.policies import EarlyExitPolicy, LengthPolicy, RunPolicies, parse_duration
+from benchctl.run.sweep import BASE_VARIANTS
 from benchctl.sandbox.base import Limits
+from benchctl.sandbox.images import DEFAULT_TAG
 from benchctl.sandbox.limits import LimitError, check_fits_host, parse_limits
-from benchctl.sweep import BASE_VARIANTS
 
 TASK_FILE = "task.toml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

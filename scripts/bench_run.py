@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchctl.jsonio import read_json, read_jsonl
-from benchctl.run_setup import execute, resolve_config
+from benchctl.run import execute, resolve_config
 
 TASK = """name = "{name}"
 instructions = "Benchmark."

@@ -70,7 +70,7 @@ async def http_latencies(url: str, n: int, conc: int, stream: bool) -> tuple[lis
 
 
 def complete_latencies(model: str, n: int, conc: int) -> tuple[list[float], float]:
-    from benchctl.models import acomplete
+    from benchctl.gateway.complete import acomplete
 
     async def run() -> tuple[list[float], float]:
         lat: list[float] = []

@@ -52,7 +52,7 @@ def tool(name: str, **inp: Any) -> dict[str, Any]:
 
 
 def run_inprocess(task: Path, model: str, out: Path, budget: str = "1m", **kw: Any) -> int:
-    from benchctl.run_setup import execute, resolve_config
+    from benchctl.run import execute, resolve_config
 
     r = resolve_config(
         task=task,

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from benchctl.images import DEFAULT_TAG as SANDBOX_IMAGE  # $BENCHCTL_IMAGE or benchctl-sandbox:latest
-from benchctl.preflight import check_image
+from benchctl.run.preflight import check_image
 from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, docker_client
+from benchctl.sandbox.images import DEFAULT_TAG as SANDBOX_IMAGE  # $BENCHCTL_IMAGE or benchctl-sandbox:latest
 
 # The processes tests start (the CLI, fake upstreams, Ray nodes) import this checkout's code too, not
 # whichever checkout an editable install points at (pyproject's pythonpath covers this process).

@@ -31,7 +31,7 @@ def test_factory_names_the_address_and_the_fix(no_engine: str) -> None:
 
 
 def test_every_entry_point_gives_the_same_message(no_engine: str) -> None:
-    from benchctl.preflight import check_image
+    from benchctl.run.preflight import check_image
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
     from benchctl.task_import.images import probe

@@ -17,8 +17,8 @@ from benchctl.executors.bundle import make_bundle, pack_dir, unpack_bundle, unpa
 from benchctl.executors.ray_driver import forwarded_env
 from benchctl.executors.ray_node import SecretEnv
 from benchctl.jsonio import read_json, read_jsonl
-from benchctl.runner import Runner
-from benchctl.sweep import SweepConfig, expand
+from benchctl.run.runner import Runner
+from benchctl.run.sweep import SweepConfig, expand
 from benchctl.tasks import load_task
 from benchctl.transcript import Redactor, TranscriptWriter
 from harnesses.base import HarnessResult

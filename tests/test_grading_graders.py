@@ -1,4 +1,4 @@
-"""Graders end to end on fixture run dirs with scripted judges (through benchctl.models)."""
+"""Graders end to end on fixture run dirs with scripted judges (through benchctl.gateway.complete)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The one Judge: ask_structured's ask-then-re-ask-once loop, refusals and failed calls as
 JudgeFailed, per-ask max_tokens, and the judge-log writer. Judges are scripted models driven
-through benchctl.models, as in grading."""
+through benchctl.gateway.complete, as in grading."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
+from benchctl.grading.judge_json import JudgeParseError
 from benchctl.jsonio import read_json
-from benchctl.judge_json import JudgeParseError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -95,7 +95,7 @@ def test_failed_call_is_judge_failed_after_retries() -> None:
     judge, tally = judge_with({"error": {"status": 500, "message": "judge down", "retry_after": 0}})
     with pytest.raises(JudgeFailed, match="judge call failed after retries.*judge down"):
         ask(judge, tally)
-    assert len(SEEN) > 1  # retried by benchctl.models first
+    assert len(SEEN) > 1  # retried by benchctl.gateway.complete first
     assert judge.calls == tally.calls == 1 and "judge down" in tally.exchanges[0]["error"]
 
 

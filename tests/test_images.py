@@ -6,7 +6,7 @@ from contextlib import closing
 
 import pytest
 
-from benchctl import images
+from benchctl.sandbox import images
 from benchctl.sandbox.docker_client import BUILD_TIMEOUT, docker_client
 
 pytestmark = pytest.mark.docker

@@ -510,7 +510,7 @@ def test_spend_on_disk_counts_finished_unfinished_and_earlier_attempts(tmp_path:
 def test_cost_caps_refuse_unpriced_models_and_bad_limits_name_their_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchctl.run_setup import RunError, resolve_config
+    from benchctl.run.config import RunError, resolve_config
     from tests._run_helpers import make_task
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-0123456789")

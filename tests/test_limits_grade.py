@@ -19,6 +19,7 @@ from test_grading_fixtures import GOOD_REPORT, WEAK_REPORT, make_run, make_task
 from typer.testing import CliRunner
 
 from benchctl.cli import app
+from benchctl.gateway.complete import reset_upstreams
 from benchctl.grading.spend import (
     SEED_ASK,
     LoggedSpend,
@@ -30,7 +31,6 @@ from benchctl.grading.spend import (
 )
 from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
-from benchctl.models import reset_upstreams
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from tests import limits_scripts
 

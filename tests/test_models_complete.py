@@ -1,4 +1,4 @@
-"""benchctl.models.complete / acomplete: scripted judges and real providers against a fake upstream."""
+"""benchctl.gateway.complete.complete / acomplete: scripted judges and real providers against a fake upstream."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchctl.models import ModelCallError, acomplete, complete, reset_upstreams
+from benchctl.gateway.complete import ModelCallError, acomplete, complete, reset_upstreams
 from benchctl.testing import FakeUpstreamServer
 from benchctl.transcript import TranscriptWriter
 

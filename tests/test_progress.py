@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchctl.progress import JsonLinesProgress, RichProgress, make_progress
-from benchctl.sweep import RunSpec
+from benchctl.run.progress import JsonLinesProgress, RichProgress, make_progress
+from benchctl.run.sweep import RunSpec
 
 
 def spec(i: int) -> RunSpec:

@@ -163,9 +163,9 @@ def test_hard_links_and_background_processes_behave_as_documented(tmp_path: Path
     background process outlives the tool call that started it, until the call times out."""
     import uuid
 
-    from benchctl.images import DEFAULT_TAG
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
+    from benchctl.sandbox.images import DEFAULT_TAG
 
     with DockerSandbox(SandboxSpec(image=DEFAULT_TAG, run_id=f"readme-{uuid.uuid4().hex[:8]}")) as box:
         box.exec(
@@ -193,7 +193,7 @@ SEEN: list[str] = []
 
 def flaky_then_fake(request):
     """A scripted judge whose every first attempt at a question fails with a retryable 529 (retried
-    at once by benchctl.models); the retry gets the fake judge's answer."""
+    at once by benchctl.gateway.complete); the retry gets the fake judge's answer."""
     from benchctl.grading.fake_judge import judge
 
     SEEN.append(request.last_user_text)

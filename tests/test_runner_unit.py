@@ -8,8 +8,8 @@ import pytest
 
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import run_dir
-from benchctl.runner import followup_name, move_attempt_aside, plan, resume_action
-from benchctl.sweep import SweepConfig, SweepError, expand, load_sweep_file, seeds_list
+from benchctl.run.runner import followup_name, move_attempt_aside, plan, resume_action
+from benchctl.run.sweep import SweepConfig, SweepError, expand, load_sweep_file, seeds_list
 from harnesses import registry
 from tests._run_helpers import REPO, cli
 
@@ -76,7 +76,7 @@ def test_sweep_file(tmp_path: Path) -> None:
 
 
 def test_command_line_options_override_the_sweep_file(tmp_path: Path) -> None:
-    from benchctl.run_setup import resolve_config
+    from benchctl.run.config import resolve_config
 
     f = tmp_path / "sweep.toml"
     f.write_text(f'task = "{REPO}/configs/demo"\nmodels = ["{DEMO_MODEL}"]\nbudgets = ["2m"]\nout = "res"\n')
@@ -97,7 +97,7 @@ def test_command_line_options_override_the_sweep_file(tmp_path: Path) -> None:
 
 
 def test_seeds_and_concurrency_come_from_the_sweep_file_unless_given(tmp_path: Path) -> None:
-    from benchctl.run_setup import resolve_config
+    from benchctl.run.config import resolve_config
 
     f = tmp_path / "sweep.toml"
     f.write_text(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchctl.jsonio import read_json, read_jsonl
-from benchctl.run_setup import RunError, execute, resolve_config
+from benchctl.run import RunError, execute, resolve_config
 from benchctl.targets import demo
 from tests import targets_rig
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchctl.images import DEFAULT_TAG
+from benchctl.sandbox.images import DEFAULT_TAG
 from benchctl.tasks import TaskError, apply_variant, load_task, prepare_data, task_hash
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_a_task_without_an_image_key_runs_in_the_image_benchctl_builds(
         env["BENCHCTL_IMAGE"] = env_image
     code = (
         "import sys; from pathlib import Path; from benchctl.tasks import load_task; "
-        "from benchctl.preflight import image_origin; from benchctl.images import DEFAULT_TAG; "
+        "from benchctl.run.preflight import image_origin; from benchctl.sandbox.images import DEFAULT_TAG; "
         "t = load_task(Path(sys.argv[1])); print(t.image, DEFAULT_TAG, image_origin(t))"
     )
     out = subprocess.run(

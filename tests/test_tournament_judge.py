@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchctl.grading.judge import Judge, Tally
-from benchctl.judge_json import JudgeParseError, last_json
+from benchctl.grading.judge_json import JudgeParseError, last_json
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.dedup import REASK, dedup_env, parse_dedup
 from benchctl.tournament.issues import IssuesFormatError, normalise_issues, parse_extraction, read_issues_json
@@ -104,7 +104,7 @@ def scripted_replay_judge(request: Any) -> dict[str, Any]:
 
 
 def replay(*turns: str | dict[str, Any]) -> tuple[Judge, Tally]:
-    """A Judge (through benchctl.models and the scripted provider) that gives `turns` in order."""
+    """A Judge (through benchctl.gateway.complete and the scripted provider) that gives `turns` in order."""
     REPLAY[:] = list(turns)
     SEEN.clear()
     return Judge("scripted/py:test_tournament_judge:scripted_replay_judge"), Tally()

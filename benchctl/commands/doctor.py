@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Check that this machine can run benchmarks, and say how to fix what is missing."""
-        from benchctl.images import DEFAULT_TAG
+        from benchctl.sandbox.images import DEFAULT_TAG
 
         if ray is not None:
             from benchctl.commands.doctor_ray import doctor_ray

@@ -1,6 +1,6 @@
 """`benchctl images build` / `benchctl images show`: the sandbox image.
 
-Heavy imports (docker, benchctl.images) happen inside the commands so `benchctl --help` stays fast.
+Heavy imports (docker, benchctl.sandbox.images) happen inside the commands so `benchctl --help` stays fast.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def build(
     if_missing: bool = typer.Option(False, "--if-missing", help="Do nothing if the tag already exists."),
 ) -> None:
     """Build the sandbox image, via the Dockerfile if its base image is available, else offline."""
-    from benchctl import images
+    from benchctl.sandbox import images
 
     if offline and dockerfile:
         typer.echo("error: choose one of --offline and --dockerfile (or neither, to pick automatically)", err=True)
@@ -61,7 +61,7 @@ def build(
 @images_app.command("show")
 def show(tag: str = typer.Option(None, "--tag", help="Image tag to inspect.")) -> None:
     """Print the sandbox image's id (content digest), build path and size."""
-    from benchctl import images
+    from benchctl.sandbox import images
 
     tag = tag or images.DEFAULT_TAG
     with closing(_client()) as client:

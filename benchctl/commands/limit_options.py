@@ -2,7 +2,7 @@
 
 Each flag has one name, type and metavar wherever it appears; its help says what it limits in
 that command. Values are read by one parser (`benchctl.limits.config.apply_flags`) and a cost cap
-refuses unpriced models by one check (`refuse_unpriced`): `run` through `run_setup.resolve_config`
+refuses unpriced models by one check (`refuse_unpriced`): `run` through `benchctl.run.config.resolve_config`
 (where a sweep file's `[limits]` meet the flags), `gateway` and `grade` through `cli_limits`.
 Import-light: benchctl.limits is imported when a command runs.
 """

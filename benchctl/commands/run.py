@@ -70,8 +70,8 @@ def run(
     """Run agents on a task in network-less sandboxes; rerun the same command to resume."""
     import sys
 
-    from benchctl.progress import PROGRESS_MODES
-    from benchctl.run_setup import RunError, execute, resolve_config
+    from benchctl.run import RunError, execute, resolve_config
+    from benchctl.run.progress import PROGRESS_MODES
 
     if progress not in PROGRESS_MODES:  # before anything runs: a typo must not start a sweep
         typer.secho(f"error: --progress {progress!r}: use one of {', '.join(PROGRESS_MODES)}", fg="red", err=True)

@@ -1,6 +1,6 @@
 """The Executor seam: "run this spec somewhere and stream its events back".
 
-The runner (benchctl/runner.py) keeps resume, locking and the results layout; an executor only
+The runner (benchctl/run/runner.py) keeps resume, locking and the results layout; an executor only
 decides where a run's gateway + harness + sandbox live:
 
 - `local` (benchctl/executors/local.py): in a thread of this process, on this machine's Docker;
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchctl.layout import RunMeta
-from benchctl.sweep import RunSpec
+from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
 from harnesses.base import HarnessResult

@@ -7,7 +7,7 @@ from typing import Any
 
 from benchctl.executors import RunJob, RunOutcome
 from benchctl.executors.run_body import GatewayFactory, LiveRuns, SandboxFactory, docker_sandbox, real_gateway, run_body
-from benchctl.sweep import RunSpec
+from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
 
@@ -28,7 +28,7 @@ class LocalExecutor:
     def check(self, task: Task, specs: list[RunSpec]) -> str | None:
         if not self.uses_docker:
             return None
-        from benchctl.preflight import check_image, image_origin
+        from benchctl.run.preflight import check_image, image_origin
 
         return check_image(task.image, image_origin(task))
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from benchctl.executors import RunJob, RunOutcome
 from benchctl.executors.ray_node import SLOT, SecretEnv
-from benchctl.sweep import RunSpec
+from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import SECRET_ENV_VARS, SECRET_SUFFIXES, TranscriptWriter
 from harnesses.base import HarnessResult
@@ -120,7 +120,7 @@ def connect(address: str) -> Any:
 def driver_image_digest(image: str) -> str | None:
     """The image's digest on the driver's own Docker, if it has one; nodes must match it."""
     try:
-        from benchctl import images
+        from benchctl.sandbox import images
         from benchctl.sandbox.docker_client import docker_client
 
         with closing(docker_client()) as client:

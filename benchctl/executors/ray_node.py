@@ -81,7 +81,7 @@ def check_node(
         problems.append(str(e))
         return out
     try:
-        from benchctl import images
+        from benchctl.sandbox import images
 
         info = images.image_info(client, image)
         if info is None and build_missing:
@@ -139,7 +139,7 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
     image_check = check_image(client, image)
     checks = [docker_check, image_check, check_sandbox_starts(client, image, image_check.status == "ok")]
     if client is not None and image_check.status == "ok" and expected_digest:
-        from benchctl import images
+        from benchctl.sandbox import images
 
         info = images.image_info(client, image)
         if info is not None and info.id != expected_digest:
@@ -254,8 +254,7 @@ class RunActor:
     def _prepare_docker(run_id: str, image: str, expected_digest: str | None) -> str | None:
         """Remove containers and gateway dirs of this run left by a dead earlier attempt here; refuse
         a wrong image."""
-        from benchctl import images
-        from benchctl.sandbox import gateway_dir
+        from benchctl.sandbox import gateway_dir, images
         from benchctl.sandbox.cleanup import remove_strays
         from benchctl.sandbox.docker_client import docker_client
 

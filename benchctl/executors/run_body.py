@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from benchctl.executors import RunJob, RunOutcome
 from benchctl.layout import ARTIFACTS, RunMeta, Usage
 from benchctl.policies import Budget, StopState, parse_duration
+from benchctl.run.sweep import RunSpec
 from benchctl.sandbox.base import WORK_DIR, Sandbox, SandboxSpec
 from benchctl.sandbox.gateway_dir import GatewayDir
-from benchctl.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
 from harnesses import registry

@@ -21,7 +21,7 @@ went silent past the idle timeout, or answered 2xx and broke off before its answ
 non-streaming body cut short, a stream that died before its first byte; a non-streaming 2xx head
 comes when the model has finished). An attempt answered with an error status, or that failed to
 connect or to send, generated nothing. The gateway prices a call with such an attempt as
-unknown (exchange.py), and so do judges (benchctl.models).
+unknown (exchange.py), and so do judges (benchctl.gateway.complete).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The scripted provider: a fake model that replays a script, in whatever wire API the caller speaks.
 
-It is a real `Upstream` (see upstream.py): the gateway, `benchctl.models.complete` and the
+It is a real `Upstream` (see upstream.py): the gateway, `benchctl.gateway.complete.complete` and the
 fake upstream HTTP server all drive it the same way. Model ids:
 
     scripted/<path>                      a JSON or TOML script; relative paths resolve against the cwd

@@ -1,6 +1,6 @@
 """The Upstream seam: where a model call actually goes.
 
-The gateway (and `benchctl.models.complete`, used by judges) hand an `UpstreamCall` to an
+The gateway (and `benchctl.gateway.complete.complete`, used by judges) hand an `UpstreamCall` to an
 `Upstream` and stream back an `UpstreamResponse` whose body is the raw wire bytes exactly
 as the upstream sent them (SSE or JSON), so the gateway can pass them through as they
 arrive. Real upstreams speak HTTP to a vendor; the scripted upstream generates the same

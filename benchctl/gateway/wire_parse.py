@@ -3,7 +3,7 @@
 The gateway passes bytes through untouched while they stream; once a response is complete
 it calls `summarize` on the accumulated bytes to record what was said (text, tool calls),
 what it cost (usage), how it ended (stop reason, refusal) and which model served it. Judges
-(`benchctl.models.complete`) use the same function to read a reply.
+(`benchctl.gateway.complete.complete`) use the same function to read a reply.
 
 Usage is normalized so costs are comparable across vendors:
   input_tokens        input NOT read from cache (Anthropic `input_tokens`; OpenAI input minus cached)

@@ -22,10 +22,10 @@ import re
 from typing import Any
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally
+from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.judge_parse import Verdict, parse_verdict
 from benchctl.grading.record import GradeJob, make_record
 from benchctl.grading.templates import delimit, nonce_for, render
-from benchctl.judge_json import JudgeParseError
 from benchctl.layout import GradeItem, GradeRecord
 
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*+•])\s+(.*\S)\s*$")

@@ -13,10 +13,10 @@ from typing import Any
 
 from benchctl.grading.config import Finding
 from benchctl.grading.judge import DEFAULT_MAX_TOKENS, Judge, JudgeFailed, Tally
+from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.judge_parse import ItemScore, parse_scores, strict_score
 from benchctl.grading.record import GradeJob, make_record
 from benchctl.grading.templates import delimit, nonce_for, render
-from benchctl.judge_json import JudgeParseError
 from benchctl.layout import GradeItem, GradeRecord
 
 

@@ -1,9 +1,9 @@
-"""The judge: one model called through `benchctl.models`, with a shared concurrency limit.
+"""The judge: one model called through `benchctl.gateway.complete`, with a shared concurrency limit.
 
 Every judge call of a grading session — the rubric graders' and the tournament's — goes through
 one `Judge`, whose semaphore caps calls in flight (`--concurrency`), so 1,000 reports x 8
 batches are spread over K parallel calls rather than 8,000 at once, and whose `calls` counts
-them all for the grade summary. Retries live in `benchctl.models`; a call that still fails, or
+them all for the grade summary. Retries live in `benchctl.gateway.complete`; a call that still fails, or
 that the judge refuses, raises `JudgeFailed` here, and callers turn that into unscored items —
 never a score of 0, and never a re-ask (a refusal is the judge's answer, not a format slip).
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.spend import JUDGE_LOG_DIR, append_spend, spend_log_path
 from benchctl.jsonio import write_json_atomic
-from benchctl.judge_json import JudgeParseError
 from benchctl.layout import GRADES
 
 T = TypeVar("T")
@@ -103,7 +103,7 @@ class Judge:
         self.spent = float(spent)
         self.capped = 0  # judge calls not made because of the cap
         self.max_tokens = max_tokens  # default; call sites whose answers grow pass their own
-        # 0 for repeatable grades; benchctl.models drops it for models that reject temperature
+        # 0 for repeatable grades; benchctl.gateway.complete drops it for models that reject temperature
         self.temperature = temperature
         self.concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
@@ -112,8 +112,8 @@ class Judge:
     async def _complete(
         self, messages: list[dict[str, Any]], system: str, tally: Tally, max_tokens: int, log: dict[str, Any]
     ) -> Any:
-        """One call (retried in benchctl.models); the Completion, or JudgeFailed. Fills `log`."""
-        from benchctl.models import ModelCallError, acomplete
+        """One call (retried in benchctl.gateway.complete); the Completion, or JudgeFailed. Fills `log`."""
+        from benchctl.gateway.complete import ModelCallError, acomplete
 
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)

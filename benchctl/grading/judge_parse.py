@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from benchctl.judge_json import json_objects
+from benchctl.grading.judge_json import json_objects
 
 _LIST_KEYS = ("scores", "findings", "results", "items", "grades")
 

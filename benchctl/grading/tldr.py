@@ -89,10 +89,10 @@ def extract_tldr(report: str) -> tuple[str, str]:
 
 async def grade_tldr(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
     from benchctl.grading.judge import JudgeFailed
+    from benchctl.grading.judge_json import JudgeParseError
     from benchctl.grading.judge_parse import ItemScore, parse_holistic
     from benchctl.grading.record import make_record
     from benchctl.grading.templates import delimit, nonce_for, render
-    from benchctl.judge_json import JudgeParseError
 
     cfg = job.cfg
     rubric_hash = cfg.rubric_hash("tldr")

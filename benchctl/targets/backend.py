@@ -30,12 +30,12 @@ from typing import Any
 
 import orjson
 
+from benchctl.gateway.complete import build_request
 from benchctl.gateway.pricing import PriceTable
 from benchctl.gateway.registry import resolve_upstream, wrap_upstream
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream, UpstreamCall
 from benchctl.gateway.wire_parse import empty_usage, summarize
-from benchctl.models import build_request
 
 
 class TargetCallError(Exception):

@@ -42,7 +42,7 @@ def expand_tool_configs(
         return specs
     names = list(dict.fromkeys(configs or [DEFAULT_CONFIG]))
     file = Path(task_dir) / "task.toml"
-    from benchctl.preflight import check_model  # keys / base URLs / scripts, before anything runs
+    from benchctl.run.preflight import check_model  # keys / base URLs / scripts, before anything runs
 
     check_model(hb.target.model, f"{file}: key `target.model`")
     for name in names:

@@ -1,6 +1,6 @@
 """What `benchctl run` checks of an imported task before anything starts, and what a run records.
 
-    check_before_run(task, allow_changed)   # run_setup: PinChanged (exit 2) when data/ left its pin
+    check_before_run(task, allow_changed)   # benchctl.run.config: PinChanged (exit 2) when data/ left its pin
     pin_meta(task)                          # runner: meta.json["pin"] = the pin + what was verified
 
 A task without a [pin] passes unchanged; the [task_tests] table is parsed here too, so a broken

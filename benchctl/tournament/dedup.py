@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally
-from benchctl.judge_json import JudgeParseError, last_json
+from benchctl.grading.judge_json import JudgeParseError, last_json
 from benchctl.tournament.schema import AuditorIssue, CanonicalIssue
 
 PROMPT_VERSION = "dedup-1"

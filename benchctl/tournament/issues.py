@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchctl import jsonio
-from benchctl.judge_json import JudgeParseError, last_json
+from benchctl.grading.judge_json import JudgeParseError, last_json
 from benchctl.layout import ARTIFACTS
 from benchctl.tournament.schema import AuditorIssue
 

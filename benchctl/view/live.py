@@ -8,7 +8,7 @@ redo it). The lock is looked up read-only in /proc/locks: taking it, even briefl
 `benchctl run` starting at that moment refuse to start.
 
 Live figures come from each running run's transcript, read incrementally and fed to the same
-accumulator the live progress table of `benchctl run` uses (`benchctl.progress.Progress`).
+accumulator the live progress table of `benchctl run` uses (`benchctl.run.progress.Progress`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 import orjson
 
 from benchctl.layout import RUNS, TRANSCRIPT
-from benchctl.progress import Progress
-from benchctl.run_setup import LOCK_FILE
+from benchctl.run.execute import LOCK_FILE
+from benchctl.run.progress import Progress
 from benchctl.sandbox.cleanup import pid_alive
 
 

@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 
 from benchctl.layout import ARTIFACTS, META, RUNS, TRANSCRIPT
-from benchctl.runner import ATTEMPTS
+from benchctl.run.runner import ATTEMPTS
 
 _RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,300}")
 _NAME = re.compile(r"[^/\x00]{1,255}")

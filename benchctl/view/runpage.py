@@ -12,10 +12,10 @@ import math
 from typing import Any
 
 from benchctl.jsonio import read_json
-from benchctl.progress import _tokens
 from benchctl.report.aggregate import Options, config_of, field_of, wait_share
 from benchctl.report.contests import target_cost
 from benchctl.report.load import Run
+from benchctl.run.progress import _tokens
 from benchctl.view import render
 from benchctl.view.events import LANES, EventView, category, minimap, prepare, texts
 from benchctl.view.live import sweep_active

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.layout import RUNS, read_meta
-from benchctl.progress import _tokens
 from benchctl.report.aggregate import Options, config_of, field_of, pick_headline
 from benchctl.report.load import UNFINISHED, Results, Run, gc_paused, load_results
+from benchctl.run.progress import _tokens
 from benchctl.view.live import LiveRuns, sweep_active
 
 PAGE_SIZE = 200  # rows per page: a 10,000-run sweep is sorted and filtered on the server

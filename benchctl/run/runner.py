@@ -24,7 +24,7 @@ from benchctl.executors.local import LocalExecutor
 from benchctl.executors.run_body import followup_name  # noqa: F401  (re-exported: tests and callers use it)
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import ARTIFACTS, FINAL_STATUSES, META, META_SCHEMA, TRANSCRIPT, RunMeta, read_meta, run_dir
-from benchctl.sweep import RunSpec
+from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter, WarningCounter
 from harnesses.base import HarnessResult

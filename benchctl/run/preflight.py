@@ -1,6 +1,6 @@
 """Checks `benchctl run` makes before any run starts that more than one layer needs.
 
-run_setup.py checks the sweep's models with them, targets/runs.py a hidden-behaviour task's
+run/config.py checks the sweep's models with them, targets/runs.py a hidden-behaviour task's
 target and auxiliary models, and the local executor (executors/local.py) the sandbox image. They
 sit below all three, so none imports another to reach a check (no import circle). A problem is
 a `RunError` whose message names where the bad value came from and the fix.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from contextlib import closing
 
-from benchctl.images import DEFAULT_TAG
 from benchctl.sandbox.docker_client import DockerUnavailable, docker_client
+from benchctl.sandbox.images import DEFAULT_TAG
 from benchctl.tasks import Task
 
 

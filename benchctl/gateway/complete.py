@@ -12,7 +12,7 @@ keep-alive connection pool, one script state) per model id: `complete` is safe t
 many threads and `acomplete` from any event loop, e.g. 64 judge calls at a time. For a
 `scripted/<file>` model the in-order turns are therefore consumed across calls in this process.
 
-    from benchctl.models import complete
+    from benchctl.gateway.complete import complete
     c = complete("anthropic/claude-sonnet-5-5", [{"role": "user", "content": "Score this..."}],
                  system="You are a strict grader.", max_tokens=1024, temperature=0)
     c.text, c.usage, c.cost_usd, c.refusal
@@ -335,7 +335,9 @@ def complete(
     try:
         if asyncio.get_running_loop() is loop:
             # e.g. a Python-callable script calling complete(): blocking here would deadlock the loop.
-            raise ModelCallError("complete() called from benchctl.models' own event loop; use `await acomplete(...)`")
+            raise ModelCallError(
+                "complete() called from benchctl.gateway.complete' own event loop; use `await acomplete(...)`"
+            )
     except RuntimeError:
         pass  # no running loop in this thread: the normal case
     coro = _complete_on_loop(model, messages, system, max_tokens, temperature, transcript)
