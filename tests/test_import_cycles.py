@@ -175,3 +175,28 @@ def test_gateway_context_declares_what_exchange_uses_and_gateway_has_it() -> Non
     assert used and not used - declared, f"used by exchange.py but not in GatewayContext: {sorted(used - declared)}"
     gateway = Gateway(GatewayConfig(model=f"scripted/{REPO / 'configs/demo/investigator.json'}"))
     assert isinstance(gateway, GatewayContext)  # runtime_checkable: every declared member is there
+
+
+def test_every_module_imports_on_its_own() -> None:
+    """Each module imported first, in an interpreter holding none of ours: a circle through a
+    package's __init__ (importing P.x runs P/__init__.py first, which the graph above does not
+    model) fails here as the ImportError a user would get."""
+    import subprocess
+    import sys
+
+    names = sorted(m for m in source_modules() if not m.endswith("__main__"))
+    probe = (
+        "import importlib, sys, traceback\n"
+        "bad = []\n"
+        f"for name in {names!r}:\n"
+        "    for m in [m for m in sys.modules if m.split('.')[0] in ('benchctl', 'harnesses')]:\n"
+        "        del sys.modules[m]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception:\n"
+        "        bad.append(name + ': ' + traceback.format_exc(limit=-3))\n"
+        "print('\\n'.join(bad))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert not res.stdout.strip(), "modules that fail when imported first:\n" + res.stdout

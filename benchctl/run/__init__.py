@@ -2,20 +2,31 @@
 file -> validated `RunSpec`s), the checks made before anything starts (`preflight`), resume and the
 results layout (`runner`), and execution with progress (`execute`, `progress`). Where each run's
 sandbox, gateway and harness live is an executor's choice (`benchctl.executors`).
+
+The public names below are imported lazily: lower layers (tasks.py, executors) import
+`benchctl.run.sweep`, and an eager import here would make them import the whole pipeline first.
 """
 
-from benchctl.run.config import ResolvedRun, resolve_config, write_sweep_json
-from benchctl.run.execute import execute
-from benchctl.run.preflight import RunError
-from benchctl.run.sweep import RunSpec, SweepConfig, SweepError
+from __future__ import annotations
 
-__all__ = [
-    "ResolvedRun",
-    "RunError",
-    "RunSpec",
-    "SweepConfig",
-    "SweepError",
-    "execute",
-    "resolve_config",
-    "write_sweep_json",
-]
+from typing import Any
+
+_EXPORTS = {
+    "ResolvedRun": "benchctl.run.config",
+    "resolve_config": "benchctl.run.config",
+    "write_sweep_json": "benchctl.run.config",
+    "execute": "benchctl.run.execute",
+    "RunError": "benchctl.run.preflight",
+    "RunSpec": "benchctl.run.sweep",
+    "SweepConfig": "benchctl.run.sweep",
+    "SweepError": "benchctl.run.sweep",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'benchctl.run' has no attribute {name!r}")

@@ -60,7 +60,7 @@ class BuildResult:
 def sandboxes_dir() -> Path:
     """The sandboxes/ directory of the source checkout (override: BENCHCTL_SANDBOXES_DIR)."""
     override = os.environ.get("BENCHCTL_SANDBOXES_DIR")
-    d = Path(override) if override else Path(__file__).resolve().parents[1] / "sandboxes"
+    d = Path(override) if override else Path(__file__).resolve().parents[2] / "sandboxes"
     if not (d / "packages.txt").is_file():
         raise ImageBuildError(
             f"sandbox image definitions not found at {d}; run from a source checkout "
