@@ -36,3 +36,11 @@ def main(
 
 for _module in (run, grade, report, view, export, gateway, images, doctor, tasks):
     _module.register(app)
+
+
+def __getattr__(name: str) -> object:
+    # `benchctl.cli.click_command` is the Click command typer builds from `app`: the docs' CLI reference
+    # (docs/cli.md, rendered by mkdocs-click) is generated from it, so it cannot drift from the commands.
+    if name == "click_command":
+        return typer.main.get_command(app)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
