@@ -2,4 +2,4 @@
 
 from benchctl.cli import app
 
-app()
+app(prog_name="benchctl")

@@ -64,8 +64,9 @@ def test_a_broken_link_or_a_page_outside_the_nav_fails_the_build(tmp_path: Path)
     assert "no-such-page.md" in out and "#no-such-anchor" in out and "orphan.md" in out
 
 
-def test_the_readme_links_point_at_files_that_exist() -> None:
+def test_the_readme_is_a_front_door_whose_links_point_at_files_that_exist() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 300, "the README is the front door; the rest belongs in docs/"
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
     local = [t for t in targets if "://" not in t]
     assert "docs/view-run.png" in local  # the screenshot

@@ -31,7 +31,7 @@ def demo_steps(out: Path) -> list[list[str]]:
 
 
 def demo(
-    out: Path = typer.Argument(Path("results/demo"), help="The results directory (rerunning resumes)."),
+    out: Path = typer.Argument(Path("results/demo"), metavar="OUT", help="The results directory (rerunning resumes)."),
 ) -> None:
     """Run the demo investigation end to end with no API key: image, run, grade, report."""
     from benchctl import bundled
