@@ -9,7 +9,7 @@ anthropic, openai, google-genai, matplotlib) are imported inside the command bod
 import typer
 
 from benchctl import __version__
-from benchctl.commands import doctor, export, gateway, grade, images, report, run, tasks, view
+from benchctl.commands import demo, doctor, export, gateway, grade, images, report, run, tasks, view
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -34,5 +34,13 @@ def main(
     """Run agents in network-less sandboxes, grade their outputs, report."""
 
 
-for _module in (run, grade, report, view, export, gateway, images, doctor, tasks):
+for _module in (run, grade, report, view, export, gateway, images, doctor, tasks, demo):
     _module.register(app)
+
+
+def __getattr__(name: str) -> object:
+    # `benchctl.cli.click_command` is the Click command typer builds from `app`: the docs' CLI reference
+    # (docs/cli.md, rendered by mkdocs-click) is generated from it, so it cannot drift from the commands.
+    if name == "click_command":
+        return typer.main.get_command(app)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,14 +3,8 @@
 This module is the contract between `run` (writes runs), `grade` (reads runs, writes grades)
 and `report` (reads both). Nothing else decides paths.
 
-    results/<sweep>/
-      sweep.json                         resolved sweep config + benchctl version
-      runs/<run_id>/
-        meta.json                        RunMeta; written atomically and LAST
-        transcript.jsonl                 one event per line, appended live
-        artifacts/                       files collected from the sandbox
-        attempts/                        earlier unfinished attempts moved aside on resume
-      grades/<grader>/<run_id>.json      GradeRecord
+The layout and every field of `meta.json` (RunMeta) are documented in docs/formats/results.md,
+grade records (GradeRecord) in docs/formats/grades.md; the TypedDicts here are their shapes in code.
 """
 
 from __future__ import annotations

@@ -23,13 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.policies import EarlyExitPolicy, LengthPolicy, RunPolicies, parse_duration
-from benchctl.run.sweep import BASE_VARIANTS
 from benchctl.sandbox.base import Limits
 from benchctl.sandbox.images import DEFAULT_TAG
 from benchctl.sandbox.limits import LimitError, check_fits_host, parse_limits
 
 TASK_FILE = "task.toml"
+# `--variant base` (or an empty name, or "none") means the unmodified data, so no variant may take these names
+BASE_VARIANTS = ("", "base", "none")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def is_task_name(name: str) -> bool:
+    """A usable task (or variant) name: letters, digits, '.', '_' or '-', not starting with a symbol."""
+    return bool(_NAME.match(name))
+
+
 _TOP_KEYS = {
     "name",
     "description",

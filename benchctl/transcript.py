@@ -4,10 +4,8 @@ Every component of a run (gateway, harness, policies, runner) writes through one
 `TranscriptWriter`, which is thread-safe, flushes each line (so `tail -f` and a crash both
 see whole events) and scrubs secrets before anything reaches disk.
 
-Every event has: `v` (schema version), `seq` (0, 1, 2, ... per transcript), `t` (unix
-seconds), `type`, `source` (who wrote it: runner | gateway | harness | policy | targets |
-grader) plus type-specific fields. The event types are listed in `EVENT_TYPES` and documented in
-the README.
+The format — the fields every event has and each type's own — is documented in
+docs/formats/transcript.md; the event types are listed in `EVENT_TYPES`.
 """
 
 from __future__ import annotations

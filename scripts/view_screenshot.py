@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Screenshot a page of `benchctl view` (the README's docs/view-run.png comes from the demo run):
+"""Screenshot a page of `benchctl view` (docs/view-run.png, shown by the README and the docs, comes from the demo run):
 starts the real `benchctl view RESULTS --port 0`, opens PATH in headless Chromium, saves a PNG.
 
     python scripts/view_screenshot.py results/demo docs/view-run.png            # the first run's page

@@ -1,4 +1,4 @@
-"""The README's first command: the demo task with the scripted investigator, end to end."""
+"""The first command of the README and of docs/getting-started.md: the demo task with the scripted investigator, end to end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's demo with the CLI harnesses: `benchctl run configs/demo --harness claude-code|codex`
+"""The demo with the CLI harnesses (docs/getting-started.md): `benchctl run configs/demo --harness claude-code|codex`
 with the scripted investigators, end to end through the real CLI binary, the real gateway and the
 real Docker sandbox, then `benchctl grade` with the fake judge.
 

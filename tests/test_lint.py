@@ -1,5 +1,5 @@
 """The lint and format gates, as tests: `ruff check .` and `ruff format --check .` with
-pyproject.toml's [tool.ruff] (README, Tests). Each takes well under a second."""
+pyproject.toml's [tool.ruff] (docs/contributing.md, Gates). Each takes well under a second."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def test_codex_uses_target_tools_over_mcp(sandbox_image, monkeypatch):
 
 
 def test_codex_reaches_the_target_with_its_default_model_name(tmp_path, sandbox_image):
-    """The shipped demo through Codex as the README runs it: for the model name Codex knows (the default
+    """The shipped demo through Codex as docs/audits.md runs it: for the model name Codex knows (the default
     cli_model) it defers MCP tools behind its tool_search; the scripted investigator searches, then calls
     them namespaced, and every call shows in the transcript with what the model received."""
     from benchctl.jsonio import read_json, read_jsonl

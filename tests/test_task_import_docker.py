@@ -157,7 +157,7 @@ def test_static_audit_without_the_image_and_allow_changed(built, tmp_path) -> No
 
 
 def test_tournament_over_imported_environments(built, tmp_path) -> None:
-    """From "a directory of Harbor tasks" (and an Inspect task) to an Elo leaderboard, as the README
+    """From "a directory of Harbor tasks" (and an Inspect task) to an Elo leaderboard, as docs/importing.md
     describes: import, one `benchctl run` per environment into one results directory, grade, rate."""
     audit, repo = built["audit"], built["repo"]
     r = runner.invoke(

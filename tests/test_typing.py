@@ -29,7 +29,7 @@ def test_benchctl_and_harnesses_type_check(tmp_path_factory: pytest.TempPathFact
     assert "No module named mypy" not in res.stderr, "mypy is missing: pip install -e '.[dev]'"
     assert res.returncode in (0, 1), res.stdout + res.stderr  # 2: mypy itself failed (bad config, crash)
     errors = [line for line in res.stdout.splitlines() if ": error: " in line]
-    assert not errors, f"mypy found {len(errors)} type error(s) (fix the types; see README, Tests):\n" + "\n".join(
-        errors
+    assert not errors, (
+        f"mypy found {len(errors)} type error(s) (fix the types; see docs/contributing.md):\n" + "\n".join(errors)
     )
     assert res.returncode == 0, res.stdout + res.stderr

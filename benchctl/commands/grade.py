@@ -146,7 +146,11 @@ def runs(
 @grade_app.command("validate")
 def validate(
     human: Path = typer.Option(
-        ..., "--human", exists=True, dir_okay=False, help="Human scores (CSV or JSONL; see README)."
+        ...,
+        "--human",
+        exists=True,
+        dir_okay=False,
+        help="Human scores (CSV or JSONL; see docs/grading.md, Judge validation).",
     ),
     grades: Path = typer.Option(..., "--grades", exists=True, help="A results directory, or its grades/ directory."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the metrics as JSON here."),

@@ -1,4 +1,6 @@
-"""`benchctl tasks import harbor|inspect SOURCE -o TASK_DIR` and `benchctl tasks verify TASK_DIR ...`.
+"""`benchctl tasks new NAME`, `benchctl tasks import harbor|inspect SOURCE -o TASK_DIR` and `benchctl tasks verify TASK_DIR ...`.
+
+`new` writes a starter task (benchctl/starter.py).
 
 Imports other frameworks' tasks as pinned audit tasks (benchctl/task_import/); `verify` checks
 tasks against their pin, as `benchctl run` does before it starts.
@@ -10,7 +12,33 @@ from pathlib import Path
 
 import typer
 
-tasks_app = typer.Typer(no_args_is_help=True, help="Import tasks from other frameworks; verify their pins.")
+tasks_app = typer.Typer(
+    no_args_is_help=True, help="Start a new task; import tasks from other frameworks; verify their pins."
+)
+
+
+@tasks_app.command("new")
+def new(
+    task_dir: Path = typer.Argument(
+        ..., metavar="NAME", help="The task directory to create; its last part is the task's name."
+    ),
+) -> None:
+    """Write a starter task (task.toml with comments, data/, grading/ with an example rubric) that
+    `benchctl run` accepts as it is."""
+    from benchctl.starter import StarterError, write_starter_task
+    from benchctl.tasks import TaskError
+
+    try:
+        files = write_starter_task(task_dir)
+    except (StarterError, TaskError) as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    for f in files:
+        typer.echo(f"  wrote {f}")
+    typer.echo(
+        f"Next: edit {task_dir / 'task.toml'}, put your evidence in {task_dir / 'data'} and your key in "
+        f"{task_dir / 'grading'}; then `benchctl run {task_dir} --model PROVIDER/MODEL --out results/{task_dir.name}`."
+    )
 
 
 @tasks_app.command("import")

@@ -11,7 +11,7 @@ never a score of 0, and never a re-ask (a refusal is the judge's answer, not a f
 `JudgeParseError`, send the answer back with a re-ask prompt and parse the second answer.
 
 Each exchange is recorded in the `Tally` of the grade it belongs to, and `write_judge_log`
-writes them to `grades/<grader>/judge_log/<name>.json` (format in the README, "Judge logs").
+writes them to `grades/<grader>/judge_log/<name>.json` (format: docs/formats/grades.md, "Judge logs").
 Each call's cost is also appended to its grader's spend log as soon as the answer arrives
 (`spend.py`), which `benchctl grade --max-cost` reads to continue its count on a rerun.
 """

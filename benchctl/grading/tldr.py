@@ -1,6 +1,6 @@
 """Finding the TLDR of a report, and grading it holistically.
 
-Extraction rule (documented in the README):
+Extraction rule (documented in docs/grading.md, Scores):
 1. A heading whose text is TLDR, TL;DR, TL DR, Summary or Executive summary (any case, any
    level, markdown `#` headings or a line that is only bold text such as `**TL;DR**`, an optional
    trailing colon). The section runs to the next heading of the same or a higher level (any

@@ -207,7 +207,7 @@ def refuse_unpriced(models: list[str], where: str, prices: Any = None) -> None:
         raise LimitsConfigError(
             f"{where}: a cost cap cannot count what unpriced models spend: {', '.join(missing)} "
             f"(no entry in the price table). Fix: add their prices (a TOML file in "
-            f"BENCHCTL_PRICES, see the README's Prices), or pass --allow-unpriced to count "
+            f"BENCHCTL_PRICES, see docs/gateway.md, Prices), or pass --allow-unpriced to count "
             f"their calls as $0"
         )
 

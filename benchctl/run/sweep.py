@@ -34,8 +34,7 @@ from typing import Any
 from benchctl.layout import make_run_id
 from benchctl.limits.config import LimitsConfig, LimitsConfigError, parse_sweep_limits
 from benchctl.policies import parse_duration
-
-BASE_VARIANTS = ("", "base", "none")
+from benchctl.tasks import BASE_VARIANTS
 
 
 class SweepError(ValueError):

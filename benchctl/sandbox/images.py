@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from benchctl import bundled
+
 DEFAULT_TAG = os.environ.get("BENCHCTL_IMAGE", "benchctl-sandbox:latest")
 BASE_IMAGE = "debian:bookworm-slim"
 ROOTFS_IMAGE = "benchctl-rootfs:bookworm"
@@ -58,13 +60,13 @@ class BuildResult:
 
 
 def sandboxes_dir() -> Path:
-    """The sandboxes/ directory of the source checkout (override: BENCHCTL_SANDBOXES_DIR)."""
+    """The image's build context: the one benchctl ships (benchctl.bundled), or BENCHCTL_SANDBOXES_DIR."""
     override = os.environ.get("BENCHCTL_SANDBOXES_DIR")
-    d = Path(override) if override else Path(__file__).resolve().parents[2] / "sandboxes"
+    d = Path(override) if override else bundled.sandboxes_dir()
     if not (d / "packages.txt").is_file():
         raise ImageBuildError(
-            f"sandbox image definitions not found at {d}; run from a source checkout "
-            "(pip install -e .) or set BENCHCTL_SANDBOXES_DIR to the repo's sandboxes/ folder"
+            f"sandbox image definitions not found at {d}; reinstall benchctl (its wheel carries them), "
+            "or set BENCHCTL_SANDBOXES_DIR to a sandboxes/ folder of a benchctl checkout"
         )
     return d
 

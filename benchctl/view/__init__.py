@@ -11,5 +11,5 @@ two runs side by side, the tournament and the report tables.
     render.py            markdown (no HTML, no links or images followed) and the Jinja environment
     templates/ static/   Jinja templates (autoescape on); plain JS and CSS, no build step
 
-Nothing here writes into the results dir; see the README's `benchctl view` section.
+Nothing here writes into the results dir; see docs/view.md.
 """

@@ -1,5 +1,5 @@
-"""README statements checked against the code: the examples and lists it gives must be what the
-code does (a README example that does not work, or a field list that drifted, fails here)."""
+"""Statements of the docs (docs/*.md) checked against the code: the examples and lists a page gives
+must be what the code does (an example that does not work, or a field list that drifted, fails here)."""
 
 from __future__ import annotations
 
@@ -9,28 +9,31 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-README = (REPO / "README.md").read_text(encoding="utf-8")
-PROSE = " ".join(README.split())  # line breaks in prose are spaces
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def _code_block(starting_with: str) -> str:
-    """The fenced code block of the README whose first line starts with `starting_with`."""
-    for m in re.finditer(r"```[a-z]*\n(.*?)```", README, re.DOTALL):
+def _page(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def _code_block(page: str, starting_with: str) -> str:
+    """The fenced code block of a docs page whose first line starts with `starting_with`."""
+    for m in re.finditer(r"```[a-z]*\n(.*?)```", _page(page), re.DOTALL):
         if m.group(1).startswith(starting_with):
             return m.group(1)
-    raise AssertionError(f"no README code block starting with {starting_with!r}")
+    raise AssertionError(f"no code block starting with {starting_with!r} in docs/{page}")
 
 
-def _backticked_after(lead: str, until: str = ".") -> list[str]:
-    """The `names` of the README sentence that starts with `lead`."""
-    start = PROSE.index(lead) + len(lead)
-    text = PROSE[start : PROSE.index(until, start)]
+def _backticked_after(page: str, lead: str, until: str = ".") -> list[str]:
+    """The `names` of the sentence of a docs page that starts with `lead`."""
+    prose = " ".join(_page(page).split())  # line breaks in prose are spaces
+    start = prose.index(lead) + len(lead)
+    text = prose[start : prose.index(until, start)]
     return re.findall(r"`([^`]+)`", text)
 
 
 def test_scripted_match_rule_example_answers_the_builtin_coverage_prompt(tmp_path: Path) -> None:
-    """The README's example script, used as a judge as it is: its match rule answers the built-in
+    """The scripted-models page's example script, used as a judge as it is: its match rule answers the built-in
     coverage prompt for a batch F1, F2 at once (no re-ask, no other turn used)."""
     from typer.testing import CliRunner
 
@@ -38,7 +41,7 @@ def test_scripted_match_rule_example_answers_the_builtin_coverage_prompt(tmp_pat
     from benchctl.jsonio import read_json, write_json_atomic
 
     script = tmp_path / "judge.json"
-    script.write_text(_code_block('{"description": "optional"'))
+    script.write_text(_code_block("scripted-models.md", '{"description": "optional"'))
     task = tmp_path / "task"
     (task / "grading").mkdir(parents=True)
     (task / "grading" / "findings.jsonl").write_text(
@@ -65,7 +68,7 @@ def test_scripted_match_rule_example_answers_the_builtin_coverage_prompt(tmp_pat
 
 
 def test_target_call_source_is_the_one_the_code_writes(tmp_path: Path) -> None:
-    """One name for the target tools' transcript source, in the code and in the README."""
+    """One name for the target tools' transcript source, in the code and in the transcript format."""
     from test_targets import events, tools_for
 
     from benchctl.transcript import TranscriptWriter
@@ -77,14 +80,15 @@ def test_target_call_source_is_the_one_the_code_writes(tmp_path: Path) -> None:
     finally:
         tt.close()
     (source,) = {e["source"] for e in events(tmp_path / "t.jsonl")}
-    row = re.search(r"^\| `target_call` \| (\w+) \|", README, re.M)
+    transcript_page = _page("formats/transcript.md")
+    row = re.search(r"^\| `target_call` \| (\w+) \|", transcript_page, re.M)
     assert row is not None and row.group(1) == source
-    assert re.search(r'"source":\s*runner\|gateway\|harness\|policy\|' + source + r",", README)
+    assert re.search(r'"source":\s*runner\|gateway\|harness\|policy\|' + source + r",", transcript_page)
 
 
 def test_documented_notice_kinds_include_the_token_budget_ones(tmp_path: Path) -> None:
     """Drive the token budget through notice, final instruction and stop, and check that every
-    notice kind it writes is in the README's `notice` row."""
+    notice kind it writes is in the transcript format's `notice` row."""
     from types import SimpleNamespace
 
     from benchctl.jsonio import read_jsonl
@@ -101,12 +105,12 @@ def test_documented_notice_kinds_include_the_token_budget_ones(tmp_path: Path) -
             hook.check(ctx, "call-1")
     kinds = [e["kind"] for e in read_jsonl(tmp_path / "t.jsonl") if e["type"] == "notice"]
     assert kinds == ["tokens", "token_final", "token_deadline"]
-    row = next(line for line in README.splitlines() if line.startswith("| `notice` |"))
+    row = next(line for line in _page("formats/transcript.md").splitlines() if line.startswith("| `notice` |"))
     assert all(f"`{k}`" in row for k in kinds + ["time", "words", "deadline"])
 
 
 def test_report_json_keys_are_the_documented_ones(tmp_path: Path) -> None:
-    """The leaderboard, unscored and tournament row keys the README lists are exactly the columns
+    """The leaderboard, unscored and tournament row keys the report page lists are exactly the columns
     `report --format json` has (with every optional configuration column present)."""
     from benchctl.report.build import build_report
     from benchctl.report.render_text import to_json_obj
@@ -137,15 +141,15 @@ def test_report_json_keys_are_the_documented_ones(tmp_path: Path) -> None:
         },
     )
     tables = to_json_obj(build_report(tmp_path))["tables"]
-    assert _backticked_after("Leaderboard row keys: ", "Unscored rows") == tables["leaderboard"]["columns"]
-    assert _backticked_after("Unscored rows: ", " (") == tables["unscored"]["columns"]
-    assert _backticked_after("Tournament rows: ", ".") == tables["tournament"]["columns"]
+    assert _backticked_after("report.md", "Leaderboard row keys: ", "Unscored rows") == tables["leaderboard"]["columns"]
+    assert _backticked_after("report.md", "Unscored rows: ", " (") == tables["unscored"]["columns"]
+    assert _backticked_after("report.md", "Tournament rows: ", ".") == tables["tournament"]["columns"]
 
 
 def test_validate_json_keys_are_the_documented_ones(tmp_path: Path) -> None:
     from benchctl.grading.validate import validate
 
-    example = json.loads(_code_block('{"groups": ['))
+    example = json.loads(_code_block("grading.md", '{"groups": ['))
     documented = example["groups"][0]
     rows = [
         {"grader": "tldr", "run_id": r, "artifact_tag": None, "item": "holistic", "score": s, "rater": "ann"}
@@ -158,7 +162,7 @@ def test_validate_json_keys_are_the_documented_ones(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_hard_links_and_background_processes_behave_as_documented(tmp_path: Path) -> None:
-    """Sandbox section: a hard-linked file inside a collected directory is copied once, the other
+    """The sandbox page: a hard-linked file inside a collected directory is copied once, the other
     names listed as `hard link -> <first name>`; an artifact named on its own is copied; a
     background process outlives the tool call that started it, until the call times out."""
     import uuid
@@ -167,7 +171,7 @@ def test_hard_links_and_background_processes_behave_as_documented(tmp_path: Path
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     from benchctl.sandbox.images import DEFAULT_TAG
 
-    with DockerSandbox(SandboxSpec(image=DEFAULT_TAG, run_id=f"readme-{uuid.uuid4().hex[:8]}")) as box:
+    with DockerSandbox(SandboxSpec(image=DEFAULT_TAG, run_id=f"docs-{uuid.uuid4().hex[:8]}")) as box:
         box.exec(
             "mkdir /work/out && echo hi > /work/out/a.txt && ln /work/out/a.txt /work/out/b.txt "
             "&& ln /work/out/a.txt /work/report.md",
@@ -214,7 +218,7 @@ def test_judge_calls_count_logical_calls_not_http_attempts(tmp_path: Path) -> No
     results = tmp_path / "results"
     run = make_run(results, "demo__react__m__2m__s0", task, {"report.md": GOOD_REPORT})
     SEEN.clear()
-    r = CliRunner().invoke(app, ["grade", str(results), "--judge", "scripted/py:test_readme_claims:flaky_then_fake"])
+    r = CliRunner().invoke(app, ["grade", str(results), "--judge", "scripted/py:test_docs_claims:flaky_then_fake"])
     assert r.exit_code == 0, r.output
     rec = read_json(results / "grades" / "coverage" / f"{run.name}.json")
     asked = len(set(SEEN))
