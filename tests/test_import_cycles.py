@@ -200,3 +200,15 @@ def test_every_module_imports_on_its_own() -> None:
     res = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert not res.stdout.strip(), "modules that fail when imported first:\n" + res.stdout
+
+
+def test_package_exports_are_not_shadowed_by_submodules() -> None:
+    """A lazily exported name that is also a submodule's name returns the module once that
+    submodule is imported (Python sets it on the package): `from benchctl.run import execute`
+    must give the function."""
+    import importlib
+
+    for pkg in ("benchctl.run", "benchctl.gateway"):
+        module = importlib.import_module(pkg)
+        for name in module.__all__:
+            assert f"{pkg}.{name}" not in source_modules(), f"{pkg}.{name} is both an export and a submodule"

@@ -220,7 +220,7 @@ def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox
 
 
 def test_a_second_run_on_the_same_results_dir_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
-    from benchctl.run.execute import _lock_results
+    from benchctl.run.execution import _lock_results
 
     task, model = make_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
     out = tmp_path / "out"

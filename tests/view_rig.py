@@ -483,7 +483,7 @@ def indexing_paused(monkeypatch: Any, lines: int) -> Iterator[threading.Event]:
 @contextlib.contextmanager
 def sweep_lock(root: Path) -> Iterator[None]:
     """Hold the results dir's run lock as a live `benchctl run` does (its runs show as running)."""
-    from benchctl.run.execute import _lock_results
+    from benchctl.run.execution import _lock_results
 
     f = _lock_results(root)
     assert f is not None

@@ -1,6 +1,6 @@
 """The run pipeline behind `benchctl run`: a sweep's configuration (`config`: arguments or a sweep
 file -> validated `RunSpec`s), the checks made before anything starts (`preflight`), resume and the
-results layout (`runner`), and execution with progress (`execute`, `progress`). Where each run's
+results layout (`runner`), and execution with progress (`execution`, `progress`). Where each run's
 sandbox, gateway and harness live is an executor's choice (`benchctl.executors`).
 
 The public names below are imported lazily: lower layers (tasks.py, executors) import
@@ -15,7 +15,7 @@ _EXPORTS = {
     "ResolvedRun": "benchctl.run.config",
     "resolve_config": "benchctl.run.config",
     "write_sweep_json": "benchctl.run.config",
-    "execute": "benchctl.run.execute",
+    "execute": "benchctl.run.execution",
     "RunError": "benchctl.run.preflight",
     "RunSpec": "benchctl.run.sweep",
     "SweepConfig": "benchctl.run.sweep",

@@ -2,7 +2,7 @@
 
 All validation happens here, before anything starts: a bad task file, unknown harness, bad model
 id, missing API key, unknown variant or missing sandbox image is a `RunError` with the fix, and
-nothing is written into the results directory (`benchctl.run.execute` then runs them).
+nothing is written into the results directory (`benchctl.run.execution` then runs them).
 """
 
 from __future__ import annotations

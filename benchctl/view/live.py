@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from benchctl.layout import RUNS, TRANSCRIPT
-from benchctl.run.execute import LOCK_FILE
+from benchctl.run.execution import LOCK_FILE
 from benchctl.run.progress import Progress
 from benchctl.sandbox.cleanup import pid_alive
 
