@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from benchctl.report.load import Results, Run
 from benchctl.report.model import NA
@@ -35,16 +33,10 @@ def task_of(run: Run) -> str:
     return NA if task is None else str(task)
 
 
-def first_in_order(graders: Iterable[str]) -> str | None:
-    """The first of `graders` in HEADLINE_ORDER; graders outside it after those in it, by name."""
-    rank = {g: i for i, g in enumerate(HEADLINE_ORDER)}
-    return min(graders, key=lambda g: (rank.get(g, len(rank)), g), default=None)
-
-
-def declared_graders(task_dir: Any) -> list[str] | None:
+def declared_graders(task_dir: str) -> list[str] | None:
     """The `[grading] graders` list of the task.toml in `task_dir`; None when there is none to read
     (no such file, not TOML, no list of names: the graders are then inferred from the grades)."""
-    if not isinstance(task_dir, str) or not task_dir:
+    if not task_dir:
         return None
     try:
         with open(os.path.join(task_dir, TASK_FILE), "rb") as f:
@@ -75,8 +67,7 @@ class Headlines:
         """Every headline grader in use, in HEADLINE_ORDER."""
         if self.forced:
             return [self.forced]
-        used = {g for g in self.by_task.values() if g}
-        return sorted(used, key=lambda g: (HEADLINE_ORDER.index(g) if g in HEADLINE_ORDER else len(HEADLINE_ORDER), g))
+        return sorted({g for g in self.by_task.values() if g}, key=_order)
 
     @property
     def single(self) -> str | None:
@@ -99,19 +90,37 @@ def pick_headlines(results: Results, score: str | None = None) -> Headlines:
                 f"{', '.join(results.graders) or 'none'} (run `benchctl grade` first)"
             )
         return Headlines({task_of(r): score for r in results.runs}, forced=score)
-    graded: dict[str, set[str]] = {}
-    task_dirs: dict[str, list[Any]] = {}
+    runs_of: dict[str, list[Run]] = {}
     for r in results.runs:
         task = task_of(r)
-        graded.setdefault(task, set()).update(g for g, tag in r.grades if tag is None)
-        dirs = task_dirs.setdefault(task, [])
-        if (d := (r.meta.get("spec") or {}).get("task_dir")) not in dirs:
-            dirs.append(d)
-    by_task: dict[str, str | None] = {}
-    for task, present in graded.items():
-        declared = next((g for d in task_dirs[task] if (g := declared_graders(d)) is not None), None)
-        if declared is None:
-            by_task[task] = first_in_order(present)
+        if (runs := runs_of.get(task)) is None:
+            runs_of[task] = [r]
         else:
-            by_task[task] = first_in_order(present.intersection(declared)) or first_in_order(declared)
+            runs.append(r)
+    by_task: dict[str, str | None] = {}
+    for task, runs in runs_of.items():
+        declared = _declared(runs)
+        # candidates in order, each checked until a run has its grade: usually the first run has it
+        candidates = sorted(declared if declared is not None else results.graders, key=_order)
+        by_task[task] = next(
+            (g for g in candidates if any((g, None) in r.grades for r in runs)),
+            candidates[0] if declared is not None else None,
+        )
     return Headlines(by_task)
+
+
+def _order(grader: str) -> tuple[int, str]:
+    return (HEADLINE_ORDER.index(grader) if grader in HEADLINE_ORDER else len(HEADLINE_ORDER), grader)
+
+
+def _declared(runs: list[Run]) -> list[str] | None:
+    """The graders the task of `runs` lists: from the first of their task directories whose task.toml
+    can be read (runs made before the task moved point to its old place)."""
+    tried: set[str] = set()
+    for r in runs:
+        task_dir = (r.meta.get("spec") or {}).get("task_dir")
+        if isinstance(task_dir, str) and task_dir not in tried:
+            tried.add(task_dir)
+            if (declared := declared_graders(task_dir)) is not None:
+                return declared
+    return None
