@@ -180,7 +180,7 @@ def main() -> None:
         if not (root / "runs").is_dir():
             generate(root, args.runs)
             # Real sweeps are graded minutes or days before they are reported; files modified in
-            # the last few seconds are deliberately not cached (see report/load.py), so age them.
+            # the last few seconds are deliberately not cached (see report/cache.py), so age them.
             old = time.time() - 3600
             for p in root.rglob("*.json"):
                 os.utime(p, (old, old))

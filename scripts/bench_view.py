@@ -218,7 +218,7 @@ def main() -> None:
         if not (root / "runs").is_dir():
             generate(root, args.runs)
             big_transcript(root, args.events)
-            old = time.time() - 3600  # files changed in the last seconds are never cached (report/load.py)
+            old = time.time() - 3600  # files changed in the last seconds are never cached (report/cache.py)
             for p in root.rglob("*.json"):
                 os.utime(p, (old, old))
         gen_s = time.perf_counter() - t0

@@ -323,3 +323,30 @@ def test_an_auditor_that_played_no_match_gets_no_interval_and_no_rank() -> None:
     assert all(isinstance(board[a]["lo"], float) and board[a]["lo"] < board[a]["hi"] for a in "YZ")
     assert {board["Y"]["rank"], board["Z"]["rank"]} <= {1, 2}
     assert r["flags"]["unrated_auditors"] == ["X"] and r["flags"]["no_match_runs"] == ["x", "y"]
+
+
+def test_auditors_with_no_match_leave_the_rated_ones_exactly_as_they_were() -> None:
+    """Auditors that played no match (alone on their environment, or every match had nothing left) are
+    not in the fit: the rated auditors' Elo, intervals and ranks are what they are without them, the
+    prior stays off and the match graph stays connected; the others are listed, unrated."""
+    two = {"ra": "A", "rb": "B", "ra2": "A", "rb2": "B"}
+    second = canon("env2", ["ra2", "rb2"], [("I1", "high", {"ra2": True}), ("I2", "medium", {"rb2": True})])
+    alone = r = compute_ratings([WORKED, second], two, rounds=200)
+    assert not r["flags"]["prior_used"] and not r["flags"]["disconnected"]
+
+    solo = canon("demo", ["c0", "c1"], [("I1", "high", {"c0": True})])  # one auditor: no match
+    tie = canon("hb", ["d0", "e0"], [("I1", "low", {"d0": True, "e0": True})])  # nothing left: skipped
+    extra = {**two, "c0": "C", "c1": "C", "d0": "D", "e0": "E"}
+    mixed = compute_ratings([WORKED, second, solo, tie], extra, rounds=200)
+
+    def rated(ratings: dict) -> dict:
+        return {row["auditor"]: row for row in ratings["leaderboard"] if row["auditor"] in "AB"}
+
+    assert rated(mixed) == rated(alone)
+    assert [row["auditor"] for row in mixed["leaderboard"][:2]] == ["A", "B"]
+    flags = mixed["flags"]
+    assert flags["unrated_auditors"] == ["C", "D", "E"]
+    assert not flags["prior_used"] and flags["prior_weight"] == 0.0 and flags["bootstrap_rounds_with_prior"] == 0
+    assert not flags["disconnected"] and flags["components"] == [["A", "B"]] and flags["mle_exists"]
+    unrated = {row["auditor"]: row for row in mixed["leaderboard"] if row["auditor"] in "CDE"}
+    assert all((row["rank"], row["lo"], row["hi"], row["matches"]) == (None, None, None, 0) for row in unrated.values())

@@ -75,6 +75,8 @@ def runs(
 
     The tournament grader rates auditors across every finished run of the tasks whose runs
     selected it (a --run filter picks those tasks; each environment's auditors are all matched).
+    `--grader tournament` covers only the tasks whose \\[grading] lists it (every task when none
+    does), unless --run names the runs; the output says which tasks it left out or took in.
     Exit status 1 when any grade is unscored (a judge failure, a missing part, or a tournament run
     that could not be rated; the output says which; re-running retries judge failures), 2 for bad input.
     """

@@ -41,7 +41,10 @@ def report(
     ),
     by: By = typer.Option(By.auto, "--by", help="Row grouping: model, or model+harness (auto: harness when several)."),
     score: str | None = typer.Option(
-        None, "--score", help="Headline grader (default: combined, else coverage, else tldr)."
+        None,
+        "--score",
+        help="Headline grader of every task (default: each task's own: the first of combined, coverage, tldr, "
+        "any_of_n, tournament that its \\[grading] graders list and that has grades).",
     ),
     table: str = typer.Option(
         "leaderboard",

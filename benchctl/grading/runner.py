@@ -79,9 +79,10 @@ class Session:
     judge_max_cost: float | None = None  # the session's cost cap (--max-cost)
     judge_calls_capped: int = 0  # judge calls not made: the --max-cost cap was reached
     tournament: bool = False
-    # tasks of the planned runs that asked for the tournament grader: the tournament covers every
-    # finished run of these tasks (auditors of one environment are rated against each other)
+    # the tasks the tournament covers (every finished run of them: auditors of one environment are
+    # rated against each other), and what the output says about the choice (see tournament_scope)
     tournament_tasks: set[str] = field(default_factory=set)
+    tournament_notes: list[str] = field(default_factory=list)
     tournament_ratings: Ratings | None = None  # what grade_tournament wrote to ratings.json
 
 
@@ -141,6 +142,7 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
     session = Session()
     configs: dict[Path, GradingConfig] = {}
     jobs: list[tuple[GradeJob, list[str]]] = []
+    asked: dict[str, bool] = {}  # task of a planned run that asked for the tournament -> its [grading] lists it
     for run_path, meta in iter_runs(results):
         run_id = meta.get("run_id") or run_path.name
         if opts.run_glob and not fnmatch.fnmatch(run_id, opts.run_glob):
@@ -165,7 +167,7 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
             session.tournament = True
             task = meta.get("task") or (meta.get("spec") or {}).get("task")
             if task:
-                session.tournament_tasks.add(str(task))
+                asked[str(task)] = asked.get(str(task), False) or any(g in WHOLE_RESULTS for g in cfg.graders)
         graders = [g for g in graders if g not in WHOLE_RESULTS]
         check_graders(cfg, graders)
         by_artifact: dict[str, list[str]] = {}
@@ -174,7 +176,36 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
         for artifact, gs in by_artifact.items():
             for name, tag in artifact_versions(run_path, artifact, cfg.followups):
                 jobs.append((GradeJob(results, run_id, run_path, meta, cfg, name, tag), gs))
+    session.tournament_tasks, session.tournament_notes = tournament_scope(asked, opts.run_glob)
     return jobs, session
+
+
+def tournament_scope(asked: dict[str, bool], run_glob: str | None) -> tuple[set[str], list[str]]:
+    """The tasks the tournament covers, and notes saying why some are in or out. `asked`: each task
+    whose planned runs asked for the tournament (their [grading], or --grader) -> whether its own
+    [grading] graders list it.
+
+    A tournament rates auditors against each other, so a task that never asked for one must not bring
+    its runs in through a `--grader tournament` meant for another: only the tasks that list it are
+    covered, unless `--run` named the runs (then their tasks are, as asked). When no task lists it,
+    `--grader tournament` can only mean every task."""
+    listed = {t for t, lists in asked.items() if lists}
+    others = sorted(set(asked) - listed)
+    if not others:
+        return set(asked), []
+    if run_glob is not None:
+        return set(asked), [
+            f"tournament: covers {', '.join(others)} although their [grading] graders do not list it "
+            f"(their runs match --run {run_glob})"
+        ]
+    if not listed:
+        return set(asked), [
+            f"tournament: no task's [grading] graders list it, so it covers every task: {', '.join(others)}"
+        ]
+    return listed, [
+        f"tournament: covers {', '.join(sorted(listed))} (their [grading] graders list it); left out: "
+        f"{', '.join(others)} (theirs do not; name their runs with --run to rate them too)"
+    ]
 
 
 async def grade_results(

@@ -139,8 +139,8 @@ def print_summary(session: Session) -> None:
             f"unscored (raise --max-cost and rerun to score them)"
         )
     lines, warnings = tournament_lines(session.tournament_ratings)
-    for line in lines:
-        console.print(line)
+    for line in session.tournament_notes + lines:
+        console.print(line, markup=False)  # "[grading]" is text, not a style
     for w in warnings:
         console.print(f"[yellow]{w}[/yellow]")
     for run_id, why in session.skipped_runs:

@@ -3,9 +3,9 @@
 A configuration is (task, model, harness, budget, variant, tools); dimensions with a single
 value in the results are left out of the row label. Honesty rules, enforced here:
 
-- a run counts towards a mean only if its headline grade has a score (an unscored grade is
-  never 0) and the run did not end in `error` or is still `running`; every mean says
-  "k of m scored";
+- a run counts towards a mean only if its headline grade (its task's, see `report.headline`) has a
+  score (an unscored grade is never 0) and the run did not end in `error` or is still `running`;
+  every mean says "k of m scored" and which grader it is;
 - error and unfinished runs, and runs a cost cap stopped (`budget_exhausted`), are counted in
   their row and listed, with their reason, in the `unscored` table — never silently averaged;
 - runs that fell back to another model are labelled in their row ("2/3 fell back to X"), can
@@ -20,12 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from benchctl.report.load import UNFINISHED, Results, Run
+from benchctl.report.headline import HEADLINE_ORDER, Headlines
+from benchctl.report.load import UNFINISHED, Run
 from benchctl.report.model import NA, Column, Table, fmt, fmt_interval
 from benchctl.report.stats import mean_ci
 from benchctl.stats import mean_or_none
 
-HEADLINE_ORDER = ("combined", "coverage", "tldr")
 # "running" is what meta.json says while a run is in progress (never on disk from benchctl itself);
 # UNFINISHED is a run directory without meta.json (killed, or still running).
 # `budget_exhausted`: a cost cap stopped the run (benchctl/limits): finished, but cut short by money, not skill.
@@ -49,7 +49,7 @@ class Options:
     by: str = "auto"  # auto | model | model+harness
     exclude_fallback: bool = False
     separate_fallback: bool = False
-    score: str | None = None  # headline grader; None = first of HEADLINE_ORDER present
+    score: str | None = None  # headline grader of every task; None = each task's own (report.headline)
 
 
 def field_of(run: Run, key: str, default: Any = None) -> Any:
@@ -160,20 +160,6 @@ class Grouping:
         return cols
 
 
-def pick_headline(results: Results, opts: Options) -> str | None:
-    if opts.score:
-        if opts.score not in results.graders:
-            raise ValueError(
-                f"--score {opts.score}: no grades from that grader; found: "
-                f"{', '.join(results.graders) or 'none'} (run `benchctl grade` first)"
-            )
-        return opts.score
-    for g in HEADLINE_ORDER:
-        if g in results.graders:
-            return g
-    return results.graders[0] if results.graders else None
-
-
 def clip_interval(
     mean: float | None, lo: float | None, hi: float | None, floor: float = 0.0, ceil: float = 1.0
 ) -> tuple[float | None, float | None, float | None]:
@@ -225,10 +211,11 @@ def wait_share(run: Run) -> float | None:
     return float(paused) / s
 
 
-def leaderboard(grouping: Grouping, headline: str | None) -> Table:
+def leaderboard(grouping: Grouping, headlines: Headlines) -> Table:
     rows = []
     for c in grouping.sorted_keys():
         runs = grouping.groups[c]
+        headline = headlines.of_task(c.task)
         # One pass over the runs, filling the same lists, in the same order, as one comprehension
         # per column did (so every mean is bit-for-bit what it was), in two thirds of the time.
         scores: list[float] = []
@@ -270,6 +257,7 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
         pts = math.fsum(paired_scores) * 100  # fsum: exactly rounded, whatever the order of the runs
         statuses = Counter([r.meta.get("status") for r in runs])
         row = grouping.key_fields(c) | {
+            "grader": headline,
             "n_runs": len(runs),
             "n_scored": len(scores),
             "score_mean": mean,
@@ -308,10 +296,13 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
             -(r["score_mean"] if r["score_mean"] is not None else -1),
         )
     )
+    single = headlines.single
+    score_name = single or "score"
     cols = grouping.key_columns() + [
+        Column("grader", "grader"),
         Column("n_runs", "runs", "int"),
         Column("n_scored", "scored", "int"),
-        Column("score_mean", f"{headline or 'score'} mean", "score"),
+        Column("score_mean", f"{score_name} mean", "score"),
         Column("score_lo", "95% lo", "score"),
         Column("score_hi", "95% hi", "score"),
         Column("score_best", "best run", "score"),
@@ -343,8 +334,11 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
     ]
     if any(r["fell_back"] for r in rows):
         key_disp[0] = ("model", lambda r: r["model"] + (" (fell back)" if r["fell_back"] else ""))
-    display = key_disp + [
-        (f"{headline or 'score'} (95% CI)", lambda r: fmt_interval(r["score_mean"], r["score_lo"], r["score_hi"])),
+    # One grader: the score column is named after it. Several (a coverage task beside an audit): each
+    # row says which grader its numbers are.
+    display = key_disp + ([] if len(headlines.graders) < 2 else [("grader", lambda r: r["grader"] or NA)])
+    display += [
+        (f"{score_name} (95% CI)", lambda r: fmt_interval(r["score_mean"], r["score_lo"], r["score_hi"])),
         ("scored", lambda r: f"{r['n_scored']} of {r['n_runs']}"),
         ("best", lambda r: fmt("score", r["score_best"])),
         ("coverage", lambda r: _part(r, "coverage_mean", "n_coverage")),
@@ -378,20 +372,31 @@ def leaderboard(grouping: Grouping, headline: str | None) -> Table:
     ]
     if any(r["wait_share_mean"] for r in rows):  # shown when some run waited for rate limits
         display.insert(-1, ("rate-limit wait", lambda r: fmt("pct", r["wait_share_mean"])))
-    if headline is None:
+    if not headlines.graders:
         notes = [
             "No grades yet, so no scores: run `benchctl grade RESULTS_DIR --judge MODEL` to score these runs. "
             "Error and unfinished runs are counted, never averaged."
         ]
     else:
         notes = [
-            f"Score: mean of the `{headline}` grade over scored runs with a Student-t 95% interval over seeds "
+            f"Score: mean of {what_score(headlines)} over scored runs with a Student-t 95% interval over seeds "
             f"(exact t quantile; clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; "
             f"error, unfinished and cost-capped (budget_exhausted) runs are not averaged. $/point = agent cost / "
             f"(100 × score), over runs with a known cost. Rate-limit wait: mean share of the budget the run's model "
             f"calls spent held back by rate limits (a paused budget gave that time back)."
         ]
     return Table("leaderboard", "Leaderboard", cols, rows, notes, display)
+
+
+def what_score(headlines: Headlines) -> str:
+    """The headline score in words, for notes."""
+    if headlines.single:
+        return f"the `{headlines.single}` grade"
+    return (
+        "each row's headline grade (column grader: its task's own, the first of "
+        + ", ".join(HEADLINE_ORDER)
+        + " that the task's [grading] graders list and that has grades; --score forces one)"
+    )
 
 
 def _part(r: dict[str, Any], mean_key: str, n_key: str) -> str:
@@ -401,11 +406,12 @@ def _part(r: dict[str, Any], mean_key: str, n_key: str) -> str:
     return fmt("score", r[mean_key]) + ("" if r[n_key] == r["n_runs"] else f" ({r[n_key]} of {r['n_runs']})")
 
 
-def unscored_runs(runs: list[Run], headline: str | None) -> Table:
+def unscored_runs(runs: list[Run], headlines: Headlines) -> Table:
     """Every run without a headline score, with the reason — the other half of "k of m scored"."""
     rows = []
     for r in runs:
         status = r.meta.get("status")
+        headline = headlines.of(r)
         g = r.grade(headline) if headline else None
         if status == "error":
             reason = f"run error: {r.meta.get('error') or 'no message'}"
@@ -424,14 +430,24 @@ def unscored_runs(runs: list[Run], headline: str | None) -> Table:
             reason = f"grade {g.status}: no score (the grade file under grades/{headline}/ says why)"
         else:
             continue
-        rows.append({"run_id": r.run_id, "status": status, "reason": reason, "fallback": fallback_label([r]) and "yes"})
+        rows.append(
+            {
+                "run_id": r.run_id,
+                "status": status,
+                "reason": reason,
+                "fallback": fallback_label([r]) and "yes",
+                "grader": headline,
+            }
+        )
     cols = [
         Column("run_id", "run"),
         Column("status", "status"),
         Column("reason", "reason"),
         Column("fallback", "fell back"),
+        Column("grader", "headline grader"),
     ]
-    what = f"`{headline}` score" if headline else "score (no grades yet)"
+    single = headlines.single
+    what = f"`{single}` score" if single else ("headline score" if headlines.graders else "score (no grades yet)")
     return Table(
         "unscored",
         "Runs without a score",

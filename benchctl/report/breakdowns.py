@@ -16,6 +16,7 @@ from itertools import chain
 from typing import Any
 
 from benchctl.report.aggregate import Config, Grouping, averaged, clip_interval
+from benchctl.report.headline import Headlines
 from benchctl.report.model import Column, Table, fmt, fmt_interval
 from benchctl.report.stats import mean_ci
 from benchctl.stats import mean_or_none
@@ -213,9 +214,10 @@ def followups(grouping: Grouping, grader: str = "coverage") -> Table | None:
     )
 
 
-def variants(grouping: Grouping, headline: str | None) -> Table | None:
-    """Same model/harness/budget, each data variant side by side, with the change from original."""
-    if not grouping.varies["variant"] or headline is None:
+def variants(grouping: Grouping, headlines: Headlines) -> Table | None:
+    """Same model/harness/budget, each data variant side by side (in its task's headline score), with
+    the change from original."""
+    if not grouping.varies["variant"] or not headlines.graders:
         return None
     cells: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     totals: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -224,8 +226,9 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
         key = (c.task, c.budget_s, c.budget, c.model, c.harness, c.tools, c.fell_back)
         names.add(c.variant)
         totals[key][c.variant] += len(runs)
+        headline = headlines.of_task(c.task)
         for r in runs:
-            if averaged(r) and (s := r.score(headline)) is not None:
+            if averaged(r) and headline and (s := r.score(headline)) is not None:
                 cells[key][c.variant].append(s)
             else:
                 cells[key].setdefault(c.variant, [])
@@ -244,7 +247,8 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
                     tools if grouping.varies["tools"] else "",
                 )
                 if p
-            )
+            ),
+            "grader": headlines.of_task(task),
         }
         base = mean_or_none(cells[key].get("original", []))
         for v in order:
@@ -255,8 +259,10 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
             if v != "original":
                 row[f"{v}:delta"] = (row[f"{v}:mean"] - base) if base is not None and vals else None
         rows.append(row)
-    cols = [Column("config", "configuration")]
+    cols = [Column("config", "configuration"), Column("grader", "grader")]
     display = [("configuration", lambda r: r["config"])]
+    if len(headlines.graders) > 1:
+        display.append(("grader", lambda r: r["grader"] or "–"))
     for v in order:
         cols += [
             Column(f"{v}:mean", f"{v}", "score"),
@@ -271,7 +277,7 @@ def variants(grouping: Grouping, headline: str | None) -> Table | None:
             display.append((f"Δ {v}", (lambda v: lambda r: _signed(r[f"{v}:delta"]))(v)))
     return Table(
         "variants",
-        f"Data variants side by side ({headline})",
+        f"Data variants side by side ({headlines.single or 'headline score'})",
         cols,
         rows,
         ["Δ = variant mean − original mean for the same model, harness and budget."],

@@ -6,7 +6,8 @@ import os
 from typing import Any
 
 from benchctl.report import breakdowns, contests
-from benchctl.report.aggregate import Grouping, Options, fell_back, leaderboard, pick_headline, unscored_runs
+from benchctl.report.aggregate import Grouping, Options, fell_back, leaderboard, unscored_runs
+from benchctl.report.headline import pick_headlines
 from benchctl.report.load import Results, gc_paused, load_results
 from benchctl.report.model import Report, Table
 from benchctl.report.provenance import provenance
@@ -28,30 +29,30 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
     res = results if isinstance(results, Results) else load_results(results, cache=cache)
     prov, warnings = provenance(res)
     runs = res.runs
-    headline = pick_headline(res, opts)
+    headlines = pick_headlines(res, opts.score)
     excluded = [r for r in runs if fell_back(r)] if opts.exclude_fallback else []
     if excluded:
         runs = [r for r in runs if not fell_back(r)]
     grouping = Grouping(runs, opts)
-    lb = leaderboard(grouping, headline)
+    lb = leaderboard(grouping, headlines)
     if excluded:
         lb.notes.append(f"--exclude-fallback: {len(excluded)} runs that fell back to another model are left out.")
-    partial = sum(1 for r in runs if (g := r.grade(headline or "")) is not None and g.status == "partial")
+    partial = sum(1 for r in runs if (g := r.grade(headlines.of(r) or "")) is not None and g.status == "partial")
     if partial:
         lb.notes.append(
-            f"{partial} runs have a partial {headline} grade (some items unscored by the judge); "
-            f"their score is the grader's figure over the items it could score."
+            f"{partial} runs have a partial {headlines.single or 'headline'} grade (some items unscored by the "
+            f"judge); their score is the grader's figure over the items it could score."
         )
     tables: list[Table] = [lb]
     if "coverage" in res.graders:
         for t in (breakdowns.clusters(grouping), breakdowns.findings(grouping), breakdowns.followups(grouping)):
             if t is not None:
                 tables.append(t)
-    elif headline:
-        t = breakdowns.followups(grouping, headline)
+    elif headlines.graders:
+        t = breakdowns.followups(grouping, headlines.graders[0])
         if t is not None:
             tables.append(t)
-    v = breakdowns.variants(grouping, headline)
+    v = breakdowns.variants(grouping, headlines)
     if v is not None:
         tables.append(v)
     if contests.ANY_OF_N in res.graders:
@@ -60,12 +61,12 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
             tables.append(t)
     if res.ratings:
         tables += contests.tournament_tables(res.ratings)
-    un = unscored_runs(runs, headline)
+    un = unscored_runs(runs, headlines)
     if un.rows:
         tables.append(un)
     elif runs:
-        lb.notes.append(f"All {len(runs)} runs have a `{headline}` score.")
-    plot_data: dict[str, Any] = {"headline": headline}
-    return Report(
-        tables=tables, provenance=prov | {"headline_grader": headline}, warnings=warnings, plot_data=plot_data
-    )
+        what = f"`{headlines.single}` score" if headlines.single else "headline score (column grader)"
+        lb.notes.append(f"All {len(runs)} runs have a {what}.")
+    plot_data: dict[str, Any] = {"headline": headlines.single}
+    prov |= {"headline_grader": headlines.label(), "headline_graders": dict(sorted(headlines.by_task.items()))}
+    return Report(tables=tables, provenance=prov, warnings=warnings, plot_data=plot_data)

@@ -2,7 +2,7 @@
 
 `benchctl report` must handle sweeps of 10,000 runs in well under two seconds, so this module
 avoids per-file overhead: one `os.scandir` per directory (no `Path.iterdir` + `is_dir` stat
-pairs), raw reads (below) + `orjson.loads`, and no pathlib objects in the hot loop. The paths
+pairs), raw reads (`cache.read_bytes`) + `orjson.loads`, and no pathlib objects in the hot loop. The paths
 it reads are exactly the ones `benchctl.layout` defines (`runs/<run_id>/meta.json`,
 `grades/<grader>/<run_id>[~<tag>].json`); nothing else decides paths.
 
@@ -14,31 +14,16 @@ the same id but another seed, else the parts of the run id — and never a score
 Grade items are compacted on load to the fields a report uses (id, score, strict, cluster):
 judge quotes and reasons are long and would multiply memory by ten on a big sweep.
 
-Cache: parsing ~130 MB of grade JSON costs most of a second, so the compacted records are kept in
-`<results>/.benchctl-report-cache`, each keyed by its file's relative path and validated by
-(inode, mtime_ns, size) from a fresh `stat` on every load — a file rewritten in place or
-atomically replaced, added or removed is re-read, never served stale. The cache is an
-optimisation only: unreadable, corrupt, foreign or unwritable (read-only results) means "no
-cache", and it is replaced atomically but never fsynced (a crash can at worst lose it). It is
-stored with `marshal` (JSON types only: dicts, lists, tuples, str, numbers, None): reading it
-back is several times faster than JSON, and objects shared in memory (the compacted items, see
-`_Compactor`) are written once and shared again on load. marshal can crash on a maliciously
-crafted file (it never runs code), so a cache file is trusted only as far as the current user's
-own files: it is read only when it belongs to the current user and starts with the expected header.
-
-Reading: a file is read with `os.open` + `os.fstat` + `os.read` (no buffered-IO object: ~35 %
-less CPU than `open().read()` on small files), and its cache key comes from that `fstat`, so the
-key describes exactly the bytes parsed. A file with no cache entry is not `stat`ed first.
+The parse cache (`benchctl.report.cache`) keeps each file's compacted record between loads,
+checked against the file on every load: a changed, added or removed file is re-read.
 """
 
 from __future__ import annotations
 
 import gc
-import marshal
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -47,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from benchctl.jsonio import write_bytes_atomic
 from benchctl.layout import ARTIFACTS, GRADES, META, RUNS, TRANSCRIPT, parse_run_id
+from benchctl.report.cache import CACHE_FILE, FileCache
 from benchctl.tournament.schema import RATINGS_FILE
 from benchctl.tournament.schema import TOURNAMENT as TOURNAMENT_DIR
 
@@ -108,31 +93,6 @@ class Results:
 def _read(path: str) -> Any:
     with open(path, "rb") as f:
         return orjson.loads(f.read())
-
-
-FileKey = tuple  # (st_ino, st_mtime_ns, st_size): what a cached record is checked against
-
-
-def _read_bytes(path: str) -> tuple[bytes, FileKey]:
-    """A file's bytes and the key of exactly those bytes, from one open (see the module docstring).
-    OSErrors name `path`, as `open()`'s do."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            st = os.fstat(fd)
-            data = os.read(fd, st.st_size + 1)
-            if len(data) > st.st_size:  # grown since fstat: read to the end
-                chunks = [data]
-                while chunk := os.read(fd, 1 << 20):
-                    chunks.append(chunk)
-                data = b"".join(chunks)
-        finally:
-            os.close(fd)
-    except OSError as e:
-        if e.filename is None:  # os.read on a directory: EISDIR without a name
-            raise OSError(e.errno, e.strerror, path) from None
-        raise
-    return data, (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 _ITEM_FIELDS = itemgetter("id", "score", "strict", "cluster")
@@ -258,73 +218,6 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None, compact: 
     ]
 
 
-CACHE_FILE = ".benchctl-report-cache"
-RACY_NS = 3_000_000_000
-# marshal's format may change between Python versions: the version is part of the header.
-_CACHE_HEADER = f"benchctl-report-cache/4 python{sys.version_info[0]}.{sys.version_info[1]}\n".encode()
-
-
-class _FileCache:
-    """relpath -> (ino, mtime_ns, size, parsed value); see the module docstring. With `memo`
-    (a dict a long-running caller keeps between loads) the entries live in that dict: read from
-    it when it has any (else from the cache file), stored back into it, never written to disk."""
-
-    def __init__(self, root: str, enabled: bool, memo: dict[str, tuple[Any, ...]] | None = None):
-        self.path = os.path.join(root, CACHE_FILE)
-        self.enabled = enabled
-        self.memo = memo
-        self.old: dict[str, tuple[Any, ...]] = {}
-        self.new: dict[str, tuple[Any, ...]] = {}
-        self.hits = self.misses = 0
-        if enabled and memo:
-            self.old = memo
-        elif enabled:
-            try:
-                with open(self.path, "rb") as f:
-                    if os.fstat(f.fileno()).st_uid == os.getuid() and f.read(len(_CACHE_HEADER)) == _CACHE_HEADER:
-                        data = marshal.loads(f.read())
-                        self.old = data if isinstance(data, dict) else {}
-            except (OSError, ValueError, EOFError, TypeError):
-                self.old = {}
-
-    def get(self, rel: str, path: str, parse: Callable[[bytes], Any]) -> Any:
-        """The parsed value of the file at `path` (`rel` to the results dir): the cached one if the
-        file's (inode, mtime, size) still match, else `parse(its bytes)`, which raises on a bad file
-        (not cached)."""
-        hit = self.old.get(rel)
-        if hit is not None:
-            st = os.stat(path)
-            if hit[0] == st.st_ino and hit[1] == st.st_mtime_ns and hit[2] == st.st_size:
-                self.hits += 1
-                self.new[rel] = hit
-                return hit[3]
-        data, key = _read_bytes(path)
-        value = parse(data)
-        self.misses += 1
-        if self.enabled:
-            self.new[rel] = (*key, value)
-        return value
-
-    def save(self) -> None:
-        unchanged = self.misses == 0 and len(self.new) == len(self.old)
-        if not self.enabled or (unchanged and (self.memo is None or self.old is self.memo)):
-            return
-        # "Racy" files (modified in the last few seconds) are not cached: file times have
-        # jiffy granularity, so a same-size rewrite in place moments after we read it could keep
-        # its (inode, mtime, size) key. Like git's racy-index rule; they are re-read next time.
-        fresh = time.time_ns() - RACY_NS
-        entries = {rel: e for rel, e in self.new.items() if e[1] < fresh}
-        if self.memo is not None:
-            self.memo.clear()
-            self.memo.update(entries)
-            return
-        try:
-            # No fsync: a cache lost in a crash is rebuilt; the rename still makes it all-or-nothing.
-            write_bytes_atomic(self.path, _CACHE_HEADER + marshal.dumps(entries), sync=False)
-        except (OSError, ValueError):  # ValueError: an unmarshallable value (never JSON)
-            pass  # read-only results dir: just no cache
-
-
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building millions of small containers: none of
@@ -368,7 +261,7 @@ def _load(results: str | os.PathLike[str], cache: bool, memo: dict[str, tuple[An
             f"{root} is not a results directory: no {RUNS}/ inside. Pass the sweep directory that "
             f"`benchctl run` wrote (it contains runs/<run_id>/meta.json)."
         )
-    fc = _FileCache(sroot, cache, memo)
+    fc = FileCache(sroot, cache, memo)
     problems: list[str] = []
     by_id: dict[str, Run] = {}
     with os.scandir(runs_root) as it:

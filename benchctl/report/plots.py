@@ -37,6 +37,8 @@ def score_vs_budget(lb: Table, headline: str | None) -> bytes | None:
         if r.get("budget_s") is None or r.get("score_mean") is None:
             continue
         label = " / ".join(str(r[k]) for k in ("model", "harness", "task", "variant", "tools") if r.get(k))
+        if headline is None and r.get("grader"):  # the rows' graders differ: each line says its own
+            label += f" ({r['grader']})"
         lines[label + (" (fell back)" if r.get("fell_back") else "")].append(r)
     if not lines:
         return None

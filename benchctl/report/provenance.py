@@ -144,6 +144,11 @@ def provenance_lines(prov: dict[str, Any]) -> list[str]:
         f"judges: {fmt_map(prov['judges'])}",
         f"rubric hashes: {fmt_map(prov['rubric_hashes'])}",
     ]
+    by_task = prov.get("headline_graders") or {}
+    if len(set(by_task.values())) > 1:
+        lines.append("headline score per task: " + "; ".join(f"{t}: {g or 'no grades'}" for t, g in by_task.items()))
+    elif prov.get("headline_grader"):
+        lines.append(f"headline score: {prov['headline_grader']}")
     # Always shown, $0 included (a free scripted judge, or no grades yet); grades of unknown cost are
     # said, not hidden behind the sum.
     cost = prov.get("grading_cost_usd") or 0.0

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchctl.tournament.bootstrap import CI, DEFAULT_ROUNDS, DEFAULT_SEED, bootstrap, interval_ranks
-from benchctl.tournament.bradley_terry import components, default_prior_weight, fit_batch, strongly_connected
+from benchctl.tournament.bradley_terry import ELO_MEAN, components, default_prior_weight, fit_batch, strongly_connected
 from benchctl.tournament.canonical import content_hash
 from benchctl.tournament.matches import EnvArrays, credit_sets, env_matches, issue_points
 from benchctl.tournament.overlap import overlap_matrix
@@ -99,19 +99,26 @@ def compute(
             run_scores[r] = round(float(e.run_share_sum[k] / m), 6) if m else None
 
     total = env_w.sum(axis=0)
-    prior_weight = default_prior_weight(all_weights, prior_strength)
-    mle = bool(strongly_connected(total)) if n > 1 else True
-    full = fit_batch(total, prior_weight=prior_weight, use_prior=not mle)
-    boot = bootstrap(env_w, full, prior_weight=prior_weight, rounds=rounds, seed=seed)
-
     # An auditor that played no (non-skipped) match -- the only auditor, or one whose every match had
-    # nothing left -- was never measured: its Elo comes from the centring and the prior alone, and a
-    # bootstrap "interval" around it would be zero-width or the prior's. No interval, no rank.
+    # nothing left -- has nothing to be fitted to. It is left out of the fit: in it, it would make the
+    # match graph disconnected, switch on the prior and move every rated auditor (and shift the
+    # centring). It is listed with no interval and no rank, at the centre of the scale (its Elo is no
+    # measurement), and flagged.
     played_by = counts.sum(axis=1)
+    rated = np.flatnonzero(played_by > 0)
     unrated = [a for a, k in index.items() if not played_by[k]]
-    lo_b, hi_b = boot.lo.copy(), boot.hi.copy()
-    for a in unrated:
-        lo_b[index[a]] = hi_b[index[a]] = np.nan
+    fit_total = total[np.ix_(rated, rated)]
+    prior_weight = default_prior_weight(all_weights, prior_strength)
+    mle = bool(strongly_connected(fit_total)) if rated.size > 1 else True
+    full = fit_batch(fit_total, prior_weight=prior_weight, use_prior=not mle)
+    # Resampled: the environments where a match was played. One without (a lone auditor, or matches
+    # with nothing left) adds nothing to any fit, but drawing it would leave a resample fewer real ones.
+    fit_env_w = env_w[:, rated][:, :, rated]
+    fit_env_w = fit_env_w[fit_env_w.sum(axis=(1, 2)) > 0]
+    boot = bootstrap(fit_env_w, full, prior_weight=prior_weight, rounds=rounds, seed=seed)
+    elo = np.full(n, ELO_MEAN)
+    lo_b, hi_b = np.full(n, np.nan), np.full(n, np.nan)
+    elo[rated], lo_b[rated], hi_b[rated] = full.elo, boot.lo, boot.hi
     ranks = interval_ranks(lo_b, hi_b) if n else np.zeros(0, dtype=int)
 
     cost_by_run = cost_by_run or {}
@@ -128,7 +135,7 @@ def compute(
             LeaderboardRow(
                 rank=int(ranks[k]) if played else None,
                 auditor=a,
-                elo=_r(full.elo[k]),
+                elo=_r(elo[k]),
                 lo=_r(lo_b[k]) if played else None,
                 hi=_r(hi_b[k]) if played else None,
                 matches=played,
@@ -140,11 +147,11 @@ def compute(
                 cost_usd=cost,
             )
         )
-    board.sort(key=lambda row: (-row["elo"], row["auditor"]))
+    board.sort(key=lambda row: (row["rank"] is None, -row["elo"], row["auditor"]))  # the unrated last
 
     n_matches = int(all_weights.size)
     with_rows = match_tables if match_tables is not None else n_matches <= MAX_TABLE_MATCHES
-    comps = components(total) if n else []
+    comps = [[int(rated[i]) for i in c] for c in components(fit_total)] if rated.size else []
     flags = Flags(
         disconnected=len(comps) > 1,
         components=[[auditors[i] for i in c] for c in comps],

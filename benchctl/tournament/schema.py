@@ -126,7 +126,7 @@ class CanonicalList(TypedDict, total=False):
 class LeaderboardRow(TypedDict):
     rank: int | None  # 1 + #auditors whose lo > this hi; None when unrated (no match played)
     auditor: str
-    elo: float  # full-data fit, mean over auditors = 1000 (an unrated auditor's is no measurement)
+    elo: float  # full-data fit, mean over rated auditors = 1000; an unrated one is not in the fit: 1000, no measurement
     lo: float | None  # 2.5 percentile of bootstrap; None when unrated or without bootstrap rounds
     hi: float | None  # 97.5 percentile of bootstrap; None likewise
     matches: int  # non-skipped run-vs-run matches played
@@ -170,9 +170,9 @@ class EnvTable(TypedDict):
 
 
 class Flags(TypedDict):
-    disconnected: bool  # the match graph (non-skipped matches) has >1 component
-    components: list[list[str]]  # auditors by connected component (one entry when connected)
-    mle_exists: bool  # every auditor both won and lost points inside a strongly connected graph
+    disconnected: bool  # the match graph (non-skipped matches) of the rated auditors has >1 component
+    components: list[list[str]]  # rated auditors by connected component (one entry when connected)
+    mle_exists: bool  # every rated auditor both won and lost points inside a strongly connected graph
     prior_used: bool  # a small prior (virtual draws vs a 1000-rated anchor) was added
     prior_weight: float  # per auditor, in the fit's weight units; 0 when unused
     bootstrap_rounds_with_prior: int  # resamples that needed the prior (disconnected/separated)
@@ -181,7 +181,9 @@ class Flags(TypedDict):
     excluded_runs: list[str]  # runs left out because the judge could not extract their issues
     match_rows_omitted: bool  # environments[].matches left empty: too many matches to list
     # (> ratings.MAX_TABLE_MATCHES run-vs-run matches); issues are still listed
-    unrated_auditors: list[str]  # auditors that played no match (e.g. the only one): no interval, no rank
+    # auditors that played no match (e.g. the only one): left out of the fit (so they never move the rated
+    # ones nor call for the prior), no interval, no rank
+    unrated_auditors: list[str]
     no_match_runs: list[str]  # runs that played no match: their grade record is unscored
 
 
@@ -194,7 +196,7 @@ class Ratings(TypedDict):
     bootstrap_rounds: int
     seed: int
     ci: list[float]  # [2.5, 97.5]
-    leaderboard: list[LeaderboardRow]  # sorted by elo, descending
+    leaderboard: list[LeaderboardRow]  # rated auditors by elo, descending, then the unrated ones
     overlap: OverlapMatrix
     environments: list[EnvTable]
     canonical_hashes: dict[str, str]  # env -> content hash of the canonical list used

@@ -135,7 +135,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         page_arg = request.query_params.get("page", "1")
         page = min(max(1, int(page_arg) if page_arg.isdigit() else 1), pages)
         facets = [(k, c) for k in FILTER_KEYS if k != "status" and len(c := counts(rows, k)) > 1]
-        headline = state.sweep.headline
+        headlines = state.sweep.headlines
         columns = [
             ("run_id", "run"),
             ("status", "status"),
@@ -146,7 +146,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             ("variant", "variant"),
             ("tools", "tools"),
             ("seed", "seed"),
-            ("score", headline or "score"),
+            ("score", headlines.single or "score"),
             ("elapsed_s", "elapsed / budget"),
             ("turns", "turns"),
             ("tokens", "tokens"),
@@ -164,7 +164,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             status_counts=counts(rows, "status"),
             facets=facets,
             columns=columns,
-            headline=headline,
+            headlines=headlines,
             problems=state.sweep.results().problems,
             reload_error=state.sweep.refresh_error,
         )

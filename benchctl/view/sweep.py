@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.layout import RUNS, read_meta
-from benchctl.report.aggregate import Options, config_of, field_of, pick_headline
+from benchctl.report.aggregate import Options, config_of, field_of
+from benchctl.report.headline import Headlines, pick_headlines
 from benchctl.report.load import UNFINISHED, Results, Run, gc_paused, load_results
 from benchctl.run.progress import _tokens
 from benchctl.view.live import LiveRuns, sweep_active
@@ -39,6 +40,7 @@ class RunRow:
     tools: str
     seed: int | None
     score: float | None
+    grader: str | None  # whose score it is: the run's task's headline grader (report.headline)
     elapsed_s: float | None
     turns: int | None
     tokens: int | None
@@ -71,7 +73,8 @@ FILTER_KEYS = ("status", "task", "harness", "model", "budget", "variant", "tools
 
 
 def _finished_row(run: Any, headline: str | None) -> RunRow:
-    """A finished run's row; its settings read as `benchctl report` reads them (`config_of`)."""
+    """A finished run's row; its settings read as `benchctl report` reads them (`config_of`), its score
+    is its task's headline grader's (`headline`)."""
     meta = run.meta
     cfg = config_of(run, Options(), True)
     fb = meta.get("fallbacks") or []
@@ -88,6 +91,7 @@ def _finished_row(run: Any, headline: str | None) -> RunRow:
         tools=cfg.tools,
         seed=seed if isinstance(seed, int) else None,
         score=run.score(headline) if headline else None,
+        grader=headline,
         elapsed_s=meta.get("elapsed_s"),
         turns=meta.get("turns"),
         tokens=_tokens(meta.get("usage")) if isinstance(meta.get("usage"), dict) else None,
@@ -101,7 +105,7 @@ def _finished_row(run: Any, headline: str | None) -> RunRow:
 class Snapshot:
     results: Results
     rows: list[RunRow]  # the finished runs' rows (the loader's unfinished ones are pending rows)
-    headline: str | None
+    headlines: Headlines
     loaded: float  # time.monotonic() when it was loaded
     took: float  # seconds the load took
 
@@ -127,9 +131,9 @@ class Sweep:
         t = time.monotonic()
         with gc_paused():  # 10,000 rows of small objects, no cycles (see load.py)
             res = load_results(self.root, memo=self._memo)
-            headline = pick_headline(res, Options())
-            rows = [_finished_row(r, headline) for r in res.runs if r.meta.get("status") != UNFINISHED]
-        return Snapshot(res, rows, headline, time.monotonic(), time.monotonic() - t)
+            headlines = pick_headlines(res)
+            rows = [_finished_row(r, headlines.of(r)) for r in res.runs if r.meta.get("status") != UNFINISHED]
+        return Snapshot(res, rows, headlines, time.monotonic(), time.monotonic() - t)
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -162,8 +166,8 @@ class Sweep:
         return self.snapshot().results
 
     @property
-    def headline(self) -> str | None:
-        return self.snapshot().headline
+    def headlines(self) -> Headlines:
+        return self.snapshot().headlines
 
     def rows(self) -> list[RunRow]:
         """Every run: finished ones from the loader, then the ones still without meta.json."""
@@ -209,6 +213,7 @@ class Sweep:
             tools=cfg.tools,
             seed=seed if isinstance(seed, int) else None,
             score=None,
+            grader=None,
             elapsed_s=elapsed,
             turns=live.get("turns"),
             tokens=live.get("tokens"),
