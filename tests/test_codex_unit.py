@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_claude_code_unit import FakeSandbox, ctx_for, events, stream
 
-from benchctl.sandbox.base import ExecResult
+from benchctl.sandbox.base import ExecResult, SandboxError
 from harnesses.codex import CodexHarness
 from harnesses.codex import config as cx
 
@@ -296,3 +296,19 @@ def test_hook_events_join_the_streams_tool_items(tmp_path: Path) -> None:
     assert {calls[i] for i in joined.values() if i} == {"exec_command", "apply_patch", "chat"}
     # Notices carry both ids too.
     assert {(n["tool_id"], n["item_id"]) for n in events(tmp_path, "notice")} == set(joined.items())
+
+
+def test_config_that_cannot_be_root_owned_is_written_plain_and_the_transcript_says_so(tmp_path: Path) -> None:
+    class NoRootWrites(FakeSandbox):
+        def put_files(self, directory: str, files: Any, *, as_root: bool = False, **kw: Any) -> None:
+            if as_root:
+                raise SandboxError("this sandbox cannot write as root")
+            super().put_files(directory, files, **kw)
+
+    sb = NoRootWrites(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    result = harness().run(ctx_openai(tmp_path, sb))
+    assert result.status == "completed"
+    (notice,) = [e for e in events(tmp_path, "harness_event") if e["kind"] == "unprotected_config"]
+    assert notice["directory"] == cx.CODEX_HOME and "cannot write as root" in notice["message"]
+    box = sb.docker.containers[sb.container_id or ""].files
+    assert box[f"{cx.CODEX_HOME}/config.toml"].uid == 1000 and box[cx.CODEX_HOME].uid == 1000

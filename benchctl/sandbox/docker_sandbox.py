@@ -238,7 +238,8 @@ class DockerSandbox:
         return self.spec.user
 
     def _container(self) -> Container:
-        return Container(self.client.api, self._require_running(), self.name)
+        container_id = self._require_running()  # before the client: a sandbox never started opens none
+        return Container(self.client.api, container_id, self.name)
 
     def exec(
         self,
