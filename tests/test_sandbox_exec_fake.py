@@ -171,7 +171,7 @@ def test_a_process_that_escapes_timeout_is_killed_by_the_host(make) -> None:
     started = time.monotonic()
     res = box.exec(["daemon"], timeout=0.3)
     assert res.timed_out and res.exit_code is None and res.stdout == "still here\n"
-    assert 0.3 + KILL_GRACE_S <= time.monotonic() - started < 0.3 + KILL_GRACE_S + 2
+    assert 0.3 + KILL_GRACE_S <= time.monotonic() - started < 0.3 + KILL_GRACE_S + 4
     assert marker_of(docker, "daemon") in docker.kills
 
 
@@ -194,7 +194,7 @@ def test_a_process_that_escapes_every_kill_does_not_hold_the_caller(make, stream
         res = box.exec(["escapee"], timeout=0.3)
         limit = 0.3 + KILL_GRACE_S
     assert res.timed_out and res.exit_code is None
-    assert limit <= time.monotonic() - started < limit + 2.5
+    assert limit <= time.monotonic() - started < limit + 4
     assert len(docker.containers[box.container_id or ""].processes) == 1  # it is still running
     box.stop()
     assert docker.containers == {}

@@ -12,9 +12,9 @@ lifecycle. Nothing of the sandbox is reimplemented here; only the engine and the
         sandbox.exec_stream(["claude", "-p", "hi"], print, deadline=None)
 
 Each exec runs `program(proc)` in a thread of its own: it writes with `proc.out` / `proc.err`,
-waits with `proc.sleep` and returns its exit code (None: 0). A killed process ends at its next out, err or
-sleep with exit code 137. The fake does by itself what DockerSandbox asks of a container for its
-own sake: `timeout -s KILL T CMD` (kills CMD after T seconds unless it called `proc.setsid()`),
+waits with `proc.sleep` and returns its exit code (None: 0). A killed process ends at its next
+out, err or sleep with exit code 137. The fake does by itself what DockerSandbox asks of a
+container for its own sake: `timeout -s KILL T CMD` (kills CMD after T seconds unless it called `proc.setsid()`),
 the kill-by-marker sweep (kills every process whose environment holds the marker; one that
 called `proc.clear_env()` escapes it, as `env -i` would), the OOM count, and `mkdir -p`.
 `execs` (every exec as DockerSandbox asked for it), `programs` (the commands that reached
@@ -23,6 +23,7 @@ called `proc.clear_env()` escapes it, as `env -i` would), the OOM count, and `mk
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import posixpath
@@ -239,9 +240,10 @@ class FakeDocker:
             code = self._dispatch(proc)
         except Killed:
             code = 137
-        except Exception:
-            proc.err(traceback.format_exc())
+        except Exception:  # a bug in the test's program: shown as the command's stderr
             code = 1
+            with contextlib.suppress(Killed):
+                proc.err(traceback.format_exc())
         finally:  # the process is gone before its output ends, as in a container
             ex.container.processes.remove(proc)
             sock.close()
