@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchctl.binaries import BinaryInfo
-from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount
-from harnesses.agent_cli import CallTracker, CliExit, PhaseFiles, put_root_owned, run_streaming
+from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount, SandboxError, StreamResult
+from harnesses.agent_cli import CallTracker, PhaseFiles
 from harnesses.base import HarnessContext, HarnessResult, cost_stopped, stop_reason
 from harnesses.hooks import host as hook_host
 from harnesses.tool_outputs import CliRules, ToolOutputJoin
@@ -92,38 +92,24 @@ def hooks_config(ctx: HarnessContext, cli: str, **command: Any) -> dict[str, Any
     }
 
 
-STAGE_DIR = "/tmp/benchctl-stage"
-
-
 def install_protected(ctx: HarnessContext, directory: str, files: dict[str, bytes]) -> None:
     """Put `files` into `directory` owned by root and read-only, the directory sticky and
     world-writable (the CLI may add its own files there; nobody but root can replace ours).
 
     The agent runs as the same user as the CLI, so anything it could write, it could use to
-    switch benchctl's hooks off. A Docker sandbox gets them in one put_archive carrying the
-    owners and modes; elsewhere put_file writes as the sandbox user, so files are staged in
-    /tmp and copied by a root exec. A sandbox that cannot exec as root gets plain files (and
-    the transcript says so)."""
-    if put_root_owned(ctx.sandbox, directory, files):
-        return
-    for name, data in files.items():
-        ctx.sandbox.put_file(f"{STAGE_DIR}/{name}", data)
-    q = shlex.quote
-    script = [f"mkdir -p {q(directory)}", f"chmod 1777 {q(directory)}"]
-    for name in files:
-        target = q(f"{directory}/{name}")
-        script += [f"rm -f {target}", f"cp {q(f'{STAGE_DIR}/{name}')} {target}", f"chmod 0444 {target}"]
-    res = ctx.sandbox.exec(["sh", "-c", "set -e; " + "; ".join(script)], timeout=30, user="root")
-    if res.exit_code != 0:
+    switch benchctl's hooks off. A sandbox that cannot write as root gets plain files (and the
+    transcript says so)."""
+    try:
+        ctx.sandbox.put_files(directory, files, mode=0o444, dir_mode=0o1777, as_root=True)
+    except SandboxError as e:
         ctx.transcript.emit(
             "harness_event",
             "harness",
             kind="unprotected_config",
             directory=directory,
-            message=f"could not install as root ({res.stderr.strip()[:300]}); files are agent-writable",
+            message=f"could not install as root ({str(e)[:300]}); files are agent-writable",
         )
-        for name, data in files.items():
-            ctx.sandbox.put_file(f"{directory}/{name}", data)
+        ctx.sandbox.put_files(directory, files)
 
 
 class CliHarness:
@@ -162,7 +148,7 @@ class CliHarness:
         """The stream parser for one phase; it hands finished tools to `join`."""
         raise NotImplementedError
 
-    def cli_outcome(self, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+    def cli_outcome(self, parser: Any, res: StreamResult, tracker: CallTracker) -> tuple[str, str | None]:
         raise NotImplementedError
 
     # -- Harness protocol --------------------------------------------------------------------
@@ -253,19 +239,20 @@ class CliHarness:
         try:
             failure: str | None = None
             try:
-                # the deadline moves while rate limits hold calls back; a cost cap ends the CLI once no call is in flight
-                res = run_streaming(
-                    ctx.sandbox,
+                # The deadline moves while rate limits hold calls back; a cost cap ends the CLI once
+                # no call is in flight. The kill is a SIGKILL: both CLIs append their session logs
+                # as they go, so a killed session still resumes for follow-ups (verified).
+                res = ctx.sandbox.exec_stream(
                     argv,
-                    env=env,
-                    workdir=WORK_DIR,
+                    on_line,
                     deadline=lambda: ctx.budget.deadline,
                     cancel=ctx.cancel,
-                    on_line=on_line,
                     stop=ctx.stop.settled if ctx.stop is not None else None,
+                    env=env,
+                    workdir=WORK_DIR,
                 )
             except Exception as e:
-                res = CliExit(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
+                res = StreamResult(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
                 failure = f"could not run {self.name} in the sandbox: {type(e).__name__}: {e}"
             # Before the join and the tracker stop listening: the phase's last model_calls carry the
             # last tools' outputs (and say whether the last answer was a refusal).
@@ -351,7 +338,9 @@ class CliHarness:
             "received: false for output the model got",
         )
 
-    def _outcome(self, ctx: HarnessContext, parser: Any, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+    def _outcome(
+        self, ctx: HarnessContext, parser: Any, res: StreamResult, tracker: CallTracker
+    ) -> tuple[str, str | None]:
         if res.cancelled:
             return "error", "cancelled"
         if res.stopped:

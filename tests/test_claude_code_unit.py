@@ -1,6 +1,6 @@
-"""The claude-code adapter without Docker: command line, environment, stream parsing and the
-outcome rules, driven through the Sandbox seam by a fake sandbox that replays CLI output
-(shapes recorded from Claude Code 2.1.332, trimmed)."""
+"""The claude-code adapter without a Docker Engine: command line, environment, stream parsing and
+the outcome rules, driven through the real DockerSandbox over a fake Docker API that replays CLI
+output (shapes recorded from Claude Code 2.1.332, trimmed)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ import orjson
 import pytest
 
 from benchctl.policies import Budget, RunPolicies
-from benchctl.sandbox.base import ExecResult
+from benchctl.sandbox import cleanup
+from benchctl.sandbox.base import ExecResult, SandboxSpec
+from benchctl.sandbox.docker_exec import EXEC_MARKER
+from benchctl.sandbox.docker_sandbox import DockerSandbox
+from benchctl.testing.fake_docker import FakeDocker, Process
 from benchctl.transcript import TranscriptWriter
 from harnesses.base import HarnessContext, HarnessResult
 from harnesses.claude_code import ClaudeCodeHarness
@@ -130,34 +134,43 @@ API_ERROR_RESULT = {
 }
 
 
-class FakeSandbox:
-    """Plugs into the Sandbox seam: records files and commands, replays a canned CLI exit."""
+class FakeSandbox(DockerSandbox):
+    """The real DockerSandbox over an in-memory Docker API (benchctl.testing.fake_docker), so the
+    harness's commands take the same exec path as in a real container. `reply(argv)` says what a
+    command prints and how it ends; `timed_out=True`: it prints, then runs until it is killed.
+    stdout arrives in pieces that cut lines (and Docker's frames) anywhere."""
 
     def __init__(self, reply: Callable[[list[str]], ExecResult]) -> None:
-        self.run_id, self.image_digest = "r", None
-        self.files: dict[str, bytes] = {}
-        self.commands: list[tuple[list[str], dict[str, str]]] = []
-        self.root_commands: list[list[str]] = []
         self.reply = reply
+        self.docker = FakeDocker(self._command)
+        super().__init__(SandboxSpec(image="fake", run_id="r"), client=self.docker)
+        self.start()
+        cleanup.unregister(self.name)  # an in-memory container: nothing for the exit-time cleanup to remove
 
-    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        self.files[path] = data
+    def _command(self, proc: Process) -> int | None:
+        res = self.reply(list(proc.argv))
+        out = res.stdout.encode()
+        for i in range(0, len(out), 997):
+            proc.out(out[i : i + 997])
+        proc.err(res.stderr)
+        if res.timed_out:
+            proc.hang()
+        return res.exit_code
 
-    def exec(
-        self,
-        cmd: Any,
-        *,
-        timeout: float | None = None,
-        output_cap: int = 0,
-        env: dict[str, str] | None = None,
-        workdir: str | None = None,
-        user: str | None = None,
-    ) -> ExecResult:
-        if user == "root":  # installing protected config files
-            self.root_commands.append(list(cmd))
-            return ExecResult(0, "", "")
-        self.commands.append((list(cmd), dict(env or {})))
-        return self.reply(list(cmd))
+    @property
+    def commands(self) -> list[tuple[list[str], dict[str, str]]]:
+        """The commands run as the sandbox user, with the env each was given."""
+        return [
+            (proc.argv, {k: v for k, v in proc.env.items() if k != EXEC_MARKER})
+            for proc in self.docker.programs
+            if proc.user != "root"
+        ]
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """Every file written into the sandbox, by path."""
+        box = self.docker.containers[self.container_id or ""]
+        return {path: e.data for path, e in box.files.items() if e.data is not None}
 
 
 class StubGateway:
@@ -188,7 +201,7 @@ def ctx_for(tmp_path: Path, sandbox: FakeSandbox, budget_s: float = 600, start: 
         run_id="r",
         model="anthropic/claude-opus-5-5",
         instructions="Investigate.",
-        sandbox=sandbox,  # type: ignore[arg-type]
+        sandbox=sandbox,
         gateway=StubGateway(),
         transcript=TranscriptWriter(tmp_path / "transcript.jsonl"),
         budget=Budget(start or time.time(), budget_s),
@@ -269,7 +282,8 @@ def test_stream_events_become_transcript_events(tmp_path: Path) -> None:
 def test_outcomes_never_say_completed_when_the_cli_failed(
     tmp_path: Path, reply: ExecResult, status: str, message: str | None
 ) -> None:
-    result = harness().run(ctx_for(tmp_path, FakeSandbox(lambda cmd: reply)))
+    # A CLI that runs on (timed_out) is killed at the deadline: a short budget for it.
+    result = harness().run(ctx_for(tmp_path, FakeSandbox(lambda cmd: reply), budget_s=1 if reply.timed_out else 600))
     assert result.status == status
     assert (message or "") in (result.error or "")
     exit_info = json.loads((tmp_path / "harness" / "claude-code.1.exit.json").read_text())
@@ -278,9 +292,20 @@ def test_outcomes_never_say_completed_when_the_cli_failed(
 
 
 def test_failure_after_the_deadline_is_a_timeout(tmp_path: Path) -> None:
-    # The gateway refuses calls past the deadline, so the CLI errors out: that is the budget ending.
+    # The gateway refuses calls past the deadline, so the CLI errors out: that is the budget ending,
+    # even when the CLI exits before the deadline's kill.
     sb = FakeSandbox(lambda cmd: ExecResult(1, stream(OK_STREAM[0], API_ERROR_RESULT), ""))
-    result = harness().run(ctx_for(tmp_path, sb, budget_s=10, start=time.time() - 11))
+    ctx = ctx_for(tmp_path, sb)
+
+    class DeadlinePassesAsItSettles(StubGateway):
+        def settle(self, timeout: float) -> bool:  # called once the CLI has exited
+            ctx.budget = Budget(time.time() - 11, 10)
+            return True
+
+    ctx.gateway = DeadlinePassesAsItSettles()
+    result = harness().run(ctx)
+    exit_info = json.loads((tmp_path / "harness" / "claude-code.1.exit.json").read_text())
+    assert exit_info["exit_code"] == 1 and not exit_info["timed_out"]  # the CLI's own failure, not the kill
     assert result.status == "timeout"
 
 
@@ -325,3 +350,20 @@ def test_setup_problems_are_errors_with_a_reason(tmp_path: Path) -> None:
     ctx2.gateway.socket_path = None
     result = harness().run(ctx2)
     assert result.status == "error" and "unix socket" in (result.error or "")
+
+
+def test_a_host_key_in_the_cli_environment_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's exec gets the same secret-in-env check as every other exec."""
+    secret = "sk-ant-host-secret-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+
+    class Leaky(ClaudeCodeHarness):
+        def command(self, *args: Any, **kwargs: Any) -> tuple[list[str], dict[str, str]]:
+            argv, env = super().command(*args, **kwargs)
+            return argv, {**env, "AUTH_HEADER": f"Bearer {secret}"}
+
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    result = Leaky(options={"binary": "/bin/echo"}).run(ctx_for(tmp_path, sb))
+    assert result.status == "error" and "refusing to pass provider keys" in (result.error or "")
+    assert "AUTH_HEADER" in (result.error or "")
+    assert not any(secret in json.dumps(e.env) for e in sb.docker.execs)  # Docker never saw it

@@ -1,7 +1,7 @@
 """What the CLI harnesses set up in a real sandbox before the CLI starts, done the fast way
-(scripts/bench_cli_overhead.py measures it): CODEX_HOME's files in one put_archive, still
-root-owned and read-only; the forwarder wrapper starting the CLI once the port listens,
-without polling. Real Docker, no CLI binary needed."""
+(scripts/bench_cli_overhead.py measures it): CODEX_HOME's files in one put_archive
+(`Sandbox.put_files`), still root-owned and read-only; the forwarder wrapper starting the CLI
+once the port listens, without polling. Real Docker, no CLI binary needed."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from benchctl.jsonio import read_jsonl
 from benchctl.policies import Budget, RunPolicies
 from benchctl.sandbox.base import SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox
 from benchctl.transcript import TranscriptWriter
-from harnesses.agent_cli import put_root_owned
 from harnesses.base import HarnessContext
 from harnesses.cli_harness import install_protected
 from harnesses.forwarder import behind_forwarder, forwarder_mount
@@ -43,20 +43,6 @@ def sandbox(sandbox_image: str) -> Iterator[DockerSandbox]:
 
 
 def test_protected_files_arrive_root_owned_in_one_archive(sandbox: DockerSandbox, tmp_path: Path) -> None:
-    assert put_root_owned(sandbox, "/opt/benchctl/codex-home", FILES) is True
-    assert sandbox.exec(["cat", "/opt/benchctl/codex-home/config.toml"]).stdout == FILES["config.toml"].decode()
-    out = sandbox.exec(["sh", "-c", TAMPER, "tamper", "/opt/benchctl/codex-home"]).stdout.splitlines()
-    assert out == [
-        "CREATED",
-        "root 1777 /opt/benchctl/codex-home",
-        "root 444 /opt/benchctl/codex-home/config.toml",
-        "root 444 /opt/benchctl/codex-home/hooks.json",
-        "agent 644 /opt/benchctl/codex-home/mine",
-    ]
-
-    # Where the archive cannot go (no parent directory), install_protected falls back to a root exec:
-    # same result.
-    assert put_root_owned(sandbox, "/opt/new/codex-home", FILES) is False
     ctx = HarnessContext(
         run_id="r",
         model="scripted/x",
@@ -68,6 +54,18 @@ def test_protected_files_arrive_root_owned_in_one_archive(sandbox: DockerSandbox
         policies=RunPolicies(),
         run_dir=tmp_path,
     )
+    install_protected(ctx, "/opt/benchctl/codex-home", FILES)
+    assert sandbox.exec(["cat", "/opt/benchctl/codex-home/config.toml"]).stdout == FILES["config.toml"].decode()
+    out = sandbox.exec(["sh", "-c", TAMPER, "tamper", "/opt/benchctl/codex-home"]).stdout.splitlines()
+    assert out == [
+        "CREATED",
+        "root 1777 /opt/benchctl/codex-home",
+        "root 444 /opt/benchctl/codex-home/config.toml",
+        "root 444 /opt/benchctl/codex-home/hooks.json",
+        "agent 644 /opt/benchctl/codex-home/mine",
+    ]
+
+    # Where the archive cannot go at first (no parent directory), the parent is made as root: same result.
     install_protected(ctx, "/opt/new/codex-home", FILES)
     out = sandbox.exec(["sh", "-c", TAMPER, "tamper", "/opt/new/codex-home"]).stdout.splitlines()
     assert out[0] == "CREATED" and "TAMPERED" not in out
@@ -76,6 +74,8 @@ def test_protected_files_arrive_root_owned_in_one_archive(sandbox: DockerSandbox
         "root 444 /opt/new/codex-home/config.toml",
         "root 444 /opt/new/codex-home/hooks.json",
     ]
+    assert sandbox.exec(["stat", "-c", "%U", "/opt/new"]).stdout == "root\n"
+    assert not [e for e in read_jsonl(tmp_path / "transcript.jsonl") if e.get("kind") == "unprotected_config"]
 
 
 # The "CLI": connects to the forwarder's port at once, with no retry, then exits with code 7.

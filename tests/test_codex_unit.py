@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from test_claude_code_unit import FakeSandbox, ctx_for, events, stream
 
-from benchctl.sandbox.base import ExecResult
-from harnesses.cli_harness import STAGE_DIR
+from benchctl.sandbox.base import ExecResult, SandboxError
 from harnesses.codex import CodexHarness
 from harnesses.codex import config as cx
 
@@ -91,7 +90,7 @@ def test_codex_home_config_and_hooks(tmp_path: Path) -> None:
     sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
     result = harness().run(ctx_openai(tmp_path, sb))
     assert result.status == "completed" and result.session_id == TID
-    config = tomllib.loads(sb.files[f"{STAGE_DIR}/config.toml"].decode())
+    config = tomllib.loads(sb.files[f"{cx.CODEX_HOME}/config.toml"].decode())
     provider = config["model_providers"][config["model_provider"]]
     assert provider["wire_api"] == "responses" and provider["base_url"] == "http://127.0.0.1:18555/v1"
     assert provider["env_key"] == cx.TOKEN_ENV
@@ -99,10 +98,14 @@ def test_codex_home_config_and_hooks(tmp_path: Path) -> None:
     assert config["analytics"] == {"enabled": False} and config["feedback"] == {"enabled": False}
     assert config["features"]["plugins"] is False and config["features"]["multi_agent"] is False
     assert config["features"]["hooks"] is True
-    # Installed root-owned and read-only in a sticky CODEX_HOME, so the agent cannot switch hooks off.
-    (install,) = sb.root_commands
-    assert f"chmod 1777 {cx.CODEX_HOME}" in install[2] and f"chmod 0444 {cx.CODEX_HOME}/hooks.json" in install[2]
-    hooks = json.loads(sb.files[f"{STAGE_DIR}/hooks.json"])["hooks"]
+    # Installed root-owned and read-only in a sticky CODEX_HOME, so the agent cannot switch hooks off;
+    # in one archive (tests/test_cli_setup.py checks the same in a real container).
+    box = sb.docker.containers[sb.container_id or ""].files
+    assert (box[cx.CODEX_HOME].mode, box[cx.CODEX_HOME].uid) == (0o1777, 0)
+    for name in ("config.toml", "hooks.json"):
+        assert (box[f"{cx.CODEX_HOME}/{name}"].mode, box[f"{cx.CODEX_HOME}/{name}"].uid) == (0o444, 0)
+    assert sb.docker.put_archives == 1
+    hooks = json.loads(sb.files[f"{cx.CODEX_HOME}/hooks.json"])["hooks"]
     assert "post_tool_use --cli codex" in hooks["PostToolUse"][0]["hooks"][0]["command"]
     assert "stop --cli codex" in hooks["Stop"][0]["hooks"][0]["command"]
 
@@ -137,7 +140,7 @@ def test_non_openai_models_get_a_codex_known_name(tmp_path: Path) -> None:
     h = harness()
     h.run(ctx)
     assert "-m gpt-5.4-mini " in sb.commands[1][0][2] and "--port 20000" in sb.commands[1][0][2]
-    config = tomllib.loads(sb.files[f"{STAGE_DIR}/config.toml"].decode())
+    config = tomllib.loads(sb.files[f"{cx.CODEX_HOME}/config.toml"].decode())
     assert config["model_reasoning_effort"] == "high" and "-c 'model_reasoning_effort=\"high\"'" in sb.commands[1][0][2]
 
 
@@ -192,7 +195,9 @@ def refusing_sandbox(tmp_path: Path, ctx_holder: list[Any]) -> FakeSandbox:
 def test_outcomes_never_say_completed_when_the_cli_failed(
     tmp_path: Path, reply: ExecResult, status: str, message: str | None
 ) -> None:
-    result = harness().run(ctx_openai(tmp_path, FakeSandbox(lambda cmd: reply)))
+    # A CLI that runs on (timed_out) is killed at the deadline: a short budget for it.
+    sb = FakeSandbox(lambda cmd: reply)
+    result = harness().run(ctx_openai(tmp_path, sb, budget_s=1 if reply.timed_out else 600))
     assert result.status == status and (message or "") in (result.error or "")
     exit_info = json.loads((tmp_path / "harness" / "codex.1.exit.json").read_text())
     assert exit_info["status"] == status
@@ -291,3 +296,19 @@ def test_hook_events_join_the_streams_tool_items(tmp_path: Path) -> None:
     assert {calls[i] for i in joined.values() if i} == {"exec_command", "apply_patch", "chat"}
     # Notices carry both ids too.
     assert {(n["tool_id"], n["item_id"]) for n in events(tmp_path, "notice")} == set(joined.items())
+
+
+def test_config_that_cannot_be_root_owned_is_written_plain_and_the_transcript_says_so(tmp_path: Path) -> None:
+    class NoRootWrites(FakeSandbox):
+        def put_files(self, directory: str, files: Any, *, as_root: bool = False, **kw: Any) -> None:
+            if as_root:
+                raise SandboxError("this sandbox cannot write as root")
+            super().put_files(directory, files, **kw)
+
+    sb = NoRootWrites(lambda cmd: ExecResult(0, stream(*OK_STREAM), ""))
+    result = harness().run(ctx_openai(tmp_path, sb))
+    assert result.status == "completed"
+    (notice,) = [e for e in events(tmp_path, "harness_event") if e["kind"] == "unprotected_config"]
+    assert notice["directory"] == cx.CODEX_HOME and "cannot write as root" in notice["message"]
+    box = sb.docker.containers[sb.container_id or ""].files
+    assert box[f"{cx.CODEX_HOME}/config.toml"].uid == 1000 and box[cx.CODEX_HOME].uid == 1000

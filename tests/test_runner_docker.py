@@ -196,7 +196,6 @@ def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox
 
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
-    from harnesses.agent_cli import run_streaming
 
     sandbox = DockerSandbox(SandboxSpec(image=sandbox_image, run_id=f"cancel{uuid.uuid4().hex[:6]}"))
     cancel = threading.Event()
@@ -204,14 +203,13 @@ def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox
     try:
         sandbox.start()
         cancel.set()
-        res = run_streaming(
-            sandbox,
+        res = sandbox.exec_stream(
             ["sh", "-c", "echo started; sleep 0.05; exit 3"],
-            env={},
-            workdir="/work",
+            lines.append,
             deadline=time.time() + 60,
             cancel=cancel,
-            on_line=lines.append,
+            env={},
+            workdir="/work",
         )
     finally:
         sandbox.stop()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,8 +44,6 @@ class ThreatRig:
         """Like `python`, with each stdout line handed to `on_line` as it arrives; returns stdout."""
         import time
 
-        from harnesses.agent_cli import run_streaming
-
         self.sandbox.put_file("/tmp/attack.py", code.encode())
         lines: list[str] = []
 
@@ -54,14 +51,8 @@ class ThreatRig:
             lines.append(text)
             on_line(text)
 
-        res = run_streaming(
-            self.sandbox,
-            ["python3", "/tmp/attack.py"],
-            env={},
-            workdir="/tmp",
-            deadline=time.time() + timeout,
-            cancel=threading.Event(),
-            on_line=line,
+        res = self.sandbox.exec_stream(
+            ["python3", "/tmp/attack.py"], line, deadline=time.time() + timeout, env={}, workdir="/tmp"
         )
         assert res.exit_code == 0, res.stderr
         return "\n".join(lines)

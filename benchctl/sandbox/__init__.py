@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchctl.sandbox.base import CollectReport, ExecResult, Limits, Mount, Sandbox, SandboxSpec
+from benchctl.sandbox.base import (
+    CollectReport,
+    ExecResult,
+    Limits,
+    Mount,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+    StreamResult,
+)
 
 __all__ = [
     "CollectReport",
@@ -19,12 +28,13 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxSpec",
+    "StreamResult",
     "install_signal_handlers",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("DockerSandbox", "SandboxError"):
+    if name == "DockerSandbox":
         from benchctl.sandbox import docker_sandbox
 
         return getattr(docker_sandbox, name)

@@ -1,11 +1,14 @@
 """The Sandbox seam: where an agent's tools run.
 
 One small protocol; the real implementation is `DockerSandbox` (docker SDK, network-less
-containers). Harnesses and the runner only ever talk to this protocol.
+containers). Harnesses and the runner only ever talk to this protocol. Tests run the real
+DockerSandbox over `benchctl.testing.fake_docker.FakeDocker` when they need no engine.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -91,6 +94,28 @@ class ExecResult:
 
 
 @dataclass
+class StreamResult:
+    """How a streamed command ended (`Sandbox.exec_stream`); its stdout went to the callback."""
+
+    exit_code: int | None  # None when killed (deadline, cancel, stop)
+    timed_out: bool  # killed at the deadline
+    cancelled: bool  # killed because `cancel` was set (or the sandbox went away after it was)
+    stderr: str  # the first STDERR_CAP bytes
+    duration_s: float
+    first_output_s: float | None  # seconds from the exec to its first stdout bytes
+    stopped: bool = False  # killed because `stop()` said so
+
+
+# Deadline of a streamed command: unix seconds, None for none, or a function asked again every poll
+# (the run's deadline moves while rate limits hold its model calls back).
+Deadline = float | None | Callable[[], float | None]
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not be created or used; the message says what to do."""
+
+
+@dataclass
 class CollectReport:
     """What artifact collection did, including everything it refused to copy and why."""
 
@@ -101,8 +126,16 @@ class CollectReport:
 
 @runtime_checkable
 class Sandbox(Protocol):
+    """Every command and file operation may raise SandboxError (the sandbox is gone or refused it);
+    env values holding a host secret are refused on every exec path."""
+
     run_id: str
     image_digest: str | None
+
+    @property
+    def user(self) -> str:
+        """The user commands run as unless they say otherwise."""
+        ...
 
     def start(self) -> None: ...
 
@@ -117,7 +150,39 @@ class Sandbox(Protocol):
         user: str | None = None,
     ) -> ExecResult: ...
 
+    def exec_stream(
+        self,
+        argv: list[str],
+        on_line: Callable[[str], None],
+        *,
+        deadline: Deadline,
+        cancel: threading.Event | None = None,
+        stop: Callable[[], bool] | None = None,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
+    ) -> StreamResult:
+        """Run `argv` until it exits, `deadline` passes, `cancel` is set or `stop()` is true; then
+        every process it started is killed. Each stdout line (stripped; blank lines skipped) goes to
+        `on_line` as it arrives; an exception from `on_line` is ignored, so that a bad line never
+        stops the reading. No cap on stdout: the caller keeps or drops the lines."""
+        ...
+
     def put_file(self, container_path: str, data: bytes, mode: int = 0o644) -> None: ...
+
+    def put_files(
+        self,
+        directory: str,
+        files: Mapping[str, bytes],
+        *,
+        mode: int = 0o644,
+        dir_mode: int | None = None,
+        as_root: bool = False,
+    ) -> None:
+        """Write `files` (names relative to `directory`) in one step, each with `mode`, owned by
+        root when `as_root`, else by the sandbox's user; `dir_mode` also makes `directory` itself
+        with that mode and owner. Missing parent directories are made."""
+        ...
 
     def get_file(self, container_path: str, max_bytes: int = 50_000_000) -> bytes: ...
 

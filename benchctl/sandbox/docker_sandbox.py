@@ -10,48 +10,46 @@ and every other directory the agent can write are size-capped tmpfs volumes (`sp
 can fill neither the host's disk nor its Docker storage, and artifacts only leave through
 `get_archive` + the checks in artifacts.py.
 
-Commands run through `docker exec` under `timeout -s KILL` (which kills the command's whole
-process group inside the container); as a backstop the host also kills every process carrying
-the exec's marker variable if the deadline passes or output floods. One instance may be used
-from several threads at once.
+Commands run through `docker exec` (docker_exec.py: one path for `exec` and `exec_stream`).
+`exec` runs them under `timeout -s KILL` (which kills the command's whole process group inside
+the container); as a backstop, and for `exec_stream` at its deadline, cancel or stop, the host
+kills every process carrying the exec's marker variable. One instance may be used from several
+threads at once.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import posixpath
 import tarfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from benchctl.layout import slug
 from benchctl.sandbox import artifacts, cleanup
-from benchctl.sandbox.base import DATA_DIR, GATEWAY_DIR, CollectReport, ExecResult, Limits, SandboxSpec
+from benchctl.sandbox.base import (
+    DATA_DIR,
+    GATEWAY_DIR,
+    CollectReport,
+    Deadline,
+    ExecResult,
+    Limits,
+    SandboxError,
+    SandboxSpec,
+    StreamResult,
+)
 from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, DockerUnavailable, docker_client
-from benchctl.sandbox.docker_exec import FrameReader, StreamCapture
+from benchctl.sandbox.docker_exec import OOM_COUNT, Container, LineSink, StreamCapture, monotonic_deadline
 from benchctl.sandbox.limits import LimitError, check_limits, memory_bytes, work_bytes
 
 TINI = "/usr/bin/tini"
-EXEC_MARKER = "BENCHCTL_EXEC_ID"
-KILL_GRACE_S = 2.0
-# Kills every process whose environment carries the marker (children inherit it, even through
-# setsid). Repeated so processes forked during the sweep are caught too.
-_KILL_BY_MARKER = (
-    "for round in 1 2 3; do found=; for p in /proc/[0-9]*; do "
-    'grep -qzx "$1" "$p/environ" 2>/dev/null && { kill -9 "${p#/proc/}" 2>/dev/null; found=1; }; '
-    'done; [ -z "$found" ] && break; done; true'
-)
-_OOM_COUNT = (
-    "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"
-    " | awk '$1==\"oom_kill\"{print $2; exit}'"
-)
-
-
-class SandboxError(RuntimeError):
-    """A sandbox could not be created or used; the message says what to do."""
+KILL_GRACE_S = 2.0  # past a blocking exec's timeout, when the host kills what `timeout` did not
+STREAM_KILL_GRACE_S = 3.0  # how long a streamed command's output is still read after its kill
 
 
 def _client() -> Any:
@@ -235,6 +233,14 @@ class DockerSandbox:
         return self.container_id
 
     # -- exec --------------------------------------------------------------------------------
+    @property
+    def user(self) -> str:
+        return self.spec.user
+
+    def _container(self) -> Container:
+        container_id = self._require_running()  # before the client: a sandbox never started opens none
+        return Container(self.client.api, container_id, self.name)
+
     def exec(
         self,
         cmd: list[str] | str,
@@ -260,43 +266,35 @@ class DockerSandbox:
         # Per-exec env is checked like the spec's (by value: harnesses legitimately pass the dummy
         # sandbox token under a provider key's name here).
         _refuse_secret_values(env or {})
-        cid = self._require_running()
+        container = self._container()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         if timeout is not None:
             if timeout <= 0:
                 raise ValueError(f"exec timeout must be positive, got {timeout}")
+            # `timeout` kills the command's whole process group inside the container; the host's
+            # kill by marker, KILL_GRACE_S later, is the backstop for what escaped it.
             argv = ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
-        marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
-        environment = {**(env or {}), EXEC_MARKER: marker.split("=", 1)[1]}
-        started = time.monotonic()
-        exec_id, reader = self._start_exec(
-            cid, argv, user or self.spec.user, stdout=True, stderr=True, environment=environment, workdir=workdir
-        )
+        run_as = user or self.spec.user
+        host_deadline = time.monotonic() + timeout + KILL_GRACE_S if timeout is not None else math.inf
         capture = StreamCapture(cap=output_cap)
-        killed_by_host = False
-        try:
-            deadline = started + timeout + KILL_GRACE_S if timeout is not None else float("inf")
-            reader.pump(capture, deadline)
-            if not reader.eof:
-                # Deadline passed or output flooding. Close our end first: the daemon serialises
-                # exit handling behind an undrained stream, so a kill exec would otherwise stall.
-                killed_by_host = True
-                reader.close()
-                self._kill_marked(marker, user or self.spec.user)
-        finally:
-            reader.close()
-        duration = time.monotonic() - started
-        exit_code = self._exit_code(exec_id)
-        timed_out = timeout is not None and duration >= timeout and (exit_code in (None, 124, 137) or killed_by_host)
+        ended = container.run(
+            argv, capture, user=run_as, env=env or {}, workdir=workdir, deadline=lambda: host_deadline
+        )
+        exit_code = ended.exit_code
+        timed_out = (
+            timeout is not None
+            and ended.duration_s >= timeout
+            and (exit_code in (None, 124, 137) or ended.reason is not None)
+        )
         if timed_out:
             # `timeout` killed its process group; sweep for anything that escaped it (setsid).
-            self._kill_marked(marker, user or self.spec.user)
+            container.kill_marked(ended.marker, run_as)
             exit_code = None
         stderr = capture.text(1)
-        if killed_by_host and not timed_out:  # output flood
+        if ended.reason == "flood":
             exit_code = None
             stderr += f"\n[benchctl] output went far past the {output_cap}-byte cap; process killed\n"
-        if exit_code == 137 and not timed_out and self._new_oom_kill():
+        if exit_code == 137 and not timed_out and self._new_oom_kill(container):
             stderr += (
                 f"\n[benchctl] killed by the out-of-memory killer: the sandbox memory limit "
                 f"is {self.spec.limits.memory}\n"
@@ -307,85 +305,126 @@ class DockerSandbox:
             stderr=stderr,
             timed_out=timed_out,
             truncated=capture.truncated,
-            duration_s=duration,
+            duration_s=ended.duration_s,
         ), capture
 
-    def _start_exec(self, cid: str, argv: list[str], user: str, **kwargs: Any) -> tuple[str, FrameReader]:
-        """Create and start an exec; its output is read from the returned FrameReader."""
-        import docker.errors
+    def exec_stream(
+        self,
+        argv: list[str],
+        on_line: Callable[[str], None],
+        *,
+        deadline: Deadline,
+        cancel: threading.Event | None = None,
+        stop: Callable[[], bool] | None = None,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
+    ) -> StreamResult:
+        """See Sandbox.exec_stream. Killed with SIGKILL at once, not TERM-then-KILL: a TERM reaches
+        the command's running children too (an agent CLI's tool), and an agent CLI would take the
+        tool's death as a result and start its next turn after the deadline."""
+        _refuse_secret_values(env or {})
+        run_as = user or self.spec.user
+        started = time.monotonic()
+        sink = LineSink(on_line)
 
-        api = self.client.api
+        def result(exit_code: int | None, timed_out: bool, cancelled: bool, stopped: bool) -> StreamResult:
+            first = None if sink.first_stdout is None else sink.first_stdout - started
+            stderr = sink.stderr.decode("utf-8", "replace")
+            return StreamResult(exit_code, timed_out, cancelled, stderr, time.monotonic() - started, first, stopped)
+
         try:
-            exec_id = api.exec_create(cid, argv, user=user, **kwargs)["Id"]
-            return exec_id, FrameReader(api.exec_start(exec_id, socket=True))
-        except docker.errors.APIError as e:  # container gone (stopped, removed by cleanup) or not running
-            raise SandboxError(f"cannot exec in sandbox {self.name}: {e.explanation or e}") from e
+            container = self._container()
+            ended = container.run(
+                list(argv),
+                sink,
+                user=run_as,
+                env=env or {},
+                workdir=workdir,
+                deadline=monotonic_deadline(deadline),
+                cancel=cancel,
+                stop=stop,
+                drain_s=STREAM_KILL_GRACE_S,
+            )
+        except SandboxError:
+            if cancel is None or not cancel.is_set():
+                raise
+            return result(None, False, True, False)  # the cancel removed the sandbox under the command
+        finally:
+            sink.flush()
+        timed_out, stopped = ended.reason == "deadline", ended.reason == "stopped"
+        # A cancel stops the sandbox at once, so the output may end before the loop saw the flag:
+        # that is still a cancellation, not the command failing.
+        cancelled = ended.reason == "cancelled" or (not timed_out and cancel is not None and cancel.is_set())
+        if not (timed_out or cancelled or stopped):
+            return result(ended.exit_code, False, False, False)
+        container.kill_marked(ended.marker, run_as)  # anything that outlived the command itself
+        return result(None, timed_out, cancelled, stopped)
 
-    def _exit_code(self, exec_id: str) -> int | None:
-        import docker.errors
-
-        for _ in range(50):  # the exit code appears a moment after the stream closes
-            try:
-                info = self.client.api.exec_inspect(exec_id)
-            except docker.errors.APIError as e:  # the container was removed while the command ran
-                raise SandboxError(f"sandbox {self.name} went away while a command ran: {e.explanation or e}") from e
-            if not info.get("Running"):
-                return info.get("ExitCode")
-            time.sleep(0.02)
-        return None
-
-    def _kill_marked(self, marker: str, user: str) -> None:
-        try:
-            self._quick(["sh", "-c", _KILL_BY_MARKER, "kill", marker], user=user)
-        except Exception:
-            pass  # the container may already be gone; stop() removes everything anyway
-
-    def _new_oom_kill(self) -> bool:
+    def _new_oom_kill(self, container: Container) -> bool:
         """True if the container's memory cgroup recorded an OOM kill since the last check."""
         try:
-            count = int(self._quick(["sh", "-c", _OOM_COUNT]).strip())
+            count = int(container.quick(["sh", "-c", OOM_COUNT], self.spec.user).strip())
         except (ValueError, SandboxError):
             return False
         with self._lock:
             new, self._oom_seen = count > self._oom_seen, max(count, self._oom_seen)
         return new
 
-    def _quick(self, argv: list[str], user: str | None = None, timeout: float = 15.0) -> str:
-        """A short helper command with a host-side deadline (never hangs the caller)."""
-        _, reader = self._start_exec(self._require_running(), argv, user or self.spec.user)
-        capture = StreamCapture(cap=1_000_000)
-        try:
-            reader.pump(capture, time.monotonic() + timeout)
-        finally:
-            reader.close()
-        if not reader.eof:
-            raise SandboxError(f"helper command {argv[:3]} did not finish in {timeout} s")
-        return capture.text(0)
-
     # -- files -------------------------------------------------------------------------------
     def put_file(self, container_path: str, data: bytes, mode: int = 0o644) -> None:
-        cid = self._require_running()
-        path = _abs(container_path)
-        parent, base = posixpath.split(path)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tf:
-            info = tarfile.TarInfo(base)
-            info.size, info.mode, info.mtime = len(data), mode & 0o777, int(time.time())
-            info.uid = info.gid = 1000
-            info.uname = info.gname = "agent"
-            tf.addfile(info, io.BytesIO(data))
+        parent, base = posixpath.split(_abs(container_path))
+        self.put_files(parent, {base: data}, mode=mode)
+
+    def put_files(
+        self,
+        directory: str,
+        files: Mapping[str, bytes],
+        *,
+        mode: int = 0o644,
+        dir_mode: int | None = None,
+        as_root: bool = False,
+    ) -> None:
+        """See Sandbox.put_files: one `put_archive`, whose tar headers carry the owners and modes
+        (the daemon unpacks it as root), so even root-owned files take one API round trip."""
         import docker.errors
 
+        container = self._container()
+        directory = _abs(directory)
+        # With dir_mode the archive holds the directory itself, so it unpacks into its parent.
+        target, prefix = posixpath.split(directory) if dir_mode is not None else (directory, "")
+        target = target or "/"
+        uid, owner = (0, "root") if as_root else (1000, "agent")
+        now = int(time.time())
+
+        def entry(name: str, entry_mode: int, kind: bytes) -> tarfile.TarInfo:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.mtime = kind, entry_mode, now
+            info.uid = info.gid = uid
+            info.uname = info.gname = owner
+            return info
+
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            if dir_mode is not None:
+                tf.addfile(entry(prefix, dir_mode & 0o7777, tarfile.DIRTYPE))
+            for name, data in files.items():
+                info = entry(posixpath.join(prefix, name), mode & 0o777, tarfile.REGTYPE)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        archive = buf.getvalue()
         try:
             try:
-                ok = self.client.api.put_archive(cid, parent, buf.getvalue())
-            except docker.errors.NotFound:  # parent directory missing: create it as the sandbox user
-                self.exec(["mkdir", "-p", parent], timeout=30)
-                ok = self.client.api.put_archive(cid, parent, buf.getvalue())
+                ok = container.api.put_archive(container.id, target, archive)
+            except docker.errors.NotFound:  # the target directory is missing: make it as the files' owner
+                made = self.exec(["mkdir", "-p", target], timeout=30, user="root" if as_root else None)
+                if made.exit_code != 0:
+                    raise SandboxError(f"could not make {target} in the sandbox: {made.stderr.strip()[:300]}") from None
+                ok = container.api.put_archive(container.id, target, archive)
         except docker.errors.APIError as e:
-            raise SandboxError(f"could not write {path} in the sandbox: {e.explanation or e}") from e
+            raise SandboxError(f"could not write into {directory} in the sandbox: {e.explanation or e}") from e
         if not ok:
-            raise SandboxError(f"could not write {path} in the sandbox")
+            raise SandboxError(f"could not write into {directory} in the sandbox")
 
     def get_file(self, container_path: str, max_bytes: int = 50_000_000) -> bytes:
         cid = self._require_running()

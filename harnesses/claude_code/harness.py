@@ -22,8 +22,8 @@ from typing import Any
 
 from benchctl.binaries import CLAUDE_ENV, BinaryInfo, find_claude, require
 from benchctl.gateway.upstream import ModelId
-from benchctl.sandbox.base import Mount
-from harnesses.agent_cli import CallTracker, CliExit
+from benchctl.sandbox.base import Mount, StreamResult
+from harnesses.agent_cli import CallTracker
 from harnesses.base import HarnessContext
 from harnesses.claude_code import settings as cc
 from harnesses.claude_code.stream import ClaudeStreamParser
@@ -78,8 +78,7 @@ class ClaudeCodeHarness(CliHarness):
 
             extra = [*extra, claude_mcp_flag()]
         argv += [*extra, "--", prompt] if prompt.startswith("-") else [*extra, prompt]
-        user = getattr(getattr(ctx.sandbox, "spec", None), "user", "agent")
-        env = cc.environment(ctx, model, user, sandbox_token())
+        env = cc.environment(ctx, model, ctx.sandbox.user, sandbox_token())
         if ctx.target_tools is not None:
             from benchctl.targets.cli import claude_with_mcp
 
@@ -89,7 +88,9 @@ class ClaudeCodeHarness(CliHarness):
     def new_parser(self, ctx: HarnessContext, join: ToolOutputJoin) -> ClaudeStreamParser:
         return ClaudeStreamParser(ctx.transcript, self.name, join)
 
-    def cli_outcome(self, parser: ClaudeStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+    def cli_outcome(
+        self, parser: ClaudeStreamParser, res: StreamResult, tracker: CallTracker
+    ) -> tuple[str, str | None]:
         result = parser.result
         if result is None:
             why = f"exited with code {res.exit_code}" if res.exit_code else "ended without a result event"

@@ -25,8 +25,8 @@ from typing import Any
 
 from benchctl.binaries import CODEX_ENV, BinaryInfo, find_codex, require
 from benchctl.gateway.upstream import ModelId
-from benchctl.sandbox.base import Mount
-from harnesses.agent_cli import CallTracker, CliExit
+from benchctl.sandbox.base import Mount, StreamResult
+from harnesses.agent_cli import CallTracker
 from harnesses.base import HarnessContext
 from harnesses.cli_harness import (
     AGENT_HOME,
@@ -105,7 +105,7 @@ class CodexHarness(CliHarness):
     def new_parser(self, ctx: HarnessContext, join: ToolOutputJoin) -> CodexStreamParser:
         return CodexStreamParser(ctx.transcript, self.name, join, phase=self._phase)
 
-    def cli_outcome(self, parser: CodexStreamParser, res: CliExit, tracker: CallTracker) -> tuple[str, str | None]:
+    def cli_outcome(self, parser: CodexStreamParser, res: StreamResult, tracker: CallTracker) -> tuple[str, str | None]:
         if parser.failure:
             return "error", f"codex failed: {parser.failure[:500]}"
         why = parser.last_error or stderr_tail(res.stderr)
