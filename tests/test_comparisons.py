@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from statsmodels.stats import proportion as sm_proportion
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower, TTestPower
-from statsmodels.stats import proportion as sm_proportion
 from typer.testing import CliRunner
 
 from benchctl.cli import app
@@ -273,7 +273,9 @@ def test_comparisons_in_every_format_and_terminal_shows_the_significant(tmp_path
     assert js["columns"] == KEYS and len(js["rows"]) == len(t.rows)
     json.dumps(js)  # plain JSON values
     rows = list(
-        csv.DictReader(io.StringIO("".join(l for l in to_csv(rep, "comparisons").splitlines(True) if l[0] != "#")))
+        csv.DictReader(
+            io.StringIO("".join(line for line in to_csv(rep, "comparisons").splitlines(True) if line[0] != "#"))
+        )
     )
     assert len(rows) == len(t.rows) and json.loads(rows[0]["a"])["model"] in ("a", "b")
     md = to_markdown(rep)
