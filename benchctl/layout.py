@@ -142,6 +142,7 @@ class GradeItem(TypedDict, total=False):
     quote_found: bool | None  # the judge's quote really occurs in the report (None: it gave no quote)
     prediction: str  # any_of_n: the prediction text
     verdict: str | None  # any_of_n: the judge's last verdict
+    judge_scores: list[float | None]  # --repeats / panels: every answer's score, judge by judge (grading.panel)
 
 
 class GradeRecord(TypedDict, total=False):
@@ -175,6 +176,11 @@ class GradeRecord(TypedDict, total=False):
     n_matched: int  # any_of_n: predictions the judge matched to the ground truth
     parts: dict[str, dict[str, Any]]  # combined: the coverage and tldr grades it combines
     weights: dict[str, float]  # combined: their weights
+    # judge repeats and panels (grading.panel)
+    judges: list[str]  # the panel's models, in the order of each item's judge_scores
+    repeats: int  # answers per judge per item
+    failed_answers: int  # answers that failed (the items keep the mean of the rest)
+    judge_noise: dict[str, Any]  # var: the score's variance from the judge; agreement: α's additive pieces
 
 
 def runs_dir(results: Path) -> Path:

@@ -190,14 +190,28 @@ def test_t_table_is_scipys_own_values() -> None:
         assert t975(df) == float(stdtrit(df, 0.975))
 
 
-def test_a_report_imports_neither_scipy_nor_the_graders(tmp_path: Path) -> None:
-    """Each costs a report ~0.1-0.4 s of CPU; with 3 seeds per row every report needs a t quantile."""
-    _sweep(tmp_path)
+def _modules_after_report(root: Path) -> list[str]:
     code = (
         "import sys; from benchctl.report.build import build_report; from benchctl.report.render_text import to_json; "
-        f"rep = build_report({str(tmp_path)!r}); to_json(rep); "
+        f"rep = build_report({str(root)!r}); to_json(rep); "
         "assert rep.table('leaderboard').rows[0]['score_lo'] is not None; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy' or m.startswith('benchctl.grading')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    return eval(out)  # a printed list of module names
+
+
+def test_a_report_without_comparisons_imports_neither_scipy_nor_the_graders(tmp_path: Path) -> None:
+    """Each costs a report ~0.1-0.4 s of CPU; with 3 seeds per row every report needs a t quantile."""
+    for seed in range(3):
+        add_grade(tmp_path, "coverage", add_run(tmp_path, model=A, seed=seed), 0.1 * seed)
+    assert _modules_after_report(tmp_path) == []
+
+
+def test_a_report_with_comparisons_imports_scipy_special_only(tmp_path: Path) -> None:
+    """Two models: a comparison needs the t distribution (scipy.special), never scipy.stats (a second
+    more of import) nor the graders."""
+    _sweep(tmp_path)
+    mods = _modules_after_report(tmp_path)
+    assert "scipy.special" in mods
+    assert not [m for m in mods if m.startswith(("scipy.stats", "scipy.optimize", "benchctl.grading"))], mods

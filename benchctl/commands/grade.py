@@ -44,8 +44,18 @@ grade_app = typer.Typer(
 @grade_app.command(DEFAULT_COMMAND)
 def runs(
     results: Path = typer.Argument(..., help="A results directory (holding runs/)."),
-    judge: str = typer.Option(
-        ..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-5-5 or scripted/judge.json."
+    judge: list[str] = typer.Option(
+        ...,
+        "--judge",
+        help="Judge model id, e.g. anthropic/claude-sonnet-5-5 or scripted/judge.json. Repeat it for a panel: "
+        "each item takes the mean of the judges' answers and the report shows their agreement (Krippendorff's α).",
+    ),
+    repeats: int = typer.Option(
+        1,
+        "--repeats",
+        min=1,
+        help="Ask each judge K times per item (fresh samples, at the provider's default temperature); the item "
+        "takes the mean, and the report's judge_share says how much of the spread between runs is the judge's.",
     ),
     grader: list[str] | None = typer.Option(
         None, "--grader", help="Grader to run (repeatable); default: the task's \\[grading] graders."
@@ -91,12 +101,16 @@ def runs(
     if not runs_dir(results).is_dir():
         typer.echo(f"error: {results} has no runs/ directory; pass the results directory of a sweep", err=True)
         raise typer.Exit(2)
-    try:
-        ModelId.parse(judge)
-    except ModelIdError as e:
-        typer.echo(f"error: --judge: {e}", err=True)
-        raise typer.Exit(2) from None
-    limits = cli_limits(max_cost=max_cost, max_connections=None, allow_unpriced=allow_unpriced, models=[judge])
+    for j in judge:
+        try:
+            ModelId.parse(j)
+        except ModelIdError as e:
+            typer.echo(f"error: --judge: {e}", err=True)
+            raise typer.Exit(2) from None
+    if len(set(judge)) < len(judge):
+        typer.echo("error: --judge: a model is named twice; for several answers of one judge use --repeats K", err=True)
+        raise typer.Exit(2)
+    limits = cli_limits(max_cost=max_cost, max_connections=None, allow_unpriced=allow_unpriced, models=list(judge))
     from benchctl.tournament.participants import parse_auditor_key
 
     try:
@@ -105,7 +119,9 @@ def runs(
         typer.echo(f"error: --auditor-key: {e}", err=True)
         raise typer.Exit(2) from None
     opts = GradeOptions(
-        judge=judge,
+        judge=judge[0],
+        panel=list(judge[1:]),
+        repeats=repeats,
         graders=list(grader) if grader else None,
         concurrency=concurrency,
         force=force,

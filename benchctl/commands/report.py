@@ -52,6 +52,13 @@ def report(
         help="Which table --format csv writes (leaderboard, clusters, findings, ...); "
         "`all` writes <table>.csv for every table into the --output directory.",
     ),
+    plan: float | None = typer.Option(
+        None,
+        "--plan",
+        metavar="DELTA",
+        help="Add a `plan` table: runs (seeds) per configuration that would detect a true score difference "
+        "DELTA (e.g. 0.05) at 80% power, from the observed variance.",
+    ),
     no_cache: bool = typer.Option(
         False, "--no-cache", help="Re-parse every file; do not read or write RESULTS_DIR/.benchctl-report-cache."
     ),
@@ -66,7 +73,9 @@ def report(
             f"{results_dir} is not a directory; pass the sweep directory `benchctl run` wrote.",
             param_hint="RESULTS_DIR",
         )
-    opts = Options(by=by.value, exclude_fallback=exclude_fallback, separate_fallback=separate_fallback, score=score)
+    opts = Options(
+        by=by.value, exclude_fallback=exclude_fallback, separate_fallback=separate_fallback, score=score, plan=plan
+    )
     try:
         rep = build_report(results_dir, opts, cache=not no_cache)
     except (ValueError, FileNotFoundError) as e:

@@ -29,7 +29,9 @@ def grade_combined(job: GradeJob) -> GradeRecord:
             problems.append(f"no {name} grade (run `benchctl grade --grader {name}` first)")
             continue
         rec = read_json(p)
-        parts[name] = {k: rec.get(k) for k in ("score", "status", "judge", "rubric_hash", "n_items", "n_unscored")}
+        parts[name] = {
+            k: rec.get(k) for k in ("score", "status", "judge", "rubric_hash", "n_items", "n_unscored", "judge_noise")
+        }
         if rec.get("rubric_hash") != job.cfg.rubric_hash(name):
             problems.append(
                 f"the {name} grade was made with another rubric than the task's current one "
@@ -56,6 +58,12 @@ def grade_combined(job: GradeJob) -> GradeRecord:
         rec["error"] = "; ".join(problems)
     elif any(p.get("status") == "partial" for p in parts.values()):
         rec["status"] = "partial"
+    # judge repeats (grading.panel): the parts were judged independently, so their judge variances add
+    # with the squared weights
+    noise = [(parts.get(n) or {}).get("judge_noise") or {} for n in ("coverage", "tldr")]
+    if score is not None and all(isinstance(x.get("var"), (int, float)) for x in noise):
+        w = job.cfg.weights
+        rec["judge_noise"] = {"var": w["coverage"] ** 2 * noise[0]["var"] + w["tldr"] ** 2 * noise[1]["var"]}
     rec["n_items"] = sum(int(p.get("n_items") or 0) for p in parts.values())
     rec["n_unscored"] = sum(int(p.get("n_unscored") or 0) for p in parts.values())
     return rec

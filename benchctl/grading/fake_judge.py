@@ -10,8 +10,10 @@ Custom prompt templates still work as long as they keep the section headings it 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import random
 import re
 from typing import Any
 
@@ -102,3 +104,25 @@ def judge(request: Any) -> dict[str, Any]:
     first = users[0] if users else request.last_user_text
     last = request.last_user_text
     return {"text": answer(first, first if len(users) <= 1 else last)}
+
+
+_draws = itertools.count()
+
+
+def noisy_judge(request: Any) -> dict[str, Any]:
+    """`scripted/py:benchctl.grading.fake_judge:noisy_judge`: the fake judge, but when asked at a
+    temperature other than 0 (as `benchctl grade --repeats K` asks) each score moves by one of
+    −0.2, −0.1, 0, +0.1, +0.2 (kept in 0..1), from a seeded generator: a judge with sampling noise,
+    for trying judge repeats without an API key."""
+    out = judge(request)
+    if request.body.get("temperature") == 0:
+        return out
+    rng = random.Random(next(_draws))
+    try:
+        data = json.loads(out["text"].split("\n", 1)[-1] if out["text"].startswith("Scores") else out["text"])
+    except ValueError:
+        return out  # a verdict: left as it is
+    for s in data.get("scores", [data]):
+        s["score"] = min(1.0, max(0.0, round(s["score"] + rng.choice((-0.2, -0.1, 0.0, 0.1, 0.2)), 1)))
+    prefix = "Scores follow.\n" if out["text"].startswith("Scores") else ""
+    return {"text": prefix + json.dumps(data)}

@@ -108,6 +108,20 @@ class Judge:
         self.concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
         self.calls = 0
+        self.log_extra: dict[str, Any] = {}  # added to each exchange in the judge log (a panel's judge, repeat)
+        self._parent: Judge | None = None
+
+    def sibling(self, model: str, temperature: float | None, *, repeat: int = 0) -> Judge:
+        """A judge for `model` that shares this one's concurrency limit, call count and cost cap
+        (a panel's other judge, or a repeat at another temperature); its exchanges are logged with
+        the model and the repeat."""
+        sib = Judge(model, concurrency=self.concurrency, max_tokens=self.max_tokens, temperature=temperature)
+        sib._parent = self._root()
+        sib.log_extra = {"judge": model, "repeat": repeat}
+        return sib
+
+    def _root(self) -> Judge:
+        return self if self._parent is None else self._parent._root()
 
     async def _complete(
         self, messages: list[dict[str, Any]], system: str, tally: Tally, max_tokens: int, log: dict[str, Any]
@@ -115,17 +129,18 @@ class Judge:
         """One call (retried in benchctl.gateway.complete); the Completion, or JudgeFailed. Fills `log`."""
         from benchctl.gateway.complete import ModelCallError, acomplete
 
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.concurrency)
-        async with self._sem:
-            if self.max_cost is not None and self.spent >= self.max_cost:
-                self.capped += 1
+        root = self._root()  # a panel's judges share one limit, one count and one cost cap
+        if root._sem is None:
+            root._sem = asyncio.Semaphore(root.concurrency)
+        async with root._sem:
+            if root.max_cost is not None and root.spent >= root.max_cost:
+                root.capped += 1
                 log["error"] = (
-                    f"not asked: the grading cost cap of ${self.max_cost:.2f} is reached "
-                    f"(${self.spent:.2f} spent); rerun with a higher --max-cost to score this"
+                    f"not asked: the grading cost cap of ${root.max_cost:.2f} is reached "
+                    f"(${root.spent:.2f} spent); rerun with a higher --max-cost to score this"
                 )
                 raise JudgeFailed(log["error"])
-            self.calls += 1
+            root.calls += 1
             t0 = time.perf_counter()
             try:
                 completion = await acomplete(
@@ -136,7 +151,7 @@ class Judge:
                 log.update(latency_s=round(time.perf_counter() - t0, 4), error=f"judge call failed after retries: {e}")
                 raise JudgeFailed(log["error"]) from None
         tally.add(completion)
-        self.spent += completion.cost_usd or 0.0  # an unknown price counts 0 (allowed by --allow-unpriced)
+        root.spent += completion.cost_usd or 0.0  # an unknown price counts 0 (allowed by --allow-unpriced)
         if tally.spend_log is not None:  # on disk at once: an interrupted session's spend counts too
             append_spend(
                 tally.spend_log,
@@ -180,7 +195,7 @@ class Judge:
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         answer, error = "", None
         for attempt in (1, 2):
-            log: dict[str, Any] = {"ask": label, "attempt": attempt, "max_tokens": max_tokens}
+            log: dict[str, Any] = {"ask": label, "attempt": attempt, "max_tokens": max_tokens, **self.log_extra}
             if attempt == 1:  # the prompt holds the graded text: it is hashed, not stored again
                 log.update(prompt_sha256=_sha256(system + "\0" + prompt), prompt_chars=len(prompt))
             else:

@@ -30,6 +30,7 @@ from benchctl.grading import DERIVED, GRADERS, WHOLE_RESULTS
 from benchctl.grading.combined import grade_combined
 from benchctl.grading.config import GradingConfig, GradingConfigError, check_graders, load_grading
 from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
+from benchctl.grading.panel import grade_panel, panel_label
 from benchctl.grading.record import GradeJob
 from benchctl.grading.spend import Seed, judge_spent_on_disk, seed_spend_log
 from benchctl.jsonio import read_json, write_json_atomic
@@ -49,6 +50,13 @@ class GradeOptions:
     run_glob: str | None = None  # fnmatch over run ids
     auditor_key: str = "model"  # tournament: meta fields that name an auditor, e.g. model+harness
     max_cost: float | None = None  # USD the grading spend may reach (--max-cost; earlier sessions' count)
+    # a panel: more judges beside `judge` (--judge A --judge B); each item takes the mean of all answers
+    panel: list[str] = field(default_factory=list)
+    repeats: int = 1  # answers per judge per item (--repeats K; fresh samples, grading.panel)
+
+    @property
+    def judges(self) -> list[str]:
+        return [self.judge, *self.panel]
 
 
 @dataclass
@@ -109,14 +117,21 @@ def artifact_versions(run_path: Path, artifact: str, followups: bool) -> list[tu
     return out
 
 
-def _existing(path: Path, judge: str, rubric_hash: str) -> dict[str, Any] | None:
+def _existing(path: Path, judge: str, rubric_hash: str, repeats: int = 1) -> dict[str, Any] | None:
+    """The grade on disk when it is what this session would write: same judge (or panel), rubric and
+    number of repeats, and scored (partial and unscored grades are retried)."""
     if not path.exists():
         return None
     try:
         rec = read_json(path)
     except Exception:
         return None  # an unreadable grade is regraded
-    if rec.get("judge") == judge and rec.get("rubric_hash") == rubric_hash and rec.get("status") == "scored":
+    if (
+        rec.get("judge") == judge
+        and rec.get("rubric_hash") == rubric_hash
+        and rec.get("status") == "scored"
+        and (rec.get("repeats") or 1) == repeats
+    ):
         return rec
     return None
 
@@ -243,13 +258,22 @@ async def grade_results(
         old = (
             None
             if opts.force
-            else _existing(grade_path(results, grader, job.run_id, job.artifact_tag), opts.judge, rubric_hash)
+            else _existing(
+                grade_path(results, grader, job.run_id, job.artifact_tag),
+                panel_label(opts.judges),
+                rubric_hash,
+                opts.repeats,
+            )
         )
         if old is not None:
             await finish(old, True)
             return
         tally = Tally.for_grade(results, grader, grade_path(results, grader, job.run_id, job.artifact_tag).stem)
-        await finish(dict(await GRADERS[grader](job, judge, tally)), False, tally)
+        if opts.repeats > 1 or opts.panel:
+            rec = await grade_panel(grader, GRADERS[grader], job, judge, opts.judges, opts.repeats, tally)
+        else:
+            rec = await GRADERS[grader](job, judge, tally)
+        await finish(dict(rec), False, tally)
 
     async def unit(job: GradeJob, graders: list[str]) -> None:
         await asyncio.gather(*(one(job, g) for g in graders if g in GRADERS))

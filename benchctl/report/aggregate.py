@@ -50,6 +50,7 @@ class Options:
     exclude_fallback: bool = False
     separate_fallback: bool = False
     score: str | None = None  # headline grader of every task; None = each task's own (report.headline)
+    plan: float | None = None  # --plan DELTA: the runs per configuration needed to detect DELTA (report.power)
 
 
 def field_of(run: Run, key: str, default: Any = None) -> Any:

@@ -216,9 +216,13 @@ def followups(grouping: Grouping, grader: str = "coverage") -> Table | None:
 
 def variants(grouping: Grouping, headlines: Headlines) -> Table | None:
     """Same model/harness/budget, each data variant side by side (in its task's headline score), with
-    the change from original."""
+    the change from original: Δ with its 95 % interval and p (`comparisons.variant_deltas`), and one
+    row per task pooling the Δs of its rows."""
     if not grouping.varies["variant"] or not headlines.graders:
         return None
+    from benchctl.report.comparisons import variant_deltas
+
+    deltas = variant_deltas(grouping, headlines.of_task)
     cells: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     totals: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     names: set[str] = set()
@@ -258,7 +262,22 @@ def variants(grouping: Grouping, headlines: Headlines) -> Table | None:
             row[f"{v}:runs"] = totals[key].get(v, 0)
             if v != "original":
                 row[f"{v}:delta"] = (row[f"{v}:mean"] - base) if base is not None and vals else None
+                _delta_stats(row, v, deltas.get(key, {}).get(v))
         rows.append(row)
+    for task in sorted({k[0] for k in cells}):
+        pooled = deltas.get(("all", task))
+        if pooled:
+            row = {
+                "config": "all rows" + (f" · {task}" if grouping.varies["task"] else ""),
+                "grader": headlines.of_task(task),
+            }
+            for v in order:
+                row.update({f"{v}:mean": None, f"{v}:n": None, f"{v}:runs": None})
+                if v != "original":
+                    res = pooled.get(v)
+                    row[f"{v}:delta"] = None if res is None else res.diff
+                    _delta_stats(row, v, res)
+            rows.append(row)
     cols = [Column("config", "configuration"), Column("grader", "grader")]
     display = [("configuration", lambda r: r["config"])]
     if len(headlines.graders) > 1:
@@ -269,20 +288,54 @@ def variants(grouping: Grouping, headlines: Headlines) -> Table | None:
             Column(f"{v}:n", f"{v} scored", "int"),
             Column(f"{v}:runs", f"{v} runs", "int"),
         ]
-        display.append(
-            (v, (lambda v: lambda r: f"{fmt('score', r[f'{v}:mean'])} ({r[f'{v}:n']} of {r[f'{v}:runs']})")(v))
-        )
+        display.append((v, (lambda v: lambda r: _variant_cell(r, v))(v)))
         if v != "original":
-            cols.append(Column(f"{v}:delta", f"Δ {v}", "score"))
-            display.append((f"Δ {v}", (lambda v: lambda r: _signed(r[f"{v}:delta"]))(v)))
+            cols += [
+                Column(f"{v}:delta", f"Δ {v}", "score"),
+                Column(f"{v}:delta_lo", f"Δ {v} 95% lo", "score"),
+                Column(f"{v}:delta_hi", f"Δ {v} 95% hi", "score"),
+                Column(f"{v}:p", f"Δ {v} p", "float"),
+                Column(f"{v}:method", f"Δ {v} method"),
+            ]
+            display.append((f"Δ {v} (95% CI)", (lambda v: lambda r: _delta_cell(r, v))(v)))
+            display.append((f"p {v}", (lambda v: lambda r: _p_cell(r[f"{v}:p"]))(v)))
     return Table(
         "variants",
         f"Data variants side by side ({headlines.single or 'headline score'})",
         cols,
         rows,
-        ["Δ = variant mean − original mean for the same model, harness and budget."],
+        [
+            "Δ = variant mean − original mean for the same model, harness and budget, with its 95% interval and "
+            "two-sided p: paired by seed when both have the same seeds, else Welch's t; success rates: Newcombe's "
+            "interval and the score test. 'all rows': the equally weighted mean of the rows' Δs (stratified "
+            "by row), the question whether the variant moves scores at all."
+        ],
         display,
     )
+
+
+def _delta_stats(row: dict[str, Any], v: str, res: Any) -> None:
+    row[f"{v}:delta_lo"] = None if res is None else res.lo
+    row[f"{v}:delta_hi"] = None if res is None else res.hi
+    row[f"{v}:p"] = None if res is None else res.p
+    row[f"{v}:method"] = None if res is None else res.method
+
+
+def _variant_cell(r: dict[str, Any], v: str) -> str:
+    if r[f"{v}:n"] is None:
+        return ""
+    return f"{fmt('score', r[f'{v}:mean'])} ({r[f'{v}:n']} of {r[f'{v}:runs']})"
+
+
+def _delta_cell(r: dict[str, Any], v: str) -> str:
+    lo, hi = r[f"{v}:delta_lo"], r[f"{v}:delta_hi"]
+    if lo is None or hi is None:
+        return _signed(r[f"{v}:delta"])
+    return f"{_signed(r[f'{v}:delta'])} [{_signed(lo)}, {_signed(hi)}]"
+
+
+def _p_cell(p: float | None) -> str:
+    return "–" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
 def _signed(v: float | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from benchctl.report import breakdowns, contests
+from benchctl.report import breakdowns, comparisons, contests, judge_noise
 from benchctl.report.aggregate import Grouping, Options, fell_back, leaderboard, unscored_runs
 from benchctl.report.headline import pick_headlines
 from benchctl.report.load import Results, gc_paused, load_results
@@ -61,6 +61,17 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
             tables.append(t)
     if res.ratings:
         tables += contests.tournament_tables(res.ratings)
+    judge_noise.add_judge_share(lb, grouping, headlines.of_task)
+    jt = judge_noise.judges_table(runs)
+    if jt is not None:
+        tables.append(jt)
+    cmp = comparisons.comparisons_table(grouping, headlines.of_task, res.ratings)
+    if cmp is not None:
+        tables.append(cmp)
+    if opts.plan is not None:
+        from benchctl.report.power import plan_table
+
+        tables.append(plan_table(grouping, headlines.of_task, opts.plan))
     un = unscored_runs(runs, headlines)
     if un.rows:
         tables.append(un)

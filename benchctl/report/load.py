@@ -62,6 +62,7 @@ class Grade:
     cost_usd: float | None
     artifact: str | None
     bad_values: int = 0  # item scores or clusters, by_cluster values, cost_usd of the wrong type: read as unknown
+    judge_noise: dict[str, Any] | None = None  # judge repeats / panels (grading.panel): report.judge_noise reads it
 
 
 @dataclass(slots=True)
@@ -215,6 +216,7 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None, compact: 
         cost,
         share(rec.get("artifact")),
         bad,
+        noise if isinstance(noise := rec.get("judge_noise"), dict) else None,
     ]
 
 

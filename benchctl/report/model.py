@@ -33,12 +33,16 @@ class Table:
     notes: list[str] = field(default_factory=list)
     # Human view override: (label, cell function). None = every non-hidden column, formatted.
     display: list[tuple[str, Display]] | None = None
+    # The terminal shows only the rows this keeps (every other format shows all), then terminal_note.
+    terminal_filter: Callable[[dict[str, Any]], bool] | None = None
+    terminal_note: str = ""
 
-    def view(self) -> tuple[list[str], list[list[str]]]:
+    def view(self, rows: list[dict[str, Any]] | None = None) -> tuple[list[str], list[list[str]]]:
+        rows = self.rows if rows is None else rows
         if self.display is not None:
-            return [lbl for lbl, _ in self.display], [[fn(r) for _, fn in self.display] for r in self.rows]
+            return [lbl for lbl, _ in self.display], [[fn(r) for _, fn in self.display] for r in rows]
         cols = [c for c in self.columns if not c.hidden]
-        return [c.label for c in cols], [[fmt(c.kind, r.get(c.key)) for c in cols] for r in self.rows]
+        return [c.label for c in cols], [[fmt(c.kind, r.get(c.key)) for c in cols] for r in rows]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -22,7 +22,7 @@ def print_report(report: Report, console: Console | None = None, max_listing_row
     for w in report.warnings:
         console.print(Text(f"WARNING: {w}", style="bold yellow"))
     for t in report.tables:
-        header, rows = t.view()
+        header, rows = t.view(None if t.terminal_filter is None else [r for r in t.rows if t.terminal_filter(r)])
         rt = RichTable(title=t.title, title_justify="left", show_lines=False, header_style="bold")
         for h in header:
             rt.add_column(h, overflow="fold")
@@ -37,6 +37,8 @@ def print_report(report: Report, console: Console | None = None, max_listing_row
                     style="yellow",
                 )
             )
+        if t.terminal_note:
+            console.print(Text(t.terminal_note, style="yellow"))
         for n in t.notes:
             console.print(Text(n, style="dim"))
         console.print()

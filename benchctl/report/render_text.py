@@ -58,8 +58,18 @@ def to_csv(report: Report, table: str = "leaderboard") -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([c.key for c in t.columns])
     for r in t.rows:
-        w.writerow(["" if r.get(c.key) is None else r.get(c.key) for c in t.columns])
+        w.writerow([_csv_cell(r.get(c.key)) for c in t.columns])
     return buf.getvalue()
+
+
+def _csv_cell(v: Any) -> Any:
+    """None as an empty cell; a dict or list (a comparison's configuration) as JSON, which any
+    reader can parse back."""
+    if v is None:
+        return ""
+    if isinstance(v, (dict, list)):
+        return dumps(v).decode()
+    return v
 
 
 def to_json_obj(report: Report) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchctl.tournament.bradley_terry import Fit, fit_batch, strongly_connected
+from benchctl.tournament.schema import PairwiseRow
 
 DEFAULT_ROUNDS = 1000
 DEFAULT_SEED = 0
@@ -79,3 +80,34 @@ def interval_ranks(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     lo = np.asarray(lo, dtype=float)
     hi = np.asarray(hi, dtype=float)
     return 1 + (lo[None, :] > hi[:, None]).sum(axis=1)
+
+
+def pairwise(
+    samples: np.ndarray, elo: np.ndarray, names: list[str], rated: np.ndarray, ci: tuple[float, float] = CI
+) -> list[PairwiseRow]:
+    """Elo(b) − Elo(a) for every pair of rated auditors (a before b by name): the full-data difference,
+    the percentile interval and standard error of the per-round differences, and the two-sided
+    bootstrap p, 2·(min(#rounds ≤ 0, #rounds ≥ 0) + 1) / (rounds + 1), capped at 1 (the +1s keep a
+    p from being 0 with finitely many rounds)."""
+    order = sorted((i for i in range(len(names)) if rated[i]), key=lambda i: names[i])
+    rounds = samples.shape[0]
+    out: list[PairwiseRow] = []
+    if rounds == 0:
+        return out
+    for x, i in enumerate(order):
+        for j in order[x + 1 :]:
+            d = samples[:, j] - samples[:, i]
+            lo, hi = np.percentile(d, list(ci))
+            tail = min(int((d <= 0).sum()), int((d >= 0).sum()))
+            out.append(
+                PairwiseRow(
+                    a=names[i],
+                    b=names[j],
+                    diff=round(float(elo[j] - elo[i]), 2),
+                    lo=round(float(lo), 2),
+                    hi=round(float(hi), 2),
+                    se=round(float(d.std(ddof=1)), 4) if rounds > 1 else 0.0,
+                    p=min(1.0, 2 * (tail + 1) / (rounds + 1)),
+                )
+            )
+    return out

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from benchctl.tournament.bootstrap import CI, DEFAULT_ROUNDS, DEFAULT_SEED, bootstrap, interval_ranks
+from benchctl.tournament.bootstrap import CI, DEFAULT_ROUNDS, DEFAULT_SEED, bootstrap, interval_ranks, pairwise
 from benchctl.tournament.bradley_terry import ELO_MEAN, components, default_prior_weight, fit_batch, strongly_connected
 from benchctl.tournament.canonical import content_hash
 from benchctl.tournament.matches import EnvArrays, credit_sets, env_matches, issue_points
@@ -184,6 +184,8 @@ def compute(
         canonical_hashes={c["env"]: content_hash(c.get("issues", [])) for c in usable},
         flags=flags,
         created_at=time.time(),
+        # the fit holds the rated auditors only, in `rated` order
+        pairwise=pairwise(boot.samples, full.elo, [auditors[i] for i in rated], np.ones(rated.size, dtype=bool)),
     )
     return ratings, run_scores
 

@@ -43,7 +43,7 @@ bound is above this auditor's upper bound (so auditors with overlapping interval
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 RATINGS_SCHEMA = 1
 CANONICAL_SCHEMA = 1
@@ -187,6 +187,20 @@ class Flags(TypedDict):
     no_match_runs: list[str]  # runs that played no match: their grade record is unscored
 
 
+class PairwiseRow(TypedDict):
+    """Elo of `b` minus Elo of `a` (rated auditors, a before b in name order) with its bootstrap
+    interval over environments (the same rounds as the ratings' intervals), its bootstrap standard
+    error, and the two-sided bootstrap p: 2·(min(#rounds ≤ 0, #rounds ≥ 0) + 1) / (rounds + 1)."""
+
+    a: str
+    b: str
+    diff: float
+    lo: float
+    hi: float
+    se: float
+    p: float
+
+
 class Ratings(TypedDict):
     schema: int  # RATINGS_SCHEMA
     grader: str  # "tournament"
@@ -202,3 +216,4 @@ class Ratings(TypedDict):
     canonical_hashes: dict[str, str]  # env -> content hash of the canonical list used
     flags: Flags
     created_at: float
+    pairwise: NotRequired[list[PairwiseRow]]  # absent in ratings written before it existed
