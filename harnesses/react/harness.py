@@ -234,9 +234,8 @@ class ReactHarness:
                 if budget.expired(self.clock()):
                     return result("timeout")
                 return result("completed")
-            event = "reprompt" if decision.kind == "reprompt" else "revision_request"
             tr.emit(
-                event,
+                "reprompt" if decision.kind == "reprompt" else "revision_request",
                 "policy",
                 text=decision.message,
                 elapsed_s=round(self.clock() - budget.start, 3),
