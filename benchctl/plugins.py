@@ -47,10 +47,11 @@ class Registry(Generic[T]):
     def check(self, name: str) -> None:
         """Raise UnknownPlugin, naming the known ones and how to add one, if `name` is not declared."""
         if name not in self._local and name not in self._declared():
+            kinds = self.group.rpartition(".")[2]
             raise UnknownPlugin(
-                f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or 'none'}. A plugin {self.kind} "
-                f'is found once its package is installed (pip install ...) and declares it under [project.entry-points."'
-                f'{self.group}"]'
+                f"unknown {self.kind} {name!r}; known {kinds}: {', '.join(self.names()) or 'none'} (a plugin "
+                f"{self.kind} is known once its distribution is installed: it declares it as an entry point in "
+                f"the group {self.group!r})"
             )
 
     def provider(self, name: str) -> str:

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from benchctl.harness import HarnessResult
 from benchctl.layout import RunMeta
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
-from harnesses.base import HarnessResult
 
 if TYPE_CHECKING:  # the limits are imported when a sweep makes its limiter
     from benchctl.limits import Limiter

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from benchctl.executors import RunJob, RunOutcome
 from benchctl.executors.ray_node import SLOT, SecretEnv
+from benchctl.harness import HarnessResult
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import SECRET_ENV_VARS, SECRET_SUFFIXES, TranscriptWriter
-from harnesses.base import HarnessResult
 
 if TYPE_CHECKING:
     from benchctl.limits.config import LimitsConfig

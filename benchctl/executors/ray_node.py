@@ -104,11 +104,11 @@ def check_node(
                 problems.append(image_mismatch(image, info.id, expected_digest))
     finally:
         client.close()
-    from harnesses import registry
+    from benchctl.harness import create_harness
 
     for name, opts in harnesses:
         try:
-            registry.create(name, opts).mounts()  # finds the agent binaries on this node
+            create_harness(name, opts).mounts()  # finds the agent binaries on this node
         except Exception as e:
             problems.append(f"--harness {name}: {e}")
     return out
@@ -214,8 +214,8 @@ class RunActor:
         from benchctl.executors.bundle import pack_dir, unpack_bundle
         from benchctl.executors.run_body import LiveRuns, run_body
         from benchctl.gateway import scripted
+        from benchctl.harness import HarnessResult
         from benchctl.transcript import TranscriptWriter
-        from harnesses.base import HarnessResult
 
         os.environ.update(secrets.values())  # before the writer: its redactor reads them
         scratch = _scratch_dir()

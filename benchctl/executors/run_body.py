@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchctl.executors import RunJob, RunOutcome
+from benchctl.harness import Harness, HarnessContext, HarnessResult, create_harness
 from benchctl.layout import ARTIFACTS, RunMeta, Usage
 from benchctl.policies import Budget, StopState, parse_duration
 from benchctl.run.sweep import RunSpec
@@ -25,8 +26,6 @@ from benchctl.sandbox.base import WORK_DIR, Sandbox, SandboxSpec
 from benchctl.sandbox.gateway_dir import GatewayDir
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
-from harnesses import registry
-from harnesses.base import Harness, HarnessContext, HarnessResult
 
 if TYPE_CHECKING:  # imported when a run starts (the task decides which it needs)
     from benchctl.gateway.server import Gateway
@@ -114,7 +113,7 @@ def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: Liv
     limits = RunLimits(job.limits, transcript, holder=f"{spec.run_id}:{uuid.uuid4().hex[:8]}")
     transcript.listeners.append(limits.on_event)
     try:
-        harness = registry.create(spec.harness, spec.options)
+        harness = create_harness(spec.harness, spec.options)
         meta["tool_versions"] = dict(harness.tool_versions())
         gateway = start_gateway(spec, sockdir / SOCKET_NAME, transcript, limits)
         live.register(spec.run_id, None, gateway)

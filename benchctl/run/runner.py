@@ -22,12 +22,12 @@ from benchctl import __version__
 from benchctl.executors import Executor, PreparedData, RunJob, RunOutcome
 from benchctl.executors.local import LocalExecutor
 from benchctl.executors.run_body import followup_name  # noqa: F401  (re-exported: tests and callers use it)
+from benchctl.harness import HarnessResult
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import ARTIFACTS, FINAL_STATUSES, META, META_SCHEMA, TRANSCRIPT, RunMeta, read_meta, run_dir
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter, WarningCounter
-from harnesses.base import HarnessResult
 
 if TYPE_CHECKING:
     from benchctl.limits.run import LimitsPlan
