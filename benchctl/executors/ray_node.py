@@ -131,6 +131,7 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
         check_binaries,
         check_docker,
         check_image,
+        check_plugins,
         check_sandbox_starts,
         check_strays,
     )
@@ -146,7 +147,7 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
             checks.append(Check("image digest", "fail", image_mismatch(image, info.id, expected_digest), required=True))
         else:
             checks.append(Check("image digest", "ok", "same as the driver's", required=True))
-    checks += check_binaries() + [check_strays(client)]
+    checks += check_plugins() + check_binaries() + [check_strays(client)]
     if client is not None:
         client.close()
     return [asdict(c) for c in checks]
