@@ -1,4 +1,4 @@
-"""The protocols of HarnessContext's objects (harnesses/base.py: HarnessGateway, HostTools,
+"""The protocols of HarnessContext's objects (benchctl/harness.py: HarnessGateway, HostTools,
 CostStop) hold for the real objects the runner puts there, and harness code uses nothing else.
 
 Two checks, each catching what the other cannot: mypy over tests/harness_protocol_cases.py (the
