@@ -2,7 +2,8 @@
 
 In order: Docker Engine reachable [required], sandbox image present (with its content digest)
 [required], a sandbox starts with no network [required], the harnesses and graders installed (built-in
-or plugin; at least one harness required), agent CLI binaries [optional], provider
+or plugin; at least one harness required) and no other distribution installing a package of benchctl's
+names, agent CLI binaries [optional], provider
 API keys set [optional; values are never printed], stray benchctl containers and gateway
 directories [optional]. Each failing check says what to do.
 
@@ -147,6 +148,23 @@ def check_plugins() -> list[Check]:
     return checks
 
 
+def check_package_names() -> Check:
+    """No other installed distribution ships a top-level package of benchctl's names (benchctl,
+    harnesses): pip would put both into one directory, each overwriting the other's files."""
+    from benchctl.plugins import own_packages, package_clashes
+
+    clashes = package_clashes()
+    if clashes:
+        return Check(
+            "package names",
+            "warn",
+            "; ".join(f"{top!r} is also installed by {', '.join(d)}" for top, d in clashes.items()),
+            "keep them in separate virtual environments (pip uninstall the other one, then pip install "
+            "--force-reinstall benchctl)",
+        )
+    return Check("package names", "ok", f"no other distribution installs {', '.join(own_packages())}")
+
+
 def check_keys() -> list[Check]:
     checks = []
     from benchctl.gateway.provider_env import PROVIDERS
@@ -205,7 +223,8 @@ def run_checks(tag: str) -> list[Check]:
     docker_check, client = check_docker()
     image_check = check_image(client, tag)
     checks = [docker_check, image_check, check_sandbox_starts(client, tag, image_check.status == "ok")]
-    checks += check_plugins() + check_binaries() + check_keys() + [check_strays(client), check_gateway_dirs()]
+    checks += check_plugins() + [check_package_names()] + check_binaries() + check_keys()
+    checks += [check_strays(client), check_gateway_dirs()]
     if client is not None:
         client.close()
     return checks

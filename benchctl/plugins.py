@@ -13,11 +13,21 @@ plugin is installed (`pip install`), every benchctl process finds it by name: `b
 --harness my-agent`, `benchctl doctor`, `benchctl grade`, and the processes on Ray nodes where it
 is installed too. The entry points are read when a name is looked up; a plugin's module is
 imported only when its name is used (choosing `react` never imports the Claude Code adapter).
+
+benchctl's own entry points name modules of its two top-level packages, `benchctl` and
+`harnesses` (the built-in harnesses). `harnesses` is a common name: PyPI has a distribution of
+that name (verifiers' harnesses) whose top-level package is `harnesses` too. Installed into one
+environment, the two share a directory (each overwriting the other's files) or one shadows the
+other on sys.path. So before loading one of benchctl's own, the registry checks that its package
+is the one beside `benchctl` (else: an error naming what is there and the fix), and `benchctl
+doctor` names every other installed distribution that ships a package of those names.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import EntryPoint, entry_points
+import importlib.util
+from importlib.metadata import EntryPoint, entry_points, packages_distributions
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -72,6 +82,9 @@ class Registry(Generic[T]):
                 f"{self.kind} {name!r} is declared by more than one installed distribution: "
                 f"{'; '.join(_where(ep) for ep in found)}. Fix: uninstall all but one of them"
             )
+        own_package_problem = _own_package_problem(found[0])
+        if own_package_problem:
+            raise UnknownPlugin(f"{self.kind} {name!r}: {own_package_problem}")
         try:
             obj: Any = found[0].load()
         except (ImportError, AttributeError) as e:
@@ -85,6 +98,51 @@ class Registry(Generic[T]):
 
     def unregister(self, name: str) -> None:
         self._local.pop(name, None)
+
+
+DISTRIBUTION = "benchctl"
+HOME = Path(__file__).resolve().parent.parent  # the directory holding the benchctl package (and harnesses)
+
+
+def _own_package_problem(ep: EntryPoint) -> str | None:
+    """For one of benchctl's own entry points: why its top-level package is not benchctl's (None: it is)."""
+    if not _is_own(ep):
+        return None
+    top = ep.module.partition(".")[0]
+    spec = importlib.util.find_spec(top)  # finds it without running it
+    origin = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+    if origin is not None and origin.parent.parent == HOME:
+        return None
+    return (
+        f"benchctl's built-in package {top!r} should be {HOME / top}, but {top!r} here is "
+        f"{origin or 'not a package of files'}: another distribution or directory of that name comes first. Fix: "
+        f"`pip uninstall` the other one (`benchctl doctor` names it) and reinstall benchctl, or keep them in "
+        f"separate virtual environments"
+    )
+
+
+def own_packages() -> list[str]:
+    """The top-level packages benchctl's own entry points (and benchctl itself) live in."""
+    tops = {DISTRIBUTION}
+    for group in ("benchctl.harnesses", "benchctl.graders"):
+        tops |= {ep.module.partition(".")[0] for ep in entry_points(group=group) if _is_own(ep)}
+    return sorted(tops)
+
+
+def package_clashes() -> dict[str, list[str]]:
+    """{package: [other distributions]} for each of benchctl's top-level packages that another installed
+    distribution also ships (slow: it reads every installed distribution's file list)."""
+    shipped = packages_distributions()
+    out = {}
+    for top in own_packages():
+        others = sorted({d for d in shipped.get(top, []) if d.lower() != DISTRIBUTION})
+        if others:
+            out[top] = others
+    return out
+
+
+def _is_own(ep: EntryPoint) -> bool:
+    return ep.dist is not None and ep.dist.name.lower() == DISTRIBUTION
 
 
 def _where(ep: EntryPoint) -> str:

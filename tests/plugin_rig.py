@@ -16,6 +16,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "plugins" / "tiny"
+# stands for PyPI's `harnesses` distribution: a top-level package named like benchctl's built-in one
+CLASH = REPO / "tests" / "plugins" / "harnesses-clash"
 
 
 def entry_points_txt(groups: dict[str, dict[str, str]]) -> str:
@@ -49,10 +51,10 @@ def build_wheel(src: Path, dest: Path) -> Path:
     return wheel
 
 
-def install_tiny(dest: Path) -> Path:
-    """pip-install the tiny plugin into `dest`/site (no index, no dependencies: benchctl is this checkout)."""
+def install(src: Path, dest: Path) -> Path:
+    """pip-install the project in `src` into `dest`/site (no index, no dependencies: benchctl is this checkout)."""
     dest.mkdir(parents=True, exist_ok=True)
-    wheel = build_wheel(TINY, dest)
+    wheel = build_wheel(src, dest)
     site = dest / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check", "--quiet"]
@@ -65,6 +67,12 @@ def install_tiny(dest: Path) -> Path:
     return site
 
 
-def env_with(site: Path) -> dict[str, str]:
-    """The environment of a process that has the plugin installed (this checkout's benchctl first)."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([os.environ["PYTHONPATH"], str(site)])}
+def install_tiny(dest: Path) -> Path:
+    return install(TINY, dest)
+
+
+def env_with(site: Path, first: bool = False) -> dict[str, str]:
+    """The environment of a process that has the distributions in `site` installed: after this
+    checkout's benchctl, or `first`, before it (as site-packages comes before an editable install's finder)."""
+    paths = [str(site), os.environ["PYTHONPATH"]] if first else [os.environ["PYTHONPATH"], str(site)]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}

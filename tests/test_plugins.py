@@ -14,7 +14,7 @@ import pytest
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.plugins import Registry, UnknownPlugin
 from tests._run_helpers import BENCHCTL, make_task, only_run
-from tests.plugin_rig import entry_points_txt, env_with, install_tiny
+from tests.plugin_rig import CLASH, entry_points_txt, env_with, install, install_tiny
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,10 @@ def tiny_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return install_tiny(tmp_path_factory.mktemp("tiny"))
 
 
-def benchctl(args: list[str], env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*BENCHCTL, *args], env=env, capture_output=True, text=True, timeout=timeout)
+def benchctl(
+    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run([*BENCHCTL, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def test_doctor_lists_an_installed_plugin_with_its_distribution(tiny_site: Path) -> None:
@@ -113,3 +115,24 @@ def test_a_declared_plugin_that_does_not_import_says_which_distribution(tmp_path
         reg.load("gone")
     reg.register("gone", sys)  # in this process only, it wins over the broken declaration
     assert reg.load("gone") is sys and reg.provider("gone") == "this process"
+
+
+def test_another_distributions_harnesses_package_is_named_and_not_taken_for_benchctls(tmp_path: Path) -> None:
+    """PyPI has a distribution whose top-level package is named `harnesses` too. Installed where it
+    comes first on the path, benchctl refuses to take it for its own built-in harnesses and says
+    what to do; doctor names the distribution."""
+    clash = install(CLASH, tmp_path / "clash")
+    env = env_with(clash, first=True)
+    # not from the checkout's directory: `python -c` puts the working directory first on the path
+    checks = {c["name"]: c for c in json.loads(benchctl(["doctor", "--json"], env, tmp_path).stdout)["checks"]}
+    assert checks["package names"]["status"] == "warn"
+    assert checks["package names"]["detail"] == "'harnesses' is also installed by harnesses"
+    react = checks["harness: react"]
+    assert react["status"] == "warn" and f"'harnesses' here is {clash / 'harnesses' / '__init__.py'}" in react["detail"]
+    assert checks["grader: coverage"]["status"] == "ok"  # benchctl's own package is still benchctl's
+    task, model = make_task(tmp_path, [{"text": "done"}])
+    r = benchctl(["run", str(task), "--model", model, "--budget", "1m", "--out", str(tmp_path / "out")], env, tmp_path)
+    assert r.returncode == 2 and "benchctl's built-in package 'harnesses' should be" in r.stderr, r.stderr
+    assert "pip uninstall" in r.stderr and not (tmp_path / "out").exists()
+    clean = {c["name"]: c for c in json.loads(benchctl(["doctor", "--json"], cwd=tmp_path).stdout)["checks"]}
+    assert clean["package names"]["status"] == "ok" and clean["harness: react"]["status"] == "ok"
