@@ -1,7 +1,9 @@
 """The checks behind `benchctl doctor`: is this machine ready to run benchmarks?
 
 In order: Docker Engine reachable [required], sandbox image present (with its content digest)
-[required], a sandbox starts with no network [required], agent CLI binaries [optional], provider
+[required], a sandbox starts with no network [required], the harnesses and graders installed (built-in
+or plugin; at least one harness required) and no other distribution installing a package of benchctl's
+names, agent CLI binaries [optional], provider
 API keys set [optional; values are never printed], stray benchctl containers and gateway
 directories [optional]. Each failing check says what to do.
 
@@ -112,6 +114,57 @@ def check_binaries() -> list[Check]:
     return checks
 
 
+def check_plugins() -> list[Check]:
+    """Every harness and grader this Python finds (entry points: built-in or a plugin), where each
+    comes from, and whether it loads. No harness at all means benchctl's own entry points are missing."""
+    from benchctl.grading.graders import GRADERS
+    from benchctl.harness import HARNESSES
+    from benchctl.plugins import Registry, UnknownPlugin
+
+    registries: tuple[Registry[Any], ...] = (HARNESSES, GRADERS)
+    checks = []
+    for registry in registries:
+        names = registry.names()
+        if not names:
+            checks.append(
+                Check(
+                    f"{registry.kind}s",
+                    "fail",
+                    f"none found: no installed distribution declares entry points in {registry.group!r}, "
+                    "not even benchctl (installed from another checkout, or not installed)",
+                    "install benchctl (pip install benchctl, or pip install -e . in a checkout)",
+                    required=True,
+                )
+            )
+        for name in names:
+            try:
+                registry.load(name)
+            except UnknownPlugin as e:
+                checks.append(
+                    Check(f"{registry.kind}: {name}", "warn", str(e), "reinstall or uninstall the distribution")
+                )
+                continue
+            checks.append(Check(f"{registry.kind}: {name}", "ok", registry.provider(name)))
+    return checks
+
+
+def check_package_names() -> Check:
+    """No other installed distribution ships a top-level package of benchctl's names (benchctl,
+    harnesses): pip would put both into one directory, each overwriting the other's files."""
+    from benchctl.plugins import own_packages, package_clashes
+
+    clashes = package_clashes()
+    if clashes:
+        return Check(
+            "package names",
+            "warn",
+            "; ".join(f"{top!r} is also installed by {', '.join(d)}" for top, d in clashes.items()),
+            "keep them in separate virtual environments (pip uninstall the other one, then pip install "
+            "--force-reinstall benchctl)",
+        )
+    return Check("package names", "ok", f"no other distribution installs {', '.join(own_packages())}")
+
+
 def check_keys() -> list[Check]:
     checks = []
     from benchctl.gateway.provider_env import PROVIDERS
@@ -170,7 +223,8 @@ def run_checks(tag: str) -> list[Check]:
     docker_check, client = check_docker()
     image_check = check_image(client, tag)
     checks = [docker_check, image_check, check_sandbox_starts(client, tag, image_check.status == "ok")]
-    checks += check_binaries() + check_keys() + [check_strays(client), check_gateway_dirs()]
+    checks += check_plugins() + [check_package_names()] + check_binaries() + check_keys()
+    checks += [check_strays(client), check_gateway_dirs()]
     if client is not None:
         client.close()
     return checks

@@ -5,7 +5,7 @@ Every component of a run (gateway, harness, policies, runner) writes through one
 see whole events) and scrubs secrets before anything reaches disk.
 
 The format — the fields every event has and each type's own — is documented in
-docs/formats/transcript.md; the event types are listed in `EVENT_TYPES`.
+docs/formats/transcript.md; the event types and the sources are `EventType` and `Source` below.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -24,29 +24,40 @@ from benchctl.gateway.provider_env import PROVIDERS
 SCHEMA_VERSION = 1
 _DUMP_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 
-EVENT_TYPES = {
-    "run_start",  # spec, task hash, image digest
-    "run_end",  # status, usage, cost, summary
+# The event types and the writers, as the README's transcript schema lists them. mypy checks every
+# `emit` against these lists; the README's table is checked against them (tests/test_readme_claims.py).
+EventType = Literal[
+    "run_start",  # runner: spec, task hash, image digest
+    "run_end",  # runner: status, usage, cost, summary
     "model_call",  # gateway: one exchange with an upstream (see gateway docs)
     "model_error",  # gateway: a call that failed after retries
     "refusal",  # gateway: a model refused
     "fallback",  # gateway: the run switched to its fallback model
+    "rate_limit_wait",  # gateway: a call held back by the limiter or a 429/529 backoff (reason, wait_s)
     "assistant",  # harness: assistant text
     "tool_call",  # harness: the agent called a tool (name, input)
     "tool_result",  # harness: what the tool returned (output, exit code, truncated)
+    "hook",  # harness: a CLI hook fired
     "notice",  # policy: text injected into the agent's context (kind: time|words|tokens|cost_cap|...)
-    "rate_limit_wait",  # gateway: a call held back by the limiter or a 429/529 backoff (reason, wait_s)
     "reprompt",  # policy: the agent tried to stop early and was told to continue
     "revision_request",  # policy: the report was over the length limit on stop
-    "hook",  # harness: a CLI hook fired
     "forged_hook",  # policy: a hook the gateway's own view of the model traffic contradicts (refused)
     "followup",  # runner: a follow-up prompt was sent
-    "target_call",  # target tools: a call to the audited target model
-    "harness_event",  # harness: a raw CLI event with no better mapping
-    "stderr",  # harness: lines the agent CLI wrote to stderr
-    "warning",  # anything: the run went on but something is off (kind, message); listed in meta.json
-    "error",  # anything: an error with a message
-}
+    "target_call",  # targets: a call to the audited target model
+    "warning",  # any: the run went on but something is off (kind, message); listed in meta.json
+    "harness_event",  # any: a raw CLI event with no better mapping
+    "stderr",  # any: lines the agent CLI wrote to stderr
+    "error",  # any: an error with a message
+]
+Source = Literal[
+    "runner",  # the run body and the runner (benchctl/run, benchctl/executors)
+    "gateway",  # the model gateway (benchctl/gateway)
+    "harness",  # the harness driving the agent
+    "policy",  # the run's policies (benchctl/policies.py, applied by the harness)
+    "targets",  # a hidden-behaviour audit's target tools (benchctl/targets)
+    "task_tests",  # an imported task's run_task_tests (benchctl/task_import)
+    "grader",  # a judge call's log (benchctl/gateway/complete.py)
+]
 
 # Environment variables whose values must never be written anywhere: every provider's key
 # variables (from provider_env.py, the one table of them) and other known credentials.
@@ -176,7 +187,7 @@ class TranscriptWriter:
         # redaction (only the written line is scrubbed): a listener must not print or store its text.
         self.listeners: list[Any] = []
 
-    def emit(self, type: str, source: str = "runner", **fields: Any) -> dict[str, Any]:
+    def emit(self, type: EventType, source: Source = "runner", **fields: Any) -> dict[str, Any]:
         return self._write({"v": SCHEMA_VERSION, "seq": 0, "t": time.time(), "type": type, "source": source, **fields})
 
     def append_line(self, line: bytes) -> dict[str, Any]:

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchctl.binaries import BinaryInfo
+from benchctl.harness import HarnessContext, HarnessResult, cost_stopped, stop_reason
 from benchctl.sandbox.base import GATEWAY_DIR, TOOLS_DIR, WORK_DIR, Mount, SandboxError, StreamResult
 from harnesses.agent_cli import CallTracker, PhaseFiles
-from harnesses.base import HarnessContext, HarnessResult, cost_stopped, stop_reason
 from harnesses.hooks import host as hook_host
 from harnesses.tool_outputs import CliRules, ToolOutputJoin
 

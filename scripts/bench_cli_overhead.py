@@ -71,9 +71,9 @@ def load_tree(tree: Path) -> None:
 
 def timed_harness(name: str) -> Any:
     """The registered harness, its command run behind SHIM (a subclass: the harness is otherwise unchanged)."""
-    from harnesses import registry
+    from benchctl.harness import create_harness
 
-    cls = type(registry.create(name, {}))
+    cls = type(create_harness(name, {}))
 
     class Timed(cls):  # type: ignore[misc, valid-type]
         def command(self, *args: Any, **kwargs: Any) -> tuple[list[str], dict[str, str]]:
@@ -85,11 +85,11 @@ def timed_harness(name: str) -> Any:
 
 def one_run(harness_name: str, image: str, script: Path) -> dict[str, float]:
     from benchctl.gateway import Gateway, GatewayConfig
+    from benchctl.harness import HarnessContext
     from benchctl.policies import Budget, RunPolicies
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     from benchctl.transcript import TranscriptWriter
-    from harnesses.base import HarnessContext
 
     base = Path(tempfile.mkdtemp(prefix="bbench-", dir="/tmp"))
     (base / "gw").mkdir()
@@ -159,12 +159,11 @@ def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
     """In one sandbox: the forwarder wrapper around `true` vs a plain `true` exec (interleaved),
     and the PostToolUse hook round trip."""
     from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
+    from benchctl.harness import HarnessContext, create_harness
     from benchctl.policies import Budget, LengthPolicy, RunPolicies
     from benchctl.sandbox.base import SandboxSpec
     from benchctl.sandbox.docker_sandbox import DockerSandbox
     from benchctl.transcript import TranscriptWriter
-    from harnesses import registry
-    from harnesses.base import HarnessContext
     from harnesses.cli_harness import TOKEN_ENV, hook_command, sandbox_socket
     from harnesses.forwarder import behind_forwarder
     from harnesses.hooks import host as hook_host
@@ -175,7 +174,7 @@ def side_checks(image: str, script: Path, n: int) -> dict[str, list[float]]:
     gw = Gateway(
         GatewayConfig(model=f"scripted/{script}", socket_path=base / "gw" / "gateway.sock"), transcript
     ).start()
-    harness: Any = registry.create("codex", {})
+    harness: Any = create_harness("codex", {})
     sandbox = DockerSandbox(
         SandboxSpec(image=image, run_id="bench", gateway_dir=base / "gw", extra_mounts=harness.mounts())
     )

@@ -24,12 +24,12 @@ import orjson
 import pytest
 
 from benchctl.gateway import Gateway, GatewayConfig, RetryPolicy
+from benchctl.harness import HarnessContext
 from benchctl.policies import Budget, EarlyExitPolicy, LengthPolicy, RunPolicies
 from benchctl.sandbox.base import SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from benchctl.transcript import TranscriptWriter
-from harnesses.base import HarnessContext
 from harnesses.cli_harness import CliHarness
 
 REAL_KEY = "sk-test-REALKEY-do-not-leak-0123456789"

@@ -10,9 +10,15 @@ root, unshare, ray) with BENCHCTL_REQUIRE_RAY=1.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sys
+import tempfile
+import tomllib
 from collections.abc import Iterator
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +27,34 @@ from benchctl.run.preflight import check_image
 from benchctl.sandbox.docker_client import SANDBOX_TIMEOUT, docker_client
 from benchctl.sandbox.images import DEFAULT_TAG as SANDBOX_IMAGE  # $BENCHCTL_IMAGE or benchctl-sandbox:latest
 
+
+def checkout_metadata(repo: str) -> str:
+    """A directory holding a `benchctl-VERSION.dist-info` made from this checkout's pyproject.toml: its
+    entry points (the built-in harnesses and graders, benchctl/plugins.py) are this checkout's, not
+    those an earlier `pip install -e` of whichever checkout recorded. First on the path, it is the
+    `benchctl` distribution importlib.metadata finds (it keeps the first of a name)."""
+    from benchctl import __version__  # the version's one home
+
+    project = tomllib.loads(Path(repo, "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    root = tempfile.mkdtemp(prefix="benchctl-checkout-meta-")
+    info = Path(root) / f"benchctl-{__version__}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: benchctl\nVersion: {__version__}\n")
+    groups = project.get("entry-points", {})
+    (info / "entry_points.txt").write_text(
+        "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n" for g, eps in groups.items())
+    )
+    atexit.register(shutil.rmtree, root, True)
+    return root
+
+
 # The processes tests start (the CLI, fake upstreams, Ray nodes) import this checkout's code too, not
-# whichever checkout an editable install points at (pyproject's pythonpath covers this process).
+# whichever checkout an editable install points at (pyproject's pythonpath covers this process), and
+# see this checkout's entry points.
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-os.environ["PYTHONPATH"] = os.pathsep.join([REPO, *filter(None, [os.environ.get("PYTHONPATH")])])
+METADATA = checkout_metadata(REPO)
+sys.path.insert(0, METADATA)
+os.environ["PYTHONPATH"] = os.pathsep.join([REPO, METADATA, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
 def _docker_problem() -> str | None:

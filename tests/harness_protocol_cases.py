@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.gateway.server import Gateway
+from benchctl.harness import CostStop, HarnessContext, HarnessGateway, HostTools
 from benchctl.limits.run import RunStop
 from benchctl.targets.token_budget import TokenBudget
 from benchctl.targets.tools import TargetTools, ToolOutput
 from benchctl.task_import.open_book import TaskTestsTool
-from harnesses.base import CostStop, HarnessContext, HarnessGateway, HostTools
 
 # ---- the real implementations: accepted -------------------------------------------------------
 

@@ -20,6 +20,7 @@ from cli_harness_rig import assert_absent_from_sandbox
 
 from benchctl.gateway import Gateway, GatewayConfig, RetryPolicy
 from benchctl.gateway.scripted import ScriptRequest
+from benchctl.harness import HarnessContext
 from benchctl.policies import Budget, RunPolicies
 from benchctl.sandbox.base import SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox
@@ -27,7 +28,6 @@ from benchctl.targets import demo, mcp
 from benchctl.targets.spec import TargetSpec, parse_tools
 from benchctl.targets.tools import TargetTools
 from benchctl.transcript import TranscriptWriter
-from harnesses.base import HarnessContext
 
 TARGET = "scripted/py:benchctl.targets.demo:target"
 AUX = "scripted/py:benchctl.targets.demo:auxiliary"

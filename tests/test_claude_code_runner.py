@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from cli_harness_rig import need_binary
 
+from benchctl.harness import create_harness
 from benchctl.jsonio import read_json, read_jsonl
-from harnesses import registry
 from tests._run_helpers import make_task, run_inprocess, runs
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
@@ -64,13 +64,13 @@ TURNS = {
 
 @pytest.mark.parametrize("harness", ["claude-code", "codex"])
 def test_runner_runs_the_cli_harness_with_a_followup(harness: str, tmp_path: Path) -> None:
-    need_binary(registry.create(harness))  # type: ignore[arg-type]
+    need_binary(create_harness(harness))  # type: ignore[arg-type]
     task, model = make_task(tmp_path, TURNS[harness], EXTRA, name=f"cli{harness[:2]}")
     assert run_inprocess(task, model, tmp_path / "out", budget="1m", harnesses=[harness]) == 0
     (run,) = runs(tmp_path / "out")
     meta: dict[str, Any] = read_json(run / "meta.json")
     assert meta["status"] == "completed", meta["error"]
-    assert meta["harness"] == harness and meta["tool_versions"] == {harness: registry.create(harness).binary.version}  # type: ignore[attr-defined]
+    assert meta["harness"] == harness and meta["tool_versions"] == {harness: create_harness(harness).binary.version}  # type: ignore[attr-defined]
     assert (run / "artifacts" / "report.md").read_text() == "disk full on db-1\n"
     (follow,) = meta["followups"]
     assert follow["status"] == "completed"

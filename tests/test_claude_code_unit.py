@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from benchctl.harness import HarnessContext, HarnessResult
 from benchctl.policies import Budget, RunPolicies
 from benchctl.sandbox import cleanup
 from benchctl.sandbox.base import ExecResult, SandboxSpec
@@ -20,7 +21,6 @@ from benchctl.sandbox.docker_exec import EXEC_MARKER
 from benchctl.sandbox.docker_sandbox import DockerSandbox
 from benchctl.testing.fake_docker import FakeDocker, Process
 from benchctl.transcript import TranscriptWriter
-from harnesses.base import HarnessContext, HarnessResult
 from harnesses.claude_code import ClaudeCodeHarness
 from harnesses.claude_code import settings as cc
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from benchctl.harness import HarnessContext
 from benchctl.jsonio import read_jsonl
 from benchctl.policies import Budget, RunPolicies
 from benchctl.sandbox.base import SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox
 from benchctl.transcript import TranscriptWriter
-from harnesses.base import HarnessContext
 from harnesses.cli_harness import install_protected
 from harnesses.forwarder import behind_forwarder, forwarder_mount
 

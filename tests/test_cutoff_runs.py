@@ -149,9 +149,9 @@ SLOW = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi
 def test_cli_killed_at_the_deadline_mid_stream_leaves_the_partial_call_in_the_record(
     sandbox_image: str, monkeypatch: pytest.MonkeyPatch, harness: str, model: str
 ) -> None:
-    from harnesses import registry
+    from benchctl.harness import create_harness
 
-    h = registry.create(harness, {})
+    h = create_harness(harness, {})
     name = model.split("/")[1]
     slow = {"turns": [{"text": SLOW, "chunks": 40, "chunk_delay": 1.0}]}  # a 40 s answer, cut at 12 s
     with cli_rig(

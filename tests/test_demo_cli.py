@@ -60,7 +60,7 @@ CASES = {
 
 
 def _harness(name: str) -> Any:
-    from harnesses.registry import create
+    from benchctl.harness import create_harness as create
 
     return create(name)
 

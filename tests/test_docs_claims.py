@@ -83,7 +83,7 @@ def test_target_call_source_is_the_one_the_code_writes(tmp_path: Path) -> None:
     transcript_page = _page("formats/transcript.md")
     row = re.search(r"^\| `target_call` \| (\w+) \|", transcript_page, re.M)
     assert row is not None and row.group(1) == source
-    assert re.search(r'"source":\s*runner\|gateway\|harness\|policy\|' + source + r",", transcript_page)
+    assert re.search(r'"source":\s*(?:[a-z_]+\|)*' + source + r"[|,]", transcript_page)
 
 
 def test_documented_notice_kinds_include_the_token_budget_ones(tmp_path: Path) -> None:
@@ -224,3 +224,21 @@ def test_judge_calls_count_logical_calls_not_http_attempts(tmp_path: Path) -> No
     asked = len(set(SEEN))
     assert rec["judge_calls"] == asked and len(SEEN) == 2 * asked  # every question took two HTTP attempts
     assert f"judge calls: {asked}" in r.output
+
+
+def test_the_transcript_schema_lists_the_event_types_and_sources_the_writer_takes() -> None:
+    """The transcript format's table and source list are the code's one list (`EventType`, `Source`):
+    an event type or source added on one side only fails here."""
+    from typing import get_args
+
+    from benchctl.transcript import EventType, Source
+
+    page = _page("formats/transcript.md")
+    section = page[page.index("## Events") : page.index("\n## Model calls")]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| `")]
+    types = {t for row in rows for t in re.findall(r"`([a-z_]+)`", row[1])}
+    assert types == set(get_args(EventType))
+    listed = re.search(r'"source": ([a-z_|]+),', " ".join(section.split()))
+    assert listed is not None and listed.group(1).split("|") == list(get_args(Source))
+    in_table = {s for row in rows for s in re.findall(r"[a-z_]+", row[2]) if s != "any"}
+    assert in_table <= set(get_args(Source))

@@ -16,12 +16,12 @@ from benchctl.executors import PreparedData, RunJob, RunOutcome
 from benchctl.executors.bundle import make_bundle, pack_dir, unpack_bundle, unpack_into
 from benchctl.executors.ray_driver import forwarded_env
 from benchctl.executors.ray_node import SecretEnv
+from benchctl.harness import HarnessResult
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.run.runner import Runner
 from benchctl.run.sweep import SweepConfig, expand
 from benchctl.tasks import load_task
 from benchctl.transcript import Redactor, TranscriptWriter
-from harnesses.base import HarnessResult
 from tests._run_helpers import REPO, make_task
 
 

@@ -100,7 +100,7 @@ def react_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             )
         )
         models += ["--model", f"scripted/{script}"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.environ["PYTHONPATH"], str(REPO / "tests")])}
     tour = run_and_grade(base / "tournament", [str(task), *models, "--budget", "1m"], TITLE_JUDGE, env=env)
     # a follow-up: the same session, a second phase (ReAct: the prompt appended to the conversation)
     fu_task, fu_model = make_task(

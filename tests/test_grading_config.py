@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from benchctl.grading.config import GradingConfigError, load_findings, load_grading
+from benchctl.grading.config import GradingConfigError, load_findings
 from benchctl.grading.coverage import summarise
+from benchctl.grading.graders import load_grading, rubric_hash
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,14 +40,14 @@ def test_defaults_and_inferred_graders(tmp_path: Path) -> None:
 
 def test_rubric_hash_covers_prompts_findings_and_settings(tmp_path: Path) -> None:
     base = 'findings = "grading/findings.jsonl"\nreference = "grading/reference.md"\n'
-    h1 = load_grading(make_task(tmp_path, base)).rubric_hash("coverage")
-    assert load_grading(make_task(tmp_path, base)).rubric_hash("coverage") == h1
-    assert load_grading(make_task(tmp_path, base + "batch_size = 2\n")).rubric_hash("coverage") != h1
+    h1 = rubric_hash(load_grading(make_task(tmp_path, base)), "coverage")
+    assert rubric_hash(load_grading(make_task(tmp_path, base)), "coverage") == h1
+    assert rubric_hash(load_grading(make_task(tmp_path, base + "batch_size = 2\n")), "coverage") != h1
     (tmp_path / "mine.txt").write_text("Score {{findings}} in {{report}} vs {{reference}} ({{ids}})")
     edited = load_grading(make_task(tmp_path, base + '[grading.prompts]\ncoverage = "mine.txt"\n'))
-    assert edited.rubric_hash("coverage") != h1 and edited.prompts["coverage"].startswith("Score")
+    assert rubric_hash(edited, "coverage") != h1 and edited.prompts["coverage"].startswith("Score")
     other = load_grading(make_task(tmp_path, base, findings='{"id": "F1", "text": "changed"}\n'))
-    assert other.rubric_hash("coverage") != h1
+    assert rubric_hash(other, "coverage") != h1
 
 
 @pytest.mark.parametrize(

@@ -168,7 +168,7 @@ def test_injection_lines_do_not_change_the_grade(tmp_path: Path, judge: str) -> 
 
 
 def test_prompt_wraps_report_in_nonce_markers(tmp_path: Path) -> None:
-    from benchctl.grading.config import load_grading
+    from benchctl.grading.graders import load_grading
     from benchctl.grading.templates import delimit, nonce_for, render
 
     cfg = load_grading(make_task(tmp_path))
@@ -293,7 +293,7 @@ def test_summary_counts_unscored_and_success_intervals(tmp_path: Path) -> None:
     row = grader_rows(outs)[0]
     assert row["unscored"] == 1 and row["items_unscored"] == "10 of 40"
     assert row["mean"] == "0.667 over 3 (1 unscored run(s) excluded)"
-    succ = {r["configuration"]: r for r in success_rows(outs)}
+    succ = {r["configuration"]: r for r in success_rows(outs, "any_of_n")}
     assert (succ["t__m"]["k"], succ["t__m"]["n"], succ["t__m"]["unscored"]) == (1, 2, 1)
     assert succ["t__n"]["ci95"] == "0.21–1.00"  # Wilson for 1 of 1
 

@@ -1,4 +1,4 @@
-"""The protocols of HarnessContext's objects (harnesses/base.py: HarnessGateway, HostTools,
+"""The protocols of HarnessContext's objects (benchctl/harness.py: HarnessGateway, HostTools,
 CostStop) hold for the real objects the runner puts there, and harness code uses nothing else.
 
 Two checks, each catching what the other cannot: mypy over tests/harness_protocol_cases.py (the
@@ -23,12 +23,12 @@ import harness_protocol_cases as cases
 import pytest
 
 from benchctl.gateway.server import Gateway, GatewayConfig
+from benchctl.harness import CostStop, HarnessGateway, HostTools
 from benchctl.limits.run import RunStop
 from benchctl.sandbox.base import Sandbox, SandboxSpec
 from benchctl.targets.spec import TargetSpec, parse_tools
 from benchctl.targets.tools import TargetTools
 from benchctl.task_import.open_book import TaskTestsConfig, TaskTestsTool
-from harnesses.base import CostStop, HarnessGateway, HostTools
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = Path(cases.__file__).resolve()

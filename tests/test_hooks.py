@@ -24,9 +24,9 @@ import pytest
 
 from benchctl.gateway import SANDBOX_TOKEN, Gateway, GatewayConfig
 from benchctl.gateway.clients import anthropic_client
+from benchctl.harness import HarnessContext
 from benchctl.policies import Budget, EarlyExitPolicy, LengthPolicy, RunPolicies
 from benchctl.transcript import TranscriptWriter
-from harnesses.base import HarnessContext
 from harnesses.hooks import host as hook_host
 from harnesses.hooks.ledger import answered_tool_calls
 

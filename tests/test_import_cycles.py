@@ -152,6 +152,44 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     assert circles(graph) == [["benchctl.sub.a", "benchctl.sub.b", "benchctl.sub.c"]]
 
 
+# ---- benchctl reaches the harnesses only by name ---------------------------------------------------
+
+
+def harness_imports(root: Path = REPO) -> list[str]:
+    """Every import (of any kind above) of the `harnesses` package written in a benchctl/ module."""
+    modules = source_modules(root)
+    return [
+        f"{modules[m].relative_to(root)}:{line} imports {target}"
+        for m, edges in import_graph(modules).items()
+        if m.split(".")[0] == "benchctl"
+        for target, line in sorted(edges.items())
+        if target.split(".")[0] == "harnesses"
+    ]
+
+
+def test_nothing_in_benchctl_imports_the_harnesses_package() -> None:
+    """The built-in harnesses are found the way a plugin is, by name through their entry points
+    (benchctl/harness.py HARNESSES): a benchctl module importing `harnesses` would make benchctl
+    depend on them, and what it needs from them would be out of a plugin's reach."""
+    found = harness_imports()
+    assert not found, "go through benchctl.harness.create_harness (entry points) instead:\n  " + "\n  ".join(found)
+
+
+def test_harness_imports_sees_every_kind_of_import(tmp_path: Path) -> None:
+    (tmp_path / "benchctl").mkdir()
+    (tmp_path / "benchctl" / "__init__.py").write_text("")
+    (tmp_path / "benchctl" / "a.py").write_text("def f():\n    from harnesses.react import ReactHarness\n")
+    (tmp_path / "benchctl" / "b.py").write_text("import importlib\nM = importlib.import_module('harnesses.react')\n")
+    (tmp_path / "benchctl" / "c.py").write_text("DOC = 'harnesses are found by name'\n")
+    (tmp_path / "harnesses" / "react").mkdir(parents=True)
+    (tmp_path / "harnesses" / "__init__.py").write_text("")
+    (tmp_path / "harnesses" / "react" / "__init__.py").write_text("import benchctl.a\n")
+    assert harness_imports(tmp_path) == [
+        "benchctl/a.py:2 imports harnesses.react",
+        "benchctl/b.py:2 imports harnesses.react",
+    ]
+
+
 # ---- the protocol that keeps gateway/exchange.py from importing gateway/server.py ---------------
 
 

@@ -573,8 +573,8 @@ def test_cost_caps_refuse_unpriced_models_and_bad_limits_name_their_source(
 
 
 def test_the_cli_hooks_and_react_tell_the_agent_the_same_paused_time(tmp_path: Path) -> None:
+    from benchctl.harness import HarnessContext, tool_notices
     from benchctl.policies import RunPolicies
-    from harnesses.base import HarnessContext, tool_notices
     from harnesses.hooks.host import HookHost
 
     paused = [0.0]

@@ -15,7 +15,7 @@ import pytest
 
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.testing.fake_upstream import FakeUpstreamServer
-from tests._run_helpers import REPO, cli, make_task, runs
+from tests._run_helpers import cli, make_task, runs
 
 pytestmark = pytest.mark.docker
 MODEL = "anthropic/claude-haiku-4-5"  # priced: $1 per million input tokens
@@ -34,7 +34,7 @@ def env_for(up: FakeUpstreamServer) -> dict[str, str]:
         **os.environ,
         "ANTHROPIC_BASE_URL": up.url,
         "ANTHROPIC_API_KEY": "sk-test-limits-0123456789",
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": os.environ["PYTHONPATH"],  # this checkout's code and entry points (conftest)
     }
 
 

@@ -23,13 +23,16 @@ import pytest
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.testing.ray_cluster import RayCluster
 from tests._run_helpers import BENCHCTL, REPO, bash, containers_with_label, make_task, run_inprocess, runs, tool
+from tests.plugin_rig import env_with, install_tiny
 
 pytestmark = [pytest.mark.docker, pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
-    with RayCluster(tmp_path_factory.mktemp("ray"), nodes=2, slots=2) as c:
+    # every node (and driver) has a third-party plugin pip-installed: tests/plugins/tiny
+    plugin = install_tiny(tmp_path_factory.mktemp("tiny"))
+    with RayCluster(tmp_path_factory.mktemp("ray"), nodes=2, slots=2, env=env_with(plugin)) as c:
         yield c
 
 
@@ -291,6 +294,20 @@ def test_doctor_checks_every_node(cluster: RayCluster, tmp_path: Path) -> None:
             assert checks[required]["status"] == "ok", checks[required]
         assert checks["sandbox slots"]["detail"].endswith("of 2 free")
         assert any(name.startswith("agent cli:") for name in checks)
+        assert checks["harness: tiny"]["detail"] == "benchctl-tiny 0.3.1 (benchctl_tiny:TinyHarness)"
+
+
+def test_a_plugin_harness_installed_on_the_nodes_runs_there_by_name(cluster: RayCluster, tmp_path: Path) -> None:
+    task, model = make_task(tmp_path, [{"text": "done"}], name=f"rayplug{uuid.uuid4().hex[:6]}")
+    out = tmp_path / "out"
+    args = [str(task), "--harness", "tiny", "--model", model, "--budget", "1m", "--seeds", "2", "--out", str(out)]
+    rc, _, err = run_ray(cluster, args, tmp_path)
+    assert rc == 0, err
+    for run in runs(out):
+        meta = read_json(run / "meta.json")
+        assert (meta["status"], meta["harness"], meta["tool_versions"]) == ("completed", "tiny", {"tiny": "0.3.1"})
+        assert meta["node"]["id"] in set(cluster.node_ids().values())
+        assert (run / "artifacts" / "report.md").read_text() == "found by name\n"
 
 
 def test_a_node_whose_image_digest_differs_is_refused(cluster: RayCluster, tmp_path: Path, sandbox_image: str) -> None:

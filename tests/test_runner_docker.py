@@ -169,14 +169,14 @@ class CrashingHarness:
 
 
 def test_a_crashing_harness_is_an_error_run_with_its_artifacts(tmp_path: Path) -> None:
-    from harnesses import registry
+    from benchctl.harness import HARNESSES
 
-    registry.register("crashing", CrashingHarness)
+    HARNESSES.register("crashing", CrashingHarness)
     try:
         task, model = make_task(tmp_path, [tool("submit")])
         assert run_inprocess(task, model, tmp_path / "out", harnesses=["crashing"]) == 1
     finally:
-        registry.HARNESSES.pop("crashing", None)
+        HARNESSES.unregister("crashing")
     (run,) = runs(tmp_path / "out")
     meta = read_json(run / "meta.json")
     assert meta["status"] == "error" and "agent exploded" in meta["error"]

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from benchctl.harness import HARNESSES, create_harness
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import run_dir
+from benchctl.plugins import UnknownPlugin
 from benchctl.run.runner import followup_name, move_attempt_aside, plan, resume_action
 from benchctl.run.sweep import SweepConfig, SweepError, expand, load_sweep_file, seeds_list
-from harnesses import registry
 from tests._run_helpers import REPO, cli
 
 DEMO_MODEL = "scripted/configs/demo/investigator.json"
@@ -143,10 +144,10 @@ def test_followup_names() -> None:
 
 
 def test_registry() -> None:
-    assert registry.known() == ["claude-code", "codex", "react"]
-    assert registry.create("react").name == "react"
-    with pytest.raises(registry.UnknownHarness, match="known harnesses: claude-code, codex, react"):
-        registry.create("autogpt")
+    assert HARNESSES.names() == ["claude-code", "codex", "react"]
+    assert create_harness("react").name == "react"
+    with pytest.raises(UnknownPlugin, match="known harnesses: claude-code, codex, react"):
+        create_harness("autogpt")
 
 
 @pytest.mark.parametrize(

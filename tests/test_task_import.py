@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchctl.cli import app
-from benchctl.grading.config import load_grading
+from benchctl.grading.graders import load_grading
 from benchctl.task_import.pin import file_digests
 from benchctl.tasks import TaskError, load_task
 from tests import task_import_rig as rig

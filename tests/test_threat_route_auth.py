@@ -10,11 +10,11 @@ import time
 import pytest
 from threat_rig import SOCKET, threat_rig
 
+from benchctl.harness import HarnessContext
 from benchctl.policies import Budget, RunPolicies
 from benchctl.targets import demo, mcp
 from benchctl.targets.spec import TargetSpec, parse_tools
 from benchctl.targets.tools import TargetTools
-from harnesses.base import HarnessContext
 from harnesses.hooks import host as hook_host
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]

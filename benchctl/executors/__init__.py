@@ -16,13 +16,18 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from benchctl.harness import HarnessResult
 from benchctl.layout import RunMeta
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
-from harnesses.base import HarnessResult
+
+if TYPE_CHECKING:  # the limits are imported when a sweep makes its limiter
+    from benchctl.limits import Limiter
+    from benchctl.limits.config import LimitsConfig
+    from benchctl.limits.run import LimitsPlan
 
 
 @dataclass
@@ -43,7 +48,7 @@ class RunJob:
     data: PreparedData
     run_dir: Path  # the run's directory in the driver's results dir
     meta: RunMeta  # the base meta the runner made; the run body fills in the rest
-    limits: Any = None  # benchctl.limits.run.LimitsPlan: the sweep's shared limiter and caps (None: none)
+    limits: LimitsPlan | None = None  # the sweep's shared limiter and caps (None: none)
 
 
 @dataclass
@@ -67,9 +72,9 @@ class Executor(Protocol):
         """How many runs to keep in flight when `requested` (--concurrency) were asked for."""
         ...
 
-    def limiter(self, config: Any, spent: float) -> Any:
-        """The sweep's one Limiter (benchctl/limits) for `config` (a LimitsConfig), its spend starting
-        at `spent` USD, shared by every run wherever it executes."""
+    def limiter(self, config: LimitsConfig, spent: float) -> Limiter:
+        """The sweep's one limiter for `config`, its spend starting at `spent` USD, shared by every
+        run wherever it executes."""
         ...
 
     def execute(self, job: RunJob, transcript: TranscriptWriter, cancel: threading.Event) -> RunOutcome:

@@ -27,14 +27,18 @@ import threading
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchctl.executors import RunJob, RunOutcome
 from benchctl.executors.ray_node import SLOT, SecretEnv
+from benchctl.harness import HarnessResult
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import SECRET_ENV_VARS, SECRET_SUFFIXES, TranscriptWriter
-from harnesses.base import HarnessResult
+
+if TYPE_CHECKING:
+    from benchctl.limits.config import LimitsConfig
+    from benchctl.limits.ray_limiter import RayLimiter
 
 INSTALL_HINT = (
     "`--ray` needs Ray: pip install 'benchctl[ray]' (the same benchctl and Ray versions on the "
@@ -168,7 +172,7 @@ class RayExecutor:
         self._running: dict[str, Any] = {}  # run id -> the actor running it
         self._all_actors: list[Any] = []
         self._idle: list[Any] = []  # actors whose run ended: reused by the next run
-        self._limiter: Any = None  # the sweep's limiter actor's client, once made
+        self._limiter: RayLimiter | None = None  # the sweep's limiter actor's client, once made
         self._lock = threading.Lock()
         from benchctl.executors.ray_node import RunActor
 
@@ -182,7 +186,7 @@ class RayExecutor:
         the whole sweep, so a thread beyond the slots could wait for one until the end."""
         return max(1, min(requested, self.slots()))
 
-    def limiter(self, config: Any, spent: float) -> Any:
+    def limiter(self, config: LimitsConfig, spent: float) -> RayLimiter:
         """One named limiter actor for the sweep: every node's gateways ask it (benchctl/limits/ray_limiter.py)."""
         from benchctl.limits.ray_limiter import start_actor
 

@@ -104,11 +104,11 @@ def check_node(
                 problems.append(image_mismatch(image, info.id, expected_digest))
     finally:
         client.close()
-    from harnesses import registry
+    from benchctl.harness import create_harness
 
     for name, opts in harnesses:
         try:
-            registry.create(name, opts).mounts()  # finds the agent binaries on this node
+            create_harness(name, opts).mounts()  # finds the agent binaries on this node
         except Exception as e:
             problems.append(f"--harness {name}: {e}")
     return out
@@ -131,6 +131,7 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
         check_binaries,
         check_docker,
         check_image,
+        check_plugins,
         check_sandbox_starts,
         check_strays,
     )
@@ -146,7 +147,7 @@ def doctor_node(image: str, expected_digest: str | None) -> list[dict[str, Any]]
             checks.append(Check("image digest", "fail", image_mismatch(image, info.id, expected_digest), required=True))
         else:
             checks.append(Check("image digest", "ok", "same as the driver's", required=True))
-    checks += check_binaries() + [check_strays(client)]
+    checks += check_plugins() + check_binaries() + [check_strays(client)]
     if client is not None:
         client.close()
     return [asdict(c) for c in checks]
@@ -214,8 +215,8 @@ class RunActor:
         from benchctl.executors.bundle import pack_dir, unpack_bundle
         from benchctl.executors.run_body import LiveRuns, run_body
         from benchctl.gateway import scripted
+        from benchctl.harness import HarnessResult
         from benchctl.transcript import TranscriptWriter
-        from harnesses.base import HarnessResult
 
         os.environ.update(secrets.values())  # before the writer: its redactor reads them
         scratch = _scratch_dir()

@@ -3,8 +3,7 @@
 Every executor runs exactly this, in a thread of `benchctl run` (local) or in a process on a Ray
 node (ray). It writes transcript events through the writer it is given and files (artifacts/,
 harness/) into `workdir`; it fills in `job.meta` but never writes meta.json (the runner does,
-last). The sandbox and the gateway plug in through factories, so the body is the same code with
-Docker and with fakes.
+last).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchctl.executors import RunJob, RunOutcome
+from benchctl.harness import Harness, HarnessContext, HarnessResult, create_harness
 from benchctl.layout import ARTIFACTS, RunMeta, Usage
 from benchctl.policies import Budget, StopState, parse_duration
 from benchctl.run.sweep import RunSpec
@@ -26,17 +26,14 @@ from benchctl.sandbox.base import WORK_DIR, Sandbox, SandboxSpec
 from benchctl.sandbox.gateway_dir import GatewayDir
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter
-from harnesses import registry
-from harnesses.base import HarnessContext, HarnessResult
 
 if TYPE_CHECKING:  # imported when a run starts (the task decides which it needs)
+    from benchctl.gateway.server import Gateway
+    from benchctl.limits.run import RunLimits
     from benchctl.targets.runs import RunTargets
     from benchctl.task_import.open_book import RunTaskTests
 
-SOCKET_NAME = "gw.sock"
-
-SandboxFactory = Callable[[SandboxSpec], Sandbox]
-GatewayFactory = Callable[[RunSpec, Path, TranscriptWriter, Any], Any]  # (..., the run's RunLimits)
+SOCKET_NAME = "gw.sock"  # the gateway's socket in the run's gateway directory: /gateway/gw.sock in the sandbox
 
 
 def docker_sandbox(spec: SandboxSpec) -> Sandbox:
@@ -45,7 +42,7 @@ def docker_sandbox(spec: SandboxSpec) -> Sandbox:
     return DockerSandbox(spec)
 
 
-def real_gateway(spec: RunSpec, socket_path: Path, transcript: TranscriptWriter, limits: Any = None) -> Any:
+def start_gateway(spec: RunSpec, socket_path: Path, transcript: TranscriptWriter, limits: RunLimits) -> Gateway:
     from benchctl.gateway.server import Gateway, GatewayConfig
 
     cfg = GatewayConfig(model=spec.model, fallback=spec.fallback, socket_path=socket_path, limits=limits)
@@ -71,10 +68,10 @@ class LiveRuns:
 
     def __init__(self, cancel: threading.Event) -> None:
         self.cancel = cancel
-        self._live: dict[str, tuple[Any, Any]] = {}  # run_id -> (sandbox, gateway)
+        self._live: dict[str, tuple[Sandbox | None, Gateway | None]] = {}  # run_id -> (sandbox, gateway)
         self._lock = threading.Lock()
 
-    def register(self, run_id: str, sandbox: Any, gateway: Any) -> None:
+    def register(self, run_id: str, sandbox: Sandbox | None, gateway: Gateway | None) -> None:
         with self._lock:
             self._live[run_id] = (sandbox, gateway)
         if self.cancel.is_set():
@@ -88,24 +85,15 @@ class LiveRuns:
         with self._lock:
             live = list(self._live.values())
         for sandbox, gateway in live:
-            for thing in (sandbox, gateway):
-                if thing is None:
-                    continue
+            stops = ([sandbox.stop] if sandbox else []) + ([gateway.close] if gateway else [])
+            for stop in stops:
                 try:  # stopping makes blocked exec/model calls return at once
-                    (thing.stop if hasattr(thing, "stop") else thing.close)()
+                    stop()
                 except Exception:
                     pass
 
 
-def run_body(
-    job: RunJob,
-    workdir: Path,
-    transcript: TranscriptWriter,
-    live: LiveRuns,
-    *,
-    sandbox_factory: SandboxFactory = docker_sandbox,
-    gateway_factory: GatewayFactory = real_gateway,
-) -> RunOutcome:
+def run_body(job: RunJob, workdir: Path, transcript: TranscriptWriter, live: LiveRuns) -> RunOutcome:
     """Run `job` to its end. `workdir` receives artifacts/ and harness/ (the driver's run dir
     locally, a scratch dir on a Ray node); `live.cancel` set means stop as soon as possible."""
     spec, task, prepared, meta = job.spec, job.task, job.data, job.meta
@@ -116,7 +104,7 @@ def run_body(
     gwdir = GatewayDir(spec.run_id, job.run_dir.parent.parent)
     sockdir = gwdir.mounted
     sandbox: Sandbox | None = None
-    gateway: Any = None
+    gateway: Gateway | None = None
     targets: RunTargets | RunTaskTests | None = None
     result = HarnessResult("error", error="run did not start")
     # the sweep's shared limiter as this run sees it: waits, budget pause, spend and cost caps (benchctl/limits)
@@ -125,17 +113,17 @@ def run_body(
     limits = RunLimits(job.limits, transcript, holder=f"{spec.run_id}:{uuid.uuid4().hex[:8]}")
     transcript.listeners.append(limits.on_event)
     try:
-        harness = registry.create(spec.harness, spec.options)
+        harness = create_harness(spec.harness, spec.options)
         meta["tool_versions"] = dict(harness.tool_versions())
-        gateway = gateway_factory(spec, sockdir / SOCKET_NAME, transcript, limits)
+        gateway = start_gateway(spec, sockdir / SOCKET_NAME, transcript, limits)
         live.register(spec.run_id, None, gateway)
         from benchctl.targets.runs import RunTargets  # hidden-behaviour audits; None for other tasks
         from benchctl.task_import.open_book import RunTaskTests  # imported tasks' run_task_tests; else None
 
         targets = RunTargets.start(task.task_dir, spec, gateway, transcript) or RunTaskTests.start(
-            task, spec, prepared.path, gateway, transcript, sandbox_factory
+            task, spec, prepared.path, gateway, transcript, docker_sandbox
         )
-        sandbox = sandbox_factory(
+        sandbox = docker_sandbox(
             SandboxSpec(
                 image=task.image,
                 run_id=spec.run_id,
@@ -152,8 +140,7 @@ def run_body(
         meta["image_digest"] = getattr(sandbox, "image_digest", None)
         budget = Budget(time.time(), spec.budget_s, paused=_pause_of(limits))
         meta["started_at"] = budget.start
-        if hasattr(gateway, "set_deadline"):
-            gateway.set_deadline(budget.start + budget.seconds)  # the phase starts: its pause is 0
+        gateway.set_deadline(budget.start + budget.seconds)  # the phase starts: its pause is 0
         where = {"node": meta["node"]} if "node" in meta else {}
         transcript.emit(
             "run_start",
@@ -236,7 +223,7 @@ def run_body(
     return RunOutcome(result, meta)
 
 
-def _pause_of(limits: Any) -> Callable[[], float] | None:
+def _pause_of(limits: RunLimits) -> Callable[[], float] | None:
     """The Budget's pause: the rate-limit waits of the current phase, when the task pauses for them."""
     return limits.extension if limits.pause_budget else None
 
@@ -259,7 +246,7 @@ def _followups(
     task: Task,
     spec: RunSpec,
     ctx: HarnessContext,
-    harness: Any,
+    harness: Harness,
     prev: HarnessResult,
     sandbox: Sandbox,
     path: Path,
@@ -274,8 +261,7 @@ def _followups(
         seconds = parse_duration(f.budget) if f.budget else spec.budget_s
         ctx.budget = Budget(time.time(), seconds, paused=ctx.budget.paused)
         ctx.stop_state = StopState()
-        if hasattr(ctx.gateway, "set_deadline"):
-            ctx.gateway.set_deadline(ctx.budget.start + seconds)  # (a new phase: its pause starts at 0)
+        ctx.gateway.set_deadline(ctx.budget.start + seconds)  # (a new phase: its pause starts at 0)
         transcript.emit("followup", "runner", index=i, prompt=f.prompt, budget_s=seconds)
         prev = harness.followup(ctx, f.prompt, prev)
         tmp = path / f".followup-{i}"
@@ -311,8 +297,8 @@ def _targets_summary(targets: RunTargets | RunTaskTests, meta: RunMeta) -> None:
     targets.close()
 
 
-def _gateway_summary(gateway: Any, meta: RunMeta) -> None:
-    s = gateway.summary() if hasattr(gateway, "summary") else {}
+def _gateway_summary(gateway: Gateway, meta: RunMeta) -> None:
+    s = gateway.summary()
     meta["usage"] = Usage(**(s.get("usage") or {}))
     meta["cost_usd"] = s.get("cost_usd")
     meta["served_models"] = dict(s.get("served_models") or {})

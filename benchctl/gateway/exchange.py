@@ -48,6 +48,7 @@ from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, Ups
 from benchctl.gateway.retry import UpstreamUnavailable, is_timeout, usage_unknown
 from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify, close_body
 from benchctl.gateway.wire_parse import STREAM_UNFINISHED, ResponseSummary, empty_usage, summarize
+from benchctl.transcript import EventType
 
 SANDBOX_TOKEN = "benchctl-sandbox-token"  # the only credential agents ever see
 PASS_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
@@ -162,7 +163,7 @@ class Exchange:
         self,
         status: int,
         message: str,
-        event_type: str = "model_call",
+        event_type: EventType = "model_call",
         headers: dict[str, str] | None = None,
         **fields: Any,
     ) -> bool:

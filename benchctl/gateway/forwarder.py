@@ -3,10 +3,10 @@
 
 URL-only clients (Codex's provider config takes a base URL, not a socket) talk to
 http://127.0.0.1:PORT; this forwards each TCP connection byte for byte to the gateway's unix
-socket (bind-mounted at /gateway/gateway.sock), so a `--network none` container still reaches
+socket (its directory bind-mounted at /gateway: /gateway/gw.sock), so a `--network none` container still reaches
 the gateway and nothing else.
 
-    python3 /opt/benchctl/forwarder.py --port 8765 [--socket /gateway/gateway.sock]
+    python3 /opt/benchctl/forwarder.py --port 8765 [--socket /gateway/gw.sock]
 
 Prints one line `forwarding 127.0.0.1:PORT -> SOCKET` once listening (PORT 0 picks a free
 port and the line names it), so the harness can wait for readiness. Standard library only,
@@ -23,7 +23,7 @@ import socket
 import sys
 import threading
 
-DEFAULT_SOCKET = "/gateway/gateway.sock"
+DEFAULT_SOCKET = "/gateway/gw.sock"  # where a run mounts its gateway socket (run_body.SOCKET_NAME)
 FORWARDER_SOURCE = os.path.abspath(__file__)
 BUFSIZE = 65536
 

@@ -66,7 +66,8 @@ def _env_name(name: str) -> str:
 
 
 def _make_client() -> httpx2.AsyncClient:
-    # TCP_NODELAY: small SSE writes must not wait for delayed ACKs (see DESIGN.md).
+    # TCP_NODELAY: a small write (a request, an SSE event) goes out at once instead of waiting for the
+    # ACK of the previous one, which the peer may delay by up to 40 ms (Nagle's algorithm).
     transport = httpx2.AsyncHTTPTransport(
         limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=60.0),
         socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],

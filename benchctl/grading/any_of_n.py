@@ -21,6 +21,8 @@ import json
 import re
 from typing import Any
 
+from benchctl.grading.config import GradingConfig
+from benchctl.grading.graders import Grader, Problem, rubric_hash
 from benchctl.grading.judge import Judge, JudgeFailed, Tally
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.judge_parse import Verdict, parse_verdict
@@ -136,7 +138,7 @@ async def judge_prediction(job: GradeJob, judge: Judge, index: int, prediction: 
 
 async def grade_any_of_n(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
     cfg = job.cfg
-    rubric_hash = cfg.rubric_hash("any_of_n")
+    rubric = rubric_hash(cfg, "any_of_n")
     text, _ = job.read_text()
     predictions = parse_predictions(text or "")
     if not predictions:
@@ -145,7 +147,7 @@ async def grade_any_of_n(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
             "any_of_n",
             job,
             judge.model,
-            rubric_hash,
+            rubric,
             items=[],
             score=0.0,
             tally=tally,
@@ -160,7 +162,7 @@ async def grade_any_of_n(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
         "any_of_n",
         job,
         judge.model,
-        rubric_hash,
+        rubric,
         items=items,
         score=score,
         raw_score=score,
@@ -172,3 +174,37 @@ async def grade_any_of_n(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
     if score == 1.0 and rec["n_unscored"]:
         rec["status"] = "partial"  # success is certain, but some predictions went unjudged
     return rec
+
+
+class AnyOfN(Grader):
+    name = "any_of_n"
+    success = True
+
+    def missing(self, cfg: GradingConfig) -> Problem | None:
+        if not cfg.ground_truth:
+            return (
+                "ground_truth",
+                "the any_of_n grader needs the hidden behaviour",
+                'add ground_truth = "grading/ground_truth.md" (or ground_truth_text = "...")',
+            )
+        return None
+
+    def by_default(self, cfg: GradingConfig) -> bool:
+        return bool(cfg.ground_truth)
+
+    def artifact(self, cfg: GradingConfig) -> str:
+        return cfg.predictions
+
+    def rubric(self, cfg: GradingConfig) -> dict[str, Any]:
+        return {
+            "ground_truth": cfg.ground_truth,
+            "n": cfg.n,
+            "prompt": cfg.prompts["any_of_n"],
+            "reask": cfg.prompts["verdict_reask"],
+        }
+
+    async def grade(self, job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
+        return await grade_any_of_n(job, judge, tally)
+
+
+GRADER = AnyOfN()

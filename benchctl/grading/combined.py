@@ -9,6 +9,11 @@ every grading pass, so it always reflects the part records on disk.
 
 from __future__ import annotations
 
+from typing import Any
+
+from benchctl.grading.config import GradingConfig
+from benchctl.grading.graders import Grader, Problem, rubric_hash
+from benchctl.grading.judge import Judge, Tally
 from benchctl.grading.record import GradeJob, make_record
 from benchctl.jsonio import read_json
 from benchctl.layout import GradeRecord, grade_path
@@ -32,7 +37,7 @@ def grade_combined(job: GradeJob) -> GradeRecord:
         parts[name] = {
             k: rec.get(k) for k in ("score", "status", "judge", "rubric_hash", "n_items", "n_unscored", "judge_noise")
         }
-        if rec.get("rubric_hash") != job.cfg.rubric_hash(name):
+        if rec.get("rubric_hash") != rubric_hash(job.cfg, name):
             problems.append(
                 f"the {name} grade was made with another rubric than the task's current one "
                 f"(regrade it: `benchctl grade --grader {name}`)"
@@ -46,7 +51,7 @@ def grade_combined(job: GradeJob) -> GradeRecord:
         "combined",
         job,
         " | ".join(judges) or "-",
-        job.cfg.rubric_hash("combined"),
+        rubric_hash(job.cfg, "combined"),
         items=[],
         score=score,
         tally=None,
@@ -67,3 +72,29 @@ def grade_combined(job: GradeJob) -> GradeRecord:
     rec["n_items"] = sum(int(p.get("n_items") or 0) for p in parts.values())
     rec["n_unscored"] = sum(int(p.get("n_unscored") or 0) for p in parts.values())
     return rec
+
+
+class Combined(Grader):
+    name = "combined"
+    asks_judge = False
+
+    def missing(self, cfg: GradingConfig) -> Problem | None:
+        if not (cfg.findings and cfg.reference):
+            return (
+                "graders",
+                "combined needs the coverage and tldr inputs (findings and reference)",
+                'add findings = "..." and reference = "..." or drop "combined"',
+            )
+        return None
+
+    def by_default(self, cfg: GradingConfig) -> bool:
+        return bool(cfg.findings and cfg.reference)
+
+    def rubric(self, cfg: GradingConfig) -> dict[str, Any]:
+        return {"weights": cfg.weights, "coverage": rubric_hash(cfg, "coverage"), "tldr": rubric_hash(cfg, "tldr")}
+
+    async def grade(self, job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
+        return grade_combined(job)
+
+
+GRADER = Combined()

@@ -17,12 +17,13 @@ Keys (all optional; paths are relative to the task directory):
     [grading.prompts]                  # optional overrides of the built-in judge prompts
     coverage = "grading/my_coverage.txt"     # keys: system, coverage, reask, tldr, tldr_reask, any_of_n, verdict_reask
 
-A bad table fails with a GradingConfigError naming the file, the key and the fix.
+A bad table fails with a GradingConfigError naming the file, the key and the fix. Which graders
+exist, what each needs from this table and what decides its scores is the graders' own business
+(benchctl/grading/graders.py: `load_grading` reads the table with `read_grading` and checks it).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tomllib
 from dataclasses import dataclass, field
@@ -30,7 +31,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-KNOWN_GRADERS = ("coverage", "tldr", "combined", "any_of_n", "tournament")
 PROMPT_NAMES = ("system", "coverage", "reask", "tldr", "tldr_reask", "any_of_n", "verdict_reask")
 _KEYS = {
     "graders",
@@ -78,33 +78,8 @@ class GradingConfig:
     ground_truth: str = ""
     prompts: dict[str, str] = field(default_factory=dict)  # name -> template text
 
-    def rubric_hash(self, grader: str) -> str:
-        """Content hash of everything that decides a grader's scores: prompts, rubric, settings."""
-        parts: dict[str, Any] = {"grader": grader, "version": GRADING_VERSION, "system": self.prompts["system"]}
-        if grader == "coverage":
-            parts.update(
-                findings=[f.__dict__ for f in self.findings],
-                reference=self.reference,
-                batch_size=self.batch_size,
-                prompt=self.prompts["coverage"],
-                reask=self.prompts["reask"],
-            )
-        elif grader == "tldr":
-            parts.update(reference=self.reference, prompt=self.prompts["tldr"], reask=self.prompts["tldr_reask"])
-        elif grader == "combined":
-            parts.update(weights=self.weights, coverage=self.rubric_hash("coverage"), tldr=self.rubric_hash("tldr"))
-        elif grader == "any_of_n":
-            parts.update(
-                ground_truth=self.ground_truth,
-                n=self.n,
-                prompt=self.prompts["any_of_n"],
-                reask=self.prompts["verdict_reask"],
-            )
-        blob = json.dumps(parts, sort_keys=True, ensure_ascii=False).encode()
-        return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
 
-
-def _err(file: Path, key: str, problem: str, fix: str) -> GradingConfigError:
+def config_error(file: Path, key: str, problem: str, fix: str) -> GradingConfigError:
     return GradingConfigError(f"{file}: [grading] {key}: {problem}; {fix}")
 
 
@@ -150,15 +125,20 @@ def load_findings(path: Path) -> list[Finding]:
 
 def _read(file: Path, task_dir: Path, key: str, rel: Any) -> str:
     if not isinstance(rel, str) or not rel:
-        raise _err(file, key, f"must be a path string, got {rel!r}", "give a path relative to the task directory")
+        raise config_error(
+            file, key, f"must be a path string, got {rel!r}", "give a path relative to the task directory"
+        )
     p = task_dir / rel
     if not p.is_file():
-        raise _err(file, key, f"file {p} not found", "create it or fix the path (relative to the task directory)")
+        raise config_error(
+            file, key, f"file {p} not found", "create it or fix the path (relative to the task directory)"
+        )
     return p.read_text(encoding="utf-8")
 
 
-def load_grading(task_dir: Path) -> GradingConfig:
-    """Read `<task_dir>/task.toml` and return its checked grading configuration."""
+def read_grading(task_dir: Path) -> tuple[GradingConfig, list[str] | None]:
+    """Read `<task_dir>/task.toml`'s [grading] table: the configuration (its `graders` still empty) and
+    the graders it names (None when it names none)."""
     task_dir = Path(task_dir).resolve()
     file = task_dir / "task.toml"
     if not file.is_file():
@@ -168,17 +148,17 @@ def load_grading(task_dir: Path) -> GradingConfig:
     except tomllib.TOMLDecodeError as e:
         raise GradingConfigError(f"{file}: invalid TOML: {e}") from None
     if not isinstance(raw, dict):
-        raise _err(file, "", "must be a table", "write [grading] followed by key = value lines")
+        raise config_error(file, "", "must be a table", "write [grading] followed by key = value lines")
     unknown = set(raw) - _KEYS
     if unknown:
-        raise _err(file, sorted(unknown)[0], "unknown key", f"known keys: {', '.join(sorted(_KEYS))}")
+        raise config_error(file, sorted(unknown)[0], "unknown key", f"known keys: {', '.join(sorted(_KEYS))}")
     cfg = GradingConfig(task_dir=task_dir, task_file=file, graders=[])
     if "artifact" in raw:
         cfg.artifact = str(raw["artifact"])
     if "findings" in raw:
         p = task_dir / str(raw["findings"])
         if not p.is_file():
-            raise _err(
+            raise config_error(
                 file, "findings", f"file {p} not found", "create it or fix the path (relative to the task directory)"
             )
         cfg.findings = load_findings(p)
@@ -186,11 +166,11 @@ def load_grading(task_dir: Path) -> GradingConfig:
         cfg.reference = _read(file, task_dir, "reference", raw["reference"])
     bs = raw.get("batch_size", 5)
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
-        raise _err(file, "batch_size", f"must be a positive integer, got {bs!r}", "e.g. batch_size = 5")
+        raise config_error(file, "batch_size", f"must be a positive integer, got {bs!r}", "e.g. batch_size = 5")
     cfg.batch_size = bs
     fu = raw.get("followups", True)
     if not isinstance(fu, bool):
-        raise _err(file, "followups", f"must be true or false, got {fu!r}", "e.g. followups = false")
+        raise config_error(file, "followups", f"must be true or false, got {fu!r}", "e.g. followups = false")
     cfg.followups = fu
     if "combined" in raw:
         w = raw["combined"]
@@ -199,7 +179,7 @@ def load_grading(task_dir: Path) -> GradingConfig:
             or set(w) != {"coverage", "tldr"}
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in w.values())
         ):
-            raise _err(
+            raise config_error(
                 file,
                 "combined",
                 f"must give two weights >= 0, got {w!r}",
@@ -210,68 +190,30 @@ def load_grading(task_dir: Path) -> GradingConfig:
         cfg.predictions = str(raw["predictions"])
     n = raw.get("n", 10)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise _err(file, "n", f"must be a positive integer, got {n!r}", "e.g. n = 10")
+        raise config_error(file, "n", f"must be a positive integer, got {n!r}", "e.g. n = 10")
     cfg.n = n
     if "ground_truth" in raw and "ground_truth_text" in raw:
-        raise _err(file, "ground_truth", "given both as a file and as ground_truth_text", "keep one of them")
+        raise config_error(file, "ground_truth", "given both as a file and as ground_truth_text", "keep one of them")
     if "ground_truth" in raw:
         cfg.ground_truth = _read(file, task_dir, "ground_truth", raw["ground_truth"]).strip()
     elif "ground_truth_text" in raw:
         cfg.ground_truth = str(raw["ground_truth_text"]).strip()
     overrides = raw.get("prompts", {})
     if not isinstance(overrides, dict):
-        raise _err(file, "prompts", "must be a table", 'e.g. prompts = { coverage = "grading/coverage.txt" }')
+        raise config_error(file, "prompts", "must be a table", 'e.g. prompts = { coverage = "grading/coverage.txt" }')
     for name in overrides:
         if name not in PROMPT_NAMES:
-            raise _err(file, f"prompts.{name}", "unknown prompt", f"known prompts: {', '.join(PROMPT_NAMES)}")
+            raise config_error(file, f"prompts.{name}", "unknown prompt", f"known prompts: {', '.join(PROMPT_NAMES)}")
     cfg.prompts = {
         name: (_read(file, task_dir, f"prompts.{name}", overrides[name]) if name in overrides else builtin_prompt(name))
         for name in PROMPT_NAMES
     }
     graders = raw.get("graders")
-    if graders is None:
-        graders = (["coverage"] if cfg.findings else []) + (["tldr"] if cfg.reference else [])
-        if "coverage" in graders and "tldr" in graders:
-            graders.append("combined")
-        if cfg.ground_truth:
-            graders.append("any_of_n")
-    if not isinstance(graders, list) or not all(isinstance(g, str) for g in graders):
-        raise _err(
+    if graders is not None and (not isinstance(graders, list) or not all(isinstance(g, str) for g in graders)):
+        raise config_error(
             file,
             "graders",
             f"must be a list of names, got {graders!r}",
             'e.g. graders = ["coverage", "tldr", "combined"]',
         )
-    cfg.graders = list(graders)
-    check_graders(cfg, cfg.graders)
-    return cfg
-
-
-def check_graders(cfg: GradingConfig, graders: list[str]) -> None:
-    """Each requested grader has what it needs in the task, or a clear error saying what to add."""
-    f = cfg.task_file
-    for g in graders:
-        if g not in KNOWN_GRADERS:
-            raise _err(f, "graders", f"unknown grader {g!r}", f"known graders: {', '.join(KNOWN_GRADERS)}")
-        if g == "coverage" and not cfg.findings:
-            raise _err(
-                f, "findings", "the coverage grader needs a findings file", 'add findings = "grading/findings.jsonl"'
-            )
-        if g == "combined" and not (cfg.findings and cfg.reference):
-            raise _err(
-                f,
-                "graders",
-                "combined needs the coverage and tldr inputs (findings and reference)",
-                'add findings = "..." and reference = "..." or drop "combined"',
-            )
-        if g in ("coverage", "tldr") and not cfg.reference:
-            raise _err(
-                f, "reference", f"the {g} grader needs a reference report", 'add reference = "grading/reference.md"'
-            )
-        if g == "any_of_n" and not cfg.ground_truth:
-            raise _err(
-                f,
-                "ground_truth",
-                "the any_of_n grader needs the hidden behaviour",
-                'add ground_truth = "grading/ground_truth.md" (or ground_truth_text = "...")',
-            )
+    return cfg, graders

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from benchctl.grading.config import Finding
+from benchctl.grading.config import Finding, GradingConfig
+from benchctl.grading.graders import Grader, Problem, rubric_hash
 from benchctl.grading.judge import DEFAULT_MAX_TOKENS, Judge, JudgeFailed, Tally
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.judge_parse import ItemScore, parse_scores, strict_score
@@ -145,12 +146,12 @@ def zero_record(job: GradeJob, judge: str, rubric_hash: str, why: str) -> GradeR
 
 async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
     cfg = job.cfg
-    rubric_hash = cfg.rubric_hash("coverage")
+    rubric = rubric_hash(cfg, "coverage")
     report, truncated = job.read_text()
     if report is None:
-        return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} missing")
+        return zero_record(job, judge.model, rubric, f"artifact {job.artifact} missing")
     if not report.strip():
-        return zero_record(job, judge.model, rubric_hash, f"artifact {job.artifact} is empty")
+        return zero_record(job, judge.model, rubric, f"artifact {job.artifact} is empty")
     batches = [cfg.findings[i : i + cfg.batch_size] for i in range(0, len(cfg.findings), cfg.batch_size)]
     nonce = nonce_for(report)
     results = await asyncio.gather(*(judge_batch(job, judge, b, report, nonce, tally) for b in batches))
@@ -180,7 +181,7 @@ async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
         "coverage",
         job,
         judge.model,
-        rubric_hash,
+        rubric,
         items=items,
         score=cov,
         raw_score=raw,
@@ -189,3 +190,32 @@ async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
         batches=[info for _, info in results],
         truncated=truncated,
     )
+
+
+class Coverage(Grader):
+    name = "coverage"
+
+    def missing(self, cfg: GradingConfig) -> Problem | None:
+        if not cfg.findings:
+            return "findings", "the coverage grader needs a findings file", 'add findings = "grading/findings.jsonl"'
+        if not cfg.reference:
+            return "reference", "the coverage grader needs a reference report", 'add reference = "grading/reference.md"'
+        return None
+
+    def by_default(self, cfg: GradingConfig) -> bool:
+        return bool(cfg.findings)
+
+    def rubric(self, cfg: GradingConfig) -> dict[str, Any]:
+        return {
+            "findings": [f.__dict__ for f in cfg.findings],
+            "reference": cfg.reference,
+            "batch_size": cfg.batch_size,
+            "prompt": cfg.prompts["coverage"],
+            "reask": cfg.prompts["reask"],
+        }
+
+    async def grade(self, job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
+        return await grade_coverage(job, judge, tally)
+
+
+GRADER = Coverage()

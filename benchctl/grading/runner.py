@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchctl.grading import DERIVED, GRADERS, WHOLE_RESULTS
-from benchctl.grading.combined import grade_combined
-from benchctl.grading.config import GradingConfig, GradingConfigError, check_graders, load_grading
+from benchctl.grading.config import GradingConfig, GradingConfigError
+from benchctl.grading.graders import check_graders, grader, load_grading, rubric_hash
 from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
 from benchctl.grading.panel import grade_panel, panel_label
 from benchctl.grading.record import GradeJob
@@ -86,12 +85,17 @@ class Session:
     spend_seeds: list[Seed] = field(default_factory=list)  # the seed lines this session wrote (spend.py)
     judge_max_cost: float | None = None  # the session's cost cap (--max-cost)
     judge_calls_capped: int = 0  # judge calls not made: the --max-cost cap was reached
-    tournament: bool = False
+    whole_results: set[str] = field(default_factory=set)  # the graders of scope "results" asked for
     # the tasks the tournament covers (every finished run of them: auditors of one environment are
     # rated against each other), and what the output says about the choice (see tournament_scope)
     tournament_tasks: set[str] = field(default_factory=set)
     tournament_notes: list[str] = field(default_factory=list)
     tournament_ratings: Ratings | None = None  # what grade_tournament wrote to ratings.json
+
+    @property
+    def tournament(self) -> bool:
+        """A grader of scope "results" (the tournament) was asked for."""
+        return bool(self.whole_results)
 
 
 def configuration_of(run_id: str) -> str:
@@ -178,16 +182,18 @@ def plan(results: Path, opts: GradeOptions) -> tuple[list[tuple[GradeJob, list[s
             configs[task_dir] = load_grading(task_dir)
         cfg = configs[task_dir]
         graders = list(opts.graders) if opts.graders else list(cfg.graders)
-        if any(g in WHOLE_RESULTS for g in graders):
-            session.tournament = True
+        check_graders(cfg, graders)
+        whole = [g for g in graders if grader(g).scope == "results"]
+        if whole:
+            session.whole_results.update(whole)
             task = meta.get("task") or (meta.get("spec") or {}).get("task")
             if task:
-                asked[str(task)] = asked.get(str(task), False) or any(g in WHOLE_RESULTS for g in cfg.graders)
-        graders = [g for g in graders if g not in WHOLE_RESULTS]
-        check_graders(cfg, graders)
+                lists = any(grader(g, cfg).scope == "results" for g in cfg.graders)
+                asked[str(task)] = asked.get(str(task), False) or lists
         by_artifact: dict[str, list[str]] = {}
         for g in graders:
-            by_artifact.setdefault(cfg.predictions if g == "any_of_n" else cfg.artifact, []).append(g)
+            if g not in whole:
+                by_artifact.setdefault(grader(g).artifact(cfg), []).append(g)
         for artifact, gs in by_artifact.items():
             for name, tag in artifact_versions(run_path, artifact, cfg.followups):
                 jobs.append((GradeJob(results, run_id, run_path, meta, cfg, name, tag), gs))
@@ -234,7 +240,7 @@ async def grade_results(
     results = Path(results)
     jobs, session = plan(results, opts)
     if on_plan:
-        on_plan(sum(len([g for g in gs if g in GRADERS or g in DERIVED]) for _, gs in jobs))
+        on_plan(sum(len(gs) for _, gs in jobs))
     graders = graders_run(jobs, session)
     # before any grade is (re)written: the spend of records older than their grader's log goes into it
     session.spend_seeds = [s for g in graders if (s := await asyncio.to_thread(seed_spend_log, results, g))]
@@ -253,47 +259,40 @@ async def grade_results(
         if on_done:
             on_done(out)
 
-    async def one(job: GradeJob, grader: str) -> None:
-        rubric_hash = job.cfg.rubric_hash(grader)
+    async def one(job: GradeJob, name: str) -> None:
+        path = grade_path(results, name, job.run_id, job.artifact_tag)
         old = (
-            None
-            if opts.force
-            else _existing(
-                grade_path(results, grader, job.run_id, job.artifact_tag),
-                panel_label(opts.judges),
-                rubric_hash,
-                opts.repeats,
-            )
+            None if opts.force else _existing(path, panel_label(opts.judges), rubric_hash(job.cfg, name), opts.repeats)
         )
         if old is not None:
             await finish(old, True)
             return
-        tally = Tally.for_grade(results, grader, grade_path(results, grader, job.run_id, job.artifact_tag).stem)
+        tally = Tally.for_grade(results, name, path.stem)
+        g = grader(name)
         if opts.repeats > 1 or opts.panel:
-            rec = await grade_panel(grader, GRADERS[grader], job, judge, opts.judges, opts.repeats, tally)
+            rec = await grade_panel(name, g.grade, job, judge, opts.judges, opts.repeats, tally)
         else:
-            rec = await GRADERS[grader](job, judge, tally)
+            rec = await g.grade(job, judge, tally)
         await finish(dict(rec), False, tally)
 
+    async def derived(job: GradeJob, name: str) -> None:
+        # no judge call: it reads the grades of the others, so it is recomputed on every pass
+        await finish(dict(await grader(name).grade(job, judge, Tally())), False)
+
     async def unit(job: GradeJob, graders: list[str]) -> None:
-        await asyncio.gather(*(one(job, g) for g in graders if g in GRADERS))
-        if any(g in DERIVED for g in graders):
-            await finish(dict(grade_combined(job)), False)
+        await asyncio.gather(*(one(job, g) for g in graders if grader(g).asks_judge))
+        await asyncio.gather(*(derived(job, g) for g in graders if not grader(g).asks_judge))
 
     await asyncio.gather(*(unit(job, gs) for job, gs in jobs))
-    if session.tournament:
-        try:
-            from benchctl.tournament.grader import agrade_tournament
-        except ImportError as e:
-            raise GradingConfigError(f"the tournament grader is not available ({e})") from None
+    for name in sorted(session.whole_results):
         before = judge.calls
         try:
-            session.tournament_ratings = await agrade_tournament(
+            session.tournament_ratings = await grader(name).grade_results(
                 results, judge, force=opts.force, auditor_key=opts.auditor_key, tasks=sorted(session.tournament_tasks)
             )
         except (ValueError, FileNotFoundError) as e:  # bad auditor key, run without a task, nothing to rate
-            raise GradingConfigError(f"tournament: {e}") from None
-        session.tournament_judge_calls = judge.calls - before
+            raise GradingConfigError(f"{name}: {e}") from None
+        session.tournament_judge_calls += judge.calls - before
     session.judge_calls = judge.calls
     session.judge_spent_usd, session.judge_calls_capped = round(judge.spent - spent, 6), judge.capped
     session.judge_spent_before_usd, session.judge_max_cost = round(spent, 6), opts.max_cost
@@ -302,10 +301,8 @@ async def grade_results(
 
 def graders_run(jobs: list[tuple[GradeJob, list[str]]], session: Session) -> list[str]:
     """The graders of a session that ask the judge: whose spend a cost cap counts."""
-    names = {g for _, gs in jobs for g in gs if g in GRADERS}
-    if session.tournament:
-        names.update(WHOLE_RESULTS)
-    return sorted(names)
+    names = {g for _, gs in jobs for g in gs if grader(g).asks_judge}
+    return sorted(names | session.whole_results)
 
 
 def write_grade(results: Path, rec: dict[str, Any], tally: Tally | None) -> None:

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from benchctl.grading.graders import grader
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.spend import seed_lines
 from benchctl.grading.stats import wilson_interval
@@ -30,14 +31,14 @@ def grader_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
     for o in outcomes:
         by[o.grader].append(o)
     rows = []
-    for grader in sorted(by):
-        os_ = by[grader]
+    for name in sorted(by):
+        os_ = by[name]
         scores = [o.score for o in os_ if o.score is not None]
         unscored = sum(1 for o in os_ if o.status == "unscored")
         costs = [o.cost_usd for o in os_ if not o.reused]
         rows.append(
             {
-                "grader": grader,
+                "grader": name,
                 "grades": len(os_),
                 "reused": sum(o.reused for o in os_),
                 "scored": sum(o.status == "scored" for o in os_),
@@ -51,11 +52,12 @@ def grader_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
     return rows
 
 
-def success_rows(outcomes: Iterable[Outcome]) -> list[dict[str, object]]:
-    """any_of_n per configuration: k of n scored runs with a Wilson 95 % interval."""
+def success_rows(outcomes: Iterable[Outcome], name: str) -> list[dict[str, object]]:
+    """A success grader's (Grader.success) main-artifact grades per configuration: k of n scored runs
+    with a Wilson 95 % interval."""
     by: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
-        if o.grader == "any_of_n" and o.artifact_tag is None:
+        if o.grader == name and o.artifact_tag is None:
             by[o.config].append(o)
     rows = []
     for config in sorted(by):
@@ -104,9 +106,11 @@ def print_summary(session: Session) -> None:
     for row in grader_rows(session.outcomes):
         table.add_row(*(str(row[c]) for c in cols))
     console.print(table)
-    succ = success_rows(session.outcomes)
-    if succ:
-        t2 = Table(title="any_of_n success by configuration (Wilson 95 %)")
+    for name in sorted({o.grader for o in session.outcomes if grader(o.grader).success}):
+        succ = success_rows(session.outcomes, name)
+        if not succ:
+            continue
+        t2 = Table(title=f"{name} success by configuration (Wilson 95 %)")
         for c in ("configuration", "k", "n", "rate", "ci95", "unscored"):
             t2.add_column(c)
         for row in succ:

@@ -13,12 +13,16 @@ An empty report has no TLDR (graded 0 without calling the judge).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:  # runtime imports are lazy so extract_tldr stays importable on its own
-    from benchctl.grading.judge import Judge, Tally
-    from benchctl.grading.record import GradeJob
-    from benchctl.layout import GradeItem, GradeRecord
+from benchctl.grading.config import GradingConfig
+from benchctl.grading.graders import Grader, Problem, rubric_hash
+from benchctl.grading.judge import Judge, JudgeFailed, Tally
+from benchctl.grading.judge_json import JudgeParseError
+from benchctl.grading.judge_parse import ItemScore, parse_holistic
+from benchctl.grading.record import GradeJob, make_record
+from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.layout import GradeItem, GradeRecord
 
 _NAMES = {"tldr", "tl;dr", "tl dr", "tl-dr", "summary", "executive summary"}
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -88,14 +92,8 @@ def extract_tldr(report: str) -> tuple[str, str]:
 
 
 async def grade_tldr(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
-    from benchctl.grading.judge import JudgeFailed
-    from benchctl.grading.judge_json import JudgeParseError
-    from benchctl.grading.judge_parse import ItemScore, parse_holistic
-    from benchctl.grading.record import make_record
-    from benchctl.grading.templates import delimit, nonce_for, render
-
     cfg = job.cfg
-    rubric_hash = cfg.rubric_hash("tldr")
+    rubric = rubric_hash(cfg, "tldr")
     report, _ = job.read_text()
     tldr, rule = extract_tldr(report or "")
     ref_summary, _ = extract_tldr(cfg.reference)  # recorded as `expected`: what the TLDR was judged against
@@ -105,7 +103,7 @@ async def grade_tldr(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
             "tldr",
             job,
             judge.model,
-            rubric_hash,
+            rubric,
             tally=tally,
             score=0.0,
             raw_score=0.0,
@@ -143,7 +141,7 @@ async def grade_tldr(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
         "tldr",
         job,
         judge.model,
-        rubric_hash,
+        rubric,
         tally=tally,
         items=[item],
         score=item["score"],
@@ -152,3 +150,24 @@ async def grade_tldr(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
         tldr_rule=rule,
         expected=ref_summary,
     )
+
+
+class Tldr(Grader):
+    name = "tldr"
+
+    def missing(self, cfg: GradingConfig) -> Problem | None:
+        if not cfg.reference:
+            return "reference", "the tldr grader needs a reference report", 'add reference = "grading/reference.md"'
+        return None
+
+    def by_default(self, cfg: GradingConfig) -> bool:
+        return bool(cfg.reference)
+
+    def rubric(self, cfg: GradingConfig) -> dict[str, Any]:
+        return {"reference": cfg.reference, "prompt": cfg.prompts["tldr"], "reask": cfg.prompts["tldr_reask"]}
+
+    async def grade(self, job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
+        return await grade_tldr(job, judge, tally)
+
+
+GRADER = Tldr()

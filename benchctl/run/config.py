@@ -56,7 +56,6 @@ def resolve_config(
     max_connections: int | None = None,
     allow_unpriced: bool = False,
 ) -> ResolvedRun:
-    from harnesses import registry
 
     sweep_file = sweep.expanduser().resolve() if sweep is not None else None
     try:
@@ -133,7 +132,7 @@ def resolve_config(
     if cfg.fallback:
         check_model(cfg.fallback, where["fallback"])
     for h in cfg.harnesses:
-        _check_harness(registry, h, t, cfg, where["harnesses"], sweep_file)
+        _check_harness(h, t, cfg, where["harnesses"], sweep_file)
     if cfg.budgets:
         for b in cfg.budgets:
             _check_budget(b, where["budgets"])
@@ -201,17 +200,18 @@ def _load_task(task_dir: Path, sweep_origin: str | None) -> Task:
     return t
 
 
-def _check_harness(
-    registry: Any, name: str, task: Task, cfg: SweepConfig, origin: str, sweep_file: Path | None
-) -> None:
+def _check_harness(name: str, task: Task, cfg: SweepConfig, origin: str, sweep_file: Path | None) -> None:
     """A known harness whose agent binary is found with the options it will get."""
+    from benchctl.harness import HARNESSES, create_harness
+    from benchctl.plugins import UnknownPlugin
+
     try:
-        registry.check(name)
-    except registry.UnknownHarness as e:
+        HARNESSES.check(name)
+    except UnknownPlugin as e:
         raise RunError(f"{origin}: {e}") from None
     _check_tool_timeout_option(name, task, cfg, sweep_file)
     try:
-        registry.create(name, {**task.options_for(name), **cfg.harness_options}).mounts()  # finds agent binaries
+        create_harness(name, {**task.options_for(name), **cfg.harness_options}).mounts()  # finds agent binaries
     except Exception as e:
         sources = ([f"{task.task_file} [harness_options]"] if task.options_for(name) else []) + (
             [f"{sweep_file} [harness_options]"] if cfg.harness_options and sweep_file else []

@@ -8,33 +8,33 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from benchctl.run.config import VARIANT_CACHE, ResolvedRun, write_sweep_json
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import TaskError, prepare_data
 
+if TYPE_CHECKING:
+    from benchctl.executors import Executor
+    from benchctl.limits.run import LimitsPlan
+    from benchctl.run.runner import Runner
 
-def execute(
-    r: ResolvedRun,
-    progress_mode: str = "auto",
-    sandbox_factory: Any = None,
-    gateway_factory: Any = None,
-    executor: Any = None,
-) -> int:
+
+def execute(r: ResolvedRun, progress_mode: str = "auto", executor: Executor | None = None) -> int:
     """Run everything; returns the exit code (0 all finished, 1 some error, 3 the sweep's cost cap kept
     runs from starting, 130 interrupted).
 
-    `executor` decides where runs execute (benchctl/executors): None = this machine (`local`,
-    with the given sandbox / gateway factories), or e.g. a `RayExecutor`."""
+    `executor` decides where runs execute (benchctl/executors): None = this machine (`local`), or
+    e.g. a `RayExecutor`."""
     from benchctl.executors.local import LocalExecutor
     from benchctl.run.progress import make_progress
     from benchctl.run.runner import PreparedData, Runner, plan
 
     if executor is None:
-        executor = LocalExecutor(sandbox_factory, gateway_factory)
+        executor = LocalExecutor()
     decisions = plan(r.out, r.specs)
     pending = [s for s, a in decisions if a != "skip"]
     if pending:
@@ -58,7 +58,7 @@ def execute(
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if getattr(executor, "uses_docker", False):  # a local run on this machine's Docker and /tmp
+    if executor.name == "local":  # runs on this machine's Docker and /tmp
         redo = [s.run_id for s, a in decisions if a == "redo"]
         _remove_dead_owners_containers(redo)
         _remove_dead_owners_gateway_dirs(redo)
@@ -118,7 +118,7 @@ def execute(
 EXIT_COST_CAP = 3  # the sweep's cost cap kept runs from starting
 
 
-def _limits_plan(r: ResolvedRun, executor: Any) -> Any:
+def _limits_plan(r: ResolvedRun, executor: Executor) -> LimitsPlan:
     """The sweep's one limiter (on this machine, or a Ray actor every node shares), its spend
     continuing from what the runs already on disk spent, and the task's per-run settings."""
     from benchctl.limits.run import LimitsPlan
@@ -154,7 +154,7 @@ def _warn_changed_skips(out: Path, skipped: list[RunSpec]) -> None:
 LOCK_FILE = ".benchctl-run.lock"
 
 
-def _lock_results(out: Path) -> Any:
+def _lock_results(out: Path) -> IO[str] | None:
     """Hold an exclusive lock on the results directory for this process's lifetime.
 
     Resume skips finished runs and redoes the rest, which is only safe for one process at a
@@ -210,7 +210,7 @@ def _remove_dead_owners_gateway_dirs(run_ids: list[str]) -> None:
             pass  # best effort: `benchctl cleanup` finds what is left
 
 
-def _install_signals(runner: Any) -> Any:
+def _install_signals(runner: Runner) -> Callable[[], None]:
     """First SIGINT/SIGTERM: cancel runs, stop every sandbox and gateway, let runs record it.
     A second one: stop waiting and exit at once (containers are still removed)."""
     if threading.current_thread() is not threading.main_thread():

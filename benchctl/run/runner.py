@@ -16,18 +16,21 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchctl import __version__
 from benchctl.executors import Executor, PreparedData, RunJob, RunOutcome
 from benchctl.executors.local import LocalExecutor
 from benchctl.executors.run_body import followup_name  # noqa: F401  (re-exported: tests and callers use it)
+from benchctl.harness import HarnessResult
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import ARTIFACTS, FINAL_STATUSES, META, META_SCHEMA, TRANSCRIPT, RunMeta, read_meta, run_dir
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
 from benchctl.transcript import TranscriptWriter, WarningCounter
-from harnesses.base import HarnessResult
+
+if TYPE_CHECKING:
+    from benchctl.limits.run import LimitsPlan
 
 ATTEMPTS = "attempts"
 
@@ -81,13 +84,13 @@ class Runner:
         concurrency: int = 1,
         progress: Any = None,
         executor: Executor | None = None,
-        limits: Any = None,
+        limits: LimitsPlan | None = None,
     ) -> None:
         self.task, self.out, self.data = task, Path(out), data
         self.concurrency = max(1, concurrency)
         self.progress = progress
         self.executor: Executor = executor or LocalExecutor()
-        self.limits = limits  # benchctl.limits.run.LimitsPlan (shared limiter, caps) or None
+        self.limits = limits  # the sweep's shared limiter and caps (None: none)
         self.not_started: list[str] = []  # runs the sweep's cost cap kept from starting
         self.cancel = threading.Event()
         from benchctl.task_import.run_checks import pin_meta

@@ -29,7 +29,7 @@ import orjson
 from benchctl.targets.tools import TargetTools
 
 if TYPE_CHECKING:
-    from harnesses.base import HostTools
+    from benchctl.harness import HostTools
 
 ROUTE_PREFIX = "/benchctl/mcp"
 SERVER_NAME = "target"  # the name agents see: Claude Code tools become mcp__target__chat

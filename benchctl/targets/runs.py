@@ -64,7 +64,7 @@ def expand_tool_configs(
 @dataclass
 class RunTargets:
     task: HiddenBehaviourTask
-    tools: TargetTools  # HarnessContext.target_tools (a harnesses.base.HostTools)
+    tools: TargetTools  # HarnessContext.target_tools (a benchctl.harness.HostTools)
     token_budget: TokenBudget | None = None
     mcp: Any = None
     meta_key: ClassVar[Literal["target_tools"]] = "target_tools"  # where the runner puts summary() in meta.json

@@ -221,8 +221,9 @@ def _serve(workdir: Path, ray_dir: Path, nodes: int, slots: int, mark: str) -> N
 class RayCluster:
     """Start the rig under `unshare -n`; talk to it; always tear everything down."""
 
-    def __init__(self, workdir: Path, nodes: int = 2, slots: int = 2) -> None:
+    def __init__(self, workdir: Path, nodes: int = 2, slots: int = 2, env: dict[str, str] | None = None) -> None:
         self.workdir = Path(workdir)
+        self.env = dict(env or {})  # over this process's environment, for every process of the cluster
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.nodes, self.slots = nodes, slots
         self.mark = uuid.uuid4().hex
@@ -249,6 +250,7 @@ class RayCluster:
             stdout=subprocess.PIPE,
             stderr=open(self.workdir / "rig.log", "w"),
             text=True,
+            env={**os.environ, **self.env},
         )
         try:
             first = self._read()

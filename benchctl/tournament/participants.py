@@ -102,7 +102,7 @@ def _task_grading(task_dir: str | None) -> tuple[bool | None, str | None]:
     if not task_dir:
         return None, None
     try:
-        from benchctl.grading.config import load_grading
+        from benchctl.grading.graders import load_grading
 
         cfg = load_grading(Path(task_dir))
     except Exception:  # task moved or unreadable: grading still works from the run's own files

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchctl.grading.config import GradingConfig, GradingConfigError, load_grading
+from benchctl.grading.config import GradingConfig, GradingConfigError
+from benchctl.grading.graders import load_grading, rubric_hash
 from benchctl.grading.tldr import extract_tldr
 from benchctl.jsonio import read_json
 from benchctl.layout import GRADES
@@ -155,7 +156,7 @@ class Rubrics:
         if (grader == "coverage" and len(recorded) == len(items)) or (grader != "coverage" and expected is not None):
             return RubricText(recorded, expected, "record")
         cfg, why = self._config()
-        if cfg is not None and (now := cfg.rubric_hash(grader)) != g.get("rubric_hash"):
+        if cfg is not None and (now := rubric_hash(cfg, grader)) != g.get("rubric_hash"):
             cfg, why = (
                 None,
                 f"the task's rubric has changed since this grade (its hash is {now}, the grade's {g.get('rubric_hash')})",

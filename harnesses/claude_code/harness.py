@@ -22,9 +22,9 @@ from typing import Any
 
 from benchctl.binaries import CLAUDE_ENV, BinaryInfo, find_claude, require
 from benchctl.gateway.upstream import ModelId
+from benchctl.harness import HarnessContext
 from benchctl.sandbox.base import Mount, StreamResult
 from harnesses.agent_cli import CallTracker
-from harnesses.base import HarnessContext
 from harnesses.claude_code import settings as cc
 from harnesses.claude_code.stream import ClaudeStreamParser
 from harnesses.cli_harness import CliHarness, extra_args, sandbox_socket, sandbox_token, stderr_tail
@@ -73,14 +73,14 @@ class ClaudeCodeHarness(CliHarness):
         if resume:
             argv += ["--resume", resume]
         extra = extra_args(opts)
-        if ctx.target_tools is not None:  # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
-            from benchctl.targets.cli import claude_mcp_flag
+        if ctx.target_tools is not None:  # hidden-behaviour audits: target tools over MCP (harnesses.target_mcp)
+            from harnesses.target_mcp import claude_mcp_flag
 
             extra = [*extra, claude_mcp_flag()]
         argv += [*extra, "--", prompt] if prompt.startswith("-") else [*extra, prompt]
         env = cc.environment(ctx, model, ctx.sandbox.user, sandbox_token())
         if ctx.target_tools is not None:
-            from benchctl.targets.cli import claude_with_mcp
+            from harnesses.target_mcp import claude_with_mcp
 
             return claude_with_mcp(argv, env, sandbox_socket(ctx))
         return argv, env

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from harnesses.base import HarnessContext
+from benchctl.harness import HarnessContext
 from harnesses.cli_harness import AGENT_HOME, TOKEN_ENV, hooks_config, sandbox_socket
 
 # Tools an auditing run should not have by default: the web (there is no network anyway, and a

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from benchctl.harness import HarnessContext
 from benchctl.sandbox.base import STATE_DIR
-from harnesses.base import HarnessContext
 from harnesses.cli_harness import hooks_config
 
 # Root-owned, sticky, world-writable: Codex creates its state files there, but cannot (nor can

@@ -25,9 +25,9 @@ from typing import Any
 
 from benchctl.binaries import CODEX_ENV, BinaryInfo, find_codex, require
 from benchctl.gateway.upstream import ModelId
+from benchctl.harness import HarnessContext
 from benchctl.sandbox.base import Mount, StreamResult
 from harnesses.agent_cli import CallTracker
-from harnesses.base import HarnessContext
 from harnesses.cli_harness import (
     AGENT_HOME,
     CliHarness,
@@ -64,8 +64,8 @@ class CodexHarness(CliHarness):
 
     def prepare(self, ctx: HarnessContext, opts: dict[str, Any]) -> None:
         config = cx.config_toml(self._port(opts), opts)
-        if ctx.target_tools is not None:  # hidden-behaviour audits: target tools over MCP (benchctl.targets.cli)
-            from benchctl.targets.cli import codex_mcp_config
+        if ctx.target_tools is not None:  # hidden-behaviour audits: target tools over MCP (harnesses.target_mcp)
+            from harnesses.target_mcp import codex_mcp_config
 
             config += codex_mcp_config(self._port(opts)).encode()
         install_protected(ctx, cx.CODEX_HOME, {"config.toml": config, "hooks.json": cx.hooks_json(ctx, self.name)})

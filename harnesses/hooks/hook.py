@@ -7,7 +7,7 @@ POSTs it to the host over the gateway's unix socket at /benchctl/hooks/<event>, 
 sandbox token from $BENCHCTL_GATEWAY_TOKEN (the CLI's environment, which hooks inherit), and
 prints whatever the host answers (the CLI's hook output JSON).
 
-    hook.py <event> --socket /gateway/gateway.sock [--cli NAME]
+    hook.py <event> --socket /gateway/gw.sock [--cli NAME]
 
 It only carries the hook input: every decision is made on the host (harnesses/hooks/host.py),
 which checks each hook against the model traffic the gateway saw itself and reads the
@@ -45,7 +45,7 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("event", choices=["post_tool_use", "stop"])
-    ap.add_argument("--socket", default="/gateway/gateway.sock")
+    ap.add_argument("--socket", default="/gateway/gw.sock")
     ap.add_argument("--cli", default="")
     ap.add_argument("--timeout", type=float, default=60.0)
     args = ap.parse_args(argv)

@@ -42,9 +42,9 @@ from typing import Any
 
 import orjson
 
+from benchctl.harness import HarnessContext, cost_stopped, fallback_count, tool_notices
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import WORK_DIR
-from harnesses.base import HarnessContext, cost_stopped, fallback_count, tool_notices
 from harnesses.hooks.ledger import HookLedger
 
 ROUTE_PREFIX = "/benchctl/hooks/"

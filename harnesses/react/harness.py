@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from benchctl.gateway.upstream import ModelId
+from benchctl.harness import HarnessContext, HarnessResult, cost_stopped, fallback_count, stop_reason, tool_notices
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
-from harnesses.base import HarnessContext, HarnessResult, cost_stopped, fallback_count, stop_reason, tool_notices
 from harnesses.react.tools import ToolBox, ToolOutcome, resolve
 from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
 from harnesses.tool_outputs import warn_rejected
@@ -234,9 +234,8 @@ class ReactHarness:
                 if budget.expired(self.clock()):
                     return result("timeout")
                 return result("completed")
-            event = "reprompt" if decision.kind == "reprompt" else "revision_request"
             tr.emit(
-                event,
+                "reprompt" if decision.kind == "reprompt" else "revision_request",
                 "policy",
                 text=decision.message,
                 elapsed_s=round(self.clock() - budget.start, 3),

@@ -1,17 +1,21 @@
-"""The Harness seam: how an agent is run inside a sandbox.
+"""The Harness seam: how an agent is run inside a sandbox, and the harnesses by name.
 
-Built-ins (react, claude_code, codex) use exactly this contract; so would a plugin. The
-runner owns the sandbox, the gateway and the transcript; a harness only drives the agent.
+Built-ins (react, claude-code, codex: the top-level `harnesses` package) use exactly this contract;
+so does a plugin. The runner owns the sandbox, the gateway and the transcript; a harness only drives
+the agent. Harnesses are found by name through entry points (`HARNESSES`, group
+`benchctl.harnesses`; benchctl/plugins.py): nothing in benchctl imports an adapter directly.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from benchctl.plugins import Registry
 from benchctl.policies import Budget, RunPolicies, StopState, length_notice, time_notice
 from benchctl.sandbox.base import Mount, Sandbox
 from benchctl.transcript import TranscriptWriter
@@ -232,3 +236,19 @@ class Harness(Protocol):
     def followup(self, ctx: HarnessContext, prompt: str, previous: HarnessResult) -> HarnessResult:
         """Send a follow-up prompt in the same session (after `run`)."""
         ...
+
+
+HarnessFactory = Callable[..., Harness]  # a Harness class, or a callable returning one
+
+HARNESSES: Registry[HarnessFactory] = Registry("benchctl.harnesses", "harness")
+
+
+def create_harness(name: str, options: dict[str, Any] | None = None) -> Harness:
+    """The harness called `name`; it gets its options as keyword `options` if it accepts it.
+    An unknown name raises benchctl.plugins.UnknownPlugin, naming the known ones."""
+    factory = HARNESSES.load(name)
+    try:
+        takes_options = "options" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        takes_options = False
+    return factory(options=dict(options or {})) if takes_options else factory()

@@ -1,0 +1,5 @@
+"""Another project's `harnesses` package (not benchctl's)."""
+
+from harnesses.opencode import OpenCode
+
+__all__ = ["OpenCode"]

@@ -1,0 +1,2 @@
+class OpenCode:
+    """Not a benchctl harness."""
