@@ -170,14 +170,11 @@ def test_wire_formats_map_to_neutral_messages() -> None:
     assert wire.system_prompt("gemini", {"systemInstruction": {"parts": [{"text": "g"}]}}).text == "g"
     assert [
         t.name
-        for t in wire.tool_defs(
-            {
-                "tools": [
-                    {"type": "function", "function": {"name": "a", "parameters": {}}},
-                    {"functionDeclarations": [{"name": "b"}]},
-                ]
-            }
+        for api, tool in (
+            ("openai_chat", {"type": "function", "function": {"name": "a", "parameters": {}}}),
+            ("gemini", {"functionDeclarations": [{"name": "b"}]}),
         )
+        for t in wire.tool_defs(api, {"tools": [tool]})
     ] == ["a", "b"]
 
 

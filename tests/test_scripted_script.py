@@ -418,7 +418,7 @@ def test_namespace_must_be_a_string() -> None:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_gateway_records_namespaced_calls_and_tool_searches(stream: bool) -> None:
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     up = ScriptedUpstream(
         {

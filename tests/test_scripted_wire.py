@@ -352,10 +352,10 @@ def test_gemini_stream_without_alt_sse_is_a_json_array(up: FakeUpstreamServer) -
 @pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_gateway_summarize_reads_what_we_encode(wire_api: str, stream: bool) -> None:
-    """The gateway records usage/cost from wire_parse.summarize: it must read our output exactly."""
+    """The gateway records usage/cost from benchctl.gateway.wire.summarize: it must read our output exactly."""
     from benchctl.gateway.scripted import ScriptedUpstream
     from benchctl.gateway.upstream import ModelId, UpstreamCall
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     up = ScriptedUpstream(
         {
@@ -446,7 +446,7 @@ def test_thinking_in_every_sdk(stream: bool) -> None:
 def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: bool) -> None:
     from benchctl.gateway.scripted import ScriptedUpstream
     from benchctl.gateway.upstream import ModelId, UpstreamCall
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     body = {"model": "m", "stream_options": {"include_usage": True}}  # as the gateway forwards a chat stream
     call = UpstreamCall(

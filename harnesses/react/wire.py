@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from benchctl.gateway.wire.neutral import ToolCall
 from harnesses.react.tools import TOOL_SPECS
 
 
@@ -23,13 +24,6 @@ def tool_specs(options: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 REASONING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
-
-
-@dataclass
-class ToolCall:
-    id: str
-    name: str
-    input: Any
 
 
 @dataclass
