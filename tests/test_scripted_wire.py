@@ -415,6 +415,9 @@ def test_thinking_in_every_sdk(stream: bool) -> None:
         r = _respond(_openai(up), stream)
         assert [o.type for o in r.output] == ["reasoning", "message", "function_call"]
         assert r.output[0].summary[0].text == thought and r.output_text == "Listing now."
+        assert r.output[0].encrypted_content is None  # not asked for
+        if stream:
+            assert "response.reasoning_summary_text.delta" in r.seen_events  # type: ignore[attr-defined]
         assert r.usage.output_tokens_details.reasoning_tokens == 40 and r.usage.output_tokens == 60
 
         kw = dict(model="g", contents="x")
@@ -464,3 +467,8 @@ def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: boo
     assert [t["name"] for t in s.tool_calls] == ["bash"]
     if wire_api != "anthropic_messages":  # Anthropic reports no separate reasoning count
         assert s.usage["reasoning_tokens"] == 40
+    # the short form `thinking` is one reasoning block; Responses sends it as a summary, as OpenAI does
+    thought = THINK["turns"][0]["thinking"]
+    assert [(p.text, p.summary) for p in s.reasoning] == [(thought, wire_api == "openai_responses")]
+    # a signature where the wire API has one (made up), none over Responses (no encrypted content was asked)
+    assert (s.reasoning[0].signature is not None) == (wire_api in ("anthropic_messages", "gemini"))

@@ -13,7 +13,7 @@ from typing import Any
 
 from benchctl.gateway.wire import find
 from benchctl.gateway.wire.chat import WIRE as CHAT
-from benchctl.gateway.wire.neutral import Message, Part, ToolCall, ToolDef, tool_call
+from benchctl.gateway.wire.neutral import Message, Part, ToolCall, ToolDef, reasoning_from_record, tool_call
 
 __all__ = [
     "Message",
@@ -31,12 +31,18 @@ __all__ = [
 
 
 def response_message(response: dict[str, Any] | None) -> Message | None:
-    """The assistant message for a recorded response ({"text", "tool_calls"}); None when nothing came back."""
+    """The assistant message for a recorded response ({"text", "tool_calls", "reasoning"?}): its
+    reasoning blocks first, then its text; None when nothing came back."""
     if not response:
         return None
     text = response.get("text") or ""
-    calls = [tool_call(c.get("id"), c.get("name"), c.get("input")) for c in response.get("tool_calls") or []]
-    return Message("assistant", [Part("text", text)] if text else [], calls)
+    parts = [reasoning_from_record(r) for r in response.get("reasoning") or [] if isinstance(r, dict)]
+    parts += [Part("text", text)] if text else []
+    calls = [
+        tool_call(c.get("id"), c.get("name"), c.get("input"), signature=c.get("signature"))
+        for c in response.get("tool_calls") or []
+    ]
+    return Message("assistant", parts, calls)
 
 
 def messages(wire_api: str, items: list[Any]) -> list[list[Message]]:

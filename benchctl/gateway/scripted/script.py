@@ -13,11 +13,19 @@ Script format (JSON shown; TOML uses the same keys with [[turns]] tables):
 
 Turn fields (all optional, but a turn needs text, tool_calls, refusal or error):
   text          assistant text (for a refusal: the refusal message)
-  thinking      reasoning before the answer: an Anthropic thinking block (with a dummy signature),
-                a Responses reasoning item with a summary, Gemini `thought` parts, and chat
-                `reasoning_content` (the OpenAI-compatible servers' field); counted as reasoning tokens
-  tool_calls    [{"name": str, "input": object, "id"?: str, "namespace"?: str}]; ids are generated when
-                absent. A string input is a free-form tool call (Responses `custom_tool_call`, e.g.
+  reasoning     [{"text": str, "signature"?: str, "summary"?: bool}, {"redacted": true, "signature"?: str}]:
+                reasoning blocks before the answer, each in the caller's wire API's own shape:
+                Anthropic thinking (signature) / redacted_thinking (data); a Responses reasoning item
+                (text as a summary when `summary`, else reasoning_text content; the signature as its
+                encrypted_content, sent when the request asks include: ["reasoning.encrypted_content"]);
+                Gemini thought parts with a thoughtSignature (a redacted block: an empty part with
+                one); chat `reasoning_content` (visible text only). A missing signature is made up
+                (random base64); a Gemini one must be base64 (the google-genai SDK checks)
+  thinking      the short form of one block: "thinking": "..." = "reasoning": [{"text": "...",
+                "summary": true}]. Reasoning counts as reasoning tokens (estimated when not given)
+  tool_calls    [{"name": str, "input": object, "id"?: str, "namespace"?: str, "signature"?: str}]; ids
+                are generated when absent; `signature`: Gemini's thoughtSignature on the functionCall
+                part (other APIs have none). A string input is a free-form tool call (Responses `custom_tool_call`, e.g.
                 Codex apply_patch); APIs without free-form tools receive it as {"input": "<string>"}.
                 Responses: a member of a `namespace` tool (named flat, `mcp__target__chat`, or with
                 its namespace) is called with `namespace`; `tool_search` and tools hidden behind a
@@ -65,6 +73,7 @@ AFTER_END = ("repeat_last", "stop", "error")
 _TURN_KEYS = {
     "text",
     "thinking",
+    "reasoning",
     "tool_calls",
     "refusal",
     "error",
@@ -77,6 +86,7 @@ _TURN_KEYS = {
     "match",
     "match_in",
 }
+_REASONING_KEYS = {"text", "signature", "redacted", "summary"}
 _USAGE_KEYS = {"input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens", "reasoning_tokens"}
 _OLD_USAGE_NAMES = {"cache_read_tokens": "cached_input_tokens"}  # scripts on disk may still say so
 
@@ -139,8 +149,13 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
     t = Turn()
     if "text" in d:
         t.text = need("text", str, "a string")
-    if "thinking" in d:
-        t.reasoning = [reasoning(need("thinking", str, "a string"))]
+    if "thinking" in d and "reasoning" in d:
+        raise ScriptError(f"{_where(source, index, 'thinking')}: give reasoning or thinking, not both")
+    if "thinking" in d:  # the short form: one block whose text Responses sends as a summary
+        t.reasoning = [reasoning(need("thinking", str, "a string"), summary=True)]
+    if "reasoning" in d:
+        blocks = need("reasoning", list, "a list of reasoning blocks")
+        t.reasoning = [_reasoning_block(b, source, index, f"reasoning[{j}]") for j, b in enumerate(blocks)]
     if "refusal" in d:
         t.refusal = need("refusal", bool, "true or false")
     for key in ("delay", "chunk_delay"):
@@ -182,12 +197,15 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
             key = f"tool_calls[{j}]"
             if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not c["name"]:
                 raise ScriptError(f"{_where(source, index, key)}: needs a non-empty string 'name', got {c!r}")
-            extra = set(c) - {"name", "input", "id", "namespace"}
+            extra = set(c) - {"name", "input", "id", "namespace", "signature"}
             if extra:
                 raise ScriptError(
                     f"{_where(source, index, key + '.' + sorted(extra)[0])}: unknown field; "
-                    f"a tool call has name, input, id, namespace"
+                    f"a tool call has name, input, id, namespace, signature"
                 )
+            sig = c.get("signature")
+            if sig is not None and not isinstance(sig, str):
+                raise ScriptError(f"{_where(source, index, key + '.signature')}: must be a string, got {sig!r}")
             namespace = c.get("namespace", "")
             if not isinstance(namespace, str):
                 raise ScriptError(f"{_where(source, index, key + '.namespace')}: must be a string, got {namespace!r}")
@@ -200,7 +218,7 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
             tid = c.get("id", "")
             if not isinstance(tid, str):
                 raise ScriptError(f"{_where(source, index, key + '.id')}: must be a string, got {tid!r}")
-            t.tool_calls.append(ToolCall(tid, c["name"], inp, namespace))
+            t.tool_calls.append(ToolCall(tid, c["name"], inp, namespace, signature=sig))
     if "error" in d:
         e = need("error", dict, "an object {status, message, retry_after}")
         status = e.get("status")
@@ -238,6 +256,36 @@ def parse_turn(d: Any, source: str = "<script>", index: int | None = None) -> Tu
     if not (t.text or t.tool_calls or t.refusal or t.error):
         raise ScriptError(f"{_where(source, index)}: a turn needs at least one of text, tool_calls, refusal, error")
     return t
+
+
+def _reasoning_block(b: Any, source: str, index: int | None, key: str) -> Part:
+    """One block of a turn's `reasoning`: {"text"?, "signature"?, "redacted"?, "summary"?}."""
+    if not isinstance(b, dict):
+        raise ScriptError(f"{_where(source, index, key)}: a reasoning block must be an object, got {b!r}")
+    extra = set(b) - _REASONING_KEYS
+    if extra:
+        raise ScriptError(
+            f"{_where(source, index, key + '.' + sorted(extra)[0])}: unknown field; "
+            f"a reasoning block has {', '.join(sorted(_REASONING_KEYS))}"
+        )
+    for k, kind, what in (
+        ("text", str, "a string"),
+        ("signature", str, "a string"),
+        ("redacted", bool, "true or false"),
+        ("summary", bool, "true or false"),
+    ):
+        if k in b and not isinstance(b[k], kind):
+            raise ScriptError(f"{_where(source, index, key + '.' + k)}: must be {what}, got {b[k]!r}")
+    if b.get("redacted") and b.get("text"):
+        raise ScriptError(f"{_where(source, index, key + '.text')}: a redacted block has no visible text")
+    if not b.get("redacted") and not b.get("text"):
+        raise ScriptError(f"{_where(source, index, key)}: needs text, or redacted: true")
+    return reasoning(
+        b.get("text", ""),
+        summary=b.get("summary", False),
+        redacted=b.get("redacted", False),
+        signature=b.get("signature"),
+    )
 
 
 def parse_script(data: Any, source: str = "<script>") -> Script:

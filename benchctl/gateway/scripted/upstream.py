@@ -56,7 +56,8 @@ def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedR
             calls, text, deferred = searches, "", True
     served = turn.model or req.model
     out_text = text + "".join(tc.arguments_json() + tc.name for tc in calls)
-    thinking = "".join(p.text for p in turn.reasoning)
+    # reasoning tokens, when the script gives none: estimated from the visible text (a redacted block's from its data)
+    thinking = "".join(p.text or p.signature or "" for p in turn.reasoning)
     u = turn.usage
     reasoning_tokens = u.get("reasoning_tokens", estimate_tokens(thinking) if thinking else 0)
     usage = wire.Usage(

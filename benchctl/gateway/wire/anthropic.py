@@ -1,7 +1,10 @@
 """Anthropic Messages: POST /v1/messages (and /v1/messages/count_tokens).
 
 Answers stream as message_start, content_block_start / ping / content_block_delta (text_delta,
-input_json_delta) / content_block_stop, message_delta (stop_reason, usage), message_stop.
+input_json_delta, thinking_delta, signature_delta) / content_block_stop, message_delta
+(stop_reason, usage), message_stop. Reasoning: a `thinking` block {thinking, signature} is a
+reasoning block with its signature; a `redacted_thinking` block {data} one with no text, redacted,
+its data as the signature (a redacted block streams whole, in its content_block_start).
 Usage: `input_tokens` is uncached input, cache reads and writes are counted apart.
 """
 
@@ -20,10 +23,21 @@ from benchctl.gateway.wire.neutral import (
     ToolDef,
     Usage,
     WireApi,
+    reasoning,
+    reasoning_from_record,
     text_parts,
     tool_call,
 )
-from benchctl.gateway.wire.sse import dumps, error_message, json_events, new_id, parse_args, split_text, sse
+from benchctl.gateway.wire.sse import (
+    dumps,
+    error_message,
+    json_events,
+    new_id,
+    new_signature,
+    parse_args,
+    split_text,
+    sse,
+)
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -104,7 +118,11 @@ class AnthropicWire(Wire):
 
     def rebuild_assistant(self, response: dict[str, Any]) -> Any:
         text, calls = response.get("text") or "", response.get("tool_calls") or []
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        thoughts = [reasoning_from_record(r) for r in response.get("reasoning") or []]
+        if any(p.signature is None for p in thoughts):
+            return None  # a client cannot echo a thinking block without its signature
+        blocks = [_reasoning_block(p) for p in thoughts]
+        blocks += [{"type": "text", "text": text}] if text else []
         blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in calls]
         return {"role": "assistant", "content": blocks}
 
@@ -151,8 +169,8 @@ def _message(msg: dict[str, Any]) -> list[Message]:
                 out.parts.extend(text_parts(block))
             elif kind in ("tool_use", "server_tool_use"):
                 out.tool_calls.append(tool_call(block.get("id"), block.get("name"), block.get("input")))
-            elif kind == "thinking":
-                out.parts.append(Part("reasoning", str(block.get("thinking") or "")))
+            elif (thought := read_reasoning(block)) is not None:
+                out.parts.append(thought)
             else:
                 out.parts.extend(text_parts(block))
         return [out]
@@ -179,6 +197,22 @@ def _message(msg: dict[str, Any]) -> list[Message]:
     return messages
 
 
+def read_reasoning(block: dict[str, Any]) -> Part | None:
+    """A thinking or redacted_thinking block as a reasoning block; None for any other block."""
+    if block.get("type") == "thinking":
+        return reasoning(str(block.get("thinking") or ""), signature=block.get("signature") or None)
+    if block.get("type") == "redacted_thinking":
+        return reasoning("", redacted=True, signature=block.get("data") or None)
+    return None
+
+
+def _reasoning_block(p: Part) -> dict[str, Any]:
+    """A reasoning block as Anthropic writes it; a missing signature is made up (scripted models)."""
+    if p.redacted:
+        return {"type": "redacted_thinking", "data": p.signature or new_signature()}
+    return {"type": "thinking", "thinking": p.text, "signature": p.signature or new_signature()}
+
+
 # ---------------------------------------------------------------- reading answers
 
 
@@ -203,6 +237,8 @@ def _read_message(msg: dict[str, Any], s: ResponseSummary) -> None:
             texts.append(block.get("text", ""))
         elif block.get("type") in ("tool_use", "server_tool_use"):
             s.tool_calls.append({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
+        elif (thought := read_reasoning(block)) is not None:
+            s.reasoning.append(thought)
     s.text = "".join(texts)
     _usage(msg.get("usage") or {}, s.usage)
     s.usage_final = "usage" in msg
@@ -227,6 +263,9 @@ def _read_stream(body: bytes, s: ResponseSummary) -> None:
                 block["text"] = block.get("text", "") + delta.get("text", "")
             elif delta.get("type") == "input_json_delta":
                 block["_json"] += delta.get("partial_json", "")
+            elif delta.get("type") in ("thinking_delta", "signature_delta"):
+                key = delta["type"][: -len("_delta")]
+                block[key] = (block.get(key) or "") + (delta.get(key) or "")
         elif kind == "message_delta":
             s.stop_reason = (ev.get("delta") or {}).get("stop_reason") or s.stop_reason
             _usage(ev.get("usage") or {}, s.usage)
@@ -240,6 +279,8 @@ def _read_stream(body: bytes, s: ResponseSummary) -> None:
         elif block.get("type") in ("tool_use", "server_tool_use"):
             args = parse_args(block["_json"]) if block["_json"] else block.get("input", {})
             s.tool_calls.append({"id": block.get("id"), "name": block.get("name"), "input": args})
+        elif (thought := read_reasoning(block)) is not None:  # a cut-off one: its text so far, maybe no signature
+            s.reasoning.append(thought)
     s.text = "".join(texts)
 
 
@@ -260,16 +301,8 @@ def _tool_ids(reply: Reply) -> list[str]:
     return [tc.id or new_id("toolu_01") for tc in reply.tool_calls]
 
 
-def _signature() -> str:
-    # Opaque to clients; they send it back with the thinking block and we never check it.
-    return "Es" + new_id("", 86)
-
-
 def _json(reply: Reply) -> bytes:
-    content: list[dict[str, Any]] = []
-    thinking = "".join(p.text for p in reply.reasoning)
-    if thinking:
-        content.append({"type": "thinking", "thinking": thinking, "signature": _signature()})
+    content = [_reasoning_block(p) for p in reply.reasoning]
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for tc, tid in zip(reply.tool_calls, _tool_ids(reply)):
@@ -313,10 +346,12 @@ def _sse(reply: Reply) -> list[bytes]:
     }
     ev = [sse("message_start", {"type": "message_start", "message": message})]
     blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    thinking = "".join(p.text for p in reply.reasoning)
-    if thinking:
-        pieces = [{"type": "thinking_delta", "thinking": p} for p in split_text(thinking, reply.chunk_chars)]
-        pieces.append({"type": "signature_delta", "signature": _signature()})
+    for block in map(_reasoning_block, reply.reasoning):
+        if block["type"] == "redacted_thinking":
+            blocks.append((block, []))
+            continue
+        pieces = [{"type": "thinking_delta", "thinking": p} for p in split_text(block["thinking"], reply.chunk_chars)]
+        pieces.append({"type": "signature_delta", "signature": block["signature"]})
         blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, pieces))
     if reply.text:
         pieces = [{"type": "text_delta", "text": p} for p in split_text(reply.text, reply.chunk_chars)]

@@ -2,8 +2,11 @@
 
 The system prompt is a message of the list. Streams are chat.completion.chunk deltas (role,
 content | refusal, tool_calls with index/id/name then argument pieces), a finish_reason chunk,
-a usage chunk when asked for (chat_usage.py), [DONE]. Usage reports the whole prompt with the
-cached part broken out.
+a usage chunk when asked for (chat_usage.py), [DONE]. Reasoning is not in OpenAI's own API: the
+OpenAI-compatible servers (vLLM, DeepSeek, OpenRouter) send it as `message.reasoning_content`
+(newer vLLM: `reasoning`), streamed as deltas of the same name; it is one reasoning block with
+no signature, and clients do not send it back. Usage reports the whole prompt with the cached part
+broken out.
 """
 
 from __future__ import annotations
@@ -17,18 +20,19 @@ from benchctl.gateway.wire.base import Wire
 from benchctl.gateway.wire.chat_usage import ask_for_usage
 from benchctl.gateway.wire.neutral import (
     Message,
-    Part,
     Reply,
     ResponseSummary,
     ToolDef,
     Usage,
     WireApi,
+    reasoning,
     text_parts,
     tool_call,
 )
 from benchctl.gateway.wire.responses import WIRE as RESPONSES
 from benchctl.gateway.wire.sse import dumps, error_message, json_events, new_id, parse_args, split_text
 
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 FINISH_REASONS = {
     "end_turn": "stop",
     "tool_use": "tool_calls",
@@ -156,11 +160,19 @@ def _message(msg: dict[str, Any]) -> list[Message]:
             if isinstance(c, dict)
         ]
         parts = text_parts(msg.get("content"))
-        if isinstance(msg.get("reasoning_content"), str):
-            parts.insert(0, Part("reasoning", msg["reasoning_content"]))
+        if (thought := _reasoning_text(msg)) is not None:
+            parts.insert(0, reasoning(thought))
         return [Message("assistant", parts, calls)]
     system = role in ("system", "developer")
     return [Message("system" if system else "user", text_parts(msg.get("content")), developer=role == "developer")]
+
+
+def _reasoning_text(msg: dict[str, Any]) -> str | None:
+    """A message's (or a stream delta's) reasoning, in either field the servers use."""
+    for key in REASONING_FIELDS:
+        if isinstance(msg.get(key), str):
+            return str(msg[key])
+    return None
 
 
 # ---------------------------------------------------------------- reading answers
@@ -179,6 +191,8 @@ def _read_object(obj: dict[str, Any], s: ResponseSummary) -> None:
     choice = (obj.get("choices") or [{}])[0]
     msg = choice.get("message") or {}
     s.text = msg.get("content") or ""
+    if thought := _reasoning_text(msg):
+        s.reasoning.append(reasoning(thought))
     if msg.get("refusal"):
         s.refusal, s.text = True, s.text or msg["refusal"]
     for tc in msg.get("tool_calls") or []:
@@ -194,6 +208,7 @@ def _read_object(obj: dict[str, Any], s: ResponseSummary) -> None:
 
 def _read_stream(body: bytes, s: ResponseSummary) -> None:
     texts: list[str] = []
+    thoughts: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     for _event, ev in json_events(body, s, names=False):
         if "error" in ev and not ev.get("choices"):
@@ -204,6 +219,8 @@ def _read_stream(body: bytes, s: ResponseSummary) -> None:
             delta = choice.get("delta") or {}
             if delta.get("content"):
                 texts.append(delta["content"])
+            if thought := _reasoning_text(delta):
+                thoughts.append(thought)
             if delta.get("refusal"):
                 s.refusal = True
                 texts.append(delta["refusal"])
@@ -219,6 +236,8 @@ def _read_stream(body: bytes, s: ResponseSummary) -> None:
             _usage(ev["usage"], s.usage)
             s.usage_final = True
     s.text = "".join(texts)
+    if thoughts:
+        s.reasoning.append(reasoning("".join(thoughts)))
     s.tool_calls = [
         {"id": c["id"], "name": c["name"], "input": parse_args(c["args"])} for _i, c in sorted(calls.items())
     ]
@@ -240,6 +259,11 @@ def _wire_usage(u: Usage) -> dict[str, Any]:
     }
 
 
+def _visible_reasoning(reply: Reply) -> str:
+    """The reasoning a chat server shows: the blocks' text (a redacted block has none to show)."""
+    return "\n\n".join(p.text for p in reply.reasoning if p.text)
+
+
 def _call_ids(reply: Reply) -> list[str]:
     return [tc.id or new_id("call_") for tc in reply.tool_calls]
 
@@ -250,9 +274,7 @@ def _json(reply: Reply) -> bytes:
         "content": None if reply.refusal else (reply.text or None),
         "refusal": reply.text if reply.refusal else None,
     }
-    thinking = "".join(p.text for p in reply.reasoning)
-    if thinking:
-        # Not in OpenAI's API; the field OpenAI-compatible servers (vLLM, DeepSeek, OpenRouter) use.
+    if thinking := _visible_reasoning(reply):
         message["reasoning_content"] = thinking
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -304,7 +326,7 @@ def _sse(reply: Reply, include_usage: bool = True) -> list[bytes]:
 
     key = "refusal" if reply.refusal else "content"
     ev = [chunk({"role": "assistant", "content": "", "refusal": None})]
-    for piece in split_text("".join(p.text for p in reply.reasoning), reply.chunk_chars):
+    for piece in split_text(_visible_reasoning(reply), reply.chunk_chars):
         ev.append(chunk({"reasoning_content": piece}))
     for piece in split_text(reply.text, reply.chunk_chars):
         ev.append(chunk({key: piece}))

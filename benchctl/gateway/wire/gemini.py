@@ -6,6 +6,13 @@ conversation is `contents` of parts: text (`thought: true` for reasoning), funct
 functionResponse. Usage reports the whole prompt with the cached part broken out, and thoughts
 apart from candidates (neutral output_tokens include them). Function calls carry an id only when
 the model gave one.
+
+Reasoning: a part with `"thought": true` is a reasoning block (consecutive thought parts, as a
+stream splits one, make one block until a part carries a `thoughtSignature`); the signature, base64
+as sent, is the block's. A `thoughtSignature` on another part stays with that part's record: a
+functionCall's goes into its tool call (`signature`), a text part's becomes a block of its own
+{text "", redacted, signature} where the part was. The google-genai SDK checks that a signature is
+base64, and sends the same bytes back in base64's URL-safe alphabet (which the API accepts).
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ from benchctl.gateway.wire.neutral import (
     ToolDef,
     Usage,
     WireApi,
+    reasoning,
     text_parts,
     tool_call,
 )
-from benchctl.gateway.wire.sse import dumps, error_message, json_events, new_id, split_text
+from benchctl.gateway.wire.sse import dumps, error_message, json_events, new_id, new_signature, split_text
 
 PATH = re.compile(r"^/(v1beta|v1|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 # Finish reasons / block reasons that mean "the model (or its filter) refused".
@@ -132,15 +140,22 @@ class GeminiWire(Wire):
     # ------------------------------------------------------------------ answers
 
     def summarize(self, stream: bool, body: bytes, s: ResponseSummary) -> None:
-        texts: list[str] = []
         if stream:
             chunks = [ev for _event, ev in json_events(body, s, names=False)]
         else:
             obj = orjson.loads(body)
             chunks = obj if isinstance(obj, list) else [obj]
+        answer = Message("assistant")
+        reader = PartReader(answer)
         for chunk in chunks:
-            _read_chunk(chunk, s, texts)
-        s.text = "".join(texts)
+            _read_chunk(chunk, s, reader)
+        s.text = "".join(p.text for p in answer.parts if p.type == "text")
+        s.reasoning = answer.reasoning
+        for c in answer.tool_calls:
+            call: dict[str, Any] = {"id": c.id or None, "name": c.name, "input": c.input}
+            if c.signature:
+                call["signature"] = c.signature
+            s.tool_calls.append(call)
 
     def encode(self, reply: Reply, stream: bool, body: dict[str, Any], query: str) -> tuple[str, list[bytes]]:
         if not stream:
@@ -175,12 +190,9 @@ def _content(content: dict[str, Any]) -> list[Message]:
     parts = content.get("parts") or []
     if content.get("role") == "model":
         out = Message("assistant")
+        reader = PartReader(out)
         for p in parts:
-            if isinstance(p, dict) and "functionCall" in p:
-                fc = p["functionCall"] or {}
-                out.tool_calls.append(tool_call(fc.get("id"), fc.get("name"), fc.get("args")))
-            else:
-                out.parts.extend(text_parts(p))
+            reader.feed(p)
         return [out]
     messages: list[Message] = []
     user = Message("user")
@@ -216,21 +228,52 @@ def _function_response(resp: Any) -> tuple[str, bool]:
     return (resp if isinstance(resp, str) else orjson.dumps(resp).decode()), False
 
 
+class PartReader:
+    """Reads a model turn's parts, in order (a whole answer's, or a stream's chunk by chunk), into
+    an assistant message: text parts, reasoning blocks and tool calls (see the module docstring)."""
+
+    def __init__(self, into: Message) -> None:
+        self.message = into
+        self._thought: Part | None = None  # the reasoning block thought parts add to
+
+    def feed(self, part: Any) -> None:
+        if not isinstance(part, dict):
+            self.message.parts.extend(text_parts(part))
+            return
+        sig = part.get("thoughtSignature") or part.get("thought_signature")
+        sig = sig if isinstance(sig, str) else None
+        if part.get("thought"):
+            if self._thought is None or (sig and self._thought.signature):
+                self._thought = reasoning()
+                self.message.parts.append(self._thought)
+            self._thought.text += str(part.get("text") or "")
+            self._thought.signature = sig or self._thought.signature
+            return
+        self._thought = None
+        if "functionCall" in part:
+            fc = part["functionCall"] or {}
+            self.message.tool_calls.append(tool_call(fc.get("id"), fc.get("name"), fc.get("args"), signature=sig))
+            return
+        if sig:
+            self.message.parts.append(reasoning("", redacted=True, signature=sig))
+        if isinstance(part.get("text"), str):
+            if part["text"] or not sig:
+                self.message.parts.append(Part("text", part["text"]))
+        elif not sig or set(part) - {"thoughtSignature", "thought_signature"}:
+            self.message.parts.extend(text_parts(part))  # an image, a file, ...: kept as recorded
+
+
 # ---------------------------------------------------------------- reading answers
 
 
-def _read_chunk(obj: dict[str, Any], s: ResponseSummary, texts: list[str]) -> None:
+def _read_chunk(obj: dict[str, Any], s: ResponseSummary, reader: PartReader) -> None:
     s.served_model = obj.get("modelVersion") or s.served_model
     block = (obj.get("promptFeedback") or {}).get("blockReason")
     if block:
         s.refusal, s.stop_reason = True, block
     for cand in (obj.get("candidates") or [])[:1]:
         for part in (cand.get("content") or {}).get("parts") or []:
-            if "text" in part and not part.get("thought"):
-                texts.append(part["text"])
-            if "functionCall" in part:
-                fc = part["functionCall"]
-                s.tool_calls.append({"id": fc.get("id"), "name": fc.get("name"), "input": fc.get("args", {})})
+            reader.feed(part)
         if cand.get("finishReason"):
             s.stop_reason = cand["finishReason"]
             if cand["finishReason"] in REFUSAL_REASONS:
@@ -285,34 +328,49 @@ def _chunk(reply: Reply, rid: str, parts: list[dict[str, Any]], finish: str | No
     }
 
 
-def _parts(reply: Reply) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(thought + text parts, function-call parts). A safety block carries no content, as the API does."""
-    if reply.refusal:
-        return [], []
-    calls = [
-        {"functionCall": {"id": tc.id or new_id("call_"), "name": tc.flat_name, "args": tc.arguments}}
-        for tc in reply.tool_calls
+def _calls(reply: Reply) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    for tc in reply.tool_calls:
+        part: dict[str, Any] = {
+            "functionCall": {"id": tc.id or new_id("call_"), "name": tc.flat_name, "args": tc.arguments}
+        }
+        if tc.signature:
+            part["thoughtSignature"] = tc.signature
+        calls.append(part)
+    return calls
+
+
+def _thought_parts(p: Part, size: int) -> list[dict[str, Any]]:
+    """A reasoning block as parts (its text in pieces of `size`; whole when 0), the signature on the
+    last; a redacted block is an empty text part with its signature. A missing signature is made up."""
+    sig = p.signature or new_signature()
+    if p.redacted:
+        return [{"text": "", "thoughtSignature": sig}]
+    parts: list[dict[str, Any]] = [
+        {"text": t, "thought": True} for t in (split_text(p.text, size) if size else [p.text])
     ]
-    thinking = "".join(p.text for p in reply.reasoning)
-    thoughts = [{"text": p, "thought": True} for p in split_text(thinking, reply.chunk_chars)]
-    return thoughts + [{"text": p} for p in split_text(reply.text, reply.chunk_chars)], calls
+    parts = parts or [{"text": "", "thought": True}]
+    parts[-1]["thoughtSignature"] = sig
+    return parts
 
 
 def _json(reply: Reply) -> bytes:
-    texts, calls = _parts(reply)
-    thinking = "".join(p.text for p in reply.reasoning)
     parts: list[dict[str, Any]] = []
-    if texts and thinking:
-        parts.append({"text": thinking, "thought": True})
-    if texts and reply.text:
-        parts.append({"text": reply.text})
-    parts += calls
+    if not reply.refusal:  # a safety block carries no content, as the API does
+        parts = [part for p in reply.reasoning for part in _thought_parts(p, 0)]
+        parts += [{"text": reply.text}] if reply.text else []
+        parts += _calls(reply)
     return dumps(_chunk(reply, new_id("", 22), parts, FINISH_REASONS[reply.effective_stop]))
 
 
 def _stream_chunks(reply: Reply) -> list[dict[str, Any]]:
     rid = new_id("", 22)
-    texts, calls = _parts(reply)
+    texts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    if not reply.refusal:
+        texts = [part for p in reply.reasoning for part in _thought_parts(p, reply.chunk_chars)]
+        texts += [{"text": t} for t in split_text(reply.text, reply.chunk_chars)]
+        calls = _calls(reply)
     bodies = [_chunk(reply, rid, [t], None) for t in texts]
     # Gemini sends function calls whole, in the last chunk, together with the finish reason.
     bodies.append(_chunk(reply, rid, calls, FINISH_REASONS[reply.effective_stop]))

@@ -3,8 +3,10 @@
 A conversation is a list of input items (messages, function_call / custom_tool_call /
 tool_search_call items and their `*_output` items, reasoning items). Function calls may carry a
 `namespace` (Codex offers each MCP server as one); a client-side tool search is a
-`tool_search_call` item whose arguments are an object. Usage reports the whole prompt with the
-cached part broken out. Encoding answers: responses_encode.py.
+`tool_search_call` item whose arguments are an object. A `reasoning` item {id, summary
+[summary_text], content [reasoning_text]?, encrypted_content?} is a reasoning block (read_reasoning);
+its encrypted content comes only when the request has include: ["reasoning.encrypted_content"].
+Usage reports the whole prompt with the cached part broken out. Encoding answers: responses_encode.py.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from benchctl.gateway.wire.neutral import (
     ToolCall,
     ToolDef,
     WireApi,
+    reasoning,
     text_parts,
     tool_call,
 )
@@ -31,6 +34,7 @@ from benchctl.gateway.wire.sse import dumps, error_message, json_events, parse_a
 
 STREAM_UNFINISHED = "stream ended without response.completed"  # a Responses stream's end is explicit
 TOOL_SEARCH = "tool_search"  # the name scripts call a client-side tool search by
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # asked for in `include`
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "invalid_request_error",
@@ -117,9 +121,10 @@ class ResponsesWire(Wire):
             _read_object(orjson.loads(body), s)
 
     def encode(self, reply: Reply, stream: bool, body: dict[str, Any], query: str) -> tuple[str, list[bytes]]:
+        encrypted = ENCRYPTED_REASONING in (body.get("include") or [])
         if stream:
-            return "text/event-stream", responses_encode.stream(reply)
-        return "application/json", [responses_encode.whole(reply)]
+            return "text/event-stream", responses_encode.stream(reply, encrypted)
+        return "application/json", [responses_encode.whole(reply, encrypted)]
 
     def place_calls(self, calls: list[ToolCall], body: dict[str, Any]) -> tuple[list[ToolCall], list[ToolCall]]:
         return place_calls(calls, body)
@@ -170,8 +175,7 @@ def _item(item: Any) -> list[Message]:
         call = tool_call(item.get("call_id"), TOOL_SEARCH, item.get("arguments"), kind="tool_search")
         return [Message("assistant", tool_calls=[call])]
     if kind == "reasoning":
-        summary = "\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
-        return [Message("assistant", [Part("reasoning", summary) if summary else Part("data", data=item)])]
+        return [Message("assistant", [read_reasoning(item)])]
     if role == "assistant" and kind in (None, "message"):
         return [Message("assistant", text_parts(item.get("content")))]
     if kind == "tool_search_output":  # what the search loaded, as the model got it
@@ -213,6 +217,19 @@ def _merge_turns(per_item: list[list[Message]]) -> list[list[Message]]:
             open_turn = None
             out.append(msgs)
     return out
+
+
+def read_reasoning(item: dict[str, Any]) -> Part:
+    """A reasoning item as a reasoning block: its reasoning_text content when it has some, else its
+    summary (joined by blank lines; `summary` true); redacted when it carries only encrypted content."""
+    content = [str(c.get("text") or "") for c in item.get("content") or [] if isinstance(c, dict)]
+    summary = [str(s.get("text") or "") for s in item.get("summary") or [] if isinstance(s, dict)]
+    sig = item.get("encrypted_content") or None
+    ident = str(item["id"]) if item.get("id") else None
+    if content:
+        return reasoning("\n\n".join(content), signature=sig, id=ident)
+    text = "\n\n".join(summary)
+    return reasoning(text, summary=bool(summary), redacted=not text and sig is not None, signature=sig, id=ident)
 
 
 def _search_query(flat_name: str) -> str:
@@ -313,6 +330,8 @@ def _read_object(resp: dict[str, Any], s: ResponseSummary) -> None:
                 elif part.get("type") == "refusal":
                     s.refusal = True
                     texts.append(part.get("refusal", ""))
+        elif item.get("type") == "reasoning":
+            s.reasoning.append(read_reasoning(item))
         elif (call := _output_call(item)) is not None:
             s.tool_calls.append(call)
     s.text = "".join(texts)
@@ -344,6 +363,16 @@ def _read_stream(body: bytes, s: ResponseSummary) -> None:
             item = items.setdefault(ev.get("output_index", len(items)), {})
             key = "arguments" if kind.startswith("response.function") else "input"
             item[key] = item.get(key, "") + (ev.get("delta") or "")
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            # a reasoning item's text as it streams, for a stream cut before the item is done
+            item = items.setdefault(ev.get("output_index", len(items)), {"type": "reasoning"})
+            summary = kind == "response.reasoning_summary_text.delta"
+            key, index = ("summary", ev.get("summary_index")) if summary else ("content", ev.get("content_index"))
+            parts = item.setdefault(key, [])
+            while len(parts) <= (index if isinstance(index, int) else 0):
+                parts.append({"type": "summary_text" if summary else "reasoning_text", "text": ""})
+            part = parts[index if isinstance(index, int) else 0]
+            part["text"] = str(part.get("text") or "") + (ev.get("delta") or "")
         elif kind in ("response.refusal.delta", "response.refusal.done"):
             s.refusal = True
         elif kind == "error":
@@ -357,5 +386,7 @@ def _read_stream(body: bytes, s: ResponseSummary) -> None:
     for _i, item in sorted(items.items()):
         if item.get("type") in ("function_call", "custom_tool_call") and (call := _output_call(item)):
             s.tool_calls.append(call)
+        elif item.get("type") == "reasoning":
+            s.reasoning.append(read_reasoning(item))
     if s.error is None:
         s.error = STREAM_UNFINISHED

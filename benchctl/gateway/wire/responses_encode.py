@@ -4,16 +4,20 @@ Streams: response.created, response.in_progress, response.output_item.added,
 response.content_part.added, response.output_text.delta | response.refusal.delta, ...done events,
 response.function_call_arguments.delta/.done, response.output_item.done, response.completed (or
 response.incomplete) with usage. A client-side tool search is a `tool_search_call` item (arguments
-an object, no delta events).
+an object, no delta events). A reasoning item streams its summary as
+response.reasoning_summary_part.added / response.reasoning_summary_text.delta / ...done, its
+reasoning text as response.content_part.added / response.reasoning_text.delta / ...done; its
+encrypted content (when the request asked for it) comes whole in response.output_item.done.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-from benchctl.gateway.wire.neutral import Reply, Usage
-from benchctl.gateway.wire.sse import dumps, new_id, split_text, sse
+from benchctl.gateway.wire.neutral import Part, Reply, Usage
+from benchctl.gateway.wire.sse import dumps, new_id, new_signature, split_text, sse
 
 
 def _usage(u: Usage) -> dict[str, Any]:
@@ -27,19 +31,24 @@ def _usage(u: Usage) -> dict[str, Any]:
     }
 
 
-def _output(reply: Reply) -> list[dict[str, Any]]:
+def _reasoning_item(p: Part, encrypted: bool) -> dict[str, Any]:
+    """A reasoning block as a reasoning item: its text as a summary (`summary` true, as OpenAI's
+    models give it) or as reasoning_text content (as open-weight models served over Responses do);
+    its signature as the encrypted content, made up when absent, only when the request asked."""
+    item: dict[str, Any] = {
+        "id": p.id or new_id("rs_", 32),
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": p.text}] if p.text and p.summary else [],
+    }
+    if p.text and not p.summary:
+        item["content"] = [{"type": "reasoning_text", "text": p.text}]
+    item["encrypted_content"] = (p.signature or new_signature()) if encrypted else None
+    return item
+
+
+def _output(reply: Reply, encrypted: bool) -> list[dict[str, Any]]:
     """The completed output items (ids fixed, so the stream and the final object agree)."""
-    items: list[dict[str, Any]] = []
-    thinking = "".join(p.text for p in reply.reasoning)
-    if thinking:
-        items.append(
-            {
-                "id": new_id("rs_", 32),
-                "type": "reasoning",
-                "encrypted_content": None,
-                "summary": [{"type": "summary_text", "text": thinking}],
-            }
-        )
+    items = [_reasoning_item(p, encrypted) for p in reply.reasoning]
     if reply.refusal:
         items.append(
             {
@@ -133,21 +142,45 @@ def _status(reply: Reply) -> str:
     return "incomplete" if reply.effective_stop == "max_tokens" else "completed"
 
 
-def whole(reply: Reply) -> bytes:
+def whole(reply: Reply, encrypted: bool) -> bytes:
+    """The response object; `encrypted`: the request asked for reasoning.encrypted_content."""
     return dumps(
         _object(
             reply,
             new_id("resp_", 32),
             int(time.time()),
             _status(reply),
-            _output(reply),
+            _output(reply, encrypted),
             _usage(reply.usage),
         )
     )
 
 
-def stream(reply: Reply) -> list[bytes]:
-    rid, created, output = new_id("resp_", 32), int(time.time()), _output(reply)
+def _reasoning_events(emit: Callable[..., None], oi: int, item: dict[str, Any], chunk: int) -> None:
+    added = {**item, "summary": [], "encrypted_content": None}
+    if "content" in item:
+        added["content"] = []
+    emit("response.output_item.added", output_index=oi, item=added)
+    ident = item["id"]
+    for si, part in enumerate(item["summary"]):
+        text, empty = part["text"], {**part, "text": ""}
+        emit("response.reasoning_summary_part.added", item_id=ident, output_index=oi, summary_index=si, part=empty)
+        for piece in split_text(text, chunk):
+            kind = "response.reasoning_summary_text.delta"
+            emit(kind, item_id=ident, output_index=oi, summary_index=si, delta=piece)
+        emit("response.reasoning_summary_text.done", item_id=ident, output_index=oi, summary_index=si, text=text)
+        emit("response.reasoning_summary_part.done", item_id=ident, output_index=oi, summary_index=si, part=part)
+    for ci, part in enumerate(item.get("content") or []):
+        text, empty = part["text"], {**part, "text": ""}
+        emit("response.content_part.added", item_id=ident, output_index=oi, content_index=ci, part=empty)
+        for piece in split_text(text, chunk):
+            emit("response.reasoning_text.delta", item_id=ident, output_index=oi, content_index=ci, delta=piece)
+        emit("response.reasoning_text.done", item_id=ident, output_index=oi, content_index=ci, text=text)
+        emit("response.content_part.done", item_id=ident, output_index=oi, content_index=ci, part=part)
+
+
+def stream(reply: Reply, encrypted: bool) -> list[bytes]:
+    rid, created, output = new_id("resp_", 32), int(time.time()), _output(reply, encrypted)
     ev: list[bytes] = []
 
     def emit(kind: str, **data: Any) -> None:
@@ -157,30 +190,7 @@ def stream(reply: Reply) -> list[bytes]:
     emit("response.in_progress", response=_object(reply, rid, created, "in_progress", [], None))
     for oi, item in enumerate(output):
         if item["type"] == "reasoning":
-            text = item["summary"][0]["text"]
-            emit("response.output_item.added", output_index=oi, item={**item, "summary": []})
-            part = {"type": "summary_text", "text": ""}
-            emit(
-                "response.reasoning_summary_part.added", item_id=item["id"], output_index=oi, summary_index=0, part=part
-            )
-            for piece in split_text(text, reply.chunk_chars):
-                emit(
-                    "response.reasoning_summary_text.delta",
-                    item_id=item["id"],
-                    output_index=oi,
-                    summary_index=0,
-                    delta=piece,
-                )
-            emit(
-                "response.reasoning_summary_text.done", item_id=item["id"], output_index=oi, summary_index=0, text=text
-            )
-            emit(
-                "response.reasoning_summary_part.done",
-                item_id=item["id"],
-                output_index=oi,
-                summary_index=0,
-                part={**part, "text": text},
-            )
+            _reasoning_events(emit, oi, item, reply.chunk_chars)
         elif item["type"] == "message":
             part = item["content"][0]
             is_refusal = part["type"] == "refusal"
