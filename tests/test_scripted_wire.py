@@ -446,6 +446,38 @@ def test_thinking_in_every_sdk(stream: bool) -> None:
 
 @pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
 @pytest.mark.parametrize("stream", [False, True])
+def test_reasoning_blocks_read_back_one_for_one(wire_api: str, stream: bool) -> None:
+    """A turn's reasoning blocks, encoded in each wire API and read back by the gateway's reader,
+    stay the blocks they were (in order, each with its own signature), streamed in small pieces or
+    whole; chat completions has one field for it: one block of the visible text."""
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.upstream import ModelId, UpstreamCall
+    from benchctl.gateway.wire import summarize
+
+    sigs = ["c2lnLW9uZQ==", "c2lnLXR3bw==", "cmVkYWN0ZWQ="]
+    blocks = [
+        {"text": "first thought, long enough to stream in pieces", "signature": sigs[0]},
+        {"text": "second thought", "signature": sigs[1], "summary": True},
+        {"redacted": True, "signature": sigs[2]},
+    ]
+    turn = {"reasoning": blocks, "text": "Done.", "chunks": 6}
+    body = {"model": "m", "include": ["reasoning.encrypted_content"], "stream_options": {"include_usage": True}}
+    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), body, stream, "alt=sse")
+    r = ScriptedUpstream({"turns": [turn]}).render(call)
+    s = summarize(wire_api, stream, b"".join(r.pieces), r.status)
+    got = [(p.text, p.redacted, p.signature) for p in s.reasoning]
+    if wire_api == "openai_chat":
+        assert got == [(blocks[0]["text"] + "\n\n" + blocks[1]["text"], False, None)]
+    else:
+        assert got == [(blocks[0]["text"], False, sigs[0]), (blocks[1]["text"], False, sigs[1]), ("", True, sigs[2])]
+    # the summary flag says how Responses carried the text (summary_text, not reasoning_text)
+    summaries = [p.summary for p in s.reasoning]
+    assert summaries == ([False, True, False] if wire_api == "openai_responses" else [False] * len(s.reasoning))
+    assert s.text == "Done."
+
+
+@pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
+@pytest.mark.parametrize("stream", [False, True])
 def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: bool) -> None:
     from benchctl.gateway.scripted import ScriptedUpstream
     from benchctl.gateway.upstream import ModelId, UpstreamCall

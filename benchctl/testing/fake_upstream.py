@@ -110,10 +110,10 @@ def route(method: str, path: str, body: dict[str, Any]) -> tuple[WireApi, str | 
     """(wire_api, model the request names, stream) for a request: the gateway's reading, except
     that an unknown path, and token counting where the vendor's API has none, are "other"."""
     wire_api = wire.classify(method, path)
-    spoken = wire.find(wire_api) if wire_api else None
     if wire_api is None:
         return "other", None, False
-    if spoken is None:
+    spoken = wire.find(wire_api)
+    if spoken is None:  # the model list
         return wire_api, None, False
     info = spoken.request_info(path, body)
     if info.counts_tokens and spoken.token_count_provider is None:

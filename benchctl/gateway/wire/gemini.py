@@ -243,7 +243,7 @@ class PartReader:
         sig = part.get("thoughtSignature") or part.get("thought_signature")
         sig = sig if isinstance(sig, str) else None
         if part.get("thought"):
-            if self._thought is None or (sig and self._thought.signature):
+            if self._thought is None or self._thought.signature:  # a signature ends its block
                 self._thought = reasoning()
                 self.message.parts.append(self._thought)
             self._thought.text += str(part.get("text") or "")
