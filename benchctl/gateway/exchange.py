@@ -9,7 +9,7 @@ the idle timeout, or the call was cut off after the run's deadline; `cancelled`:
 it, because the client went away or the gateway closed), latency_ms, ttfb_ms, usage, cost_usd
 (null when the price or the usage is unknown: a call cut off before the upstream reported its
 usage, or one with a retried attempt marked `usage_unknown`, see retry.py), stop_reason, refusal,
-request (the delta, see recording.py) and response {text, tool_calls} (what had arrived, for a
+request (the delta, see recording.py) and response {text, tool_calls, reasoning} (what had arrived, for a
 cut-off call; null when nothing did). Present only when there is something to say: partial
 (true: the answer was cut before its end), upstream_model (what the upstream called itself, when
 not the served name), retries (every attempt: attempt, status, error, wait_s, usage_unknown when
