@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchctl.gateway.wire import GENERATION_APIS
 from benchctl.jsonio import write_json_atomic
 from benchctl.sandbox.base import StreamResult
 from benchctl.transcript import Redactor
@@ -50,8 +51,6 @@ class PhaseFiles:
 class CallTracker:
     """Watches the gateway's transcript events during one phase (a transcript listener)."""
 
-    GENERATION_APIS = ("anthropic_messages", "openai_responses", "openai_chat", "gemini")
-
     def __init__(self) -> None:
         self.first_call_t: float | None = None
         self.calls = 0
@@ -64,7 +63,7 @@ class CallTracker:
         if event.get("source") != "gateway":
             return
         kind = event.get("type")
-        if kind == "model_call" and event.get("wire_api") in self.GENERATION_APIS and not event.get("answered_by"):
+        if kind == "model_call" and event.get("wire_api") in GENERATION_APIS and not event.get("answered_by"):
             self.calls += 1
             if self.first_call_t is None:
                 self.first_call_t = float(event.get("t", time.time())) - float(event.get("latency_ms") or 0) / 1000

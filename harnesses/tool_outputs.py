@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from benchctl.gateway.wire import find
 from benchctl.transcript import TranscriptWriter
 
 MAX_TEXT = 200_000  # characters of a tool result the transcript keeps (the model got it whole)
@@ -84,29 +85,16 @@ class Received:
 
 
 def received_outputs(event: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(call id, output text, extra fields) of every tool output that is new in a `model_call`'s request."""
+    """(call id, output text, extra fields) of every tool output that is new in a `model_call`'s
+    request, read by its wire module; `is_error` when the wire API can say so."""
     items = (event.get("request") or {}).get("append") or []
+    spoken = find(str(event.get("wire_api") or ""))
+    if spoken is None:
+        return []
     out: list[tuple[str, str, dict[str, Any]]] = []
-    if event.get("wire_api") == "openai_responses":
-        for it in items:
-            if not isinstance(it, dict):
-                continue
-            if it.get("type") in ("function_call_output", "custom_tool_call_output"):
-                out.append((str(it.get("call_id")), output_text(it.get("output")), {}))
-            elif it.get("type") == "tool_search_output":  # what a tool search loaded, as the model got it
-                out.append((str(it.get("call_id")), orjson.dumps(it.get("tools") or []).decode(), {}))
-    elif event.get("wire_api") == "anthropic_messages":
-        for msg in items:
-            content = msg.get("content") if isinstance(msg, dict) and msg.get("role") == "user" else None
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    out.append(
-                        (
-                            str(block.get("tool_use_id")),
-                            output_text(block.get("content")),
-                            {"is_error": bool(block.get("is_error"))},
-                        )
-                    )
+    for m in (m for ms in spoken.read_items(items) for m in ms):
+        if m.role == "tool" and m.tool_call_id:
+            out.append((m.tool_call_id, m.output, {"is_error": m.is_error} if spoken.tool_errors else {}))
     return out
 
 

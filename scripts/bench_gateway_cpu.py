@@ -68,13 +68,13 @@ PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "limits layer (acquire, observe)": ("limits/upstream.py:send", ("gateway/http_upstreams.py:send",)),
     "retry layer": ("gateway/retry.py:send", ("limits/upstream.py:send",)),
     "upstream request built": ("gateway/http_upstreams.py:send", ()),
-    "record: summarize": ("gateway/wire_parse.py:summarize", ()),
+    "record: summarize": ("gateway/wire/__init__.py:summarize", ()),
     "record: request delta": ("gateway/recording.py:delta|gateway/recording.py:note_response", ()),
     "record: transcript line": ("benchctl/transcript.py:emit", ()),
     "record: the rest (outcome, price, account)": (
         "gateway/exchange.py:record",
         (
-            "gateway/wire_parse.py:summarize|gateway/recording.py:delta|"
+            "gateway/wire/__init__.py:summarize|gateway/recording.py:delta|"
             "gateway/recording.py:note_response|benchctl/transcript.py:emit",
         ),
     ),

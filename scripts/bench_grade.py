@@ -4,7 +4,7 @@
 The judge is a scripted model (`scripted/py:__main__:fixed_latency_judge`) that waits LATENCY
 seconds (the scripted provider's `delay`, an asyncio sleep) and answers every finding 0.7. The
 calls go through the real path: benchctl.grading runner -> Judge semaphore -> benchctl.gateway.complete
--> retrying upstream -> scripted provider -> Anthropic wire JSON -> wire_parse -> judge_parse.
+-> retrying upstream -> scripted provider -> Anthropic wire JSON -> wire.summarize -> judge_parse.
 Ideal wall time = calls x latency / concurrency. Goal: <= 1.2x ideal at concurrency 64.
 
     python scripts/bench_grade.py                     # 1,000 reports, latency 0.25 s, K=64

@@ -131,7 +131,7 @@ def test_only_keys_and_base_urls_travel_to_nodes(monkeypatch: pytest.MonkeyPatch
 def test_a_bundle_carries_the_task_the_runs_data_and_its_scripts_but_no_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchctl.gateway import scripted
+    from benchctl.gateway.scripted import script
 
     task_dir, model = make_task(tmp_path, [{"text": "hello"}], data={"a.log": "x\n", "b.log": "y\n"})
     (task_dir / "prompt.md").write_text("p")
@@ -153,8 +153,8 @@ def test_a_bundle_carries_the_task_the_runs_data_and_its_scripts_but_no_results(
     assert (got_data / "a.log").read_text() == "swapped\n" and got_task == node / "task"
     assert list(b.scripts) == [str(rel)]
     monkeypatch.chdir(node)  # the node has no such file ...
-    monkeypatch.setattr(scripted, "SHIPPED", dict(b.scripts))
-    assert scripted.load_script(str(rel)).turns[0].text == "hello"  # ... but the shipped copy loads
+    monkeypatch.setattr(script, "SHIPPED", dict(b.scripts))
+    assert script.load_script(str(rel)).turns[0].text == "hello"  # ... but the shipped copy loads
 
 
 def test_files_coming_back_from_a_node_cannot_escape_the_run_dir(tmp_path: Path) -> None:

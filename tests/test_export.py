@@ -88,7 +88,14 @@ def test_wire_formats_map_to_neutral_messages() -> None:
     assert [len(x) for x in responses] == [1, 1, 1, 0, 0, 0, 1, 1]  # one assistant turn held by its first item
     turn = responses[2][0]
     assert turn.role == "assistant" and turn.text == "thinking aloud"
-    assert turn.parts[0].type == "data" and turn.parts[0].data["encrypted_content"] == "opaque"  # kept, not dropped
+    # encrypted reasoning only: a redacted reasoning block whose signature is the opaque content, kept
+    assert turn.reasoning[0].record() == {
+        "type": "reasoning",
+        "text": "",
+        "summary": False,
+        "redacted": True,
+        "signature": "opaque",
+    }
     assert [(c.id, c.arguments, c.raw) for c in turn.tool_calls] == [
         ("c1", {"cmd": "ls"}, None),
         ("c2", {"input": "*** Begin Patch"}, "*** Begin Patch"),
@@ -102,6 +109,7 @@ def test_wire_formats_map_to_neutral_messages() -> None:
                 "role": "assistant",
                 "content": [
                     {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                    {"type": "redacted_thinking", "data": "EqQBCkYIBx"},
                     {"type": "text", "text": "Ok."},
                     {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}},
                 ],
@@ -122,7 +130,8 @@ def test_wire_formats_map_to_neutral_messages() -> None:
         ],
     )
     a, rest = anth[0][0], anth[1]
-    assert [p.type for p in a.parts] == ["reasoning", "text"] and a.tool_calls[0].name == "Bash"
+    assert [p.type for p in a.parts] == ["reasoning", "reasoning", "text"] and a.tool_calls[0].name == "Bash"
+    assert [(p.text, p.redacted, p.signature) for p in a.reasoning] == [("hmm", False, "s"), ("", True, "EqQBCkYIBx")]
     assert [(m.role, m.is_error) for m in rest] == [("tool", True), ("user", False)]
     assert rest[1].parts[0].type == "data" and rest[1].text == "<system-reminder>hook</system-reminder>"
 
@@ -146,12 +155,16 @@ def test_wire_formats_map_to_neutral_messages() -> None:
         [
             {
                 "role": "model",
-                "parts": [{"text": "plan", "thought": True}, {"functionCall": {"name": "f", "args": {"a": 1}}}],
+                "parts": [
+                    {"text": "plan", "thought": True, "thoughtSignature": "c2lnMQ=="},
+                    {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "c2lnMg=="},
+                ],
             },
             {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"ok": True}}}]},
         ],
     )
     assert gem[0][0].parts[0].type == "reasoning" and gem[0][0].tool_calls[0].arguments == {"a": 1}
+    assert gem[0][0].reasoning[0].signature == "c2lnMQ==" and gem[0][0].tool_calls[0].signature == "c2lnMg=="
     assert gem[1][0].role == "tool" and json.loads(gem[1][0].text) == {"ok": True}
 
     assert wire.system_prompt("openai_responses", {"instructions": "be brief"}).text == "be brief"
@@ -170,14 +183,11 @@ def test_wire_formats_map_to_neutral_messages() -> None:
     assert wire.system_prompt("gemini", {"systemInstruction": {"parts": [{"text": "g"}]}}).text == "g"
     assert [
         t.name
-        for t in wire.tool_defs(
-            {
-                "tools": [
-                    {"type": "function", "function": {"name": "a", "parameters": {}}},
-                    {"functionDeclarations": [{"name": "b"}]},
-                ]
-            }
+        for api, tool in (
+            ("openai_chat", {"type": "function", "function": {"name": "a", "parameters": {}}}),
+            ("gemini", {"functionDeclarations": [{"name": "b"}]}),
         )
+        for t in wire.tool_defs(api, {"tools": [tool]})
     ] == ["a", "b"]
 
 

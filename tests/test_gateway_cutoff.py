@@ -17,10 +17,10 @@ import pytest
 from gateway_fixtures import TOOL_TURN, Rig, make_rig
 
 from benchctl.gateway import RetryPolicy
-from benchctl.gateway import wire_format as wf
+from benchctl.gateway import wire as wf
 from benchctl.gateway.clients import anthropic_client, genai_client, openai_client
 from benchctl.gateway.retry import IDLE_TIMEOUT_ENV, env_seconds
-from benchctl.gateway.wire_parse import summarize
+from benchctl.gateway.wire import summarize
 from benchctl.testing.fake_upstream import AT_END
 
 pytestmark = pytest.mark.timeout(90)
@@ -234,15 +234,17 @@ def test_every_wire_apis_stream_cut_anywhere_is_summarized_as_far_as_it_got() ->
     event: text so far, tool calls as far as they arrived, and usage final only with the last count."""
     reply = wf.Reply(
         "one two three",
-        [wf.ToolCall("bash", {"command": "ls /data"}, "c1")],
+        [wf.ToolCall("c1", "bash", {"command": "ls /data"})],
         False,
         None,
-        wf.Usage(10, 5, 0, 0, 0),
+        wf.Usage(input_tokens=10, output_tokens=5),
         "m",
     )
     reply.chunk_chars = 4
     for api in ("anthropic_messages", "openai_responses", "openai_chat", "gemini"):
-        _ctype, pieces = wf.encode(api, reply, stream=True, include_usage=True)
+        _ctype, pieces = wf.encode(
+            api, reply, stream=True, body={"stream_options": {"include_usage": True}}, query="alt=sse"
+        )
         whole = summarize(api, True, b"".join(pieces))
         assert (
             whole.usage_final

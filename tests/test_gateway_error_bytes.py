@@ -6,7 +6,7 @@ cap, a full body budget, an upstream that resets or goes silent; non-streaming, 
 of a stream. The bytes it sends go to the vendor's own SDK (`anthropic`, `openai`, `google-genai`)
 over the gateway's socket, and the test checks what the SDK makes of them: the exception class, the
 HTTP status, the vendor's error type (Gemini: the canonical google.rpc status name) and the
-gateway's message. The expected values are written out here, not read from wire_format.py, so a
+gateway's message. The expected values are written out here, not read from the wire modules, so a
 wrong table there fails here.
 """
 
@@ -203,7 +203,7 @@ def test_gateway_error_reaches_the_sdk_as_that_vendors_error(
 def test_gemini_errors_carry_the_canonical_status_for_the_http_code() -> None:
     """The statuses above cover what the gateway causes; the rest of Google's table, on the same
     builder's bytes, through the SDK's own response check (no made-up names such as API_ERROR)."""
-    from benchctl.gateway import wire_format as wf
+    from benchctl.gateway import wire as wf
 
     canonical = {
         400: "INVALID_ARGUMENT",

@@ -12,7 +12,7 @@ from gateway_fixtures import Rig, make_rig
 from benchctl.gateway.clients import anthropic_client
 from benchctl.gateway.pricing import PriceTable, PriceTableError
 from benchctl.gateway.recording import RequestRecorder, reconstruct
-from benchctl.gateway.wire_parse import summarize
+from benchctl.gateway.wire import summarize
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -65,6 +65,26 @@ def _text(up: ScriptedUpstream, call: UpstreamCall) -> str:
         ({"turns": [{"text": "x", "delay": -1}]}, "field 'delay': must be >= 0"),
         ({"turns": [{"text": "x", "refusal": "yes"}]}, "field 'refusal': must be true or false"),
         ({"turns": [{"text": "x", "stop_reason": "done"}]}, "field 'stop_reason': 'done' is not one of"),
+        ({"turns": [{"text": "x", "reasoning": "hmm"}]}, "field 'reasoning': must be a list of reasoning blocks"),
+        ({"turns": [{"text": "x", "reasoning": [{"txt": "a"}]}]}, "field 'reasoning[0].txt': unknown field"),
+        ({"turns": [{"text": "x", "reasoning": [{}]}]}, "field 'reasoning[0]': needs text, or redacted: true"),
+        (
+            {"turns": [{"text": "x", "reasoning": [{"redacted": True, "text": "a"}]}]},
+            "field 'reasoning[0].text': a redacted block has no visible text",
+        ),
+        (
+            {"turns": [{"text": "x", "reasoning": [{"text": "a", "signature": 5}]}]},
+            "field 'reasoning[0].signature': must be a string",
+        ),
+        ({"turns": [{"text": "x", "thinking": "a", "reasoning": []}]}, "field 'thinking': give reasoning or thinking"),
+        (
+            {"turns": [{"tool_calls": [{"name": "b", "signature": 1}]}]},
+            "field 'tool_calls[0].signature': must be a string",
+        ),
+        (
+            {"turns": [{"text": "x", "usage": {"cache_read_tokens": 1, "cached_input_tokens": 1}}]},
+            "field 'usage.cache_read_tokens': give cached_input_tokens only",
+        ),
     ],
 )
 def test_validation_errors_name_file_turn_and_field(tmp_path: Path, script: dict, needle: str) -> None:
@@ -73,6 +93,15 @@ def test_validation_errors_name_file_turn_and_field(tmp_path: Path, script: dict
     with pytest.raises(ScriptError) as err:
         load_script(p)
     assert needle in str(err.value) and str(p) in str(err.value)
+
+
+def test_cached_input_tokens_and_its_old_name_cache_read_tokens() -> None:
+    """Scripts say cached_input_tokens, the transcript's name; cache_read_tokens (files already on
+    disk) is read as the same count."""
+    for key in ("cached_input_tokens", "cache_read_tokens"):
+        up = ScriptedUpstream({"turns": [{"text": "x", "usage": {"input_tokens": 5, key: 40}}]})
+        (turn,) = up.script.turns if up.script else []
+        assert turn.usage == {"input_tokens": 5, "cached_input_tokens": 40}
 
 
 def test_missing_and_malformed_files(tmp_path: Path) -> None:
@@ -418,7 +447,7 @@ def test_namespace_must_be_a_string() -> None:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_gateway_records_namespaced_calls_and_tool_searches(stream: bool) -> None:
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     up = ScriptedUpstream(
         {

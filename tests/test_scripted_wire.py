@@ -352,10 +352,10 @@ def test_gemini_stream_without_alt_sse_is_a_json_array(up: FakeUpstreamServer) -
 @pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_gateway_summarize_reads_what_we_encode(wire_api: str, stream: bool) -> None:
-    """The gateway records usage/cost from wire_parse.summarize: it must read our output exactly."""
+    """The gateway records usage/cost from benchctl.gateway.wire.summarize: it must read our output exactly."""
     from benchctl.gateway.scripted import ScriptedUpstream
     from benchctl.gateway.upstream import ModelId, UpstreamCall
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     up = ScriptedUpstream(
         {
@@ -415,6 +415,9 @@ def test_thinking_in_every_sdk(stream: bool) -> None:
         r = _respond(_openai(up), stream)
         assert [o.type for o in r.output] == ["reasoning", "message", "function_call"]
         assert r.output[0].summary[0].text == thought and r.output_text == "Listing now."
+        assert r.output[0].encrypted_content is None  # not asked for
+        if stream:
+            assert "response.reasoning_summary_text.delta" in r.seen_events  # type: ignore[attr-defined]
         assert r.usage.output_tokens_details.reasoning_tokens == 40 and r.usage.output_tokens == 60
 
         kw = dict(model="g", contents="x")
@@ -443,10 +446,42 @@ def test_thinking_in_every_sdk(stream: bool) -> None:
 
 @pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
 @pytest.mark.parametrize("stream", [False, True])
+def test_reasoning_blocks_read_back_one_for_one(wire_api: str, stream: bool) -> None:
+    """A turn's reasoning blocks, encoded in each wire API and read back by the gateway's reader,
+    stay the blocks they were (in order, each with its own signature), streamed in small pieces or
+    whole; chat completions has one field for it: one block of the visible text."""
+    from benchctl.gateway.scripted import ScriptedUpstream
+    from benchctl.gateway.upstream import ModelId, UpstreamCall
+    from benchctl.gateway.wire import summarize
+
+    sigs = ["c2lnLW9uZQ==", "c2lnLXR3bw==", "cmVkYWN0ZWQ="]
+    blocks = [
+        {"text": "first thought, long enough to stream in pieces", "signature": sigs[0]},
+        {"text": "second thought", "signature": sigs[1], "summary": True},
+        {"redacted": True, "signature": sigs[2]},
+    ]
+    turn = {"reasoning": blocks, "text": "Done.", "chunks": 6}
+    body = {"model": "m", "include": ["reasoning.encrypted_content"], "stream_options": {"include_usage": True}}
+    call = UpstreamCall(wire_api, "POST", "/x", ModelId("scripted", "m"), body, stream, "alt=sse")
+    r = ScriptedUpstream({"turns": [turn]}).render(call)
+    s = summarize(wire_api, stream, b"".join(r.pieces), r.status)
+    got = [(p.text, p.redacted, p.signature) for p in s.reasoning]
+    if wire_api == "openai_chat":
+        assert got == [(blocks[0]["text"] + "\n\n" + blocks[1]["text"], False, None)]
+    else:
+        assert got == [(blocks[0]["text"], False, sigs[0]), (blocks[1]["text"], False, sigs[1]), ("", True, sigs[2])]
+    # the summary flag says how Responses carried the text (summary_text, not reasoning_text)
+    summaries = [p.summary for p in s.reasoning]
+    assert summaries == ([False, True, False] if wire_api == "openai_responses" else [False] * len(s.reasoning))
+    assert s.text == "Done."
+
+
+@pytest.mark.parametrize("wire_api", ["anthropic_messages", "openai_responses", "openai_chat", "gemini"])
+@pytest.mark.parametrize("stream", [False, True])
 def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: bool) -> None:
     from benchctl.gateway.scripted import ScriptedUpstream
     from benchctl.gateway.upstream import ModelId, UpstreamCall
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     body = {"model": "m", "stream_options": {"include_usage": True}}  # as the gateway forwards a chat stream
     call = UpstreamCall(
@@ -464,3 +499,8 @@ def test_gateway_summarize_keeps_thinking_out_of_text(wire_api: str, stream: boo
     assert [t["name"] for t in s.tool_calls] == ["bash"]
     if wire_api != "anthropic_messages":  # Anthropic reports no separate reasoning count
         assert s.usage["reasoning_tokens"] == 40
+    # the short form `thinking` is one reasoning block; Responses sends it as a summary, as OpenAI does
+    thought = THINK["turns"][0]["thinking"]
+    assert [(p.text, p.summary) for p in s.reasoning] == [(thought, wire_api == "openai_responses")]
+    # a signature where the wire API has one (made up), none over Responses (no encrypted content was asked)
+    assert (s.reasoning[0].signature is not None) == (wire_api in ("anthropic_messages", "gemini"))

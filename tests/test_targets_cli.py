@@ -57,7 +57,7 @@ def test_codex_uses_target_tools_over_mcp(sandbox_image, monkeypatch):
     h = CodexHarness({})
     need_binary(h)
     # the scripted investigator calls mcp__target__chat; the scripted model answers the Responses way,
-    # {"namespace": "mcp__target", "name": "chat"} (benchctl.gateway.scripted.place_responses_calls)
+    # {"namespace": "mcp__target", "name": "chat"} (benchctl.gateway.wire.responses.place_calls)
     with FakeUpstreamServer(by_model={"investigator-x": targets_rig.spy}) as up:
         monkeypatch.setenv("OPENAI_BASE_URL", up.url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

@@ -286,7 +286,7 @@ class _Tracker:
         if fresh or (SYSTEM_KEYS & (set(changed) | set(unset))):
             conv.system = wire.system_prompt(wire_api, changed)
         if fresh or "tools" in changed or "tools" in unset:
-            conv.tools = wire.tool_defs(changed)
+            conv.tools = wire.tool_defs(wire_api, changed)
         conv.config = {k: v for k, v in conv.config.items() if k not in unset and not fresh}
         conv.config.update(wire.generate_config(changed))
 

@@ -3,7 +3,7 @@
 Exports (imported lazily so `import benchctl.gateway.upstream` stays light):
   Gateway, GatewayConfig, SANDBOX_TOKEN         the server (server.py, exchange.py)
   resolve_upstream                              model id -> Upstream with retries (registry.py)
-  summarize, ResponseSummary                    read a response in any wire API (wire_parse.py)
+  summarize, ResponseSummary                    read a response in any wire API (wire/)
   RetryPolicy                                   retry settings (retry.py)
   PriceTable                                    cost table (pricing.py)
 """
@@ -18,8 +18,8 @@ _EXPORTS = {
     "GatewayError": "benchctl.gateway.server",
     "SANDBOX_TOKEN": "benchctl.gateway.exchange",
     "resolve_upstream": "benchctl.gateway.registry",
-    "summarize": "benchctl.gateway.wire_parse",
-    "ResponseSummary": "benchctl.gateway.wire_parse",
+    "summarize": "benchctl.gateway.wire",
+    "ResponseSummary": "benchctl.gateway.wire",
     "RetryPolicy": "benchctl.gateway.retry",
     "PriceTable": "benchctl.gateway.pricing",
 }

@@ -4,7 +4,7 @@ The request is built in the provider's native wire API (anthropic -> Anthropic M
 openai -> OpenAI Responses, openai-compatible -> chat completions, google -> Gemini
 generateContent, scripted -> Anthropic Messages), sent through the same upstream layer the
 gateway uses (`benchctl.gateway.registry.resolve_upstream`, retries included), read back with
-the gateway's `wire_parse.summarize` and priced with its price table. So a judge call is
+the gateway's `benchctl.gateway.wire.summarize` and priced with its price table. So a judge call is
 retried, counted and priced exactly like an agent's call.
 
 All calls run on one background event loop owned by this module, with one upstream (one
@@ -30,17 +30,18 @@ from typing import Any, TypeVar
 
 from benchctl.gateway.provider_env import PROVIDERS
 from benchctl.gateway.upstream import ModelId, ModelIdError, Upstream, UpstreamCall
+from benchctl.gateway.wire import WireApi, wire
 from benchctl.transcript import TranscriptWriter
 
 T = TypeVar("T")
 
-# provider -> (wire api, path template)
-WIRE_FOR_PROVIDER = {
-    "anthropic": ("anthropic_messages", "/v1/messages"),
-    "scripted": ("anthropic_messages", "/v1/messages"),
-    "openai": ("openai_responses", "/v1/responses"),
-    "openai-compatible": ("openai_chat", "/v1/chat/completions"),
-    "google": ("gemini", "/v1beta/models/{name}:generateContent"),
+# provider -> the wire API its requests are built in
+WIRE_FOR_PROVIDER: dict[str, WireApi] = {
+    "anthropic": "anthropic_messages",
+    "scripted": "anthropic_messages",
+    "openai": "openai_responses",
+    "openai-compatible": "openai_chat",
+    "google": "gemini",
 }
 
 
@@ -93,52 +94,20 @@ def _check_messages(messages: list[dict[str, Any]]) -> None:
 
 
 def build_request(
-    model: ModelId, messages: list[dict[str, Any]], system: str | None, max_tokens: int, temperature: float | None
+    model: ModelId,
+    messages: list[dict[str, Any]],
+    system: str | None,
+    max_tokens: int,
+    temperature: float | None,
+    top_p: float | None = None,
 ) -> UpstreamCall:
     """The non-streaming request for `model` in its provider's native wire API."""
     if model.provider not in WIRE_FOR_PROVIDER:
         raise ModelCallError(f"no wire API for provider {model.provider!r}; known: {', '.join(WIRE_FOR_PROVIDER)}")
-    wire_api, path = WIRE_FOR_PROVIDER[model.provider]
-    body: dict[str, Any]
-    if wire_api == "anthropic_messages":
-        body = {"model": model.name, "max_tokens": max_tokens, "messages": messages}
-        if system:
-            body["system"] = system
-        if temperature is not None:
-            body["temperature"] = temperature
-    elif wire_api == "openai_responses":
-        body = {
-            "model": model.name,
-            "max_output_tokens": max_tokens,
-            "store": False,
-            "input": [{"role": m["role"], "content": _plain(m["content"])} for m in messages],
-        }
-        if system:
-            body["instructions"] = system
-        if temperature is not None:
-            body["temperature"] = temperature
-    elif wire_api == "openai_chat":
-        msgs = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": m["role"], "content": _plain(m["content"])} for m in messages
-        ]
-        body = {"model": model.name, "max_tokens": max_tokens, "messages": msgs}
-        if temperature is not None:
-            body["temperature"] = temperature
-    else:  # gemini: the model is in the path, not the body
-        config: dict[str, Any] = {"maxOutputTokens": max_tokens}
-        if temperature is not None:
-            config["temperature"] = temperature
-        body = {
-            "contents": [
-                {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": _plain(m["content"])}]}
-                for m in messages
-            ],
-            "generationConfig": config,
-        }
-        if system:
-            body["systemInstruction"] = {"parts": [{"text": system}]}
-        path = path.format(name=model.name)
-    return UpstreamCall(wire_api, "POST", path, model, body, False)  # type: ignore[arg-type]
+    wire_api = WIRE_FOR_PROVIDER[model.provider]
+    turns = [(str(m["role"]), _plain(m["content"])) for m in messages]
+    path, body = wire(wire_api).build_request(model.name, turns, system, max_tokens, temperature, top_p)
+    return UpstreamCall(wire_api, "POST", path, model, body, False)
 
 
 def _check_key(model: ModelId) -> None:
@@ -252,7 +221,7 @@ async def _complete_on_loop(
     _check_messages(messages)
     _check_key(mid)
     from benchctl.gateway.retry import usage_unknown
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     call = build_request(mid, messages, system, max_tokens, temperature)
     dropped: list[str] = []

@@ -9,7 +9,7 @@ the idle timeout, or the call was cut off after the run's deadline; `cancelled`:
 it, because the client went away or the gateway closed), latency_ms, ttfb_ms, usage, cost_usd
 (null when the price or the usage is unknown: a call cut off before the upstream reported its
 usage, or one with a retried attempt marked `usage_unknown`, see retry.py), stop_reason, refusal,
-request (the delta, see recording.py) and response {text, tool_calls} (what had arrived, for a
+request (the delta, see recording.py) and response {text, tool_calls, reasoning} (what had arrived, for a
 cut-off call; null when nothing did). Present only when there is something to say: partial
 (true: the answer was cut before its end), upstream_model (what the upstream called itself, when
 not the served name), retries (every attempt: attempt, status, error, wait_s, usage_unknown when
@@ -41,13 +41,13 @@ from typing import Any
 import orjson
 
 from benchctl.gateway import http11
-from benchctl.gateway import wire_format as wf
-from benchctl.gateway.chat_usage import UsageChunkFilter, ask_for_usage
+from benchctl.gateway import wire as wf
 from benchctl.gateway.context import GatewayContext
 from benchctl.gateway.http_upstreams import HOP_HEADERS, UnsupportedWireApi, UpstreamConfigError
 from benchctl.gateway.retry import UpstreamUnavailable, is_timeout, usage_unknown
-from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, classify, close_body
-from benchctl.gateway.wire_parse import STREAM_UNFINISHED, ResponseSummary, empty_usage, summarize
+from benchctl.gateway.upstream import ModelId, UpstreamCall, UpstreamResponse, close_body
+from benchctl.gateway.wire import STREAM_UNFINISHED, ResponseSummary, Wire, WireApi, classify, empty_usage, summarize
+from benchctl.gateway.wire.chat_usage import UsageChunkFilter
 from benchctl.transcript import EventType
 
 SANDBOX_TOKEN = "benchctl-sandbox-token"  # the only credential agents ever see
@@ -77,7 +77,7 @@ async def handle_connection(gw: GatewayContext, reader: asyncio.StreamReader, wr
     set_nodelay(writer)
     if not gw.open_connection():
         # Every connection may hold a request head in memory: their number is capped. Nothing of this
-        # one is read, so its wire format is unknown (None: the Anthropic shape, see wire_format).
+        # one is read, so its wire format is unknown (None: the Anthropic shape, see wire.error_body).
         gw.refused(503, "too many connections")
         body = wf.error_body(
             None, 503, f"benchctl gateway: more than {http11.MAX_CONNECTIONS} connections at once", "overloaded_error"
@@ -145,7 +145,7 @@ class Exchange:
         self.task = task  # the connection's task: cancelled when the client goes away mid-call
         self.t0 = time.perf_counter()
         self.ttfb: float | None = None
-        self.wire: str | None = None
+        self.wire: WireApi | None = None
         self.hide_usage = False  # the gateway asked for this chat stream's usage: the client does not see it
 
     def ms(self, t: float | None) -> float | None:
@@ -169,7 +169,7 @@ class Exchange:
     ) -> bool:
         """Answer with an error in the caller's wire format and record it (the first few of each status
         in full, then only counted: an agent must not be able to fill the host's disk with refusals).
-        The vendor's error type (Gemini: status name) follows from the HTTP status, in wire_format."""
+        The vendor's error type (Gemini: status name) follows from the HTTP status, in its wire module."""
         self.gw.account("", {}, 0.0, False, True, counted=False)
         if self.gw.refused(status, message):
             self.gw.transcript.emit(
@@ -193,9 +193,8 @@ class Exchange:
     async def run(self) -> bool:
         req, gw = self.req, self.gw
         route = next((handler for prefix, handler in gw.routes if req.path.startswith(prefix)), None)
-        path_model = action = None
         if route is None:
-            self.wire, path_model, action = classify(req.method, req.path)
+            self.wire = classify(req.method, req.path)
         # The token first, then the caps, and only then is a byte of the body read.
         if not authorized(req.headers, req.query, SANDBOX_TOKEN):
             return self.fail(
@@ -251,29 +250,23 @@ class Exchange:
                 raise ValueError("request body must be a JSON object")
         except ValueError as e:
             return self.fail(400, f"benchctl gateway: request body is not valid JSON: {e}")
-        requested = path_model or body.get("model")
+        spoken = wf.wire(self.wire)
+        info = spoken.request_info(req.path, body)
+        requested = info.model
         if requested and requested != served.name and gw.config.other_model_policy == "reject":
             return self.fail(
                 400, f"benchctl gateway: this run serves {served.name}, not {requested}", requested_model=requested
             )
-        if self.wire == "gemini":
-            stream = action == "streamGenerateContent"
-            ver = req.path.split("/")[1]
-            path = f"/{ver}/models/{served.name}:{action}"
-            if action == "countTokens":
-                return self.estimate_tokens(body, requested, served, gemini=True)
-        else:
-            stream = body.get("stream") is True
-            path = req.path
-            body["model"] = served.name
-            if stream and self.wire == "openai_chat":  # else its usage, so the run's cost, is unknown
-                self.hide_usage = ask_for_usage(body)
-        if self.wire == "anthropic_count_tokens" and served.provider != "anthropic":
-            return self.estimate_tokens(body, requested, served, gemini=False)
+        stream = info.stream
+        path = spoken.address(req.path, body, served.name)
+        if info.counts_tokens and served.provider != spoken.token_count_provider:
+            return self.estimate_tokens(body, requested, served, spoken)
+        if stream:
+            self.hide_usage = spoken.prepare_stream(body)
         headers = {k: req.headers[k] for k in PASS_HEADERS if k in req.headers}
         # The sandbox token may come as ?key= (Gemini style): it is ours, never forwarded.
         query = "&".join(p for p in req.query.split("&") if p and not p.startswith("key=")) if req.query else ""
-        call = UpstreamCall(self.wire, req.method, path, served, body, stream, query, headers)  # type: ignore[arg-type]
+        call = UpstreamCall(self.wire, req.method, path, served, body, stream, query, headers)
         if gw.observers and self.wire != "anthropic_count_tokens":
             gw.observe("request", req.headers, self.wire, body)
         return await self.forward(call, requested)
@@ -562,7 +555,7 @@ class Exchange:
         failed = outcome == "error" or (outcome == "timeout" and cut is None)  # the upstream's fault, not the run's
         counted = sent and call.wire_api != "anthropic_count_tokens"
         cost = self.price(served, s, attempts) if counted else 0.0
-        response = {"text": s.text, "tool_calls": s.tool_calls} if upstream_status is not None else None
+        response = s.response() if upstream_status is not None else None
         delta = gw.recorder.delta(self.call_id, call.wire_api, call.body, len(self.req.body))
         if outcome == "ok" and response is not None:
             gw.recorder.note_response(self.call_id, call.wire_api, response)
@@ -689,7 +682,7 @@ class Exchange:
         self.send_whole(200, JSON, body)
         return True
 
-    def estimate_tokens(self, body: dict[str, Any], requested: str | None, served: ModelId, gemini: bool) -> bool:
+    def estimate_tokens(self, body: dict[str, Any], requested: str | None, served: ModelId, spoken: Wire) -> bool:
         # ~4 bytes per token: good enough for a CLI deciding when to compact; recorded as an estimate.
         n = math.ceil(len(orjson.dumps(body)) / 4)
         self.gw.transcript.emit(
@@ -707,7 +700,7 @@ class Exchange:
             answered_by="gateway",
             estimated_input_tokens=n,
         )
-        self.send_whole(200, JSON, orjson.dumps({"totalTokens": n} if gemini else {"input_tokens": n}))
+        self.send_whole(200, JSON, spoken.token_count_body(n))
         return True
 
     def inflate(self, encoding: str) -> bytearray:

@@ -1,6 +1,6 @@
 """Refusal policy and the run's current model.
 
-A refusal is detected by `wire_parse.summarize` (Anthropic `stop_reason: "refusal"`, OpenAI
+A refusal is detected by `benchctl.gateway.wire.summarize` (Anthropic `stop_reason: "refusal"`, OpenAI
 refusal content or `content_filter`, Gemini safety/prohibited-content blocks). What happens
 next is the run's policy:
 

@@ -9,7 +9,7 @@ one) and records:
    "base": "call-17" | null,  the request this one extends (null: stored whole)
    "keep": 12,                messages kept from the base request
    "append": [...],           the messages after those (the list is `messages`, `input` or
-                              `contents` by wire API, see LIST_KEYS; absent when not a list)
+                              `contents` by wire API, see list_key; absent when not a list)
    "set": {...},              top-level fields that are new or changed vs the base (absent: none)
    "unset": [...],            top-level fields the base had and this one has not (absent: none)
    "cache_control": [[i, j, v], ...]}   where cache_control markers sit in this request
@@ -32,15 +32,13 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
+from benchctl.gateway.wire import find, generation
 
-LIST_KEYS = {
-    "anthropic_messages": "messages",
-    "anthropic_count_tokens": "messages",
-    "openai_chat": "messages",
-    "openai_responses": "input",
-    "gemini": "contents",
-}
+
+def list_key(wire_api: str) -> str | None:
+    """The request field that holds the conversation (`messages`, `input`, `contents`), by wire API."""
+    w = find(wire_api)
+    return w.list_key if w is not None else None
 
 
 def strip_cache_control(messages: list[Any]) -> tuple[list[Any], list[list[Any]]]:
@@ -81,26 +79,8 @@ def apply_cache_control(messages: list[Any], marks: list[list[Any]]) -> list[Any
 
 def rebuild_assistant(wire_api: str, response: dict[str, Any] | None) -> Any:
     """The assistant message a client would echo back for a recorded response, when derivable."""
-    if not response:
-        return None
-    text, calls = response.get("text") or "", response.get("tool_calls") or []
-    if wire_api == "anthropic_messages":
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in calls]
-        return {"role": "assistant", "content": blocks}
-    if wire_api == "openai_chat":
-        msg: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if calls:
-            msg["tool_calls"] = [
-                {
-                    "id": c["id"],
-                    "type": "function",
-                    "function": {"name": c["name"], "arguments": orjson.dumps(c["input"]).decode()},
-                }
-                for c in calls
-            ]
-        return msg
-    return None
+    w = generation(wire_api)
+    return w.rebuild_assistant(response) if response and w is not None else None
 
 
 class _Conversation:
@@ -132,12 +112,12 @@ class RequestRecorder:
         """The delta of `body` (whose size as sent was `size` bytes) against its conversation."""
         if body is None:
             return None
-        list_key = LIST_KEYS.get(wire_api)
-        messages = body.get(list_key) if list_key else None
+        key = list_key(wire_api)
+        messages = body.get(key) if key else None
         if not isinstance(messages, list):
             messages = None
         stripped, marks = strip_cache_control(messages) if messages is not None else ([], [])
-        fields = {k: v for k, v in body.items() if k != list_key or messages is None}
+        fields = {k: v for k, v in body.items() if k != key or messages is None}
 
         conv, keep = self._match(stripped)
         if conv is None:
@@ -210,10 +190,10 @@ def reconstruct(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if ev.get("type") != "model_call" or not ev.get("request"):
             continue
         d, call_id = ev["request"], ev["call_id"]
-        list_key = LIST_KEYS.get(ev.get("wire_api", ""), "")
+        key = list_key(ev.get("wire_api", "")) or ""
         base = bodies.get(d["base"]) if d["base"] else None
         unset = d.get("unset", ())
-        fields = {k: v for k, v in (base or {}).items() if not ("append" in d and k == list_key) and k not in unset}
+        fields = {k: v for k, v in (base or {}).items() if not ("append" in d and k == key) and k not in unset}
         fields.update(d.get("set", {}))
         if "append" in d:
             prev = stripped[d["base"]][: d["keep"]] if d["base"] else []
@@ -222,7 +202,7 @@ def reconstruct(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             ]
             stripped[call_id] = msgs
             body = dict(fields)
-            body[list_key] = apply_cache_control(msgs, d.get("cache_control", []))
+            body[key] = apply_cache_control(msgs, d.get("cache_control", []))
             # keep the list field where the client put it relative to other fields is not needed: JSON
             # objects are unordered; equality is what "exact" means here.
         else:

@@ -40,7 +40,7 @@ from benchctl.gateway.recording import RequestRecorder
 from benchctl.gateway.registry import resolve_upstream
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream
-from benchctl.gateway.wire_parse import USAGE_KEYS
+from benchctl.gateway.wire.neutral import USAGE_KEYS
 from benchctl.limits.run import RunLimits
 from benchctl.transcript import Redactor, TranscriptWriter
 

@@ -12,42 +12,11 @@ openai-compatible/<name>, scripted/<path-or-py:module:function>.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-WireApi = Literal[
-    "anthropic_messages",  # POST /v1/messages
-    "anthropic_count_tokens",  # POST /v1/messages/count_tokens
-    "openai_responses",  # POST /v1/responses
-    "openai_chat",  # POST /v1/chat/completions
-    "gemini",  # POST /v1beta/models/{m}:generateContent | :streamGenerateContent
-    "models_list",  # GET /v1/models
-    "other",  # anything else: passed through or answered, and recorded
-]
-
-GEMINI_PATH = re.compile(r"^/(v1beta|v1|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
-
-
-def classify(method: str, path: str) -> tuple[str | None, str | None, str]:
-    """(wire api, model named in the path, gemini action) for a request; wire api None = unknown."""
-    if method == "POST":
-        if path == "/v1/messages":
-            return "anthropic_messages", None, ""
-        if path == "/v1/messages/count_tokens":
-            return "anthropic_count_tokens", None, ""
-        if path == "/v1/responses":
-            return "openai_responses", None, ""
-        if path == "/v1/chat/completions":
-            return "openai_chat", None, ""
-        m = GEMINI_PATH.match(path)
-        if m:
-            return "gemini", m.group(2), m.group(3)
-    if method == "GET" and (path == "/v1/models" or path.startswith("/v1/models/")):
-        return "models_list", None, ""
-    return None, None, ""
-
+from benchctl.gateway.wire.neutral import WireApi
 
 PROVIDERS = ("anthropic", "openai", "google", "openai-compatible", "scripted")
 

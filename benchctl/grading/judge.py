@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from benchctl.gateway.wire import CUT_OFF_REASONS
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.spend import JUDGE_LOG_DIR, append_spend, spend_log_path
 from benchctl.jsonio import write_json_atomic
@@ -35,8 +36,6 @@ T = TypeVar("T")
 
 JUDGE_LOG_SCHEMA = 1
 DEFAULT_MAX_TOKENS = 4096
-# stop reasons meaning "cut off at max_tokens", per wire API (Anthropic, Responses, chat, Gemini)
-_CUT_OFF = {"max_tokens", "max_output_tokens", "length", "MAX_TOKENS"}
 
 
 class JudgeFailed(Exception):
@@ -207,7 +206,7 @@ class Judge:
                 return Structured(parse(answer), answer, None)
             except JudgeParseError as exc:
                 error = str(exc)
-                if completion.stop_reason in _CUT_OFF:
+                if completion.stop_reason in CUT_OFF_REASONS:
                     error += f" (the answer was cut off at max_tokens={max_tokens})"
                 log["error"] = error
                 if attempt == 1:

@@ -64,7 +64,7 @@ class LimitedUpstream:
 def _tokens(call: UpstreamCall, parts: list[bytes], status: int) -> int:
     """What a token limit counts: uncached input + cache writes + output (cache reads are free of
     Anthropic's input-token limits; set OpenAI limits with that in mind)."""
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     try:
         usage: dict[str, Any] = summarize(call.wire_api, call.stream, b"".join(parts), status).usage

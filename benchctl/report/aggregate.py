@@ -185,7 +185,7 @@ def fallback_label(runs: list[Run]) -> str:
     return f"{len(fb)}/{len(runs)} fell back (" + ", ".join(f"{m} ×{n}" for m, n in targets.most_common()) + ")"
 
 
-# The gateway's normalized usage keys are disjoint (wire_parse): uncached input, cached input,
+# The gateway's normalized usage keys are disjoint (gateway/wire/neutral.py): uncached input, cached input,
 # cache writes and output (reasoning is part of output). Their sum is every token processed.
 INPUT_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens")
 

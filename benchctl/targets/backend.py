@@ -1,7 +1,7 @@
 """One call to the target (or the auxiliary model) through benchctl's upstream layer.
 
 The same `resolve_upstream` the gateway uses (retries included), so a target call is sent,
-retried, parsed (`wire_parse.summarize`) and priced (`PriceTable`) exactly like an agent's call.
+retried, parsed (`benchctl.gateway.wire.summarize`) and priced (`PriceTable`) exactly like an agent's call.
 What each operation sends:
 
   chat         the provider's native chat request with the target's fixed system prompt
@@ -35,7 +35,7 @@ from benchctl.gateway.pricing import PriceTable
 from benchctl.gateway.registry import resolve_upstream, wrap_upstream
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.upstream import ModelId, Upstream, UpstreamCall
-from benchctl.gateway.wire_parse import empty_usage, summarize
+from benchctl.gateway.wire import empty_usage, summarize, wire
 
 
 class TargetCallError(Exception):
@@ -116,13 +116,7 @@ class ModelCaller:
     ) -> UpstreamCall:
         # scripted targets are addressed like an openai-compatible server (see the module docstring)
         as_model = ModelId("openai-compatible", model.name) if model.provider == "scripted" else model
-        call = replace(build_request(as_model, messages, system, max_tokens, temperature), model=model)
-        if top_p is not None and call.body is not None:
-            if call.wire_api == "gemini":
-                call.body["generationConfig"]["topP"] = top_p
-            else:
-                call.body["top_p"] = top_p
-        return call
+        return replace(build_request(as_model, messages, system, max_tokens, temperature, top_p), model=model)
 
     async def chat(
         self,
@@ -197,11 +191,8 @@ class ModelCaller:
         served = served or served_hdr or mid.name
         if refusal and not text.strip():
             text = "[the model refused to answer]"  # an empty tool result would read like a bug
-        request = {
-            k: v for k, v in (call.body or {}).items() if k not in ("system", "instructions", "systemInstruction")
-        }
-        if call.wire_api == "openai_chat" and "messages" in request:
-            request["messages"] = [m for m in request["messages"] if m.get("role") != "system"]
+        body = call.body or {}
+        request = dict(body) if call.wire_api == "other" else wire(call.wire_api).without_system(body)
         return Reply(
             lead + text, usage, self.cost(mid, served, usage), served, round(latency, 4), stop, refusal, request
         )

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from benchctl.gateway.retry import RetryPolicy
-from benchctl.gateway.wire_parse import USAGE_KEYS
+from benchctl.gateway.wire.neutral import USAGE_KEYS
 from benchctl.output_cap import head_and_tail
 from benchctl.targets import scaffold
 from benchctl.targets.backend import ModelCaller, Reply, TargetCallError

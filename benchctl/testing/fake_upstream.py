@@ -45,9 +45,11 @@ from typing import Any
 
 import orjson
 
-from benchctl.gateway import wire_format as wf
+from benchctl.gateway import wire
 from benchctl.gateway.scripted import RenderedReply, ScriptedUpstream
-from benchctl.gateway.upstream import ModelId, UpstreamCall, classify
+from benchctl.gateway.upstream import ModelId, UpstreamCall
+from benchctl.gateway.wire import GENERATION_APIS, WireApi
+from benchctl.gateway.wire.sse import error_headers, new_id
 
 _REASONS = {
     200: "OK",
@@ -63,7 +65,6 @@ _REASONS = {
     504: "Gateway Timeout",
     529: "Overloaded",
 }
-GENERATION_APIS = ("anthropic_messages", "openai_responses", "openai_chat", "gemini")
 MALFORMED_SSE = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {oops\n\n'
 
 
@@ -105,13 +106,19 @@ def _split_at(pieces: list[bytes], fault: Fault) -> tuple[list[bytes], Fault | N
     return [whole[:at], whole[at:]], Fault("pause", after_pieces=1, event=fault.event)
 
 
-def route(method: str, path: str) -> tuple[str, str | None]:
-    """(wire_api, model from the path) for a request line: the gateway's `classify`, except that
-    an unknown path, and Gemini countTokens (not served here), are "other"."""
-    wire_api, model, action = classify(method, path)
-    if wire_api is None or action == "countTokens":
-        return "other", None
-    return wire_api, model
+def route(method: str, path: str, body: dict[str, Any]) -> tuple[WireApi, str | None, bool]:
+    """(wire_api, model the request names, stream) for a request: the gateway's reading, except
+    that an unknown path, and token counting where the vendor's API has none, are "other"."""
+    wire_api = wire.classify(method, path)
+    if wire_api is None:
+        return "other", None, False
+    spoken = wire.find(wire_api)
+    if spoken is None:  # the model list
+        return wire_api, None, False
+    info = spoken.request_info(path, body)
+    if info.counts_tokens and spoken.token_count_provider is None:
+        return "other", None, False
+    return wire_api, info.model, info.stream
 
 
 class _Server(ThreadingHTTPServer):
@@ -165,16 +172,16 @@ class _Handler(BaseHTTPRequestHandler):
             body = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             body = None
-        wire_api, path_model = route(self.command, path)
+        wire_api, model, stream = route(self.command, path, body if isinstance(body, dict) else {})
         if wire_api not in GENERATION_APIS:
-            return self._answer(wire_api, path, query, path_model, body, raw)
+            return self._answer(wire_api, path, query, model, stream, body, raw)
         # In flight from its arrival until its last byte is handed to the socket. It stops counting
         # just BEFORE that write: once the client has the last byte it may start its next request,
         # which must never find this one still counted (that would over-report concurrency).
         owner._enter()
         self._counted = True
         try:
-            return self._answer(wire_api, path, query, path_model, body, raw)
+            return self._answer(wire_api, path, query, model, stream, body, raw)
         finally:
             self._uncount()
 
@@ -188,7 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._uncount()
         self.wfile.write(data)
 
-    def _answer(self, wire_api: str, path: str, query: str, path_model: str | None, body: Any, raw: bytes) -> None:
+    def _answer(
+        self, wire_api: WireApi, path: str, query: str, model: str | None, stream: bool, body: Any, raw: bytes
+    ) -> None:
         owner = self.server.owner
         owner._record(
             RecordedRequest(
@@ -199,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(owner.latency)
         if wire_api == "models_list":
             return self._send_whole(200, {"content-type": "application/json"}, owner.models_list_body())
-        if wire_api == "other" or (wire_api != "gemini" and not isinstance(body, dict)):
+        if wire_api == "other" or not isinstance(body, dict):
             msg = (
                 f"fake upstream: no route for {self.command} {path}"
                 if wire_api == "other"
@@ -209,29 +218,27 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_whole(
                 status,
                 {"content-type": "application/json"},
-                wf.error_body("anthropic_messages" if wire_api == "other" else wire_api, status, msg),
+                wire.error_body(None if wire_api == "other" else wire_api, status, msg),
             )
         extra = owner._take_headers() if wire_api in GENERATION_APIS else {}
         fault = owner._take_fault() if wire_api in GENERATION_APIS else None
         if fault is not None and fault.kind == "status":
             return self._send_whole(
                 fault.status,
-                {**wf.error_headers(fault.retry_after), **(fault.headers or {}), **extra},
-                wf.error_body(wire_api, fault.status, fault.message or f"injected {fault.status}"),
+                {**error_headers(fault.retry_after), **(fault.headers or {}), **extra},
+                wire.error_body(wire_api, fault.status, fault.message or f"injected {fault.status}"),
             )
         if fault is not None and fault.kind == "stall" and fault.after_pieces is None:
             return self._stall()  # request taken, nothing sent: no script turn is used
-        body = body if isinstance(body, dict) else {}
-        model = path_model or str(body.get("model") or "unknown")
-        stream = bool(body.get("stream")) or (path_model is not None and "streamGenerateContent" in path)
-        call = UpstreamCall(wire_api, self.command, path, ModelId("scripted", model), body, stream, query)  # type: ignore[arg-type]
+        model = model or "unknown"
+        call = UpstreamCall(wire_api, self.command, path, ModelId("scripted", model), body, stream, query)
         try:
             rendered = owner.upstream_for(model).render(call)
         except Exception as e:  # a broken script: say so in the vendor's error shape, don't hang the client
             return self._send_whole(
                 500,
                 {"content-type": "application/json"},
-                wf.error_body(wire_api, 500, f"fake upstream script error: {e}"),
+                wire.error_body(wire_api, 500, f"fake upstream script error: {e}"),
             )
         if extra:
             rendered.headers = {**rendered.headers, **extra}
@@ -260,13 +267,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _head(self, status: int, headers: dict[str, str], extra: dict[str, str]) -> bytes:
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}"]
         lines += [f"{k}: {v}" for k, v in {**headers, **extra}.items()]
-        lines.append("request-id: " + wf.new_id("req_011"))
+        lines.append("request-id: " + new_id("req_011"))
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     def _send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self._write_last(self._head(status, headers, {"content-length": str(len(body))}) + body)
 
-    def _send_paced(self, rendered: RenderedReply, fault: Fault | None, stream: bool, wire_api: str) -> None:
+    def _send_paced(self, rendered: RenderedReply, fault: Fault | None, stream: bool, wire_api: WireApi) -> None:
         pieces = list(rendered.pieces)
         if not stream:
             # A non-streaming body arrives in one piece; split it so a fault can land mid-body.
@@ -296,7 +303,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._stall()
                 if fault.kind == "error_event":
                     # A 200 stream that fails midway: the vendor's error event, then the end of the body.
-                    self._chunk(wf.stream_error_event(wire_api, fault.message or "Overloaded", fault.status))
+                    self._chunk(wire.stream_error_event(wire_api, fault.message or "Overloaded", fault.status))
                     self._write_last(b"0\r\n\r\n")
                     return
             if i == len(pieces):

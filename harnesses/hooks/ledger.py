@@ -25,6 +25,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchctl.gateway.wire import find
+
 SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id")
 
 
@@ -36,29 +38,11 @@ def session_of(headers: dict[str, str]) -> str | None:
 
 
 def answered_tool_calls(wire_api: str, body: dict[str, Any]) -> set[str]:
-    """The ids of the tool calls whose results a request carries, in each wire API's own shape."""
-    ids: set[str] = set()
-    if wire_api == "openai_responses":
-        for item in body.get("input") or []:
-            if isinstance(item, dict) and str(item.get("type", "")).endswith("_output") and item.get("call_id"):
-                ids.add(str(item["call_id"]))
-        return ids
-    contents = body.get("contents") if wire_api == "gemini" else body.get("messages")
-    for msg in contents or []:
-        if not isinstance(msg, dict):
-            continue
-        if msg.get("role") == "tool" and msg.get("tool_call_id"):  # chat completions
-            ids.add(str(msg["tool_call_id"]))
-        blocks = msg.get("content") if wire_api != "gemini" else msg.get("parts")
-        for block in blocks if isinstance(blocks, list) else ():  # (a string content has no tool results)
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_result" and block.get("tool_use_id"):  # Anthropic Messages
-                ids.add(str(block["tool_use_id"]))
-            response = block.get("functionResponse")  # Gemini
-            if isinstance(response, dict) and response.get("id"):
-                ids.add(str(response["id"]))
-    return ids
+    """The ids of the tool calls whose results a request carries (read by its wire module)."""
+    spoken = find(wire_api)
+    if spoken is None:
+        return set()
+    return {m.tool_call_id for m in spoken.read_request(body).messages if m.role == "tool" and m.tool_call_id}
 
 
 @dataclass

@@ -17,8 +17,9 @@ from benchctl.gateway.upstream import ModelId
 from benchctl.harness import HarnessContext, HarnessResult, cost_stopped, fallback_count, stop_reason, tool_notices
 from benchctl.policies import stop_decision
 from benchctl.sandbox.base import DATA_DIR, WORK_DIR, Mount
+from harnesses.react.conversation import Conversation, ToolResult, Turn
 from harnesses.react.tools import ToolBox, ToolOutcome, resolve
-from harnesses.react.wire import Conversation, ToolResult, Turn, open_conversation
+from harnesses.react.wire import open_conversation
 from harnesses.tool_outputs import warn_rejected
 
 SYSTEM_PROMPT = (
@@ -182,6 +183,8 @@ class ReactHarness:
                 return result("error", msg)
             self._turns += 1
             turns_here += 1
+            # the answer's reasoning blocks (benchctl/gateway/wire/neutral.py), when it had any
+            thought = {"reasoning": [p.record() for p in turn.reasoning]} if turn.reasoning else {}
             if turn.refusal:
                 tr.emit(
                     "assistant",
@@ -191,6 +194,7 @@ class ReactHarness:
                     stop_reason=turn.stop_reason,
                     refusal=True,
                     usage=turn.usage,
+                    **thought,
                 )
                 if fallback_count(ctx) > fallbacks_before and refusal_retries < MAX_REFUSAL_RETRIES:
                     refusal_retries += 1  # the gateway switched models: same turn again
@@ -204,6 +208,7 @@ class ReactHarness:
                 stop_reason=turn.stop_reason,
                 tool_calls=len(turn.tool_calls),
                 usage=turn.usage,
+                **thought,
             )
 
             submitted = False

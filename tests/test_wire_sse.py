@@ -8,7 +8,9 @@ import random
 
 import pytest
 
-from benchctl.gateway.wire_parse import ResponseSummary, _event_data, _loads_json_events
+from benchctl.gateway.wire import ResponseSummary
+from benchctl.gateway.wire.sse import event_data as _event_data
+from benchctl.gateway.wire.sse import json_events as _loads_json_events
 
 LINES = [
     b"event: message_start",
@@ -77,7 +79,7 @@ def test_vendor_stream_takes_the_fast_path() -> None:
 
 def test_responses_event_typed_only_by_its_name() -> None:
     """The Responses reader falls back on event names when a payload carries no "type"."""
-    from benchctl.gateway.wire_parse import summarize
+    from benchctl.gateway.wire import summarize
 
     body = (
         b'event: response.output_text.delta\ndata: {"delta": "hel"}\n\n'
