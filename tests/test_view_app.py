@@ -43,6 +43,10 @@ def test_every_page_renders_and_writes_nothing_into_the_results_dir(results) -> 
         f"/run/{main}/artifacts",
         f"/run/{main}?q=svc-backup",
         f"/run/{main}?at=20",
+        f"/run/{main}/conversation",
+        f"/run/{main}/conversation?q=svc-backup",
+        f"/run/{main}/events?from=5&to=9&view=conversation",
+        f"/api/rows?ids={main}",
         f"/run/{ids['running']}",
         f"/run/{ids['hostile']}/artifacts",
         f"/compare?run={main}&run={ids['seed1']}",
@@ -288,6 +292,7 @@ def test_hostile_text_is_inert_in_every_page(results) -> None:
     for page in (
         f"/run/{ids['hostile']}/artifacts",
         f"/run/{ids['hostile']}",
+        f"/run/{ids['hostile']}/conversation",
         f"/compare?run={ids['hostile']}&run={ids['main']}",
     ):
         html = c.get(page).text

@@ -188,6 +188,7 @@ def test_hostile_text_never_runs_or_loads_anything(browser, site) -> None:
     for path in (
         f"/run/{ids['hostile']}/artifacts",
         f"/run/{ids['hostile']}",
+        f"/run/{ids['hostile']}/conversation",
         f"/compare?run={ids['hostile']}&run={ids['main']}",
     ):
         page = browser.new_context().new_page()

@@ -1,4 +1,4 @@
-// Runs page: every 2 s while a `benchctl run` works on this directory (every 10 s otherwise),
+// Runs page: every 2 s while a `benchctl run` works on this directory (every 30 s otherwise),
 // refresh the live figures of the runs in progress (elapsed / budget, turns, tokens, cost, what it
 // is doing) from /api/live, and pick up runs that started since the page was drawn: their rows
 // come from /api/rows (drawn by the server's row template, filtered as this page is) and are put
@@ -72,7 +72,7 @@
           note.hidden = false;
           note.textContent = "More runs have finished since this page was drawn: reload to see them.";
         }
-        setTimeout(tick, d.active || body.querySelector("tr[data-live]") ? 2000 : 10000);
+        setTimeout(tick, d.active || body.querySelector("tr[data-live]") ? 2000 : 30000);
       });
     }).catch(function () { setTimeout(tick, 5000); });
   }
