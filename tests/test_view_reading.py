@@ -6,11 +6,13 @@ rows those links and the live page use. Chromium tests of the same: test_view_re
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
 import orjson
 import pytest
+from markupsafe import escape
 from starlette.testclient import TestClient
 
 from benchctl.view.app import create_app
@@ -54,7 +56,8 @@ def test_the_prompt_is_shown_once_at_the_top(thinker) -> None:
     prompt = _section(page, '<section class="prompt" id="prompt">')
     # from the agent's first request (it offers tools), not the side call before it
     assert "model call #2" in prompt and "quota" not in prompt
-    assert SYSTEM_PROMPT in prompt and "<strong>report.md</strong>" in prompt  # the task as markdown
+    assert str(escape(SYSTEM_PROMPT)) in prompt and "<strong>report.md</strong>" in prompt  # task: markdown
+    assert "<img" not in prompt and 'href="javascript' not in prompt
     assert page.index('id="prompt"') < page.index('id="timeline"')
     # also at a deep link, whose window does not hold the first call
     append_events(
@@ -62,7 +65,7 @@ def test_the_prompt_is_shown_once_at_the_top(thinker) -> None:
         [{"type": "tool_result", "source": "harness", "output": f"row {i}"} for i in range(300)],
     )
     deep = client(root).get(f"/run/{rid}?at=300").text
-    assert 'id="seq-2"' not in deep and SYSTEM_PROMPT in _section(deep, 'id="prompt"')
+    assert 'id="seq-2"' not in deep and str(escape(SYSTEM_PROMPT)) in _section(deep, 'id="prompt"')
 
 
 def test_the_prompt_is_read_in_every_wire_shape() -> None:
@@ -271,8 +274,6 @@ def _mixed(root: Path) -> dict[str, str]:
 
 
 def test_report_rows_link_to_their_runs_and_the_links_lead_there(tmp_path: Path) -> None:
-    import html
-
     root = tmp_path / "mixed"
     ids = _mixed(root)
     c = client(root)

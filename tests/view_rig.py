@@ -493,13 +493,13 @@ def sweep_lock(root: Path) -> Iterator[None]:
         f.close()
 
 
-# Reasoning in the neutral shape (README "Reasoning in the record"), as the gateway records it in a
+# Reasoning in the neutral shape (the README's transcript section), as the gateway records it in a
 # model_call's response and the harness in its assistant event. The opaque strings must never
 # reach a page; the visible text carries markup that must stay text.
 OPAQUE_SIG = "EqoBCkgIARABGAIiQOPAQUESIGNATUREBYTES" + "A" * 64
 OPAQUE_REDACTED = "RkFLRS1SRURBQ1RFRC1USElOS0lORy1EQVRB" + "B" * 200
-SYSTEM_PROMPT = "You are a careful incident auditor. Write report.md. (system marker)"
-TASK_PROMPT = "Investigate the wiki incident in /data and write **report.md**. (task marker)"
+SYSTEM_PROMPT = 'You are a careful incident auditor. Write report.md. <img src=x onerror="window.__pwned=13">'
+TASK_PROMPT = "Investigate the wiki incident in /data and write **report.md**. [x](javascript:window.__pwned=14)"
 SHORT_THOUGHT = (
     'The grader probably checks the TLDR. <script>window.__pwned=11</script><img src=x onerror="window.__pwned=12">'
 )

@@ -1,7 +1,7 @@
 """Reasoning as the run page shows it: the blocks of an event, and its opaque parts kept out of the page.
 
-A reasoning block has the one neutral shape every wire and harness records (README, "Reasoning
-in the record"): `{"type": "reasoning", "text", "summary", "redacted", "signature", "id"}`.
+A reasoning block has the one neutral shape every wire and harness records (the README's
+transcript section): `{"type": "reasoning", "text", "summary", "redacted", "signature", "id"}`.
 `model_call` events carry them in `response.reasoning`, harness `assistant` events in
 `reasoning`. Transcripts written before that shape carry reasoning as a harness_event of kind
 `thinking` (Claude Code) or `reasoning` (Codex), or an assistant event's `thinking` text; those

@@ -110,10 +110,10 @@
   // Loading on scroll: when the end (or the start) of what is shown comes within MARGIN px of the
   // screen, the next window is fetched and added; one request at a time.
   var busy = false;
-  function near(el) {
+  function near(el, below) {           // within MARGIN of the screen, or passed (scrolled beyond it)
     if (!el || el.hidden) return false;
     var r = el.getBoundingClientRect();
-    return r.top < window.innerHeight + MARGIN && r.bottom > -MARGIN;
+    return below ? r.top < window.innerHeight + MARGIN : r.bottom > -MARGIN;
   }
   function firstVisible() {
     var kids = events.children;
@@ -122,7 +122,7 @@
   }
   function loadMore() {
     if (busy) return;
-    if (!pending && last < total && near(later)) {
+    if (!pending && last < total && near(later, true)) {
       busy = true;
       var b = last + WINDOW;
       fetchLines(last, b).then(function (html) {
@@ -133,7 +133,7 @@
       }).catch(function (err) {
         later.textContent = "could not load more events (" + err.message + "): scroll again to retry";
       }).finally(function () { busy = false; setTimeout(loadMore, 0); });
-    } else if (earlier && near(earlier) && first > 0) {
+    } else if (earlier && near(earlier, false) && first > 0) {
       busy = true;
       var a = Math.max(0, first - WINDOW);
       fetchLines(a, first).then(function (html) {
@@ -150,12 +150,20 @@
       }).finally(function () { busy = false; setTimeout(loadMore, 0); });
     }
   }
-  if (window.IntersectionObserver) {   // fires as either end comes near; loadMore goes on while it stays near
+  // Looked at on scroll (once a frame), and when an end comes near without a scroll (the page
+  // grew or shrank). Events off screen are laid out at an estimated height until scrolled to
+  // (content-visibility), so a jump to the end can land short of it once they are laid out: the
+  // next scroll looks again.
+  var looking = false;
+  window.addEventListener("scroll", function () {
+    if (looking) return;
+    looking = true;
+    requestAnimationFrame(function () { looking = false; loadMore(); });
+  }, {passive: true});
+  if (window.IntersectionObserver) {
     var watch = new IntersectionObserver(function () { loadMore(); }, {rootMargin: MARGIN + "px 0px"});
     if (later) watch.observe(later);
     if (earlier) watch.observe(earlier);
-  } else {
-    window.addEventListener("scroll", function () { if (!busy) loadMore(); }, {passive: true});
   }
 
   // What a live run waits for (a model call in flight, a tool running), with its age.
