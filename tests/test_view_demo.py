@@ -52,7 +52,7 @@ def test_view_shows_the_demo_run(browser, tmp_path: Path) -> None:
         page.click("nav.tabs >> text=conversation")  # each notice once (ReAct appends them to tool output)
         page.wait_for_selector("article.conv-tool")
         assert page.locator("article.conv-tool").count() == sum(e["type"] == "tool_call" for e in events)
-        text = page.inner_text("#events")
+        text = page.locator("#events").text_content()  # off-screen blocks too (not laid out: no innerText)
         for notice in {e["text"] for e in events if e["type"] == "notice"}:
             assert text.count(notice) == sum(e["type"] == "notice" and e["text"] == notice for e in events), notice
         screenshot(page, "view-demo-conversation")

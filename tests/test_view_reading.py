@@ -373,3 +373,45 @@ def test_runs_page_sends_the_rows_of_new_runs_and_counts_all_runs(tmp_path: Path
     page = c.get("/").text
     assert 'id="runs" data-total="4"' in page
     assert "wiki__<wbr>react__<wbr>prov-model-a__<wbr>10m__<wbr>s0" in page  # ids wrap at their separators
+
+
+def test_every_run_link_of_a_mixed_directorys_report_leads_to_that_rows_runs(tmp_path: Path) -> None:
+    """In a directory mixing a coverage task, an audit and a tournament task (graded by the real
+    graders): each leaderboard row's link lists as many runs as the row counts, all of its task
+    and model; each tournament auditor's, only that auditor's runs; the unscored run's, its page;
+    each match's, the comparison of its two runs."""
+    from mixed_results import build_mixed
+
+    root = build_mixed(tmp_path)
+    c = client(root)
+    page = c.get("/report").text
+
+    def links(name: str) -> list[tuple[list[str], str]]:
+        body = _section(page, f'<section id="{name}">').split("<tbody>", 1)[1]
+        out = []
+        for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S):
+            cells = [re.sub(r"<[^>]+>", "", td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+            out.append((cells, html.unescape(re.search(r'<td class="runs-link"><a href="([^"]+)"', tr).group(1))))
+        return out
+
+    def listed(href: str) -> list[dict]:
+        ids = re.findall(r'<tr id="run-([^"]+)"', c.get(href).text)
+        return [orjson.loads((root / "runs" / r / "meta.json").read_bytes()) for r in ids]
+
+    header = re.findall(r"<th>(.*?)</th>", _section(page, '<section id="leaderboard">'))
+    board = links("leaderboard")
+    assert len(board) == 4
+    for cells, href in board:
+        metas = listed(href)
+        task, model = cells[header.index("task")], cells[header.index("model")]
+        assert len(metas) == int(cells[header.index("scored")].split(" of ")[1]), (task, model)
+        assert {(m["task"], m["model"]) for m in metas} == {(task, model)}
+    auditors = links("tournament")
+    assert sorted(cells[1] for cells, _ in auditors) == ["a1", "a2"]
+    for cells, href in auditors:
+        metas = listed(href)
+        assert len(metas) == 2 and {(m["task"], m["model"]) for m in metas} == {("audit", cells[1])}
+    assert [href for _, href in links("unscored")] == ["/run/demo__react__m1__2m__s2"]
+    for _, href in links("matches"):
+        compared = c.get(href)
+        assert compared.status_code == 200 and compared.text.count('<th><a href="/run/') == 2

@@ -88,7 +88,7 @@ def test_conversation_mode_reads_as_turns_and_tool_blocks(browser, site) -> None
     tool = page.locator('article.conv-tool[data-tool-id="t1"]')
     assert tool.locator(".conv-part").count() == 2  # the call and its result, one block
     expect(tool.locator(".conv-notice")).to_have_text(f"#5 notice · time: {NOTICE}")
-    assert page.inner_text("#events").count(NOTICE) == 1  # once, not also inside the tool output
+    assert page.locator("#events").text_content().count(NOTICE) == 1  # once, not also inside the tool output
     assert page.locator("#events > article").count() == 8  # 14 events, 8 blocks
     page.goto(f"{base}/run/{ids['thinker']}/conversation#seq=10")  # a deep link into a tool block
     expect(page.locator("#seq-10")).to_have_class(re.compile(r"\btarget\b"))
