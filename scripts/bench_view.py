@@ -187,8 +187,8 @@ def browser_first_open(browser: Any, tree: Path, root: Path, path: str) -> tuple
     """(s to the `load` event, s to the minimap drawn, s to the next 200 events) of a run page's
     first open in Chromium, from a fresh `benchctl view` of `tree` whose sweep is loaded; the
     browser shows another page of the viewer first (warm, as when coming from the run list). The
-    next window: from scrolling to the end of the first one (a checkout with a "load later
-    events" button: from clicking it) until its last event is in the page."""
+    next window: from scrolling the first window's last event into view (a checkout with a "load
+    later events" button: and clicking it) until the next window's last event is in the page."""
     view = ViewProcess(tree, root)
     try:
         httpx.get(view.base + "/", timeout=300).raise_for_status()  # the sweep's first load is done
@@ -201,10 +201,9 @@ def browser_first_open(browser: Any, tree: Path, root: Path, path: str) -> tuple
         drawn = time.perf_counter() - t
         button = page.locator("button#load-later")
         t = time.perf_counter()
+        page.locator("#seq-199").scroll_into_view_if_needed()  # the reader reaches the first window's end
         if button.count():
             button.click()
-        else:
-            page.keyboard.press("End")
         page.locator("#seq-399").wait_for(state="attached", timeout=120_000)
         more = time.perf_counter() - t
         page.close()
