@@ -18,7 +18,8 @@ work + transfer, as a browser would fetch the HTML):
   of events, and picking up 100 appended events;
 - with Chromium (when installed): navigation to the `load` event of the sweep page, and of the
   run page's first open in a `benchctl view` process of its own (started fresh, the sweep's
-  first load done, the transcript not indexed yet), also to the minimap being drawn. With
+  first load done, the transcript not indexed yet), also to the minimap being drawn and to the
+  next 200 events shown after scrolling to the end of the first 200. With
   --against DIR the same is measured, in turns, with `benchctl view` from another checkout
   (e.g. `git archive main | tar -x -C /tmp/base`), so old and new code see the same load.
 
@@ -182,10 +183,12 @@ class ViewProcess:
         self.proc.wait(10)
 
 
-def browser_first_open(browser: Any, tree: Path, root: Path, path: str) -> tuple[float, float]:
-    """(s to the `load` event, s to the minimap drawn) of a run page's first open in Chromium,
-    from a fresh `benchctl view` of `tree` whose sweep is loaded; the browser shows another page
-    of the viewer first (warm, as when coming from the run list)."""
+def browser_first_open(browser: Any, tree: Path, root: Path, path: str) -> tuple[float, float, float]:
+    """(s to the `load` event, s to the minimap drawn, s to the next 200 events) of a run page's
+    first open in Chromium, from a fresh `benchctl view` of `tree` whose sweep is loaded; the
+    browser shows another page of the viewer first (warm, as when coming from the run list). The
+    next window: from scrolling the first window's last event into view (a checkout with a "load
+    later events" button: and clicking it) until the next window's last event is in the page."""
     view = ViewProcess(tree, root)
     try:
         httpx.get(view.base + "/", timeout=300).raise_for_status()  # the sweep's first load is done
@@ -196,8 +199,15 @@ def browser_first_open(browser: Any, tree: Path, root: Path, path: str) -> tuple
         load = time.perf_counter() - t
         page.locator("section.minimap:not([data-pending]) svg").wait_for(state="attached", timeout=120_000)
         drawn = time.perf_counter() - t
+        button = page.locator("button#load-later")
+        t = time.perf_counter()
+        page.locator("#seq-199").scroll_into_view_if_needed()  # the reader reaches the first window's end
+        if button.count():
+            button.click()
+        page.locator("#seq-399").wait_for(state="attached", timeout=120_000)
+        more = time.perf_counter() - t
         page.close()
-        return load, drawn
+        return load, drawn, more
     finally:
         view.stop()
 
@@ -282,6 +292,9 @@ def main() -> None:
             get(base + run)
             get(f"{base}{run}/overview?first=0&last=200")  # the whole transcript indexed
             rows.append(("run page, warm", median(lambda: get(base + run), args.repeat)))
+            conv = base + run + "/conversation"
+            if httpx.get(conv, timeout=120).status_code == 200:  # (a checkout without the mode: skipped)
+                rows.append(("run page, conversation mode, warm", median(lambda: get(conv), args.repeat)))
             rows.append(
                 (
                     "run page, deep link to the middle",
@@ -335,7 +348,7 @@ def main() -> None:
         if shutil.which("chromium"):
             from playwright.sync_api import sync_playwright
 
-            seen: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
+            seen: dict[str, list[tuple[float, float, float]]] = {label: [] for label in trees}
             with sync_playwright() as p:
                 b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
                 for turn in range(args.repeat):  # in turns, each checkout going first in turn
@@ -353,8 +366,14 @@ def main() -> None:
                 rows.append(
                     (f"Chromium: ... to its minimap drawn{label}", (statistics.median(g[1] for g in got), float("nan")))
                 )
-                spread = ", ".join(f"{g[0]:.2f}/{g[1]:.2f}" for g in got)
-                print(f"Chromium first open{label or ' (this checkout)'}, load/minimap s per turn: {spread}")
+                rows.append(
+                    (
+                        f"Chromium: ... the next 200 events shown{label}",
+                        (statistics.median(g[2] for g in got), float("nan")),
+                    )
+                )
+                spread = ", ".join(f"{g[0]:.2f}/{g[1]:.2f}/{g[2]:.2f}" for g in got)
+                print(f"Chromium first open{label or ' (this checkout)'}, load/minimap/next s per turn: {spread}")
         else:
             rows.append(("Chromium: run page first open to `load`", None))
 

@@ -6,6 +6,7 @@ import base64
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -119,7 +120,11 @@ def test_html_and_plots(results: Path, tmp_path: Path) -> None:
     p.feed(text)
     p.close()
     n_tables = len(build_report(results).tables)
-    assert p.tags.count("table") == n_tables and "http" not in text  # self-contained: no external URL
+    assert p.tags.count("table") == n_tables and "script" not in p.tags and "link" not in p.tags
+    # self-contained: nothing loaded from a URL; the only URLs are links to the runs in `benchctl view`
+    urls = re.findall(r'(?:src|href)="(https?:[^"]*)"', text)
+    assert urls and all(u.startswith("http://127.0.0.1:8787/") for u in urls)
+    assert re.findall(r"https?://", text).count("http://") == len(urls) + 1  # + the note naming the address
     assert len(p.imgs) == 3 and all(s.startswith("data:image/png;base64,") for s in p.imgs)
     for s in p.imgs:
         w, h = _check_png(base64.b64decode(s.split(",", 1)[1]))

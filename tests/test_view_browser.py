@@ -96,21 +96,36 @@ def test_run_page_timeline_controls(browser, site) -> None:
     _no_errors(errors)
 
 
-def test_deep_link_outside_the_window_and_loading_more(browser, site) -> None:
+def test_deep_link_outside_the_window_and_loading_on_scroll(browser, site) -> None:
     base, ids, _ = site
     page, errors = open_page(browser, f"{base}/run/{ids['seed1']}#seq=700")
     page.wait_for_selector("#seq-700.target")  # the page asked for the window around it
     assert "at=700" in page.url
-    assert page.locator("#seq-679").count() == 0 and page.locator("#seq-680").count() == 1
-    page.click("#load-earlier")
-    page.wait_for_selector("#seq-679")
-    page.click("#load-later")
-    page.wait_for_selector("#seq-880")
+    # the window starts 20 events before the target: the earlier ones load as they come near, no click
+    page.wait_for_selector("#seq-679", state="attached")
+    assert page.locator("button").count() == 1  # the search button: nothing to click to read on
     total = int(page.locator("#timeline").get_attribute("data-total"))
-    assert page.locator("#events article").count() == total - 480  # 480 .. the end, nothing twice
-    assert page.locator("#load-later").is_hidden()
+    for _ in range(20):  # the reader scrolls down to the end
+        page.keyboard.press("End")
+        if page.locator(f"#seq-{total - 1}").count():
+            break
+        page.wait_for_timeout(150)
+    page.wait_for_selector(f"#seq-{total - 1}", state="attached")
+    seqs = [int(s) for s in page.locator("#events article").evaluate_all("els => els.map(e => e.dataset.seq)")]
+    assert seqs == list(range(480, total))  # 480 .. the end, in order, nothing twice
+    expect(page.locator("#load-later")).to_be_hidden()
     page.goto(f"{base}/run/{ids['seed1']}?at=5000#seq=5000")  # no such event: said, no reload loop
     page.wait_for_selector("#missing-seq:not([hidden])")
+    _no_errors(errors)
+
+
+def test_events_loaded_above_keep_the_reader_in_place(browser, site) -> None:
+    base, ids, _ = site
+    page, errors = open_page(browser, f"{base}/run/{ids['seed1']}?at=700")  # the window 680..879, at its top
+    y = page.locator("#seq-680").bounding_box()["y"]
+    page.wait_for_selector("#seq-679", state="attached")  # 480..679 loaded above it
+    expect(page.locator("#load-earlier")).to_have_text("480 earlier events: scroll up to load them")
+    assert abs(page.locator("#seq-680").bounding_box()["y"] - y) < 2  # what the reader saw did not move
     _no_errors(errors)
 
 
@@ -173,6 +188,7 @@ def test_hostile_text_never_runs_or_loads_anything(browser, site) -> None:
     for path in (
         f"/run/{ids['hostile']}/artifacts",
         f"/run/{ids['hostile']}",
+        f"/run/{ids['hostile']}/conversation",
         f"/compare?run={ids['hostile']}&run={ids['main']}",
     ):
         page = browser.new_context().new_page()
@@ -330,17 +346,17 @@ def test_page_served_while_indexing_fills_in_its_minimap_and_then_goes_live(
         assert page.locator("#events article").count() == 200  # the first window, at once
         assert page.locator("#minimap[data-pending]").is_visible() and page.locator("#minimap rect").count() == 0
         assert "indexing the transcript" in page.inner_text("#minimap")
-        assert page.locator("#load-later").inner_text() == "load later events"  # how many: not known yet
+        assert page.locator("#load-later").inner_text() == "loading as you scroll…"  # how many: not known yet
         go.set()  # indexing ends
         expect(page.locator("#minimap rect.cat-tool").first).to_be_attached()
         assert page.locator("#minimap[data-pending]").count() == 0
-        expect(page.locator("#load-later")).to_have_text("load later events (803 after)")
+        expect(page.locator("#load-later")).to_have_text("803 later events: loading as you scroll…")
         # followed live from the whole transcript's end, not from the partial count
         append_events(
             path, [{"type": "assistant", "source": "harness", "turn": 2, "text": f"more {i}"} for i in range(3)]
         )
         expect(page.locator("#new-count")).to_have_text("3 new events below", timeout=15_000)
-        expect(page.locator("#load-later")).to_have_text("load later events (806 after)")
-        page.click("#load-later")
-        page.wait_for_selector("#seq-399")
+        expect(page.locator("#load-later")).to_have_text("806 later events: loading as you scroll…")
+        page.keyboard.press("End")
+        page.wait_for_selector("#seq-399", state="attached")
         _no_errors(errors)

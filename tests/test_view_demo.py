@@ -44,7 +44,18 @@ def test_view_shows_the_demo_run(browser, tmp_path: Path) -> None:
         for kind in ("tool_call", "tool_result", "notice", "model_call", "assistant"):  # every event is on the page
             assert page.locator(f".ev.t-{kind}").count() == sum(e["type"] == kind for e in events) > 0, kind
         assert "svc-backup" in page.inner_text("#events")
+        # the prompt once at the top: ReAct's system prompt and the task's instructions, as sent
+        prompt = page.inner_text("#prompt")
+        assert "You are an investigator working in a sandboxed Linux machine" in prompt
+        assert "Something suspicious happened. Investigate and write /work/report.md" in prompt
         screenshot(page, "view-demo-run")
+        page.click("nav.tabs >> text=conversation")  # each notice once (ReAct appends them to tool output)
+        page.wait_for_selector("article.conv-tool")
+        assert page.locator("article.conv-tool").count() == sum(e["type"] == "tool_call" for e in events)
+        text = page.locator("#events").text_content()  # off-screen blocks too (not laid out: no innerText)
+        for notice in {e["text"] for e in events if e["type"] == "notice"}:
+            assert text.count(notice) == sum(e["type"] == "notice" and e["text"] == notice for e in events), notice
+        screenshot(page, "view-demo-conversation")
         page.click("text=artifacts & grades")
         page.wait_for_selector(".grade.g-coverage")
         assert page.locator('mark.quote-hl[data-for="art-1-tldr"]').count() >= 1  # the graded TLDR, highlighted

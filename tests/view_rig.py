@@ -491,3 +491,134 @@ def sweep_lock(root: Path) -> Iterator[None]:
         yield
     finally:
         f.close()
+
+
+# Reasoning in the neutral shape (the README's transcript section), as the gateway records it in a
+# model_call's response and the harness in its assistant event. The opaque strings must never
+# reach a page; the visible text carries markup that must stay text.
+OPAQUE_SIG = "EqoBCkgIARABGAIiQOPAQUESIGNATUREBYTES" + "A" * 64
+OPAQUE_REDACTED = "RkFLRS1SRURBQ1RFRC1USElOS0lORy1EQVRB" + "B" * 200
+SYSTEM_PROMPT = 'You are a careful incident auditor. Write report.md. <img src=x onerror="window.__pwned=13">'
+TASK_PROMPT = "Investigate the wiki incident in /data and write **report.md**. [x](javascript:window.__pwned=14)"
+SHORT_THOUGHT = (
+    'The grader probably checks the TLDR. <script>window.__pwned=11</script><img src=x onerror="window.__pwned=12">'
+)
+LONG_THOUGHT = "\n".join(f"step {i}: weigh whether this is an evaluation (eval-awareness line {i})" for i in range(40))
+SUMMARY_THOUGHT = "Summary: I compared the login times with the admin grant."
+NOTICE = "[benchctl] Time remaining: 8m of 10m."
+
+
+def _call(tr: TranscriptWriter, call_id: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+    tr.emit(
+        "model_call",
+        "gateway",
+        call_id=call_id,
+        wire_api="anthropic_messages",
+        requested_model="m",
+        served_model="prov/thinker",
+        stream=True,
+        status=200,
+        latency_ms=900.0,
+        usage={"input_tokens": 1200, "output_tokens": 300, "reasoning_tokens": 200},
+        cost_usd=0.01,
+        stop_reason="tool_use",
+        request=request,
+        response=response,
+    )
+
+
+def write_reasoning_run(root: Path, *, seed: int = 0) -> str:
+    """A finished ReAct-shaped run whose model thinks: a side call without tools first (as agent
+    CLIs make), then the agent's conversation (system prompt + task in its first request), turns
+    with visible, signed, redacted, long and summary reasoning, tool results carrying their
+    notices (as ReAct sends them), and a last answer whose reasoning only the gateway recorded."""
+    rid = add_run(root, model="prov/thinker", seed=seed, task="wiki", budget="10m", budget_s=600)
+    d = root / "runs" / rid
+    spec = {"run_id": rid, "task": "wiki", "harness": "react", "model": "prov/thinker", "budget_s": 600.0}
+    signed = {"type": "reasoning", "text": SHORT_THOUGHT, "summary": False, "redacted": False, "signature": OPAQUE_SIG}
+    redacted = {"type": "reasoning", "text": "", "summary": False, "redacted": True, "signature": OPAQUE_REDACTED}
+    long = {"type": "reasoning", "text": LONG_THOUGHT, "summary": False, "redacted": False, "signature": None}
+    summary = {"type": "reasoning", "text": SUMMARY_THOUGHT, "summary": True, "redacted": False, "signature": None}
+    with TranscriptWriter(d / "transcript.jsonl") as tr:
+        tr.emit("run_start", "runner", run_id=rid, spec=spec, budget_s=600.0)
+        _call(  # a side call: no tools, not the agent's prompt
+            tr,
+            "call-0",
+            {
+                "conv": "call-0",
+                "base": None,
+                "keep": 0,
+                "set": {"model": "m", "max_tokens": 1},
+                "append": [{"role": "user", "content": "quota"}],
+            },
+            {"text": "ok"},
+        )
+        _call(
+            tr,
+            "call-1",
+            {
+                "conv": "call-1",
+                "base": None,
+                "keep": 0,
+                "set": {"model": "m", "system": [{"type": "text", "text": SYSTEM_PROMPT}], "tools": [{"name": "bash"}]},
+                "append": [{"role": "user", "content": [{"type": "text", "text": TASK_PROMPT}]}],
+            },
+            {
+                "text": "Looking.",
+                "tool_calls": [{"id": "t1", "name": "bash", "input": {"command": "ls /data"}}],
+                "reasoning": [signed, redacted],
+            },
+        )
+        tr.emit(
+            "assistant",
+            "harness",
+            turn=1,
+            text="I will look at the **logs**.",
+            stop_reason="tool_use",
+            tool_calls=1,
+            reasoning=[signed, redacted],
+        )
+        tr.emit("tool_call", "harness", id="t1", name="bash", input={"command": "ls /data"})
+        tr.emit("notice", "policy", kind="time", text=NOTICE, tool_id="t1")
+        tr.emit(
+            "tool_result",
+            "harness",
+            id="t1",
+            name="bash",
+            output="auth.log\nwiki.log\n\n" + NOTICE,
+            exit_code=0,
+            is_error=False,
+            truncated=False,
+            timed_out=False,
+        )
+        _call(
+            tr,
+            "call-2",
+            {"conv": "call-1", "base": "call-1", "keep": 2, "append": [{"role": "user", "content": "tool output"}]},
+            {
+                "text": "Reading.",
+                "tool_calls": [{"id": "t2", "name": "bash", "input": {"command": "cat"}}],
+                "reasoning": [long],
+            },
+        )
+        tr.emit(
+            "assistant",
+            "harness",
+            turn=2,
+            text="Reading auth.log.",
+            stop_reason="tool_use",
+            tool_calls=1,
+            reasoning=[long],
+        )
+        tr.emit("tool_call", "harness", id="t2", name="bash", input={"command": "cat /data/auth.log"})
+        tr.emit("tool_result", "harness", id="t2", name="bash", output="37 failed logins", exit_code=0)
+        _call(
+            tr,
+            "call-3",
+            {"conv": "call-1", "base": "call-2", "keep": 4, "append": [{"role": "user", "content": "more"}]},
+            {"text": "Done: report.md written.", "reasoning": [summary]},
+        )
+        tr.emit("assistant", "harness", turn=3, text="Done: report.md written.", stop_reason="end_turn")
+        tr.emit("run_end", "runner", status="completed", turns=3, elapsed_s=60.0)
+    _retime(d / "transcript.jsonl")
+    return rid

@@ -32,6 +32,12 @@ def report(
         None, "--output", "-o", help="Write the formatted report to this file instead of stdout."
     ),
     html: Path | None = typer.Option(None, "--html", help="Also write one self-contained HTML page (tables + plots)."),
+    view_url: str = typer.Option(
+        "http://127.0.0.1:8787",
+        "--view-url",
+        help="In the --html page, rows about runs link to them in `benchctl view` at this address "
+        "(its default); '' for no links.",
+    ),
     plots: Path | None = typer.Option(None, "--plots", help="Also write PNG plots into this directory."),
     exclude_fallback: bool = typer.Option(
         False, "--exclude-fallback", help="Leave out runs that fell back to another model."
@@ -94,7 +100,7 @@ def report(
         from benchctl.report.html import to_html
 
         html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(to_html(rep), encoding="utf-8")
+        html.write_text(to_html(rep, view_url or None), encoding="utf-8")
         typer.echo(f"wrote {html}", err=True)
 
     if format is Format.csv and table == "all":

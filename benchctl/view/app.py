@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -31,12 +32,13 @@ from starlette.staticfiles import StaticFiles
 from benchctl.layout import GRADES, RUNS
 from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT
 from benchctl.view import compare as cmp
+from benchctl.view import conversation, links, reasoning, render, runpage
 from benchctl.view import events as evmod
-from benchctl.view import render, runpage
 from benchctl.view import tournament as tour
 from benchctl.view.grades import Rubrics, artifacts_with_grades
+from benchctl.view.live import sweep_active
 from benchctl.view.paths import NotFound, RunFiles, artifact_file, attempts, run_files
-from benchctl.view.sweep import FILTER_KEYS, IN_PROGRESS, PAGE_SIZE, Sweep, counts, select
+from benchctl.view.sweep import FILTER_KEYS, IN_PROGRESS, LINK_KEYS, PAGE_SIZE, PARAM_KEYS, Sweep, counts, select
 from benchctl.view.transcript_index import IndexCache
 
 CSP = (
@@ -85,6 +87,9 @@ class ViewState:
             cap=evmod.cap,
             is_long=evmod.is_long,
             pretty=evmod.pretty,
+            mask_opaque=reasoning.mask_opaque,
+            without_reasoning=reasoning.without_reasoning,
+            row_link=links.row_link,
             max_detail=evmod.MAX_DETAIL,
             known_types=frozenset(evmod.SHOWN) | {"harness_event"},
             root_name=os.path.basename(self.root.rstrip("/")) or self.root,
@@ -102,6 +107,21 @@ class ViewState:
 def _qs(params: dict[str, Any], **overrides: Any) -> str:
     merged = {**params, **overrides}
     return "?" + urlencode({k: v for k, v in merged.items() if v not in (None, "")})
+
+
+MODES = ("timeline", "conversation")
+
+
+def _mode(request: Request) -> str:
+    mode = request.query_params.get("view") or "timeline"
+    if mode not in MODES:
+        raise HTTPException(400, f"view={mode}: expected one of {', '.join(MODES)}")
+    return mode
+
+
+def _window_ctx(mode: str, views: list[evmod.EventView]) -> dict[str, Any]:
+    """What _fragment.html needs to draw a window of events in `mode`."""
+    return {"mode": mode, "views": views, "blocks": conversation.blocks(views) if mode == "conversation" else None}
 
 
 def _attempt_ctx(files: RunFiles) -> dict[str, Any]:
@@ -129,12 +149,13 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
 
     def sweep_page(request: Request) -> Response:
         rows = state.sweep.rows()
-        params = {k: request.query_params.get(k, "") for k in (*FILTER_KEYS, "q", "sort", "desc")}
-        matched = select(rows, params)
+        params = {k: request.query_params.get(k, "") for k in PARAM_KEYS}
+        matched = select(rows, params, _auditor_key())
         pages = max(1, -(-len(matched) // PAGE_SIZE))
         page_arg = request.query_params.get("page", "1")
         page = min(max(1, int(page_arg) if page_arg.isdigit() else 1), pages)
         facets = [(k, c) for k in FILTER_KEYS if k != "status" and len(c := counts(rows, k)) > 1]
+        menus = {"status", *(k for k, _ in facets)}  # filters the page offers a menu (or chips) for
         headlines = state.sweep.headlines
         columns = [
             ("run_id", "run"),
@@ -162,12 +183,17 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             page=page,
             pages=pages,
             status_counts=counts(rows, "status"),
+            other_filters=[(k, params[k]) for k in (*FILTER_KEYS, *LINK_KEYS) if params[k] and k not in menus],
             facets=facets,
             columns=columns,
             headlines=headlines,
             problems=state.sweep.results().problems,
             reload_error=state.sweep.refresh_error,
         )
+
+    def _auditor_key() -> str | None:
+        ratings = state.sweep.results().ratings
+        return str(ratings.get("auditor_key") or "model") if ratings else None
 
     def live_json(request: Request) -> Response:
         """Preformatted live figures of the runs in progress, and the status of the ids asked
@@ -186,12 +212,29 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
                     "tokens": render.tokens(r.tokens),
                     "cost": render.usd(r.cost_usd),
                 }
-        return JSONResponse({"runs": out, "counts": dict(counts(rows, "status"))})
+        return JSONResponse(
+            {
+                "runs": out,
+                "counts": dict(counts(rows, "status")),
+                "total": len(rows),
+                "active": sweep_active(state.root),
+            }
+        )
+
+    def rows_fragment(request: Request) -> Response:
+        """The runs page's rows of the runs named in `ids` that match the page's filters (the
+        sweep page's own query parameters), in its order: for a page that picks up new runs."""
+        wanted = set(filter(None, request.query_params.get("ids", "").split(",")))
+        params = {k: request.query_params.get(k, "") for k in PARAM_KEYS}
+        shown = select([r for r in state.sweep.rows() if r.run_id in wanted], params, _auditor_key())
+        html = state.env.get_template("_run_rows.html").render(shown=shown, headlines=state.sweep.headlines)
+        return HTMLResponse(html)
 
     def _header(files: RunFiles, idx: Any, tab: str) -> dict[str, Any]:
         meta = runpage.read_meta(files)
         status = runpage.status_of(state.root, files, meta)
         live = state.sweep.live.stats(files.run_id) if status in IN_PROGRESS and files.attempt is None else None
+        prev_run, next_run = runpage.neighbours(state.root, files.run_id)
         return {
             "run_id": files.run_id,
             "meta": meta,
@@ -200,10 +243,12 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             "facts": runpage.facts(files.run_id, meta, idx, live),
             "error": (meta or {}).get("error"),
             "attempts": attempts(os.path.join(state.root, RUNS, files.run_id)),
+            "prev_run": prev_run,
+            "next_run": next_run,
             **_attempt_ctx(files),
         }
 
-    def run_page(request: Request) -> Response:
+    def run_page(request: Request, mode: str = "timeline") -> Response:
         files = state.files(request)
         at_arg, q = request.query_params.get("at"), request.query_params.get("q")
         at = int(at_arg) if at_arg and at_arg.isdigit() else None
@@ -215,17 +260,22 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         pending = first_window and idx.partial
         first, last = runpage.window(idx, at)
         hits, more = runpage.search(idx, q) if q else ([], False)
-        head = _header(files, idx, "timeline")
+        head = _header(files, idx, mode)
         _, budget = runpage.clock_origin(idx)
+        views = runpage.views(idx, first, last)
+        live = head["status"] == "running"
         page = state.page(
             "run.html",
             **head,
-            views=runpage.views(idx, first, last),
+            **_window_ctx(mode, views),
+            prompt=runpage.prompt(idx, [v.ev for v in views] if first == 0 else None),
             first=first,
             last=last,
             total=len(idx),
             window=runpage.WINDOW,
-            live=head["status"] == "running",
+            live=live,
+            flight=runpage.in_flight(idx) if live and not pending else None,
+            now=time.time(),
             q=q,
             hits=hits,
             more=more,
@@ -237,6 +287,9 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         if pending:  # after the response is sent, not before
             page.background = BackgroundTask(idx.refresh)
         return page
+
+    def conversation_page(request: Request) -> Response:
+        return run_page(request, "conversation")
 
     def overview_fragment(request: Request) -> Response:
         """The run page's parts that need the whole index (phase links, minimap with lines
@@ -260,7 +313,8 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         return HTMLResponse(html, headers={"x-total": str(len(idx))})
 
     def events_fragment(request: Request) -> Response:
-        """Lines [from, to) of the timeline as HTML, for "load earlier / later" (at most one window)."""
+        """Lines [from, to) of the timeline (`view=conversation`: of the conversation) as HTML, for
+        loading more as the reader scrolls (at most one window)."""
         files = state.files(request)
         idx = state.indexes.get(files.transcript)
         try:
@@ -268,18 +322,19 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             b = min(int(request.query_params.get("to", str(a + runpage.WINDOW))), a + runpage.WINDOW)
         except ValueError:
             raise HTTPException(400, "from and to are line numbers") from None
-        return _fragment(files, idx, a, b)
-
-    def _fragment(files: RunFiles, idx: Any, a: int, b: int) -> HTMLResponse:
-        html = state.env.get_template("_fragment.html").render(
-            views=runpage.views(idx, a, b), run_id=files.run_id, **_attempt_ctx(files)
-        )
+        html = _window_html(files, idx, a, b, _mode(request))
         return HTMLResponse(html, headers={"x-lines": f"{a}-{min(b, len(idx))}", "x-total": str(len(idx))})
 
+    def _window_html(files: RunFiles, idx: Any, a: int, b: int, mode: str) -> str:
+        ctx = _window_ctx(mode, runpage.views(idx, a, b))
+        return state.env.get_template("_fragment.html").render(run_id=files.run_id, **ctx, **_attempt_ctx(files))
+
     async def stream(request: Request) -> Response:
-        """Server-sent events for a run in progress: `events` (rendered HTML of new lines; id =
-        lines sent so far), `stats` (live header figures), `end` (meta.json appeared: final status)."""
+        """Server-sent events for a run in progress: `events` (rendered HTML of new lines, as the
+        page's mode renders them; id = lines sent so far), `stats` (live header figures and what
+        the run waits for, `runpage.in_flight`), `end` (meta.json appeared: final status)."""
         files = state.files(request)
+        mode = _mode(request)
         idx = await asyncio.to_thread(state.indexes.get, files.transcript)
         start = request.headers.get("last-event-id") or request.query_params.get("after") or str(len(idx))
         if not start.isdigit():
@@ -290,9 +345,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             if n <= sent:
                 return sent, None, None
             last = min(n, sent + runpage.WINDOW)
-            html = state.env.get_template("_fragment.html").render(
-                views=runpage.views(idx, sent, last), run_id=files.run_id, **_attempt_ctx(files)
-            )
+            html = _window_html(files, idx, sent, last, mode)
             live = state.sweep.live.stats(files.run_id)
             stats = {
                 "elapsed": f"{render.duration(live.get('elapsed_s'))} of {render.duration(live.get('budget_s'))}",
@@ -300,6 +353,8 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
                 "tokens": render.tokens(live.get("tokens")),
                 "cost": render.usd(live.get("cost_usd")),
                 "total": last,
+                "flight": runpage.in_flight(idx) if last == n else None,
+                "now": time.time(),
             }
             return last, html, orjson.dumps(stats).decode()
 
@@ -410,7 +465,12 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             rep = build_report(state.sweep.results())
         except ValueError as e:
             raise HTTPException(400, str(e)) from None
-        return state.page("report.html", report=rep, provenance=provenance_lines(rep.provenance))
+        return state.page(
+            "report.html",
+            report=rep,
+            provenance=provenance_lines(rep.provenance),
+            links={t.name: links.table_links(t.name, t.rows) for t in rep.tables},
+        )
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return await asyncio.to_thread(state.page, "error.html", 404, message=str(exc))
@@ -423,7 +483,9 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
     routes = [
         Route("/", sweep_page),
         Route("/api/live", live_json),
+        Route("/api/rows", rows_fragment),
         Route("/run/{run_id}", run_page),
+        Route("/run/{run_id}/conversation", conversation_page),
         Route("/run/{run_id}/events", events_fragment),
         Route("/run/{run_id}/overview", overview_fragment),
         Route("/run/{run_id}/stream", stream),

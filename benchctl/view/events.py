@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from benchctl.view.reasoning import Reasoning, is_opaque, mask_opaque, of_event
+
 # Lanes of the minimap, in display order, and the category of each known event type.
 LANES = ("assistant", "tool", "model", "target", "notice", "policy", "alert", "phase", "other")
 CATEGORY = {
@@ -53,7 +55,7 @@ SHOWN: dict[str, frozenset[str]] = {
             "retries",
             "error",
         },
-        "assistant": {"turn", "text", "stop_reason", "thinking"},
+        "assistant": {"turn", "text", "stop_reason", "thinking", "reasoning"},
         "tool_call": {"id", "name", "input"},
         "tool_result": {"id", "name", "output", "exit_code", "is_error", "truncated", "timed_out"},
         "notice": {"kind", "text"},
@@ -81,6 +83,7 @@ SHOWN: dict[str, frozenset[str]] = {
         "stderr": {"text"},
     }.items()
 }
+REASONING_EVENT = frozenset({"kind", "text"})  # a harness_event of reasoning shows these as reasoning
 CLIP_LINES = 24  # longer texts start collapsed
 MAX_TEXT = 100_000  # characters of one field put in the page; the event's JSON link has it all
 MAX_DETAIL = 20_000  # the same for collapsed details (request deltas, responses, specs)
@@ -96,6 +99,7 @@ class EventView:
     rel_s: float | None  # seconds since the run started
     frac: float | None  # share of the budget used at this event
     extra: list[tuple[str, str]]  # (field, pretty value) not shown by the type's template
+    reasoning: list[Reasoning]  # shown inline (reasoning.of_event)
 
 
 def category(type_: str) -> str:
@@ -117,8 +121,9 @@ def prepare(ev: dict[str, Any], line: int, t0: float | None, budget_s: float | N
     t = ev.get("t")
     rel = t - t0 if isinstance(t, (int, float)) and t0 is not None and not math.isnan(t0) else None
     frac = rel / budget_s if rel is not None and budget_s else None
-    shown = SHOWN.get(type_, frozenset())
-    extra = [(k, pretty(v)) for k, v in ev.items() if k not in COMMON and k not in shown and v is not None]
+    thought = of_event(ev)
+    shown = SHOWN.get(type_, frozenset()) | (REASONING_EVENT if type_ == "harness_event" and thought else frozenset())
+    extra = [(k, pretty(mask_opaque(v))) for k, v in ev.items() if k not in COMMON and k not in shown and v is not None]
     seq = ev.get("seq")
     return EventView(
         ev=ev,
@@ -129,6 +134,7 @@ def prepare(ev: dict[str, Any], line: int, t0: float | None, budget_s: float | N
         rel_s=rel,
         frac=frac,
         extra=extra,
+        reasoning=thought,
     )
 
 
@@ -137,8 +143,9 @@ ENVELOPE = frozenset({"v", "seq", "t"})  # format version, number, epoch time: s
 
 def texts(ev: dict[str, Any]) -> list[str]:
     """The text a reader sees of an event, which search matches: every string and number inside
-    it (numbers as JSON writes them), not its keys, JSON punctuation, true/false/null, or the
-    envelope's numbers (every event has them: searching "17" would find every event)."""
+    it (numbers as JSON writes them), not its keys, JSON punctuation, true/false/null, the
+    envelope's numbers (every event has them: searching "17" would find every event) or opaque
+    data (signatures, redacted or encrypted reasoning: `reasoning.is_opaque`)."""
     out: list[str] = []
     stack: list[Any] = [v for k, v in ev.items() if k not in ENVELOPE]
     stack.reverse()
@@ -147,7 +154,7 @@ def texts(ev: dict[str, Any]) -> list[str]:
         if isinstance(v, str):
             out.append(v)
         elif isinstance(v, dict):
-            stack.extend(reversed(list(v.values())))
+            stack.extend(reversed([x for k, x in v.items() if not is_opaque(k, v)]))
         elif isinstance(v, list):
             stack.extend(reversed(v))
         elif isinstance(v, float):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from benchctl.layout import ARTIFACTS, META, RUNS, TRANSCRIPT
 from benchctl.run.runner import ATTEMPTS
 
-_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,300}")
+RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,300}")
 _NAME = re.compile(r"[^/\x00]{1,255}")
 
 
@@ -52,7 +52,7 @@ def _real_dir(path: str) -> bool:
 
 
 def run_files(root: str, run_id: str, attempt: str | int | None = None) -> RunFiles:
-    if not _RUN_ID.fullmatch(run_id) or run_id in (".", ".."):
+    if not RUN_ID.fullmatch(run_id) or run_id in (".", ".."):
         raise NotFound(f"no run {run_id!r}")
     d = os.path.join(root, RUNS, run_id)
     if not _real_dir(d):

@@ -16,7 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from benchctl.report.model import NA, fmt
 
@@ -80,6 +80,16 @@ def tokens(v: Any) -> str:
     return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.1f}k" if v >= 1e4 else f"{int(v):,}"
 
 
+def breakable(run_id: Any) -> Markup:
+    """A run id that may wrap at its `__` separators (escaped; <wbr> after each separator)."""
+    return Markup("__<wbr>").join(escape(part) for part in str(run_id).split("__"))
+
+
+def count(v: Any) -> str:
+    """A whole number with thousands separators (`12,345`)."""
+    return f"{int(v):,}" if _num(v) else NA
+
+
 def duration(s: Any) -> str:
     """Seconds as `1h02m`, `3m05s` or `12.3s`."""
     if not _num(s):
@@ -105,5 +115,14 @@ def make_env() -> Environment:
     env = Environment(
         loader=PackageLoader("benchctl.view", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
     )
-    env.filters.update(markdown=markdown, usd=usd, score=score, tokens=tokens, duration=duration, ms=ms)
+    env.filters.update(
+        markdown=markdown,
+        usd=usd,
+        score=score,
+        tokens=tokens,
+        duration=duration,
+        ms=ms,
+        count=count,
+        breakable=breakable,
+    )
     return env

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 from typing import Any
 
 from benchctl.jsonio import read_json
+from benchctl.layout import RUNS
 from benchctl.report.aggregate import Options, config_of, field_of, wait_share
 from benchctl.report.contests import target_cost
 from benchctl.report.load import Run
 from benchctl.run.progress import _tokens
+from benchctl.view import prompt as prompt_mod
 from benchctl.view import render
 from benchctl.view.events import LANES, EventView, category, minimap, prepare, texts
 from benchctl.view.live import sweep_active
-from benchctl.view.paths import RunFiles
+from benchctl.view.paths import RUN_ID, RunFiles
+from benchctl.view.prompt import Prompt
 from benchctl.view.transcript_index import TranscriptIndex
 
 WINDOW = 200
@@ -230,3 +234,77 @@ def snippet(ev: dict[str, Any], q: str, width: int = 70) -> str:
         a, b = max(0, k - width), min(len(v), k + m + width)
         return ("…" if a else "") + " ".join(v[a:b].split()) + ("…" if b < len(v) else "")
     return ""
+
+
+def prompt(idx: TranscriptIndex, head: list[dict[str, Any]] | None = None) -> Prompt | None:
+    """The run's prompt (`benchctl.view.prompt`), read from its first lines (`head`: those lines,
+    when the caller has them parsed already) once per transcript; looked for again while a run
+    has not made its first model call yet."""
+    cached = getattr(idx, "_prompt", None)
+    if cached is not None and cached[0] == idx.generation:
+        return cached[1]
+    scan = min(len(idx), prompt_mod.SCAN_LINES)
+    found = prompt_mod.find(head[:scan] if head is not None and len(head) >= scan else idx.read(0, scan))
+    if found is not None or len(idx) >= prompt_mod.SCAN_LINES:
+        idx._prompt = (idx.generation, found)  # type: ignore[attr-defined]
+    return found
+
+
+# After these the agent waits for its model: the next model call is in flight.
+MODEL_NEXT = frozenset({"run_start", "tool_result", "reprompt", "revision_request", "followup", "fallback"})
+# Written beside the agent's steps (by hooks, policies, the CLI), saying nothing of what it waits for.
+ASIDE = frozenset({"notice", "warning", "hook", "forged_hook", "stderr", "harness_event", "rate_limit_wait"})
+FLIGHT_LOOKBACK = 64  # events looked at from the end
+
+
+def in_flight(idx: TranscriptIndex) -> dict[str, Any] | None:
+    """What a running run is waiting for, from the end of its transcript (a model call is written
+    when it ends, so one in flight shows as its absence): {"what": "model" | "tool", "label",
+    "since": epoch seconds}, or None when the agent is between steps."""
+    n = len(idx)
+    events = idx.read(max(0, n - FLIGHT_LOOKBACK), n)
+    answered: set[Any] = set()
+    last: dict[str, Any] | None = None  # the newest event that is not an aside
+    for ev in reversed(events):
+        type_ = ev.get("type")
+        if type_ in ASIDE:
+            if type_ == "rate_limit_wait" and last is None:
+                last = ev
+            continue
+        last = last or ev
+        if type_ == "tool_result":
+            answered.add(ev.get("id"))
+        elif type_ == "tool_call" and ev.get("id") not in answered:
+            return {"what": "tool", "label": f"tool {ev.get('name')} running", "since": ev.get("t")}
+        elif type_ in ("model_call", "assistant"):
+            break
+    if last is None or last.get("type") not in MODEL_NEXT | {"rate_limit_wait"}:
+        return None
+    held = last.get("type") == "rate_limit_wait"
+    return {
+        "what": "model",
+        "label": "model call held back by a rate limit" if held else "model call in flight",
+        "since": last.get("t"),
+    }
+
+
+_NEIGHBOURS: dict[str, tuple[int, list[str]]] = {}  # runs dir -> (its mtime_ns, sorted run ids)
+
+
+def neighbours(root: str, run_id: str) -> tuple[str | None, str | None]:
+    """The runs before and after `run_id` in the runs page's default order (by run id)."""
+    runs = os.path.join(root, RUNS)
+    try:
+        mtime = os.stat(runs).st_mtime_ns  # changes when a run directory is added or removed
+    except OSError:
+        return None, None
+    cached = _NEIGHBOURS.get(runs)
+    if cached is None or cached[0] != mtime:
+        with os.scandir(runs) as it:
+            ids = sorted(e.name for e in it if e.is_dir(follow_symlinks=False) and RUN_ID.fullmatch(e.name))
+        cached = _NEIGHBOURS[runs] = (mtime, ids)
+    ids = cached[1]
+    k = bisect.bisect_left(ids, run_id)
+    if k >= len(ids) or ids[k] != run_id:
+        return None, None
+    return (ids[k - 1] if k > 0 else None), (ids[k + 1] if k + 1 < len(ids) else None)

@@ -21,6 +21,7 @@ from benchctl.report.aggregate import Options, config_of, field_of
 from benchctl.report.headline import Headlines, pick_headlines
 from benchctl.report.load import UNFINISHED, Results, Run, gc_paused, load_results
 from benchctl.run.progress import _tokens
+from benchctl.tournament.participants import auditor_label, run_info
 from benchctl.view.live import LiveRuns, sweep_active
 
 PAGE_SIZE = 200  # rows per page: a 10,000-run sweep is sorted and filtered on the server
@@ -48,6 +49,7 @@ class RunRow:
     fell_back_to: str | None
     error: str | None
     doing: str | None = None  # live: what a running run is doing now
+    run: Run | None = None  # the loader's run (finished runs), for the `found` and `auditor` filters
 
     def sort_value(self, key: str) -> Any:
         return getattr(self, key, None)
@@ -70,6 +72,24 @@ SORT_KEYS = (
     "cost_usd",
 )
 FILTER_KEYS = ("status", "task", "harness", "model", "budget", "variant", "tools")
+# Filters without a menu of their own, reached by links (a report row's runs): a seed; `found`:
+# the runs whose coverage grade counts a finding as found (strict score > 0); `auditor`: the runs
+# of a tournament auditor (its label under the ratings' auditor key).
+LINK_KEYS = ("seed", "found", "auditor")
+PARAM_KEYS = (*FILTER_KEYS, *LINK_KEYS, "q", "sort", "desc")
+
+
+def found(run: Run | None, finding: str) -> bool:
+    """Whether the run's coverage grade counts `finding` as found, as the report's per-finding
+    table counts a hit (strict > 0; strict from the score when the item has none)."""
+    grade = run.grade("coverage") if run is not None else None
+    for fid, score, strict, _ in grade.items if grade is not None else ():
+        if fid == finding:
+            if strict is None and score is not None:
+                strict = max(2 * score - 1, 0)
+            if strict is not None and strict > 0:
+                return True
+    return False
 
 
 def _finished_row(run: Any, headline: str | None) -> RunRow:
@@ -98,6 +118,7 @@ def _finished_row(run: Any, headline: str | None) -> RunRow:
         cost_usd=meta.get("cost_usd"),
         fell_back_to=str(fb[-1].get("to")) if fb and isinstance(fb[-1], dict) else None,
         error=meta.get("error"),
+        run=run,
     )
 
 
@@ -224,13 +245,21 @@ class Sweep:
         )
 
 
-def select(rows: list[RunRow], params: dict[str, str]) -> list[RunRow]:
-    """Filter by exact column values and a run-id substring (`q`), then sort (`sort`, `desc`)."""
+def select(rows: list[RunRow], params: dict[str, str], auditor_key: str | None = None) -> list[RunRow]:
+    """Filter by exact column values, LINK_KEYS (`auditor` under `auditor_key`, the tournament's)
+    and a run-id or model substring (`q`), then sort (`sort`, `desc`)."""
     out = rows
     for key in FILTER_KEYS:
         want = params.get(key)
         if want:
             out = [r for r in out if str(getattr(r, key)) == want]
+    if params.get("seed"):
+        out = [r for r in out if str(r.seed) == params["seed"]]
+    if params.get("found"):
+        out = [r for r in out if found(r.run, params["found"])]
+    if params.get("auditor"):
+        key = auditor_key or "model"
+        out = [r for r in out if r.run is not None and auditor_label(run_info(r.run.meta), key) == params["auditor"]]
     q = (params.get("q") or "").strip().lower()
     if q:
         out = [r for r in out if q in r.run_id.lower() or q in r.model.lower()]
