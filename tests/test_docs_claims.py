@@ -234,7 +234,8 @@ def test_the_transcript_schema_lists_the_event_types_and_sources_the_writer_take
     from benchctl.transcript import EventType, Source
 
     page = _page("formats/transcript.md")
-    section = page[page.index("## Events") : page.index("\n## Model calls")]
+    start = page.index("## Events")
+    section = page[start : page.index("\n## ", start)]  # up to the next section
     rows = [line.split("|") for line in section.splitlines() if line.startswith("| `")]
     types = {t for row in rows for t in re.findall(r"`([a-z_]+)`", row[1])}
     assert types == set(get_args(EventType))

@@ -246,7 +246,7 @@ def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_im
     gwdir.mkdir()
     for d in (tmp_path, gwdir):  # the run dir must be traversable by the sandbox's uid
         os.chmod(d, 0o755)
-    with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=gwdir / "gateway.sock")) as gw:
+    with Gateway(GatewayConfig(model=f"scripted/{script}", socket_path=gwdir / "gw.sock")) as gw:
         out = docker_engine.containers.run(
             sandbox_image,
             ["python3", "-c", IN_SANDBOX, SANDBOX_TOKEN],
@@ -260,7 +260,7 @@ def test_forwarder_in_networkless_sandbox_as_uid_1000(tmp_path: Path, sandbox_im
             },
         )
         lines = out.decode().splitlines()
-        assert lines[0] == "forwarding 127.0.0.1:8765 -> /gateway/gateway.sock"
+        assert lines[0] == "forwarding 127.0.0.1:8765 -> /gateway/gw.sock"
         assert lines[1] == "hello from the script"
         assert gw.summary()["calls"] == 1
 
