@@ -70,8 +70,7 @@ def run(
     """Run agents on a task in network-less sandboxes; rerun the same command to resume."""
     import sys
 
-    from benchctl.run import RunError, resolve_config
-    from benchctl.run.execute import execute  # by its module: mypy may read benchctl.run.execute as the submodule
+    from benchctl.run import RunError, execute, resolve_config
     from benchctl.run.progress import PROGRESS_MODES
 
     if progress not in PROGRESS_MODES:  # before anything runs: a typo must not start a sweep
