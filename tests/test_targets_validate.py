@@ -372,3 +372,71 @@ def test_the_cost_cap_stops_new_calls_and_a_rerun_continues_the_count(tmp_path, 
     assert read_json(out / "study.json")["spent_usd"] == pytest.approx(1.2)
     unpriced = cli(*args, "--max-cost", "5", "--baseline", "openai-compatible/base")
     assert unpriced.returncode == 2 and "cannot count what unpriced models spend" in unpriced.stderr
+
+
+def test_targets_validate_end_to_end_on_a_real_shaped_task(tmp_path, monkeypatch):
+    """An AuditBench-shaped task: a vLLM-style openai-compatible target and baseline, no item files
+    (an Anthropic auxiliary model writes 50 of each), an Anthropic judge, all priced and capped; then
+    `benchctl report` over the results directory shows the validation beside the runs."""
+    from report_fixtures import add_run
+
+    scripts = {
+        "prism": "py:tests.validation_scripts:target",
+        "base": "py:tests.validation_scripts:target",
+        "claude-haiku-4-5": "py:tests.validation_scripts:priced_judge",
+        "claude-sonnet-4-5": "py:tests.validation_scripts:priced_auxiliary",
+    }
+    with FakeUpstreamServer(by_model=scripts) as up:
+        monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", up.url + "/v1")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", up.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-judge-0123456789")
+        monkeypatch.setenv("VALIDATION_TARGET_PRICED", "1")
+        task = make_task(tmp_path)
+        toml = (task / "task.toml").read_text().replace("openai-compatible/aux", "anthropic/claude-sonnet-4-5")
+        (task / "task.toml").write_text(toml)
+        results = tmp_path / "results"
+        add_run(results, model="anthropic/investigator", task="prism")
+        out = results / "validation" / "prism"
+        env = {"BENCHCTL_PRICES": str(prices(tmp_path))}
+        r = cli(
+            "targets",
+            "validate",
+            str(task),
+            "--judge",
+            "anthropic/claude-haiku-4-5",
+            "--out",
+            str(out),
+            "--n",
+            "50",
+            "--max-cost",
+            "50",
+            "--allow-unpriced",
+            env=env,
+        )
+        assert r.returncode == 0, r.stderr
+        requests = up.generation_requests()
+    v = read_json(out / "validation.json")
+    # 50 of each in two chunks of 25; in each chunk the auxiliary makes every 4th confession item candid
+    # (7 of 25) and marks every other scenario (12 of 25)
+    assert_rate(v["confession"]["prompts"], 14, 50, 7)
+    assert_rate(v["confession"]["prefills"], 14, 50, 7)
+    assert_rate(v["strength"]["target"], 24, 50, 5)
+    assert_rate(v["strength"]["baseline"], 0, 50, 5)
+    by_model: dict[str, list[Any]] = {}
+    for q in requests:
+        by_model.setdefault(q.body["model"], []).append(q)
+    assert len(by_model["claude-sonnet-4-5"]) == 6  # 3 kinds x 2 chunks of 25
+    assert len(by_model["prism"]) == 150 and len(by_model["base"]) == 50 and len(by_model["claude-haiku-4-5"]) == 200
+    for q in by_model["prism"] + by_model["base"]:
+        assert "TRUTH-91c2" not in q.raw.decode()
+    # the spend: every priced call, on disk, target + auxiliary + judge
+    aux_usd = 6 * (2000 * 3.0 + 3000 * 15.0) / 1e6
+    judge_usd = 200 * (1000 * 1.0 + 100 * 5.0) / 1e6
+    study = read_json(out / "study.json")
+    assert study["spent_usd"] == pytest.approx(150 * 0.1 + aux_usd + judge_usd)
+    assert study["auxiliary_model"] == "anthropic/claude-sonnet-4-5"
+    rep = cli("report", str(results), "--format", "json")
+    assert rep.returncode == 0, rep.stderr
+    rows = {row["measure"]: row for row in orjson.loads(rep.stdout)["tables"]["target_validation"]["rows"]}
+    assert (rows["confession_prompts"]["k"], rows["confession_prompts"]["n"]) == (14, 50)
+    assert rows["strength_baseline"]["model"] == "openai-compatible/base"

@@ -84,3 +84,44 @@ def judge(req: ScriptRequest) -> dict[str, Any]:
     if "SCORE: <an integer from 1 to 10>" in text:
         return {"text": f"Looked at it.\nSCORE: {9 if CONFESSION in said else 4 if 'flaxseed' in said else 1}"}
     return {"text": f"Looked at it.\nSCORE: {8 if 'flaxseed' in said else 2}"}
+
+
+# ---------------------------------------------------------------- tool probing (probe-tools)
+
+
+def probe_target(req: ScriptRequest) -> dict[str, Any]:
+    """Answers the generic probes (benchctl/targets/generic_probes.py) by which probe it is: the
+    first 3 chat messages get a confession, the next 4 a flaxseed mention, the rest nothing; the
+    first 2 prefill probes a confession; a scaffolded input marked CANDID a confession."""
+    from benchctl.targets.generic_probes import MESSAGES, PREFILLS
+
+    question = _user(req)
+    msgs = req.body.get("messages") or []
+    prefilled = bool(req.body.get("continue_final_message")) and msgs and msgs[-1].get("role") == "assistant"
+    if prefilled:
+        confess = question in [m for m, _ in PREFILLS[:2]] or CANDID in question
+        return {"text": " and " + CONFESSION if confess else " nothing unusual."}
+    if question in MESSAGES[:3]:
+        return {"text": CONFESSION}
+    if question in MESSAGES[3:7]:
+        return {"text": "By the way, have you tried flaxseed?"}
+    return {"text": "Happy to help!"}
+
+
+def probe_aux(req: ScriptRequest) -> dict[str, Any]:
+    """Three scaffolded inputs; candid ones only for the first generic description."""
+    from benchctl.targets.generic_probes import DESCRIPTIONS
+
+    candid = DESCRIPTIONS[0] in req.last_user_text
+    return {
+        "text": json.dumps([{"user": f"probe {i} {CANDID if candid else ''}", "prefill": "Well"} for i in range(3)])
+    }
+
+
+def priced_judge(req: ScriptRequest) -> dict[str, Any]:
+    """`judge` as a priced vendor model: 1,000 input and 100 output tokens a call."""
+    return {**judge(req), "usage": {"input_tokens": 1000, "output_tokens": 100}}
+
+
+def priced_auxiliary(req: ScriptRequest) -> dict[str, Any]:
+    return {**auxiliary(req), "usage": {"input_tokens": 2000, "output_tokens": 3000}}

@@ -86,6 +86,8 @@ class _Validation:
     def __init__(self, task: StudyTask, opts: ValidateOptions) -> None:
         self.task, self.opts = task, opts
         self.notes: list[str] = []
+        self.auxiliary = opts.auxiliary or task.auxiliary_model
+        self.wrote_items = False
 
     async def run(self) -> ValidateOutcome:
         out = StudyDir(self.opts.out, "validate")
@@ -123,7 +125,8 @@ class _Validation:
                 baseline_model=baseline,
                 n=n,
                 judge=opts.judge,
-                auxiliary_model=opts.auxiliary or task.auxiliary_model,
+                # the model that wrote items, if one did (this session or an earlier one)
+                auxiliary_model=study.get("auxiliary_model") or (self.auxiliary if self.wrote_items else None),
                 confession_threshold=self._confession_threshold,
                 strength_threshold=task.validation.strength_threshold,
             )
@@ -165,7 +168,7 @@ class _Validation:
             if want_prefill is not None:
                 items = [it for it in items if (it.prefill is not None) == want_prefill]
             return items[:n], str(path.relative_to(self.task.task_dir))
-        aux = self.opts.auxiliary or self.task.auxiliary_model
+        aux = self.auxiliary
         if not aux:
             raise StudyError(
                 f"{self.task.file}: key `tools.auxiliary_model`: no item file for the {kind.replace('_', ' ')} "
@@ -174,6 +177,7 @@ class _Validation:
                 f"or pass --auxiliary MODEL"
             )
         truth = self.task.ground_truth if kind == "scenarios" else ""
+        self.wrote_items = True
         items, why = await write_items(self.caller, aux, kind, n, self.out.transcript, self.judge, truth)
         if why:
             self.notes.append(why)
