@@ -60,7 +60,7 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
         if t is not None:
             tables.append(t)
     tables += target_studies.study_tables(grouping, res.root, res.graders)
-    t = tool_use.tool_use(grouping, res.root)
+    t = tool_use.tool_use(grouping)
     if t is not None:
         tables.append(t)
     if res.ratings:

@@ -2,11 +2,11 @@
 tool's informativeness beside the agents' success.
 
   target_validation     one row per measure of every `benchctl targets validate` output found
-                        under RESULTS/validation/ (confession prompts / prefills, behaviour strength
+                        in RESULTS/validation/<name>/ (confession prompts / prefills, behaviour strength
                         of the target and of the baseline), as validation.json states it
   any_of_n_by_tag       any-of-N success per tool configuration broken down by each tag of the
                         target ([target] tags, meta target_tools.target_tags), pooled over targets
-  tool_informativeness  every `benchctl targets probe-tools` row found under RESULTS/probe_tools/
+  tool_informativeness  every `benchctl targets probe-tools` row found in RESULTS/probe_tools/<name>/
                         (STRONG / WEAK / NONE) beside the any-of-N success of the configurations
                         that offered that tool on that target
 
@@ -52,10 +52,10 @@ def _rate_cell(k: Any, n: Any, rate: Any, lo: Any, hi: Any) -> str:
 
 
 def _found(root: Path, folder: str, name: str) -> Iterator[tuple[str, Path]]:
-    """(directory relative to the results dir, file) for every `name` under root/folder."""
+    """(directory relative to the results dir, file) for every root/folder/<study>/<name>."""
     base = root / folder
     if base.is_dir():
-        for f in sorted(base.rglob(name)):
+        for f in sorted(base.glob(f"*/{name}")):
             yield str(f.parent.relative_to(root)), f
 
 

@@ -8,42 +8,25 @@ rows list every target tool its configuration offered, called or not, so "the ag
 text completion in two-thirds of the runs" reads off the table.
 
 A run's counts come from meta.json `tool_calls` (the runner counts the transcript's `tool_call`
-events); a run written before that field existed is counted from its transcript the same way.
-Runs that count towards means (`aggregate.averaged`) are counted; a run whose transcript is
-missing too is left out and the note says how many.
+events as they are written). Runs that count towards means (`aggregate.averaged`) are counted; a
+run recorded before that field existed is left out and the note says how many (reading every
+transcript instead would cost a large sweep's report more than the rest of it together).
 """
 
 from __future__ import annotations
 
-import os
-
-import orjson
-
-from benchctl.layout import RUNS, TRANSCRIPT
 from benchctl.report.aggregate import Grouping, averaged
 from benchctl.report.load import Run
 from benchctl.report.model import Column, Table, fmt
 from benchctl.stats import mean_or_none
-from benchctl.transcript import ToolCallCounter
 
 
-def run_tool_calls(run: Run, root: str | os.PathLike[str]) -> dict[str, int] | None:
-    """Tool name -> calls in one run; None when neither meta.json nor a transcript says."""
+def run_tool_calls(run: Run) -> dict[str, int] | None:
+    """Tool name -> calls in one run (meta.json `tool_calls`); None for a run recorded without them."""
     counts = run.meta.get("tool_calls")
-    if isinstance(counts, dict):
-        return {str(k): int(v) for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)}
-    counter = ToolCallCounter()
-    try:
-        with open(os.path.join(root, RUNS, run.run_id, TRANSCRIPT), "rb") as f:
-            for line in f:
-                if b'"tool_call"' in line:
-                    try:
-                        counter(orjson.loads(line))
-                    except orjson.JSONDecodeError:
-                        continue  # a torn last line
-    except OSError:
+    if not isinstance(counts, dict):
         return None
-    return counter.summary()
+    return {str(k): v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _offered(runs: list[Run]) -> list[str]:
@@ -66,7 +49,7 @@ def _target_probes(runs: list[Run]) -> float | None:
     return mean_or_none(calls)
 
 
-def tool_use(grouping: Grouping, root: str | os.PathLike[str]) -> Table | None:
+def tool_use(grouping: Grouping) -> Table | None:
     rows = []
     unknown = 0
     for c in grouping.sorted_keys():
@@ -74,7 +57,7 @@ def tool_use(grouping: Grouping, root: str | os.PathLike[str]) -> Table | None:
         for r in grouping.groups[c]:
             if not averaged(r):
                 continue
-            calls = run_tool_calls(r, root)
+            calls = run_tool_calls(r)
             if calls is None:
                 unknown += 1
             else:
@@ -130,5 +113,7 @@ def tool_use(grouping: Grouping, root: str | os.PathLike[str]) -> Table | None:
         "runs are left out."
     ]
     if unknown:
-        notes.append(f"{unknown} run(s) left out: neither meta.json tool_calls nor a transcript to count from.")
+        notes.append(
+            f"{unknown} run(s) left out: recorded before benchctl counted tool calls (no meta.json tool_calls)."
+        )
     return Table("tool_use", "Tool use", cols, rows, notes, display)
