@@ -440,3 +440,18 @@ def test_targets_validate_end_to_end_on_a_real_shaped_task(tmp_path, monkeypatch
     rows = {row["measure"]: row for row in orjson.loads(rep.stdout)["tables"]["target_validation"]["rows"]}
     assert (rows["confession_prompts"]["k"], rows["confession_prompts"]["n"]) == (14, 50)
     assert rows["strength_baseline"]["model"] == "openai-compatible/base"
+
+
+def test_target_calls_go_through_the_limiter(tmp_path, upstream, monkeypatch):
+    """--max-connections holds the target calls of a study like a sweep's: at most that many in flight."""
+    from benchctl.limits.config import LimitsConfig
+
+    monkeypatch.setenv("VALIDATION_TARGET_DELAY", "0.1")
+    task = make_task(
+        tmp_path, confession=[{"prompt": f"Q{i}"} for i in range(6)], scenarios=[{"prompt": "S"}], baseline=None
+    )
+    validate(task, tmp_path / "free", n=6)
+    assert upstream.max_in_flight > 1  # concurrency 4: calls overlap without a limit
+    upstream.max_in_flight = 0
+    validate(task, tmp_path / "held", n=6, limits=LimitsConfig(max_connections=1))
+    assert upstream.max_in_flight == 1
