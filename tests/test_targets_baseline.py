@@ -188,7 +188,7 @@ def test_configurations_with_a_baseline_need_one(tmp_path):
         ({"baseline_model": "nope"}, "key `target.baseline_model`: expected a model id"),
         ({"baseline_system_prompt": "x"}, "key `target.baseline_system_prompt`: a baseline system prompt without"),
         ({"tags": {"implant": 3}}, "key `target.tags`: expected a table of non-empty strings"),
-        ({"tags": "SDF"}, "key `target.tags`"),
+        ({"tags": "SDF"}, "key `target.tags`: expected a table of non-empty strings, got 'SDF'"),
     ],
 )
 def test_baseline_and_tag_errors_name_the_key(tmp_path: Path, raw, needle):
