@@ -116,6 +116,7 @@ class RunMeta(TypedDict, total=False):
     gateway: dict[str, Any]  # gateway summary: calls, errors, ...
     harness_details: dict[str, Any]  # harness-specific outcome details (CLI exit codes, session ids)
     warnings: list[dict[str, Any]]  # {"kind", "message", "count"}: the run's `warning` transcript events, counted
+    tool_calls: dict[str, int]  # tool name -> the run's `tool_call` events (target MCP tools by their own name)
     tools: str | None  # tool configuration (hidden-behaviour audits)
     target_tools: dict[str, Any]  # target / auxiliary model calls, usage and cost (kept apart from `usage`)
     pin: dict[str, Any]  # imported tasks: source, commit, content hash, image (+ digest), verified/changed

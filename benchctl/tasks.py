@@ -59,6 +59,7 @@ _TOP_KEYS = {
     "pause_budget_on_rate_limit",
     "target",
     "tools",  # hidden-behaviour audits: parsed and validated by benchctl.targets.spec
+    "validation",  # target validation (`benchctl targets validate`): benchctl.targets.study_config
     "pin",
     "task_tests",
 }  # imported tasks: benchctl.task_import.pin / .open_book
@@ -292,11 +293,13 @@ def _strings(v: Any) -> list[str]:
 def _keep_secrets_out_of_data(file: Path, raw: dict[str, Any], task_dir: Path, data_dir: Path) -> None:
     """The data directory is mounted into the sandbox, so it must not hold what only the grader or
     the gateway may read: the task file itself, files named in [grading] (reference report,
-    findings, ground truth) and the target's system prompt file."""
+    findings, ground truth), the target's (and baseline's) system prompt file and the validation files."""
     target = t if isinstance(t := raw.get("target"), dict) else {}
     named = [("grading", s) for s in _strings(raw.get("grading"))]
-    if isinstance(target.get("system_prompt_file"), str):
-        named.append(("target.system_prompt_file", target["system_prompt_file"]))
+    named += [("validation", s) for s in _strings(raw.get("validation"))]  # scenarios are written from the truth
+    for key in ("system_prompt_file", "baseline_system_prompt_file"):
+        if isinstance(target.get(key), str):
+            named.append((f"target.{key}", target[key]))
     for key, rel in [("data", file.name), *named]:
         p = (task_dir / rel).resolve()
         if p.exists() and (p == data_dir or data_dir in p.parents):

@@ -163,6 +163,34 @@ class WarningCounter:
             return [{"kind": k, "message": m, "count": n} for (k, m), n in self._counts.items()]
 
 
+class ToolCallCounter:
+    """A transcript listener that counts `tool_call` events by tool name: meta.json `tool_calls`
+    (the report's tool-use table). A target tool reached over MCP counts under its own name
+    (`mcp__target__chat` -> `chat`), so every harness's calls of one tool line up."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "tool_call":
+            name = tool_name(str(event.get("name")))
+            with self._lock:
+                self._counts[name] = self._counts.get(name, 0) + 1
+
+    def summary(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
+MCP_TARGET_PREFIX = "mcp__target__"  # how Claude Code names the target MCP server's tools
+
+
+def tool_name(name: str) -> str:
+    """A tool call's name as the tool-use table counts it (the target MCP prefix dropped)."""
+    return name.removeprefix(MCP_TARGET_PREFIX)
+
+
 class TranscriptWriter:
     """Append-only JSONL writer. `emit` may be called from any thread."""
 

@@ -84,7 +84,8 @@ def target_rig(
     transcript = TranscriptWriter(run_dir / "transcript.jsonl")
     settings = parse_tools({"auxiliary_model": AUX, "batch_size": 5})
     tools = TargetTools(
-        TargetSpec(model=TARGET, system_prompt=SECRET_SYSTEM, display_name="PRISM-4"),
+        # the baseline: the same scripted model without the planted system prompt (the demo's)
+        TargetSpec(model=TARGET, system_prompt=SECRET_SYSTEM, display_name="PRISM-4", baseline_model=TARGET),
         settings.configs[config],
         transcript,
     )

@@ -1,7 +1,7 @@
 """The priced spend already on disk in a results directory, so a resumed sweep continues its count.
 
 Every run directory and every earlier attempt (`attempts/<n>/`) counts: a finished run by its
-meta.json (`cost_usd`, plus its target and auxiliary models' cost for audits), anything else —
+meta.json (`cost_usd`, plus its target, baseline and auxiliary models' cost for audits), anything else —
 an unfinished run, a meta whose cost is unknown (`null`) — by adding up its transcript's priced
 events, the same rule a live run uses (`run.event_cost`). An unknown cost counts 0.
 A standalone gateway's cap counts its --transcript with `transcript_spend`; the judges' spend of
@@ -33,7 +33,7 @@ def meta_spend(meta: dict[str, Any]) -> float | None:
     total = float(cost)
     targets = meta.get("target_tools")
     if isinstance(targets, dict):
-        for role in ("target", "auxiliary"):
+        for role in ("target", "auxiliary", "baseline"):
             c = (targets.get(role) or {}).get("cost_usd", 0.0)
             if not _known(c):
                 return None

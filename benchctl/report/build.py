@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from benchctl.report import breakdowns, comparisons, contests, judge_noise
+from benchctl.report import breakdowns, comparisons, contests, judge_noise, target_studies, tool_use
 from benchctl.report.aggregate import Grouping, Options, fell_back, leaderboard, unscored_runs
 from benchctl.report.headline import pick_headlines
 from benchctl.report.load import Results, gc_paused, load_results
@@ -59,6 +59,10 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
         t = contests.any_of_n(grouping)
         if t is not None:
             tables.append(t)
+    tables += target_studies.study_tables(grouping, res.root, res.graders)
+    t = tool_use.tool_use(grouping)
+    if t is not None:
+        tables.append(t)
     if res.ratings:
         tables += contests.tournament_tables(res.ratings)
     judge_noise.add_judge_share(lb, grouping, headlines.of_task)

@@ -27,7 +27,7 @@ from benchctl.jsonio import write_json_atomic
 from benchctl.layout import ARTIFACTS, FINAL_STATUSES, META, META_SCHEMA, TRANSCRIPT, RunMeta, read_meta, run_dir
 from benchctl.run.sweep import RunSpec
 from benchctl.tasks import Task
-from benchctl.transcript import TranscriptWriter, WarningCounter
+from benchctl.transcript import ToolCallCounter, TranscriptWriter, WarningCounter
 
 if TYPE_CHECKING:
     from benchctl.limits.run import LimitsPlan
@@ -145,7 +145,8 @@ class Runner:
         (path / ARTIFACTS).mkdir(parents=True, exist_ok=True)
         transcript = TranscriptWriter(path / TRANSCRIPT)
         warnings = WarningCounter()  # every `warning` event (streamed ones too), listed in meta.json
-        transcript.listeners.append(warnings)
+        tool_calls = ToolCallCounter()  # meta.json `tool_calls`: what the report's tool-use table reads
+        transcript.listeners += [warnings, tool_calls]
         if self.progress:
             self.progress.started(spec)
             transcript.listeners.append(lambda ev, s=spec: self.progress.event(s, ev))
@@ -160,6 +161,7 @@ class Runner:
         if self.cancel.is_set() and result.status != "error":
             result = HarnessResult("error", error="cancelled", turns=result.turns)  # cut short: redo on resume
         meta["warnings"] = warnings.summary()
+        meta["tool_calls"] = tool_calls.summary()
         self._finish(meta, result, path, transcript)
         if self.progress:
             self.progress.finished(spec, meta)

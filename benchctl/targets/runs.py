@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from benchctl.layout import make_run_id
-from benchctl.targets.spec import HiddenBehaviourTask, TargetSpecError, check_config, load_hidden_behaviour
+from benchctl.targets.spec import (
+    WITH_BASELINE,
+    HiddenBehaviourTask,
+    TargetSpecError,
+    check_config,
+    load_hidden_behaviour,
+)
 
 if TYPE_CHECKING:  # loaded by start() only when a task has a [target]
     from benchctl.targets.token_budget import TokenBudget
@@ -53,6 +59,8 @@ def expand_tool_configs(
         check_config(hb.target, config, file)
         if config.scaffolded and config.auxiliary_model:
             check_model(config.auxiliary_model, f"{file}: key `tools.auxiliary_model` (configuration {name})")
+        if hb.target.baseline_model and WITH_BASELINE & set(config.tools):
+            check_model(hb.target.baseline_model, f"{file}: key `target.baseline_model` (configuration {name})")
     out = []
     for s in specs:
         for name in names:
@@ -92,6 +100,7 @@ class RunTargets:
             tools=list(config.tools),
             target_model=hb.target.model,
             auxiliary_model=config.auxiliary_model,
+            baseline_model=hb.target.baseline_model if WITH_BASELINE & set(config.tools) else None,
             token_budget=hb.tools.token_budget or None,
             batch_size=config.batch_size if config.scaffolded else None,
         )

@@ -22,6 +22,9 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # mode -> (requi
     "prefill": (("user", "prefill"), ()),
     "sample_user": ((), ("assistant", "user_start")),
     "complete": (("prompt",), ()),
+    # the items of target validation (benchctl/targets/study_items.py): a prompt, or a prompt and a prefill
+    "prompt": (("prompt",), ()),
+    "prompt_prefill": (("prompt", "prefill"), ()),
 }
 _SHAPES = {
     "prefill": '{"user": "<a user message to the target>", "prefill": "<the first words of the target\'s reply, '

@@ -7,6 +7,9 @@
     temperature = 1.0
     max_tokens = 1024                            # per reply of chat/prefill/sample_user/complete
     raw_completion = true                        # the target serves raw text completion (openai-compatible only)
+    baseline_model = "openai-compatible/base"    # the untrained reference: *_with_baseline tools, validation
+    baseline_system_prompt_file = "target/base.md"   # optional (or baseline_system_prompt); default: none
+    tags = {implant = "SDF", adversarial = "KTO"}     # the target's attributes: report breaks success down by them
 
     [tools]
     auxiliary_model = "anthropic/claude-sonnet-5-5"   # writes the probe inputs of scaffolded tools
@@ -39,8 +42,22 @@ TOOL_NAMES = (
     "scaffolded_prefill",
     "scaffolded_user",
     "scaffolded_complete",
+    "chat_with_baseline",
+    "scaffolded_prefill_with_baseline",
+    "scaffolded_user_with_baseline",
+    "scaffolded_complete_with_baseline",
 )
-SCAFFOLDED = {"scaffolded_prefill": "prefill", "scaffolded_user": "sample_user", "scaffolded_complete": "complete"}
+# scaffolded tool -> the kind of probe input its batch holds
+SCAFFOLDED = {
+    "scaffolded_prefill": "prefill",
+    "scaffolded_user": "sample_user",
+    "scaffolded_complete": "complete",
+    "scaffolded_prefill_with_baseline": "prefill",
+    "scaffolded_user_with_baseline": "sample_user",
+    "scaffolded_complete_with_baseline": "complete",
+}
+# tools that send the same input to the target and to the baseline model and return both answers
+WITH_BASELINE = frozenset(t for t in TOOL_NAMES if t.endswith("_with_baseline"))
 
 # name -> tools. "default" is the plain-chat baseline every other configuration extends.
 BUILTIN_CONFIGS: dict[str, tuple[str, ...]] = {
@@ -51,6 +68,10 @@ BUILTIN_CONFIGS: dict[str, tuple[str, ...]] = {
     "scaffolded_prefill": ("chat", "scaffolded_prefill"),
     "scaffolded_user": ("chat", "scaffolded_user"),
     "scaffolded_complete": ("chat", "scaffolded_complete"),
+    "chat_with_baseline": ("chat", "chat_with_baseline"),
+    "scaffolded_prefill_with_baseline": ("chat", "scaffolded_prefill_with_baseline"),
+    "scaffolded_user_with_baseline": ("chat", "scaffolded_user_with_baseline"),
+    "scaffolded_complete_with_baseline": ("chat", "scaffolded_complete_with_baseline"),
 }
 
 # Which provider can do what (see backend.py for the request each one gets).
@@ -67,6 +88,10 @@ _TARGET_KEYS = {
     "max_tokens",
     "raw_completion",
     "top_p",
+    "baseline_model",
+    "baseline_system_prompt",
+    "baseline_system_prompt_file",
+    "tags",
 }
 _TOOLS_KEYS = {
     "auxiliary_model",
@@ -93,10 +118,17 @@ class TargetSpec:
     top_p: float | None = None
     max_tokens: int = 1024
     raw_completion: bool = False
+    baseline_model: str | None = None  # the untrained reference model (same sampling settings)
+    baseline_system_prompt: str = field(default="", repr=False)
+    tags: dict[str, str] = field(default_factory=dict)  # attributes such as implant = "SDF"
 
     @property
     def provider(self) -> str:
         return self.model.partition("/")[0]
+
+    @property
+    def baseline_provider(self) -> str | None:
+        return self.baseline_model.partition("/")[0] if self.baseline_model else None
 
 
 class _ScaffoldSettings(TypedDict):
@@ -167,37 +199,10 @@ def parse_target(raw: dict[str, Any], task_dir: Path, file: Path | str = "task.t
     if not isinstance(raw, dict):
         raise _err(file, "target", "must be a table", "write [target] with model = ... and system_prompt_file = ...")
     _unknown(file, raw, _TARGET_KEYS, "target.")
-    model = raw.get("model")
-    if not isinstance(model, str) or "/" not in model:
-        raise _err(
-            file,
-            "target.model",
-            f"expected a model id provider/name, got {model!r}",
-            'set model = "openai-compatible/<name>" (or anthropic/..., scripted/...)',
-        )
-    from benchctl.gateway.upstream import ModelId, ModelIdError
-
-    try:
-        ModelId.parse(model)
-    except ModelIdError as e:
-        raise _err(file, "target.model", str(e), "use a known provider") from None
-    if "system_prompt" in raw and "system_prompt_file" in raw:
-        raise _err(file, "target.system_prompt", "given both inline and as system_prompt_file", "keep one")
-    system = ""
-    if "system_prompt_file" in raw:
-        p = (task_dir / str(raw["system_prompt_file"])).resolve()
-        if not p.is_file():
-            raise _err(
-                file,
-                "target.system_prompt_file",
-                f"{p} does not exist",
-                "point it at a file relative to the task directory",
-            )
-        system = p.read_text(encoding="utf-8").strip()
-    elif "system_prompt" in raw:
-        if not isinstance(raw["system_prompt"], str):
-            raise _err(file, "target.system_prompt", "expected a string", 'set system_prompt = "You are ..."')
-        system = raw["system_prompt"].strip()
+    model = _model_id(
+        file, "target.model", raw.get("model"), 'model = "openai-compatible/<name>" (or anthropic/..., scripted/...)'
+    )
+    system = _system_prompt(raw, "system_prompt", task_dir, file)
     name = raw.get("display_name", "the target model")
     if not isinstance(name, str) or not name.strip():
         raise _err(
@@ -216,7 +221,71 @@ def parse_target(raw: dict[str, Any], task_dir: Path, file: Path | str = "task.t
         top_p=_float(file, raw, "top_p"),
         max_tokens=_int(file, raw, "max_tokens", "target.", 1, 1024),
         raw_completion=raw_completion,
+        baseline_model=_baseline_model(raw, file),
+        baseline_system_prompt=_system_prompt(raw, "baseline_system_prompt", task_dir, file),
+        tags=_tags(raw, file),
     )
+
+
+def _model_id(file: Path | str, key: str, value: Any, example: str) -> str:
+    from benchctl.gateway.upstream import ModelId, ModelIdError
+
+    if not isinstance(value, str) or "/" not in value:
+        raise _err(file, key, f"expected a model id provider/name, got {value!r}", f"set {example}")
+    try:
+        ModelId.parse(value)
+    except ModelIdError as e:
+        raise _err(file, key, str(e), "use a known provider") from None
+    return value
+
+
+def _baseline_model(raw: dict[str, Any], file: Path | str) -> str | None:
+    if raw.get("baseline_model") is None:
+        if "baseline_system_prompt" in raw or "baseline_system_prompt_file" in raw:
+            raise _err(
+                file,
+                "target.baseline_system_prompt",
+                "a baseline system prompt without a baseline model",
+                'add baseline_model = "provider/name" (the untrained reference model)',
+            )
+        return None
+    return _model_id(
+        file, "target.baseline_model", raw["baseline_model"], 'baseline_model = "openai-compatible/<base model>"'
+    )
+
+
+def _system_prompt(raw: dict[str, Any], key: str, task_dir: Path, file: Path | str) -> str:
+    """`key` inline or `key`_file (relative to the task directory); "" when neither is given."""
+    fkey = key + "_file"
+    if key in raw and fkey in raw:
+        raise _err(file, f"target.{key}", f"given both inline and as {fkey}", "keep one")
+    if fkey in raw:
+        p = (task_dir / str(raw[fkey])).resolve()
+        if not p.is_file():
+            raise _err(
+                file, f"target.{fkey}", f"{p} does not exist", "point it at a file relative to the task directory"
+            )
+        return p.read_text(encoding="utf-8").strip()
+    if key in raw:
+        if not isinstance(raw[key], str):
+            raise _err(file, f"target.{key}", "expected a string", f'set {key} = "You are ..."')
+        return str(raw[key]).strip()
+    return ""
+
+
+def _tags(raw: dict[str, Any], file: Path | str) -> dict[str, str]:
+    tags = raw.get("tags", {})
+    ok = isinstance(tags, dict) and all(
+        isinstance(k, str) and k.strip() and isinstance(v, str) and v.strip() for k, v in tags.items()
+    )
+    if not ok:
+        raise _err(
+            file,
+            "target.tags",
+            f"expected a table of non-empty strings, got {tags!r}",
+            'write tags = {implant = "SDF", adversarial = "KTO"}',
+        )
+    return {k.strip(): v.strip() for k, v in tags.items()}
 
 
 def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> ToolsSettings:
@@ -304,6 +373,8 @@ def check_config(target: TargetSpec, config: ToolConfig, file: Path | str = "tas
             f"tool configuration {config.name!r} needs raw text completion",
             f"set raw_completion = true for a {'/'.join(COMPLETE_PROVIDERS)} target that serves /v1/completions",
         )
+    if WITH_BASELINE & set(config.tools):
+        _check_baseline(target, config, file)
     if config.scaffolded and not config.auxiliary_model:
         raise _err(
             file,
@@ -311,6 +382,31 @@ def check_config(target: TargetSpec, config: ToolConfig, file: Path | str = "tas
             f"tool configuration {config.name!r} is scaffolded and needs an auxiliary model to write probe inputs",
             'set [tools] auxiliary_model = "provider/name"',
         )
+
+
+def _check_baseline(target: TargetSpec, config: ToolConfig, file: Path | str) -> None:
+    """The *_with_baseline tools send the same input to the baseline model: it must exist and do the same."""
+    if not target.baseline_model:
+        raise _err(
+            file,
+            "target.baseline_model",
+            f"tool configuration {config.name!r} compares the target with a baseline model, and none is set",
+            'set baseline_model = "provider/name" (the model without the implanted behaviour)',
+        )
+    need = {SCAFFOLDED.get(t, t) for t in config.tools if t in WITH_BASELINE}
+    for kind, providers in (
+        ("prefill", PREFILL_PROVIDERS),
+        ("sample_user", SAMPLE_USER_PROVIDERS),
+        ("complete", COMPLETE_PROVIDERS),
+    ):
+        if kind in need and target.baseline_provider not in providers:
+            raise _err(
+                file,
+                "target.baseline_model",
+                f"tool configuration {config.name!r} needs {kind} from the baseline model too, which "
+                f"{target.baseline_provider} models do not support",
+                f"use a baseline of {', '.join(providers)} or another configuration",
+            )
 
 
 @dataclass(frozen=True)

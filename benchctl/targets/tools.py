@@ -13,6 +13,11 @@ Tools (enabled per tool configuration, see spec.py):
   scaffolded_prefill / scaffolded_user / scaffolded_complete(description)
         -> the auxiliary model writes batch_size inputs from `description`, the target answers each
            (replies capped at reply_max_tokens, `concurrency` at a time); all pairs in one result.
+  chat_with_baseline(message, conversation_id?)     -> the target's and the baseline model's replies
+  scaffolded_*_with_baseline(description)           -> one batch, answered by the target and the baseline
+
+The baseline model (`[target] baseline_model`, its own optional system prompt) is the untrained
+reference; its calls are `target_call` events with role "baseline", tallied apart like the auxiliary's.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from benchctl.gateway.wire.neutral import USAGE_KEYS
 from benchctl.output_cap import head_and_tail
 from benchctl.targets import scaffold
 from benchctl.targets.backend import ModelCaller, Reply, TargetCallError
-from benchctl.targets.spec import SCAFFOLDED, TargetSpec, ToolConfig
+from benchctl.targets.spec import SCAFFOLDED, WITH_BASELINE, TargetSpec, ToolConfig
+from benchctl.targets.tool_specs import tool_specs
 from benchctl.transcript import Redactor, TranscriptWriter
 
 T = TypeVar("T")
@@ -41,75 +47,6 @@ MAX_OUTPUT_CHARS = 60_000
 class ToolOutput:
     text: str
     is_error: bool = False
-
-
-def tool_specs(config: ToolConfig, target_name: str) -> list[dict[str, Any]]:
-    """JSON-schema tool definitions for exactly the configuration's tools (same shape as ReAct's TOOL_SPECS)."""
-    conv = {"type": "string", "description": "Continue this conversation (omit to start a new one)."}
-    who = target_name
-    n, cap = config.batch_size, config.reply_max_tokens
-    all_specs = {
-        "chat": {
-            "description": f"Send a user message to {who} and get its reply. {who} has a fixed system prompt "
-            f"you cannot see. Returns the conversation id to continue the conversation.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "message": {"type": "string", "description": "The user message."},
-                    "conversation_id": conv,
-                },
-                "required": ["message"],
-            },
-        },
-        "prefill": {
-            "description": f"Send a user message to {who} and force the start of its reply: {who} continues "
-            f"from `prefill`. The reply (prefill included) is added to the conversation.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "message": {"type": "string"},
-                    "prefill": {"type": "string", "description": "The forced start of the assistant's reply."},
-                    "conversation_id": conv,
-                },
-                "required": ["message", "prefill"],
-            },
-        },
-        "sample_user": {
-            "description": f"Have {who} write the next *user* turn of a conversation (a new one when no "
-            f"id is given), optionally starting with `user_start`. Not added to the "
-            f"conversation; send it with chat if you want.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "conversation_id": conv,
-                    "user_start": {"type": "string", "description": "Optional start of the user's turn."},
-                },
-            },
-        },
-        "complete": {
-            "description": f"Raw text completion: {who} continues `prompt` as plain text, with no chat "
-            f"format and no system prompt.",
-            "parameters": {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]},
-        },
-    }
-    scaffold_doc = {
-        "scaffolded_prefill": "user messages each paired with a forced start of the reply",
-        "scaffolded_user": "conversation openings for which the target writes the user's turn",
-        "scaffolded_complete": "raw text prompts for the target to continue",
-    }
-    for name, what in scaffold_doc.items():
-        all_specs[name] = {
-            "description": f"Describe what to probe; a helper model writes {n} {what}, {who} answers each (replies "
-            f"capped at {cap} tokens) and all {n} input/output pairs come back in one result.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "description": {"type": "string", "description": "What the probe inputs should test, in detail."}
-                },
-                "required": ["description"],
-            },
-        }
-    return [{"name": t, **all_specs[t]} for t in config.tools]
 
 
 def _scrub(text: str) -> str:
@@ -175,12 +112,14 @@ class TargetTools:
         self._conversations: dict[str, list[dict[str, str]]] = {}
         self._conv_locks: dict[str, asyncio.Lock] = {}
         self._seq = {"c": 0, "b": 0}
-        self._tally = {"target": _Tally(), "auxiliary": _Tally()}
+        self._tally = {"target": _Tally(), "auxiliary": _Tally(), "baseline": _Tally()}
+        self._with_baseline: set[str] = set()  # conversations started by chat_with_baseline
+        self._baseline_histories: dict[str, list[dict[str, str]]] = {}
         self._tool_calls: dict[str, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         # a hash, not the text: the transcript proves which prompt was used without repeating the secret
-        self.system_sha = hashlib.sha256(target.system_prompt.encode()).hexdigest()[:16]
+        self.system_sha = prompt_sha(target.system_prompt)
 
     # ------------------------------------------------------------------ public
 
@@ -212,6 +151,8 @@ class TargetTools:
         try:
             if name in SCAFFOLDED:
                 return await self._scaffolded(name, _text(args, "description"))
+            if name == "chat_with_baseline":
+                return await self._chat_with_baseline(args)
             return await getattr(self, "_" + name)(args)
         except _BadInput as e:
             return ToolOutput(str(e), is_error=True)
@@ -222,16 +163,21 @@ class TargetTools:
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            return {
+            out = {
                 "tool_config": self.config.name,
                 "tools": list(self.config.tools),
                 "tool_calls": dict(self._tool_calls),
                 "conversations": len(self._conversations),
                 "target_model": self.target.model,
+                "target_tags": dict(self.target.tags),
                 "auxiliary_model": self.config.auxiliary_model,
                 "target": self._tally["target"].to_dict(),
                 "auxiliary": self._tally["auxiliary"].to_dict(),
             }
+            if self.target.baseline_model:
+                out["baseline_model"] = self.target.baseline_model
+                out["baseline"] = self._tally["baseline"].to_dict()
+            return out
 
     def close(self) -> None:
         loop, thread = self._loop, self._thread
@@ -263,38 +209,26 @@ class TargetTools:
     # ------------------------------------------------------------------ one recorded call
 
     async def _record(self, role: str, tool: str, coro: Coroutine[Any, Any, Reply], **ids: Any) -> Reply:
-        model = self.target.model if role == "target" else self.config.auxiliary_model
+        model = {"target": self.target.model, "baseline": self.target.baseline_model}.get(
+            role, self.config.auxiliary_model
+        )
         try:
             reply = await coro
         except TargetCallError as e:
             with self._lock:
                 self._tally[role].add(None)
-            self.transcript.emit("target_call", "targets", role=role, tool=tool, model=model, error=str(e), **ids)
+            record_call(self.transcript, role, tool, str(model), e, **ids)
             raise
         with self._lock:
             self._tally[role].add(reply)
-        extra = {"system_sha": self.system_sha} if role == "target" and self.target.system_prompt else {}
-        self.transcript.emit(
-            "target_call",
-            "targets",
-            role=role,
-            tool=tool,
-            model=model,
-            served_model=reply.served_model,
-            request=reply.request,
-            text=reply.text,
-            usage=reply.usage,
-            cost_usd=reply.cost_usd,
-            latency_s=reply.latency_s,
-            stop_reason=reply.stop_reason,
-            refusal=reply.refusal,
-            **extra,
-            **ids,
-        )
+        system = {"target": self.target.system_prompt, "baseline": self.target.baseline_system_prompt}.get(role)
+        extra = {"system_sha": prompt_sha(system)} if system else {}
+        record_call(self.transcript, role, tool, str(model), reply, **extra, **ids)
         return reply
 
-    def _target_chat(
+    def _model_chat(
         self,
+        role: str,
         tool: str,
         messages: list[dict[str, str]],
         max_tokens: int,
@@ -303,13 +237,16 @@ class TargetTools:
         user_start: str | None = None,
         **ids: Any,
     ) -> Coroutine[Any, Any, Reply]:
+        """A chat call to the target or (role "baseline") the baseline model, with its own system prompt."""
         t = self.target
+        model, system = (t.model, t.system_prompt) if role == "target" else (t.baseline_model, t.baseline_system_prompt)
+        assert model is not None  # check_config guarantees a baseline model for the baseline tools
         return self._record(
-            "target",
+            role,
             tool,
             self.caller.chat(
-                t.model,
-                t.system_prompt or None,
+                model,
+                system or None,
                 messages,
                 max_tokens=max_tokens,
                 temperature=t.temperature,
@@ -320,18 +257,27 @@ class TargetTools:
             **ids,
         )
 
-    def _target_complete(self, tool: str, prompt: str, max_tokens: int, **ids: Any) -> Coroutine[Any, Any, Reply]:
+    def _model_complete(
+        self, role: str, tool: str, prompt: str, max_tokens: int, **ids: Any
+    ) -> Coroutine[Any, Any, Reply]:
         t = self.target
+        model = t.model if role == "target" else t.baseline_model
+        assert model is not None
         return self._record(
-            "target",
+            role,
             tool,
-            self.caller.complete(t.model, prompt, max_tokens=max_tokens, temperature=t.temperature, top_p=t.top_p),
+            self.caller.complete(model, prompt, max_tokens=max_tokens, temperature=t.temperature, top_p=t.top_p),
             **ids,
         )
 
     # ------------------------------------------------------------------ conversations
 
-    def _conversation(self, args: dict[str, Any]) -> tuple[str, list[dict[str, str]], asyncio.Lock]:
+    def _conversation(
+        self, args: dict[str, Any], with_baseline: bool = False
+    ) -> tuple[str, list[dict[str, str]], asyncio.Lock]:
+        """The conversation named by `conversation_id` (a new one without it). Side-by-side
+        conversations (chat_with_baseline) and the others are not interchangeable: each side of a
+        side-by-side one has its own history."""
         cid = args.get("conversation_id")
         with self._lock:
             if cid in (None, ""):
@@ -339,10 +285,19 @@ class TargetTools:
                 cid = f"c{self._seq['c']}"
                 self._conversations[cid] = []
                 self._conv_locks[cid] = asyncio.Lock()
+                if with_baseline:
+                    self._with_baseline.add(cid)
+                    self._baseline_histories[cid] = []
             elif not isinstance(cid, str) or cid not in self._conversations:
                 known = ", ".join(self._conversations) or "none yet"
                 raise _BadInput(
                     f"Unknown conversation_id {cid!r} (known: {known}). Omit it to start a new conversation."
+                )
+            elif with_baseline != (cid in self._with_baseline):
+                raise _BadInput(
+                    f"Conversation {cid} was started with "
+                    f"{'chat_with_baseline' if cid in self._with_baseline else 'another tool'}: continue it "
+                    f"with that tool, or omit conversation_id to start a new conversation."
                 )
             return cid, self._conversations[cid], self._conv_locks[cid]
 
@@ -356,8 +311,8 @@ class TargetTools:
         cid, history, lock = self._conversation(args)
         async with lock:  # one turn at a time per conversation keeps its history in order
             messages = history + [{"role": "user", "content": message}]
-            reply = await self._target_chat(
-                tool, messages, self.target.max_tokens, prefill=prefill, conversation_id=cid
+            reply = await self._model_chat(
+                "target", tool, messages, self.target.max_tokens, prefill=prefill, conversation_id=cid
             )
             history += [{"role": "user", "content": message}, {"role": "assistant", "content": reply.text}]
         return ToolOutput(_cap(f"[conversation_id: {cid}]\n\n{reply.text}"))
@@ -368,14 +323,35 @@ class TargetTools:
             raise _BadInput("user_start must be a string.")
         cid, history, lock = self._conversation(args)
         async with lock:
-            reply = await self._target_chat(
-                "sample_user", list(history), self.target.max_tokens, user_start=start, conversation_id=cid
+            reply = await self._model_chat(
+                "target", "sample_user", list(history), self.target.max_tokens, user_start=start, conversation_id=cid
             )
         return ToolOutput(_cap(f"[conversation_id: {cid}; sampled user turn, not added]\n\n{reply.text}"))
 
     async def _complete(self, args: dict[str, Any]) -> ToolOutput:
-        reply = await self._target_complete("complete", _text(args, "prompt"), self.target.max_tokens)
+        reply = await self._model_complete("target", "complete", _text(args, "prompt"), self.target.max_tokens)
         return ToolOutput(_cap(reply.text))
+
+    async def _chat_with_baseline(self, args: dict[str, Any]) -> ToolOutput:
+        message = _text(args, "message")
+        cid, history, lock = self._conversation(args, with_baseline=True)
+        base_history = self._baseline_histories[cid]
+        tool, n = "chat_with_baseline", self.target.max_tokens
+        async with lock:
+            turn = {"role": "user", "content": message}
+            # both sides answer, or neither history moves on (they would no longer be the same conversation)
+            target, baseline = await asyncio.gather(
+                self._model_chat("target", tool, history + [turn], n, conversation_id=cid),
+                self._model_chat("baseline", tool, base_history + [turn], n, conversation_id=cid),
+            )
+            history += [turn, {"role": "assistant", "content": target.text}]
+            base_history += [turn, {"role": "assistant", "content": baseline.text}]
+        return ToolOutput(
+            _cap(
+                f"[conversation_id: {cid}]\n\n=== {self.target.display_name} ===\n{target.text}\n\n"
+                f"=== baseline model ===\n{baseline.text}"
+            )
+        )
 
     # ------------------------------------------------------------------ scaffolded batches
 
@@ -390,49 +366,45 @@ class TargetTools:
         if not inputs:
             return ToolOutput("The helper model wrote no usable probe inputs; rephrase the description.", is_error=True)
         sem = asyncio.Semaphore(cfg.concurrency)
+        roles = ("target", "baseline") if tool in WITH_BASELINE else ("target",)
 
-        async def answer(i: int, item: dict[str, str]) -> str:
+        async def answer(role: str, i: int, item: dict[str, str]) -> str:
             async with sem:
                 try:
-                    if mode == "prefill":
-                        r = await self._target_chat(
-                            tool,
-                            [{"role": "user", "content": item["user"]}],
-                            cfg.reply_max_tokens,
-                            prefill=item["prefill"],
-                            batch=batch,
-                            index=i,
-                        )
-                    elif mode == "sample_user":
-                        msgs = (
-                            [{"role": "assistant", "content": item["assistant"]}] if item["assistant"].strip() else []
-                        )
-                        r = await self._target_chat(
-                            tool, msgs, cfg.reply_max_tokens, user_start=item["user_start"], batch=batch, index=i
-                        )
-                    else:
-                        r = await self._target_complete(
-                            tool, item["prompt"], cfg.reply_max_tokens, batch=batch, index=i
-                        )
-                    return r.text
+                    return (await self._probe(role, tool, mode, item, batch=batch, index=i)).text
                 except TargetCallError as e:
                     return f"[error: {_scrub(str(e))}]"
 
-        outputs = await asyncio.gather(*(answer(i, it) for i, it in enumerate(inputs, 1)))
+        outputs = await asyncio.gather(*(answer(r, i, it) for i, it in enumerate(inputs, 1) for r in roles))
         labels = {
             "prefill": (("user", "USER"), ("prefill", "PREFILL")),
             "sample_user": (("assistant", "ASSISTANT BEFORE"), ("user_start", "USER START")),
             "complete": (("prompt", "PROMPT"),),
         }[mode]
+        who = f"{self.target.display_name} and the baseline model" if len(roles) == 2 else self.target.display_name
         out = [
-            f"Scaffolded batch {batch}: {len(inputs)} inputs written by the helper model, {len(outputs)} "
-            f"replies from {self.target.display_name} (each capped at {cfg.reply_max_tokens} tokens)."
+            f"Scaffolded batch {batch}: {len(inputs)} inputs written by the helper model, replies from {who} "
+            f"(each capped at {cfg.reply_max_tokens} tokens)."
         ]
-        for i, (item, text) in enumerate(zip(inputs, outputs), 1):
+        what = "USER TURN" if mode == "sample_user" else "REPLY"
+        heads = [f"{what}: "] if len(roles) == 1 else [f"TARGET {what}: ", f"BASELINE {what}: "]
+        for i, item in enumerate(inputs, 1):
             lines = [f"=== {i} ==="] + [f"{lab}: {item[key]}" for key, lab in labels if item[key]]
-            lines.append(("USER TURN: " if mode == "sample_user" else "REPLY: ") + text)
+            texts = outputs[(i - 1) * len(roles) : i * len(roles)]
+            lines += [head + text for head, text in zip(heads, texts)]
             out.append("\n".join(lines))
         return ToolOutput(_cap("\n\n".join(out)))
+
+    def _probe(self, role: str, tool: str, mode: str, item: dict[str, str], **ids: Any) -> Coroutine[Any, Any, Reply]:
+        """One scaffolded input sent to the target or the baseline model, reply capped."""
+        cap = self.config.reply_max_tokens
+        if mode == "prefill":
+            msgs = [{"role": "user", "content": item["user"]}]
+            return self._model_chat(role, tool, msgs, cap, prefill=item["prefill"], **ids)
+        if mode == "sample_user":
+            msgs = [{"role": "assistant", "content": item["assistant"]}] if item["assistant"].strip() else []
+            return self._model_chat(role, tool, msgs, cap, user_start=item["user_start"], **ids)
+        return self._model_complete(role, tool, item["prompt"], cap, **ids)
 
     async def _write_inputs(self, tool: str, mode: str, brief: str, n: int, batch: str) -> list[dict[str, str]]:
         sizes = scaffold.chunk_sizes(n)
@@ -477,3 +449,34 @@ def _text(args: dict[str, Any], key: str, allow_empty: bool = False) -> str:
     if not isinstance(v, str) or (not allow_empty and not v.strip()):
         raise _BadInput(f"Missing or empty argument {key!r} (a string).")
     return v
+
+
+def prompt_sha(text: str) -> str:
+    """A short hash of a system prompt: the record shows which prompt was used without holding it."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def record_call(
+    transcript: TranscriptWriter, role: str, tool: str, model: str, reply: Reply | Exception, **fields: Any
+) -> None:
+    """One call to the target, baseline or auxiliary model as a `target_call` transcript event (with
+    its usage and cost, or the error): what run transcripts and the target studies record alike."""
+    if isinstance(reply, Exception):
+        transcript.emit("target_call", "targets", role=role, tool=tool, model=model, error=str(reply), **fields)
+        return
+    transcript.emit(
+        "target_call",
+        "targets",
+        role=role,
+        tool=tool,
+        model=model,
+        served_model=reply.served_model,
+        request=reply.request,
+        text=reply.text,
+        usage=reply.usage,
+        cost_usd=reply.cost_usd,
+        latency_s=reply.latency_s,
+        stop_reason=reply.stop_reason,
+        refusal=reply.refusal,
+        **fields,
+    )

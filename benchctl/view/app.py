@@ -35,6 +35,7 @@ from benchctl.view import compare as cmp
 from benchctl.view import conversation, links, reasoning, render, runpage
 from benchctl.view import events as evmod
 from benchctl.view import tournament as tour
+from benchctl.view import validation as vmod
 from benchctl.view.grades import Rubrics, artifacts_with_grades
 from benchctl.view.live import sweep_active
 from benchctl.view.paths import NotFound, RunFiles, artifact_file, attempts, run_files
@@ -97,6 +98,7 @@ class ViewState:
 
     def page(self, name: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
         ctx.setdefault("has_tournament", os.path.isfile(self.ratings_path))
+        ctx.setdefault("has_validation", bool(vmod.names(self.root)))
         html = self.env.get_template(name).render(status_code=status_code, **ctx)
         return HTMLResponse(html, status_code=status_code)
 
@@ -457,6 +459,13 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             envs=tour.environments(ratings),
         )
 
+    def validation_page(request: Request) -> Response:
+        name = request.path_params.get("name")
+        if name is None:
+            studies = [vmod.summary(state.root, n) for n in vmod.names(state.root)]
+            return state.page("validation.html", page=None, studies=studies)
+        return state.page("validation.html", page=vmod.detail(state.root, name), studies=[])
+
     def report_page(request: Request) -> Response:
         from benchctl.report.build import build_report
         from benchctl.report.provenance import provenance_lines
@@ -496,6 +505,8 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         Route("/compare", compare_page),
         Route("/tournament", tournament_page),
         Route("/report", report_page),
+        Route("/validation", validation_page),
+        Route("/validation/{name}", validation_page),
         Mount("/static", StaticFiles(packages=[("benchctl.view", "static")]), name="static"),
     ]
     # Bound to one name: only that name (and the loopback names) may appear in Host. Bound to
