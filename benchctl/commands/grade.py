@@ -47,6 +47,12 @@ def runs(
     judge: str = typer.Option(
         ..., "--judge", help="Judge model id, e.g. anthropic/claude-sonnet-5-5 or scripted/judge.json."
     ),
+    verifier: str | None = typer.Option(
+        None,
+        "--verifier",
+        help='Tournament grader, tasks with \\[grading.tournament] verify = "agent": the model of the verifier '
+        "agent that tries each issue in a fresh sandbox of its environment (default: the judge).",
+    ),
     grader: list[str] | None = typer.Option(
         None, "--grader", help="Grader to run (repeatable); default: the task's \\[grading] graders."
     ),
@@ -65,9 +71,9 @@ def runs(
     ),
     max_cost: float | None = max_cost_option(
         "for grading: once the judge spend of the graders being run reaches it — every judge call of theirs "
-        "recorded in RESULTS_DIR, earlier sessions' too (grades from before the spend log: estimated from their "
-        "records) — no new judge call starts and their items stay unscored "
-        "(never 0). A rerun continues the count from disk."
+        "(and the tournament's verifier runs) recorded in RESULTS_DIR, earlier sessions' too (grades from before "
+        "the spend log: estimated from their records) — no new judge call or verifier run starts, a running "
+        "verifier stops, and their items stay unscored (never 0). A rerun continues the count from disk."
     ),
     allow_unpriced: bool = allow_unpriced_option(),
 ) -> None:
@@ -91,12 +97,19 @@ def runs(
     if not runs_dir(results).is_dir():
         typer.echo(f"error: {results} has no runs/ directory; pass the results directory of a sweep", err=True)
         raise typer.Exit(2)
-    try:
-        ModelId.parse(judge)
-    except ModelIdError as e:
-        typer.echo(f"error: --judge: {e}", err=True)
-        raise typer.Exit(2) from None
-    limits = cli_limits(max_cost=max_cost, max_connections=None, allow_unpriced=allow_unpriced, models=[judge])
+    for flag, model in (("--judge", judge), ("--verifier", verifier)):
+        try:
+            if model is not None:
+                ModelId.parse(model)
+        except ModelIdError as e:
+            typer.echo(f"error: {flag}: {e}", err=True)
+            raise typer.Exit(2) from None
+    limits = cli_limits(
+        max_cost=max_cost,
+        max_connections=None,
+        allow_unpriced=allow_unpriced,
+        models=[judge] + ([verifier] if verifier else []),
+    )
     from benchctl.tournament.participants import parse_auditor_key
 
     try:
@@ -113,6 +126,7 @@ def runs(
         run_glob=run,
         auditor_key=auditor_key,
         max_cost=limits.max_cost,
+        verifier=verifier,
     )
     from rich.progress import Progress
 

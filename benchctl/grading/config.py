@@ -16,6 +16,11 @@ Keys (all optional; paths are relative to the task directory):
     ground_truth_text = "..."                  # ... or inline text
     [grading.prompts]                  # optional overrides of the built-in judge prompts
     coverage = "grading/my_coverage.txt"     # keys: system, coverage, reask, tldr, tldr_reask, any_of_n, verdict_reask
+    [grading.tournament]               # tournament: what makes an issue earn credit (TournamentSettings)
+    verify = "agent"                   # "none" | "judge" (default) | "agent"
+    verify_credit = "not_refuted"      # agent: "confirmed" (default) | "not_refuted"
+    verify_budget = "10m"              # agent: each issue's verifier run
+    verify_concurrency = 2             # agent: verifier sandboxes at once
 
 A bad table fails with a GradingConfigError naming the file, the key and the fix.
 """
@@ -29,6 +34,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from benchctl.policies import parse_duration
+from benchctl.tournament.schema import CREDITED, VERIFY_MODES
 
 KNOWN_GRADERS = ("coverage", "tldr", "combined", "any_of_n", "tournament")
 PROMPT_NAMES = ("system", "coverage", "reask", "tldr", "tldr_reask", "any_of_n", "verdict_reask")
@@ -45,7 +53,9 @@ _KEYS = {
     "ground_truth",
     "ground_truth_text",
     "prompts",
+    "tournament",
 }
+_TOURNAMENT_KEYS = {"verify", "verify_credit", "verify_budget", "verify_concurrency"}
 # Bump when parsing or scoring rules change so old grades are not reused as if equivalent.
 GRADING_VERSION = "1"
 
@@ -60,6 +70,19 @@ class Finding:
     text: str
     cluster: str | None = None
     weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class TournamentSettings:
+    """[grading.tournament]: what makes a canonical issue earn credit. `verify`: "none" (every issue a
+    run found), "judge" (the dedup judge's `supported`), "agent" (also a verifier agent's verdict in a
+    fresh sandbox of the environment: benchctl/tournament/verify.py); `verify_credit`: which verdicts
+    earn ("confirmed", or "not_refuted": confirmed and unverifiable)."""
+
+    verify: str = "judge"
+    verify_credit: str = "confirmed"
+    verify_budget: str = "10m"  # one issue's verifier run
+    verify_concurrency: int = 2  # verifier runs (sandboxes) at once
 
 
 @dataclass
@@ -77,6 +100,7 @@ class GradingConfig:
     n: int = 10
     ground_truth: str = ""
     prompts: dict[str, str] = field(default_factory=dict)  # name -> template text
+    tournament: TournamentSettings = field(default_factory=TournamentSettings)
 
     def rubric_hash(self, grader: str) -> str:
         """Content hash of everything that decides a grader's scores: prompts, rubric, settings."""
@@ -228,6 +252,7 @@ def load_grading(task_dir: Path) -> GradingConfig:
         name: (_read(file, task_dir, f"prompts.{name}", overrides[name]) if name in overrides else builtin_prompt(name))
         for name in PROMPT_NAMES
     }
+    cfg.tournament = _tournament_settings(file, raw.get("tournament", {}))
     graders = raw.get("graders")
     if graders is None:
         graders = (["coverage"] if cfg.findings else []) + (["tldr"] if cfg.reference else [])
@@ -245,6 +270,33 @@ def load_grading(task_dir: Path) -> GradingConfig:
     cfg.graders = list(graders)
     check_graders(cfg, cfg.graders)
     return cfg
+
+
+def _tournament_settings(file: Path, raw: Any) -> TournamentSettings:
+    if not isinstance(raw, dict):
+        raise _err(file, "tournament", "must be a table", 'write [grading.tournament] with verify = "agent"')
+    unknown = sorted(set(raw) - _TOURNAMENT_KEYS)
+    if unknown:
+        raise _err(
+            file, f"tournament.{unknown[0]}", "unknown key", f"known keys: {', '.join(sorted(_TOURNAMENT_KEYS))}"
+        )
+    verify = raw.get("verify", "judge")
+    if verify not in VERIFY_MODES:
+        raise _err(file, "tournament.verify", f"{verify!r} is not a mode", f"use one of {', '.join(VERIFY_MODES)}")
+    credit = raw.get("verify_credit", "confirmed")
+    if credit not in CREDITED:
+        raise _err(file, "tournament.verify_credit", f"{credit!r} is not a choice", f"use one of {', '.join(CREDITED)}")
+    budget = raw.get("verify_budget", "10m")
+    try:
+        ok = isinstance(budget, str) and parse_duration(budget) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise _err(file, "tournament.verify_budget", f"{budget!r} is not a positive duration", 'e.g. "10m" or "90s"')
+    conc = raw.get("verify_concurrency", 2)
+    if isinstance(conc, bool) or not isinstance(conc, int) or conc < 1:
+        raise _err(file, "tournament.verify_concurrency", f"must be a positive integer, got {conc!r}", "e.g. 2")
+    return TournamentSettings(verify, credit, budget, conc)
 
 
 def check_graders(cfg: GradingConfig, graders: list[str]) -> None:

@@ -37,6 +37,7 @@ from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
 
 if TYPE_CHECKING:  # the tournament is imported only when a session rates one
     from benchctl.tournament.schema import Ratings
+    from benchctl.tournament.verify import VerifyStats
 
 
 @dataclass
@@ -49,6 +50,7 @@ class GradeOptions:
     run_glob: str | None = None  # fnmatch over run ids
     auditor_key: str = "model"  # tournament: meta fields that name an auditor, e.g. model+harness
     max_cost: float | None = None  # USD the grading spend may reach (--max-cost; earlier sessions' count)
+    verifier: str | None = None  # tournament, verify = "agent": the verifier model (None: the judge)
 
 
 @dataclass
@@ -84,6 +86,7 @@ class Session:
     tournament_tasks: set[str] = field(default_factory=set)
     tournament_notes: list[str] = field(default_factory=list)
     tournament_ratings: Ratings | None = None  # what grade_tournament wrote to ratings.json
+    verify_stats: VerifyStats | None = None  # what the tournament's verifier runs did (verify = "agent")
 
 
 def configuration_of(run_id: str) -> str:
@@ -260,12 +263,20 @@ async def grade_results(
     if session.tournament:
         try:
             from benchctl.tournament.grader import agrade_tournament
+            from benchctl.tournament.verify import VerifyStats
         except ImportError as e:
             raise GradingConfigError(f"the tournament grader is not available ({e})") from None
         before = judge.calls
+        session.verify_stats = VerifyStats()
         try:
             session.tournament_ratings = await agrade_tournament(
-                results, judge, force=opts.force, auditor_key=opts.auditor_key, tasks=sorted(session.tournament_tasks)
+                results,
+                judge,
+                force=opts.force,
+                auditor_key=opts.auditor_key,
+                tasks=sorted(session.tournament_tasks),
+                verifier=opts.verifier,
+                verify_stats=session.verify_stats,
             )
         except (ValueError, FileNotFoundError) as e:  # bad auditor key, run without a task, nothing to rate
             raise GradingConfigError(f"tournament: {e}") from None
