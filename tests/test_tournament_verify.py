@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_rig import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
 from typer.testing import CliRunner
 
 from benchctl.cli import app
@@ -228,3 +229,28 @@ def test_the_cost_cap_stops_verifiers_and_the_next_session_continues(audited, tm
     assert sorted(i["verification"]["verdict"] for i in canonical(results)["issues"]) == ["confirmed", "refuted"]
     assert (stopped / "attempts" / "1" / "meta.json").is_file()  # the stopped run, kept, then made again
     assert f"${first_spend:.4f} before this session" in done.output
+
+
+@pytest.mark.browser
+def test_the_tournament_page_shows_each_verdict_and_opens_its_verifier(verified, browser) -> None:
+    """Last in this module: while the browser fixture lives, this thread runs playwright's loop."""
+    from tests.view_rig import serve
+
+    results = verified["results"]
+    issues = by_title(canonical(results))
+    with serve(results) as base:
+        page, errors = open_page(browser, base + "/tournament")
+        assert "1 confirmed · 1 refuted · 0 unverifiable · 0 not verified" in page.inner_text("#verification")
+        env = page.locator("section.env", has_text="grader-env")
+        for title, verdict in ((rig.REAL_ISSUE["title"], "confirmed"), (rig.FAKE_ISSUE["title"], "refuted")):
+            row = env.locator("tr", has_text=title)
+            assert row.locator("td.verdict b").inner_text() == verdict
+            run_id = issues[title]["verification"]["verifier_run"]
+            assert row.locator("a.verifier").get_attribute("href") == f"/run/{run_id}"
+        screenshot(page, "view-tournament-verified")
+        env.locator("tr", has_text=rig.REAL_ISSUE["title"]).locator("a.verifier").click()
+        page.wait_for_url(f"**/run/{issues[rig.REAL_ISSUE['title']]['verification']['verifier_run']}")
+        body = page.inner_text("main")
+        assert rig.REAL_REPRO in body and "reward 1" in body
+        screenshot(page, "view-verifier-run")
+        assert errors == [], errors

@@ -146,9 +146,10 @@ def print_summary(session: Session) -> None:
             if session.judge_spent_estimated_usd
             else ""
         )
+        stats = session.verify_stats
+        verifiers = " and verifier runs" if stats and (stats.runs or stats.reused or stats.not_started) else ""
         console.print(
-            f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls "
-            f"and verifier runs "
+            f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls{verifiers} "
             f"(${session.judge_spent_before_usd:.4f} before this session{estimated}; "
             f"grades/<grader>/judge_log/spend.jsonl)"
         )

@@ -59,6 +59,7 @@ TOURNAMENT = "tournament"  # grader name: grades/tournament/
 RATINGS_FILE = "ratings.json"
 CANONICAL_DIR = "canonical"
 EXTRACTED_DIR = "extracted"
+VERIFY_DIR = "verify"  # verifier runs: a results layout (runs/<id>/) of its own
 
 Importance = Literal["low", "medium", "high"]
 POINTS: dict[str, int] = {"low": 1, "medium": 3, "high": 6}

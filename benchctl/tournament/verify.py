@@ -43,6 +43,7 @@ from benchctl.tournament.canonical import tournament_dir
 from benchctl.tournament.schema import (
     TOURNAMENT,
     VERDICTS,
+    VERIFY_DIR,
     AuditorIssue,
     CanonicalIssue,
     Verification,
@@ -50,7 +51,6 @@ from benchctl.tournament.schema import (
 )
 from benchctl.tournament.verify_prompt import SYSTEM, VERDICT_FILE, claims_of, instructions, verification_key
 
-VERIFY_DIR = "verify"  # grades/tournament/verify/: a results layout of verifier runs
 VARIANTS_DIR = ".variants"  # variant copies of environments' data, remade each session
 MAX_TEXT = 2000  # characters of one command, or of its output, kept in the canonical list
 MAX_REASON = 4000
