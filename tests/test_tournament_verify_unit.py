@@ -20,8 +20,8 @@ from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.__main__ import main as tournament_main
 from benchctl.tournament.grader import rate_from_canonical
-from benchctl.tournament.verify import commands_of, read_verdict
 from benchctl.tournament.verify_prompt import claims_of, instructions, verification_key
+from benchctl.tournament.verify_record import commands_of, read_verdict
 
 runner = CliRunner()
 JUDGE = "scripted/py:test_tournament_judge:scripted_title_judge"

@@ -28,7 +28,6 @@ from typing import Any
 import orjson
 
 from benchctl import jsonio
-from benchctl.grading.config import TournamentSettings
 from benchctl.grading.judge import Judge, JudgeFailed, Tally, judge_log_path, write_judge_log
 from benchctl.grading.spend import seed_lines, seed_spend_log
 from benchctl.layout import GRADE_SCHEMA, META, RUNS, GradeItem, GradeRecord, grade_path
@@ -56,14 +55,12 @@ from benchctl.tournament.schema import (
     RATINGS_FILE,
     TOURNAMENT,
     AuditorIssue,
-    CanonicalIssue,
     CanonicalList,
     ExtractedIssues,
     Ratings,
-    Verification,
     Weighting,
 )
-from benchctl.tournament.verify import Verifier, VerifyStats, unverified, verify_issues
+from benchctl.tournament.verify import Verifier, VerifyStats, verify_env
 
 MAX_REPORT_CHARS = 200_000  # a markdown report longer than this is cut before extraction
 
@@ -165,70 +162,8 @@ async def judge_environments(
         stage.stats = verify_stats
     out = []
     for (_, runs), (canon, issues_by_run) in zip(envs, judged):
-        out.append(await _verify_env(results, canon, issues_by_run, runs, judge, stage))
+        out.append(await verify_env(results, canon, issues_by_run, runs, judge, stage))
     return out
-
-
-async def _verify_env(
-    results: Path,
-    canon: CanonicalList,
-    issues_by_run: dict[str, list[AuditorIssue]],
-    runs: list[Participant],
-    judge: Judge,
-    stage: Verifier,
-) -> CanonicalList:
-    """The canonical list with its task's verify settings and (verify = "agent") each issue's
-    verification; saved when that changed it. A hand-edited list keeps every verification it has
-    (only issues without one are verified) and stays marked as hand-edited."""
-    if canon.get("status", "ok") != "ok":
-        return canon
-    settings = next((p.settings for p in runs if p.task_dir), TournamentSettings())
-    hand = canon_io.was_hand_edited(canon)
-    new: CanonicalList = {**canon, "verify": settings.verify, "verify_credit": settings.verify_credit}  # type: ignore[typeddict-item]
-    todo = [i for i in new.get("issues", []) if not (hand and "verification" in i)]
-    if settings.verify == "agent" and todo:
-        found = await _verifications(results, new, todo, issues_by_run, runs, settings, stage, judge)
-        new["issues"] = [{**i, "verification": found[i["id"]]} if i["id"] in found else i for i in new["issues"]]
-    if new == canon:
-        return canon
-    if not hand:
-        new["content_hash"] = canon_io.list_hash(new)
-    canon_io.save_canonical(results, new)
-    return new
-
-
-async def _verifications(
-    results: Path,
-    canon: CanonicalList,
-    issues: list[CanonicalIssue],
-    issues_by_run: dict[str, list[AuditorIssue]],
-    runs: list[Participant],
-    settings: TournamentSettings,
-    stage: Verifier,
-    judge: Judge,
-) -> dict[str, Verification]:
-    """Issue id -> verification, from verifier runs in a thread (a cancelled session stops them).
-    An environment whose task cannot be loaded keeps the verifications it has; the others get none."""
-    from benchctl.tasks import TaskError, load_task
-
-    task_dir = next((p.task_dir for p in runs if p.task_dir), None)
-    variant = next((p.info.get("variant") for p in runs if p.info.get("variant")), None)
-    model = stage.model or judge.model
-    spent = stage.stats.cost_usd or 0.0
-    try:
-        task = load_task(task_dir or "")
-        got = await asyncio.to_thread(
-            verify_issues, stage, canon["env"], variant, issues, issues_by_run, task, settings, model
-        )
-    except TaskError as e:
-        why = f"not verified: the environment's task cannot be loaded ({e})"
-        return {i["id"]: unverified(why) for i in issues if "verification" not in i}
-    except asyncio.CancelledError:
-        stage.stop()
-        raise
-    finally:  # the verifiers' spend counts toward the session's cost cap (and its summary)
-        judge.spent += (stage.stats.cost_usd or 0.0) - spent
-    return got
 
 
 async def _judge_env(

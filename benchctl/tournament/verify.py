@@ -22,6 +22,7 @@ issue left without a verdict keeps its environment out of the ratings until a re
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -32,28 +33,26 @@ from typing import Any
 import orjson
 
 from benchctl.grading.config import TournamentSettings
+from benchctl.grading.judge import Judge
 from benchctl.grading.spend import append_spend, spend_log_path
-from benchctl.jsonio import read_jsonl
-from benchctl.layout import ARTIFACTS, FINAL_STATUSES, TRANSCRIPT, read_meta, run_dir, slug
-from benchctl.limits.run import event_cost
-from benchctl.output_cap import head_and_tail
+from benchctl.layout import FINAL_STATUSES, read_meta, run_dir, slug
 from benchctl.policies import EarlyExitPolicy, RunPolicies, parse_duration
 from benchctl.tasks import Task, hash_tree
+from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.canonical import tournament_dir
+from benchctl.tournament.participants import Participant
 from benchctl.tournament.schema import (
     TOURNAMENT,
-    VERDICTS,
     VERIFY_DIR,
     AuditorIssue,
     CanonicalIssue,
+    CanonicalList,
     Verification,
-    VerifierCommand,
 )
 from benchctl.tournament.verify_prompt import SYSTEM, VERDICT_FILE, claims_of, instructions, verification_key
+from benchctl.tournament.verify_record import read_verification, settled, unverified
 
 VARIANTS_DIR = ".variants"  # variant copies of environments' data, remade each session
-MAX_TEXT = 2000  # characters of one command, or of its output, kept in the canonical list
-MAX_REASON = 4000
 HARNESS = "react"
 # A verifier stops when it has its answer: no "keep going" reprompts; the time notices stay.
 POLICIES = RunPolicies(early_exit=EarlyExitPolicy(enabled=False), length=None, notify_time=True)
@@ -67,7 +66,6 @@ class VerifyStats:
     reused: int = 0  # issues settled by an earlier session's run
     not_started: int = 0  # verifier runs the cost cap kept from starting
     cost_usd: float | None = 0.0  # this session's verifier spend; None when some call had no price
-    models: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add_cost(self, cost: Any) -> None:
@@ -109,7 +107,8 @@ class Verifier:
         for runner in live:
             runner.request_cancel()
 
-    def _run(self, runner: Any, spec: Any) -> None:
+    def run(self, runner: Any, spec: Any) -> None:
+        """One verifier run through `runner` (blocking), stopped by `stop` like the others."""
         with self._lock:
             self._live.add(runner)
         try:
@@ -120,22 +119,65 @@ class Verifier:
                 self._live.discard(runner)
 
 
-def verify_root(results: Path) -> Path:
-    return tournament_dir(results) / VERIFY_DIR
+async def verify_env(
+    results: Path,
+    canon: CanonicalList,
+    issues_by_run: dict[str, list[AuditorIssue]],
+    runs: list[Participant],
+    judge: Judge,
+    stage: Verifier,
+) -> CanonicalList:
+    """The canonical list with its task's verify settings and (verify = "agent") each issue's
+    verification; saved when that changed it. A hand-edited list keeps every verification it has
+    (only issues without one are verified) and stays marked as hand-edited."""
+    if canon.get("status", "ok") != "ok":
+        return canon
+    settings = next((p.settings for p in runs if p.task_dir), TournamentSettings())
+    hand = canon_io.was_hand_edited(canon)
+    new: CanonicalList = {**canon, "verify": settings.verify, "verify_credit": settings.verify_credit}  # type: ignore[typeddict-item]
+    todo = [i for i in new.get("issues", []) if not (hand and "verification" in i)]
+    if settings.verify == "agent" and todo:
+        found = await verifications(results, new, todo, issues_by_run, runs, settings, stage, judge)
+        new["issues"] = [{**i, "verification": found[i["id"]]} if i["id"] in found else i for i in new["issues"]]
+    if new == canon:
+        return canon
+    if not hand:
+        new["content_hash"] = canon_io.list_hash(new)
+    canon_io.save_canonical(results, new)
+    return new
 
 
-def unverified(reason: str, run_id: str | None = None, commands: list[VerifierCommand] | None = None) -> Verification:
-    return Verification(verdict=None, reason=reason, verifier_run=run_id, commands=commands or [])
+async def verifications(
+    results: Path,
+    canon: CanonicalList,
+    issues: list[CanonicalIssue],
+    issues_by_run: dict[str, list[AuditorIssue]],
+    runs: list[Participant],
+    settings: TournamentSettings,
+    stage: Verifier,
+    judge: Judge,
+) -> dict[str, Verification]:
+    """Issue id -> verification, from verifier runs in a thread (a cancelled session stops them).
+    An environment whose task cannot be loaded keeps the verifications it has; the others get none."""
+    from benchctl.tasks import TaskError, load_task
 
-
-def environment_hash(task: Task, data: Path | None) -> str:
-    """What a verifier's sandbox is made of: the data it mounts, the image, the sandbox limits."""
-    blob = orjson.dumps([hash_tree(data), task.image, asdict(task.limits)])
-    return "sha256:" + hashlib.sha256(blob).hexdigest()
-
-
-def verifier_run_id(env: str, key: str) -> str:
-    return f"verify__{slug(env)}__{key.split(':', 1)[-1][:16]}"
+    task_dir = next((p.task_dir for p in runs if p.task_dir), None)
+    variant = next((p.info.get("variant") for p in runs if p.info.get("variant")), None)
+    model = stage.model or judge.model
+    try:
+        task = load_task(task_dir or "")
+        got = await asyncio.to_thread(
+            verify_issues, stage, canon["env"], variant, issues, issues_by_run, task, settings, model
+        )
+    except TaskError as e:
+        why = f"not verified: the environment's task cannot be loaded ({e})"
+        return {i["id"]: unverified(why) for i in issues if "verification" not in i}
+    except asyncio.CancelledError:
+        stage.stop()
+        raise
+    finally:  # the verifiers' spend (the limiter counted on from the judge's) is the session's too
+        judge.spent = max(judge.spent, stage.limiter.spent())
+    return got
 
 
 def verify_issues(
@@ -165,9 +207,8 @@ def verify_issues(
     for issue in issues:
         prompt = instructions(env, issue, claims_of(env, issue, issues_by_run))
         jobs[issue["id"]] = (verifier_run_id(env, verification_key(prompt, env_hash, model)), prompt)
-    todo = [job for job in jobs.values() if not _settled(run_dir(root, job[0]))]
+    todo = [job for job in jobs.values() if not settled(run_dir(root, job[0]))]
     verifier.stats.reused += len(jobs) - len(todo)
-    verifier.stats.models.add(model)
     not_run: dict[str, str] = {}  # run id -> why it did not run
     if todo:
         root.mkdir(parents=True, exist_ok=True)
@@ -191,7 +232,7 @@ def verify_issues(
                     run_id, task.name, str(task.task_dir), HARNESS, model, settings.verify_budget,
                     budget_s, 0, variant, None, options,
                 )  # fmt: skip
-                verifier._run(Runner(one_task, root, prepared, progress=recorder, limits=plan), spec)
+                verifier.run(Runner(one_task, root, prepared, progress=recorder, limits=plan), spec)
 
             try:
                 with ThreadPoolExecutor(settings.verify_concurrency, thread_name_prefix="verify") as pool:
@@ -201,70 +242,18 @@ def verify_issues(
     return {iid: read_verification(root, run_id, not_run.get(run_id)) for iid, (run_id, _) in jobs.items()}
 
 
-def read_verification(root: Path, run_id: str, not_run: str | None = None) -> Verification:
-    """The verification a verifier run left: its verdict file, and its tool calls with their outputs."""
-    path = run_dir(root, run_id)
-    meta = read_meta(path) if path.is_dir() else None
-    if meta is None:
-        why = not_run or "the verifier run did not finish"
-        return unverified(f"not verified: {why}", run_id if path.is_dir() else None)
-    commands = commands_of(path / TRANSCRIPT)
-    verdict, reason = read_verdict(path / ARTIFACTS / VERDICT_FILE)
-    if verdict is None:
-        ended = f"{meta.get('status')}" + (f" ({meta['error']})" if meta.get("error") else "")
-        return unverified(f"not verified: {reason}; the verifier run ended {ended}", run_id, commands)
-    return Verification(verdict=verdict, reason=reason, verifier_run=run_id, commands=commands)  # type: ignore[typeddict-item]
+def verify_root(results: Path) -> Path:
+    return tournament_dir(results) / VERIFY_DIR
 
 
-def read_verdict(path: Path) -> tuple[str | None, str]:
-    """(verdict, reason) from a verdict.json, or (None, what is wrong with it)."""
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None, f"the verifier wrote no /work/{VERDICT_FILE}"
-    except orjson.JSONDecodeError as e:
-        return None, f"/work/{VERDICT_FILE} is not JSON ({e})"
-    verdict = str(data.get("verdict", "")).strip().lower() if isinstance(data, dict) else ""
-    if verdict not in VERDICTS:
-        return None, f'/work/{VERDICT_FILE} has no "verdict" of {", ".join(VERDICTS)}'
-    return verdict, str(data.get("reason") or "")[:MAX_REASON]
+def environment_hash(task: Task, data: Path | None) -> str:
+    """What a verifier's sandbox is made of: the data it mounts, the image, the sandbox limits."""
+    blob = orjson.dumps([hash_tree(data), task.image, asdict(task.limits)])
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def commands_of(transcript: Path) -> list[VerifierCommand]:
-    """Every tool call of a verifier run, in order, with its exit code and (cut) output."""
-    calls: dict[str, dict[str, Any]] = {}
-    out: list[VerifierCommand] = []
-    try:
-        events = read_jsonl(transcript)
-    except OSError:
-        return out
-    for ev in events:
-        if ev.get("type") == "tool_call":
-            calls[str(ev.get("id"))] = ev
-        elif ev.get("type") == "tool_result" and str(ev.get("id")) in calls:
-            call = calls.pop(str(ev.get("id")))
-            out.append(_command(call, ev.get("exit_code"), str(ev.get("output") or "")))
-    return out + [_command(call, None, "(no result: the run ended first)") for call in calls.values()]
-
-
-def _command(call: dict[str, Any], exit_code: Any, output: str) -> VerifierCommand:
-    inp = call.get("input")
-    if isinstance(inp, dict) and isinstance(inp.get("command" if call.get("name") == "bash" else "code"), str):
-        text = inp["command" if call.get("name") == "bash" else "code"]
-    else:
-        text = orjson.dumps(inp).decode()
-    return VerifierCommand(
-        tool=str(call.get("name")),
-        command=head_and_tail(text, MAX_TEXT)[0],
-        exit_code=exit_code if isinstance(exit_code, int) else None,
-        output=head_and_tail(output, MAX_TEXT)[0],
-    )
-
-
-def _settled(path: Path) -> bool:
-    """A finished verifier run with a usable verdict: its verification is reused as it is."""
-    meta = read_meta(path) if path.is_dir() else None
-    return bool(meta and meta.get("status") in FINAL_STATUSES and read_verdict(path / ARTIFACTS / VERDICT_FILE)[0])
+def verifier_run_id(env: str, key: str) -> str:
+    return f"verify__{slug(env)}__{key.split(':', 1)[-1][:16]}"
 
 
 def _retire(path: Path) -> None:
@@ -273,7 +262,7 @@ def _retire(path: Path) -> None:
     from benchctl.run.runner import move_attempt_aside
 
     meta = read_meta(path) if path.is_dir() else None
-    if meta and meta.get("status") in FINAL_STATUSES and not _settled(path):
+    if meta and meta.get("status") in FINAL_STATUSES and not settled(path):
         move_attempt_aside(path)
 
 
@@ -292,14 +281,17 @@ class _Recorder:
     tournament's spend log as it happens (so `--max-cost` of a later session counts it)."""
 
     def __init__(self, spend_log: Path, model: str, stats: VerifyStats, not_run: dict[str, str]) -> None:
+        from benchctl.limits.run import event_cost  # the gateway's layer: imported when verifiers run
+
         self.spend_log, self.model, self.stats, self.not_run = spend_log, model, stats, not_run
+        self.event_cost = event_cost
 
     def started(self, spec: Any) -> None:
         with self.stats._lock:
             self.stats.runs += 1
 
     def event(self, spec: Any, ev: dict[str, Any]) -> None:
-        if ev.get("type") == "model_call" or event_cost(ev):
+        if ev.get("type") == "model_call" or self.event_cost(ev):
             cost = ev.get("cost_usd")
             append_spend(
                 self.spend_log, judge=self.model, subject=f"{VERIFY_DIR}/{spec.run_id}", ask="verify",
