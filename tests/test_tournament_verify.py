@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,7 @@ from typer.testing import CliRunner
 from benchctl.cli import app
 from benchctl.jsonio import read_json, read_jsonl
 from tests import verify_rig as rig
-from tests._run_helpers import containers_with_label, run_inprocess, runs
+from tests._run_helpers import BENCHCTL, REPO, containers_with_label, run_inprocess, runs
 
 pytestmark = pytest.mark.docker
 runner = CliRunner()
@@ -229,6 +232,47 @@ def test_the_cost_cap_stops_verifiers_and_the_next_session_continues(audited, tm
     assert sorted(i["verification"]["verdict"] for i in canonical(results)["issues"]) == ["confirmed", "refuted"]
     assert (stopped / "attempts" / "1" / "meta.json").is_file()  # the stopped run, kept, then made again
     assert f"${first_spend:.4f} before this session" in done.output
+
+
+def test_an_interrupted_grade_stops_its_verifiers(audited, tmp_path) -> None:
+    """Ctrl-C while verifiers run: they are stopped, their containers removed, nothing is recorded
+    as verified, and the next session verifies."""
+    results = copy_results(audited, tmp_path / "results", verify="agent")
+    slow = "scripted/py:tests.verify_rig:slow_verifier"
+    proc = subprocess.Popen(
+        # a process of its own, where the tests are the package `tests`
+        [
+            *BENCHCTL,
+            "grade",
+            str(results),
+            "--judge",
+            "scripted/py:tests." + JUDGE.split(":", 1)[1],
+            "--verifier",
+            slow,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.time() + 60
+    while not [
+        c for c in containers_with_label("benchctl.run_id") if c.labels["benchctl.run_id"].startswith("verify__")
+    ]:
+        assert proc.poll() is None and time.time() < deadline, "no verifier sandbox started"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0, out
+    assert not [
+        c for c in containers_with_label("benchctl.run_id") if c.labels["benchctl.run_id"].startswith("verify__")
+    ]
+    metas = [read_json(p) for p in (results / "grades" / "tournament" / "verify" / "runs").glob("*/meta.json")]
+    assert metas and {(m["status"], m["error"]) for m in metas} == {("error", "cancelled")}
+    assert all("verification" not in i for i in canonical(results)["issues"])
+    done = grade(results, "--verifier", VERIFIER)
+    assert done.exit_code == 0, done.output
+    assert sorted(i["verification"]["verdict"] for i in canonical(results)["issues"]) == ["confirmed", "refuted"]
 
 
 @pytest.mark.browser

@@ -163,3 +163,10 @@ def verifier(req: Any) -> dict[str, Any]:
         verdict = {"verdict": "confirmed" if holds else "refuted", "reason": "; ".join(notes) or "nothing to run"}
         return _write("/work/verdict.json", json.dumps(verdict))
     return _submit()
+
+
+def slow_verifier(req: Any) -> dict[str, Any]:
+    """A verifier still at work when it is interrupted: its first command takes two minutes."""
+    if "[exit code:" not in _tool_side(req):
+        return {"text": "Checking slowly.", "tool_calls": [{"name": "bash", "input": {"command": "sleep 120"}}]}
+    return _submit()
