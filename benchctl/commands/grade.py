@@ -99,8 +99,7 @@ def runs(
         raise typer.Exit(2)
     for flag, model in (("--judge", judge), ("--verifier", verifier)):
         try:
-            if model is not None:
-                ModelId.parse(model)
+            ModelId.parse(model) if model is not None else None
         except ModelIdError as e:
             typer.echo(f"error: {flag}: {e}", err=True)
             raise typer.Exit(2) from None

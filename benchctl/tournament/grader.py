@@ -157,9 +157,7 @@ async def judge_environments(
         by_env.setdefault(p.env, []).append(p)
     envs = sorted(by_env.items())
     judged = await asyncio.gather(*(_judge_env(results, env, runs, judge, force) for env, runs in envs))
-    stage = Verifier.start(results, verifier, judge.max_cost, judge.spent)
-    if verify_stats is not None:
-        stage.stats = verify_stats
+    stage = Verifier.start(results, verifier, judge.max_cost, judge.spent, verify_stats or VerifyStats())
     out = []
     for (_, runs), (canon, issues_by_run) in zip(envs, judged):
         out.append(await verify_env(results, canon, issues_by_run, runs, judge, stage))

@@ -91,13 +91,16 @@ class Verifier:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def start(cls, results: Path, model: str | None, max_cost: float | None, spent: float) -> Verifier:
+    def start(
+        cls, results: Path, model: str | None, max_cost: float | None, spent: float, stats: VerifyStats
+    ) -> Verifier:
+        """The session's verification, its cap `max_cost` (None: none) counting on from `spent`."""
         from benchctl.limits.config import LimitsConfig
         from benchctl.limits.local import LocalLimiter
 
         # unpriced models were refused up front (or allowed) by `benchctl grade`'s own check
         config = LimitsConfig(max_cost=max_cost, allow_unpriced=True)
-        return cls(Path(results), model, LocalLimiter(config, spent), config)
+        return cls(Path(results), model, LocalLimiter(config, spent), config, stats)
 
     def stop(self) -> None:
         """Cancel: no verifier starts any more, and the running ones are stopped now."""
