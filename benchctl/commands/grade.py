@@ -98,8 +98,10 @@ def runs(
         typer.echo(f"error: {results} has no runs/ directory; pass the results directory of a sweep", err=True)
         raise typer.Exit(2)
     for flag, model in (("--judge", judge), ("--verifier", verifier)):
+        if model is None:
+            continue
         try:
-            ModelId.parse(model) if model is not None else None
+            ModelId.parse(model)
         except ModelIdError as e:
             typer.echo(f"error: {flag}: {e}", err=True)
             raise typer.Exit(2) from None
