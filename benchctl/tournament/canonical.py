@@ -46,7 +46,7 @@ def content_hash(issues: list[CanonicalIssue], verify: str = "judge", verify_cre
     verified) each issue's verdict and the verify settings.
 
     Titles and descriptions are left out so rewording an issue by hand does not look like a change
-    in the data. What a list without verification holds hashes as it always did."""
+    in the data. A list with no verification under the default settings hashes its issues alone."""
     core: list[Any] = []
     for issue in issues:
         found = {r: bool(f.get("supported", False)) for r, f in sorted((issue.get("found_by") or {}).items())}
