@@ -57,6 +57,12 @@ def runs(
         help="Ask each judge K times per item (fresh samples, at the provider's default temperature); the item "
         "takes the mean, and the report's judge_share says how much of the spread between runs is the judge's.",
     ),
+    verifier: str | None = typer.Option(
+        None,
+        "--verifier",
+        help='Tournament grader, tasks with \\[grading.tournament] verify = "agent": the model of the verifier '
+        "agent that tries each issue in a fresh sandbox of its environment (default: the judge).",
+    ),
     grader: list[str] | None = typer.Option(
         None, "--grader", help="Grader to run (repeatable); default: the task's \\[grading] graders."
     ),
@@ -75,9 +81,9 @@ def runs(
     ),
     max_cost: float | None = max_cost_option(
         "for grading: once the judge spend of the graders being run reaches it — every judge call of theirs "
-        "recorded in RESULTS_DIR, earlier sessions' too (grades from before the spend log: estimated from their "
-        "records) — no new judge call starts and their items stay unscored "
-        "(never 0). A rerun continues the count from disk."
+        "(and the tournament's verifier runs) recorded in RESULTS_DIR, earlier sessions' too (grades from before "
+        "the spend log: estimated from their records) — no new judge call or verifier run starts, a running "
+        "verifier stops, and their items stay unscored (never 0). A rerun continues the count from disk."
     ),
     allow_unpriced: bool = allow_unpriced_option(),
 ) -> None:
@@ -101,16 +107,22 @@ def runs(
     if not runs_dir(results).is_dir():
         typer.echo(f"error: {results} has no runs/ directory; pass the results directory of a sweep", err=True)
         raise typer.Exit(2)
-    for j in judge:
-        try:
-            ModelId.parse(j)
-        except ModelIdError as e:
-            typer.echo(f"error: --judge: {e}", err=True)
-            raise typer.Exit(2) from None
+    for flag, models in (("--judge", judge), ("--verifier", [verifier] if verifier else [])):
+        for model in models:
+            try:
+                ModelId.parse(model)
+            except ModelIdError as e:
+                typer.echo(f"error: {flag}: {e}", err=True)
+                raise typer.Exit(2) from None
     if len(set(judge)) < len(judge):
         typer.echo("error: --judge: a model is named twice; for several answers of one judge use --repeats K", err=True)
         raise typer.Exit(2)
-    limits = cli_limits(max_cost=max_cost, max_connections=None, allow_unpriced=allow_unpriced, models=list(judge))
+    limits = cli_limits(
+        max_cost=max_cost,
+        max_connections=None,
+        allow_unpriced=allow_unpriced,
+        models=list(judge) + ([verifier] if verifier else []),
+    )
     from benchctl.tournament.participants import parse_auditor_key
 
     try:
@@ -129,6 +141,7 @@ def runs(
         run_glob=run,
         auditor_key=auditor_key,
         max_cost=limits.max_cost,
+        verifier=verifier,
     )
     from rich.progress import Progress
 

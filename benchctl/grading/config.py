@@ -16,6 +16,11 @@ Keys (all optional; paths are relative to the task directory):
     ground_truth_text = "..."                  # ... or inline text
     [grading.prompts]                  # optional overrides of the built-in judge prompts
     coverage = "grading/my_coverage.txt"     # keys: system, coverage, reask, tldr, tldr_reask, any_of_n, verdict_reask
+    [grading.tournament]               # tournament: what makes an issue earn credit (TournamentSettings)
+    verify = "agent"                   # "none" | "judge" (default) | "agent"
+    verify_credit = "not_refuted"      # agent: "confirmed" (default) | "not_refuted"
+    verify_budget = "10m"              # agent: each issue's verifier run
+    verify_concurrency = 2             # agent: verifier sandboxes at once
 
 A bad table fails with a GradingConfigError naming the file, the key and the fix. Which graders
 exist, what each needs from this table and what decides its scores is the graders' own business
@@ -31,6 +36,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from benchctl.policies import parse_duration
+from benchctl.tournament.schema import CREDITED, VERIFY_MODES
+
 PROMPT_NAMES = ("system", "coverage", "reask", "tldr", "tldr_reask", "any_of_n", "verdict_reask")
 _KEYS = {
     "graders",
@@ -45,7 +53,9 @@ _KEYS = {
     "ground_truth",
     "ground_truth_text",
     "prompts",
+    "tournament",
 }
+_TOURNAMENT_KEYS = {"verify", "verify_credit", "verify_budget", "verify_concurrency"}
 # Bump when parsing or scoring rules change so old grades are not reused as if equivalent.
 GRADING_VERSION = "1"
 
@@ -60,6 +70,19 @@ class Finding:
     text: str
     cluster: str | None = None
     weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class TournamentSettings:
+    """[grading.tournament]: what makes a canonical issue earn credit. `verify`: "none" (every issue a
+    run found), "judge" (the dedup judge's `supported`), "agent" (also a verifier agent's verdict in a
+    fresh sandbox of the environment: benchctl/tournament/verify.py); `verify_credit`: which verdicts
+    earn ("confirmed", or "not_refuted": confirmed and unverifiable)."""
+
+    verify: str = "judge"
+    verify_credit: str = "confirmed"
+    verify_budget: str = "10m"  # one issue's verifier run
+    verify_concurrency: int = 2  # verifier runs (sandboxes) at once
 
 
 @dataclass
@@ -77,6 +100,7 @@ class GradingConfig:
     n: int = 10
     ground_truth: str = ""
     prompts: dict[str, str] = field(default_factory=dict)  # name -> template text
+    tournament: TournamentSettings = field(default_factory=TournamentSettings)
 
 
 def config_error(file: Path, key: str, problem: str, fix: str) -> GradingConfigError:
@@ -208,6 +232,7 @@ def read_grading(task_dir: Path) -> tuple[GradingConfig, list[str] | None]:
         name: (_read(file, task_dir, f"prompts.{name}", overrides[name]) if name in overrides else builtin_prompt(name))
         for name in PROMPT_NAMES
     }
+    cfg.tournament = _tournament_settings(file, raw.get("tournament", {}))
     graders = raw.get("graders")
     if graders is not None and (not isinstance(graders, list) or not all(isinstance(g, str) for g in graders)):
         raise config_error(
@@ -217,3 +242,36 @@ def read_grading(task_dir: Path) -> tuple[GradingConfig, list[str] | None]:
             'e.g. graders = ["coverage", "tldr", "combined"]',
         )
     return cfg, graders
+
+
+def _tournament_settings(file: Path, raw: Any) -> TournamentSettings:
+    if not isinstance(raw, dict):
+        raise config_error(file, "tournament", "must be a table", 'write [grading.tournament] with verify = "agent"')
+    unknown = sorted(set(raw) - _TOURNAMENT_KEYS)
+    if unknown:
+        raise config_error(
+            file, f"tournament.{unknown[0]}", "unknown key", f"known keys: {', '.join(sorted(_TOURNAMENT_KEYS))}"
+        )
+    verify = raw.get("verify", "judge")
+    if verify not in VERIFY_MODES:
+        raise config_error(
+            file, "tournament.verify", f"{verify!r} is not a mode", f"use one of {', '.join(VERIFY_MODES)}"
+        )
+    credit = raw.get("verify_credit", "confirmed")
+    if credit not in CREDITED:
+        raise config_error(
+            file, "tournament.verify_credit", f"{credit!r} is not a choice", f"use one of {', '.join(CREDITED)}"
+        )
+    budget = raw.get("verify_budget", "10m")
+    try:
+        ok = isinstance(budget, str) and parse_duration(budget) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise config_error(
+            file, "tournament.verify_budget", f"{budget!r} is not a positive duration", 'e.g. "10m" or "90s"'
+        )
+    conc = raw.get("verify_concurrency", 2)
+    if isinstance(conc, bool) or not isinstance(conc, int) or conc < 1:
+        raise config_error(file, "tournament.verify_concurrency", f"must be a positive integer, got {conc!r}", "e.g. 2")
+    return TournamentSettings(verify, credit, budget, conc)

@@ -65,9 +65,18 @@ class Grader:
         raise NotImplementedError(f"the {self.name} grader grades whole results directories")
 
     async def grade_results(
-        self, results: Path, judge: Judge, *, force: bool, auditor_key: str, tasks: Collection[str]
+        self,
+        results: Path,
+        judge: Judge,
+        *,
+        force: bool,
+        auditor_key: str,
+        tasks: Collection[str],
+        verifier: str | None = None,
+        verify_stats: Any = None,
     ) -> Ratings:
-        """Every finished run of `tasks` at once (scope `results`)."""
+        """Every finished run of `tasks` at once (scope `results`). `verifier` (None: the judge) and
+        `verify_stats` serve a grader that checks claims with agent runs (the tournament's verify = "agent")."""
         raise NotImplementedError(f"the {self.name} grader grades one artifact at a time")
 
 

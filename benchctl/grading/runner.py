@@ -37,6 +37,7 @@ from benchctl.layout import GRADED_STATUSES, grade_path, iter_runs
 
 if TYPE_CHECKING:  # the tournament is imported only when a session rates one
     from benchctl.tournament.schema import Ratings
+    from benchctl.tournament.verify import VerifyStats
 
 
 @dataclass
@@ -56,6 +57,8 @@ class GradeOptions:
     @property
     def judges(self) -> list[str]:
         return [self.judge, *self.panel]
+
+    verifier: str | None = None  # tournament, verify = "agent": the verifier model (None: the judge)
 
 
 @dataclass
@@ -91,6 +94,7 @@ class Session:
     tournament_tasks: set[str] = field(default_factory=set)
     tournament_notes: list[str] = field(default_factory=list)
     tournament_ratings: Ratings | None = None  # what grade_tournament wrote to ratings.json
+    verify_stats: VerifyStats | None = None  # what the tournament's verifier runs did (verify = "agent")
 
     @property
     def tournament(self) -> bool:
@@ -285,10 +289,19 @@ async def grade_results(
 
     await asyncio.gather(*(unit(job, gs) for job, gs in jobs))
     for name in sorted(session.whole_results):
+        from benchctl.tournament.verify import VerifyStats  # what verifier runs did (verify = "agent")
+
         before = judge.calls
+        session.verify_stats = VerifyStats()
         try:
             session.tournament_ratings = await grader(name).grade_results(
-                results, judge, force=opts.force, auditor_key=opts.auditor_key, tasks=sorted(session.tournament_tasks)
+                results,
+                judge,
+                force=opts.force,
+                auditor_key=opts.auditor_key,
+                tasks=sorted(session.tournament_tasks),
+                verifier=opts.verifier,
+                verify_stats=session.verify_stats,
             )
         except (ValueError, FileNotFoundError) as e:  # bad auditor key, run without a task, nothing to rate
             raise GradingConfigError(f"{name}: {e}") from None

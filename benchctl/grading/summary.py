@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchctl.grading.graders import grader
 from benchctl.grading.runner import Outcome, Session
@@ -93,6 +93,24 @@ def tournament_lines(ratings: Ratings | None) -> tuple[list[str], list[str]]:
     return lines, [f"tournament: {w}" for w in unscored_notes(ratings)]
 
 
+def verify_lines(session: Session) -> list[str]:
+    """What the tournament's verification settled (ratings.json `verify`) and what this session's
+    verifier runs did; nothing when no environment is verified by an agent."""
+    ratings = session.tournament_ratings
+    v: dict[str, Any] = dict(ratings.get("verify") or {}) if ratings else {}
+    stats = session.verify_stats
+    if v.get("mode") not in ("agent", "mixed") and not (stats and (stats.runs or stats.reused)):
+        return []
+    cost = "unknown" if stats is None or stats.cost_usd is None else f"${stats.cost_usd:.4f}"
+    runs = f"{stats.runs} verifier run(s) this session ({cost}), {stats.reused} reused" if stats else ""
+    capped = f", {stats.not_started} not started (cost cap)" if stats and stats.not_started else ""
+    return [
+        f"tournament verification ({v.get('mode')}, credit: {v.get('credit')}): {v.get('confirmed', 0)} confirmed, "
+        f"{v.get('refuted', 0)} refuted, {v.get('unverifiable', 0)} unverifiable, {v.get('unverified', 0)} not "
+        f"verified; {runs}{capped}; runs in grades/tournament/verify/runs/"
+    ]
+
+
 def print_summary(session: Session) -> None:
     from rich.table import Table
 
@@ -132,8 +150,10 @@ def print_summary(session: Session) -> None:
             if session.judge_spent_estimated_usd
             else ""
         )
+        stats = session.verify_stats
+        verifiers = " and verifier runs" if stats and (stats.runs or stats.reused or stats.not_started) else ""
         console.print(
-            f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls "
+            f"cost cap: ${total:.4f} of ${session.judge_max_cost:.2f} spent by these graders' judge calls{verifiers} "
             f"(${session.judge_spent_before_usd:.4f} before this session{estimated}; "
             f"grades/<grader>/judge_log/spend.jsonl)"
         )
@@ -143,6 +163,7 @@ def print_summary(session: Session) -> None:
             f"unscored (raise --max-cost and rerun to score them)"
         )
     lines, warnings = tournament_lines(session.tournament_ratings)
+    lines += verify_lines(session)
     for line in session.tournament_notes + lines:
         console.print(line, markup=False)  # "[grading]" is text, not a style
     for w in warnings:

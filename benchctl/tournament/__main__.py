@@ -1,6 +1,6 @@
 """`python -m benchctl.tournament` -- judge and/or rate a results directory without the full CLI.
 
-    python -m benchctl.tournament grade results/my-sweep --judge anthropic/claude-x [--force]
+    python -m benchctl.tournament grade results/my-sweep --judge anthropic/claude-x [--verifier M] [--force]
     python -m benchctl.tournament rate  results/my-sweep [--auditor-key model+harness] [--unweighted]
 
 `rate` refits from grades/tournament/canonical/*.json (after hand edits) and prints the leaderboard;
@@ -42,6 +42,12 @@ def _print_board(ratings: Ratings) -> list[str]:
             f"note: prior used (disconnected={flags['disconnected']}, mle_exists={flags['mle_exists']}); "
             f"ratings across components are not comparable"
         )
+    v = ratings.get("verify") or {}
+    if v.get("mode") in ("agent", "mixed"):
+        print(
+            f"verification ({v['mode']}, credit: {v['credit']}): {v['confirmed']} confirmed, {v['refuted']} refuted, "
+            f"{v['unverifiable']} unverifiable, {v['unverified']} not verified"
+        )
     if flags.get("match_rows_omitted"):
         print("note: per-match rows omitted from ratings.json (too many matches); the ratings use every match")
     unscored = unscored_notes(ratings)
@@ -64,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--seed", type=int, default=0)
         if name == "grade":
             p.add_argument("--judge", required=True, help="judge model id, e.g. anthropic/claude-x")
+            p.add_argument("--verifier", help='verify = "agent" tasks: the verifier model (default: the judge)')
             p.add_argument("--force", action="store_true", help="re-extract and re-judge (loses hand edits)")
             p.add_argument("--concurrency", type=int, default=8)
     args = ap.parse_args(argv)
@@ -81,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 weighting=weighting,
                 rounds=args.rounds,
                 seed=args.seed,
+                verifier=args.verifier,
             )
         else:
             ratings = rate_from_canonical(

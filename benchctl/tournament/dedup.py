@@ -87,7 +87,7 @@ def render_submissions(labelled: list[tuple[str, list[AuditorIssue]]]) -> str:
         lines = [f'<submission id="{label}">']
         for k, issue in enumerate(issues, 1):
             lines.append(f"{k}. {issue['title']}")
-            for key in ("description", "evidence"):
+            for key in ("description", "evidence", "reproduction"):
                 if issue.get(key):
                     lines.append(f"   {key}: {_indent(issue[key])}")
             if issue.get("severity"):

@@ -5,7 +5,9 @@ grade_tournament(results, judge):
      or a markdown report extracted by the judge (cached in extracted/<run_id>.json);
   2. per environment one dedup pass -> canonical/<env>.json (skipped when the inputs are unchanged;
      a hand-edited list is never overwritten without force);
-  3. rate_from_canonical -> ratings.json and one GradeRecord per run.
+  3. per environment whose task says verify = "agent": a verifier run per canonical issue
+     (verify.py; cached), its verification saved in the canonical list;
+  4. rate_from_canonical -> ratings.json and one GradeRecord per run.
 Judge calls run concurrently through one `benchctl.grading.judge.Judge` (at most `concurrency` at a
 time; `benchctl grade` passes its session's judge), so a `scripted/...` judge works exactly like a
 real one, and a refusal or a failed call leaves the environment (or the run, for an extraction)
@@ -43,6 +45,7 @@ from benchctl.tournament.issues import (
     parse_extraction,
     read_issues_json,
 )
+from benchctl.tournament.matches import credit_sets
 from benchctl.tournament.participants import Participant, auditor_label, collect, parse_auditor_key
 from benchctl.tournament.ratings import compute
 from benchctl.tournament.schema import (
@@ -57,6 +60,7 @@ from benchctl.tournament.schema import (
     Ratings,
     Weighting,
 )
+from benchctl.tournament.verify import Verifier, VerifyStats, verify_env
 
 MAX_REPORT_CHARS = 200_000  # a markdown report longer than this is cut before extraction
 
@@ -79,12 +83,14 @@ def grade_tournament(
     weighting: Weighting = "points",
     rounds: int = DEFAULT_ROUNDS,
     seed: int = DEFAULT_SEED,
+    verifier: str | None = None,
 ) -> Ratings:
-    """Judge (where needed) and rate every tournament environment under `results`; returns the
-    ratings it wrote to ratings.json.
+    """Judge (where needed), verify (where the task asks) and rate every tournament environment
+    under `results`; returns the ratings it wrote to ratings.json.
 
     tasks: only these tasks' runs (default: the runs whose task declares the tournament grader, see
-    participants.collect). force: re-extract and re-judge everything, overwriting hand edits."""
+    participants.collect). force: re-extract and re-judge everything, overwriting hand edits.
+    verifier: the verifier model (default: the judge)."""
     parse_auditor_key(auditor_key)  # fail before any judge call on a bad key
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
@@ -98,6 +104,7 @@ def grade_tournament(
             weighting=weighting,
             rounds=rounds,
             seed=seed,
+            verifier=verifier,
         )
     )
 
@@ -112,16 +119,21 @@ async def agrade_tournament(
     weighting: Weighting = "points",
     rounds: int = DEFAULT_ROUNDS,
     seed: int = DEFAULT_SEED,
+    verifier: str | None = None,
+    verify_stats: VerifyStats | None = None,
 ) -> Ratings:
     """`grade_tournament` with a judge shared with the caller (`benchctl grade` passes the session's,
-    so the tournament's calls share its concurrency limit and count in its summary)."""
+    so the tournament's calls share its concurrency limit and count in its summary, and its
+    `verify_stats` to learn what the verifiers did)."""
     parse_auditor_key(auditor_key)
     # `benchctl grade` seeded the log already (a no-op here); `python -m benchctl.tournament` has not
     # (not `seed`: that name is the bootstrap's)
     spend_seed = await asyncio.to_thread(seed_spend_log, Path(results), TOURNAMENT)
     for line in seed_lines(spend_seed) if spend_seed else []:
         print(line, file=sys.stderr)  # "tournament: ..."
-    await judge_environments(Path(results), judge, force=force, tasks=tasks)
+    await judge_environments(
+        Path(results), judge, force=force, tasks=tasks, verifier=verifier, verify_stats=verify_stats
+    )
     # the bootstrap is CPU work: off the event loop
     return await asyncio.to_thread(
         rate_from_canonical, results, auditor_key=auditor_key, weighting=weighting, rounds=rounds, seed=seed
@@ -129,17 +141,34 @@ async def agrade_tournament(
 
 
 async def judge_environments(
-    results: Path, judge: Judge, *, force: bool = False, tasks: Collection[str] | None = None
+    results: Path,
+    judge: Judge,
+    *,
+    force: bool = False,
+    tasks: Collection[str] | None = None,
+    verifier: str | None = None,
+    verify_stats: VerifyStats | None = None,
 ) -> list[CanonicalList]:
+    """Dedup every environment (concurrently), then verify those whose task asks for it (one
+    environment at a time: each runs `verify_concurrency` sandboxes)."""
     parts = collect(results, tasks)
     by_env: dict[str, list[Participant]] = {}
     for p in parts:
         by_env.setdefault(p.env, []).append(p)
-    jobs = [_judge_env(results, env, runs, judge, force) for env, runs in sorted(by_env.items())]
-    return list(await asyncio.gather(*jobs))
+    envs = sorted(by_env.items())
+    judged = await asyncio.gather(*(_judge_env(results, env, runs, judge, force) for env, runs in envs))
+    stage = Verifier.start(results, verifier, judge.max_cost, judge.spent, verify_stats or VerifyStats())
+    out = []
+    for (_, runs), (canon, issues_by_run) in zip(envs, judged):
+        out.append(await verify_env(results, canon, issues_by_run, runs, judge, stage))
+    return out
 
 
-async def _judge_env(results: Path, env: str, runs: list[Participant], judge: Judge, force: bool) -> CanonicalList:
+async def _judge_env(
+    results: Path, env: str, runs: list[Participant], judge: Judge, force: bool
+) -> tuple[CanonicalList, dict[str, list[AuditorIssue]]]:
+    """The environment's canonical list (made by the judge, or the one on disk when its inputs are
+    unchanged or it was edited by hand) and the issues each readable run reported."""
     read = await asyncio.gather(*(_read_issues(results, p, judge, force) for p in runs))
     issues_by_run: dict[str, list[AuditorIssue]] = {}
     infos: dict[str, dict[str, Any]] = {}
@@ -163,7 +192,7 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: Ju
             print(f"tournament: {exc}; re-judging {env}", file=sys.stderr)
         if old is not None and old.get("status") == "ok":
             if old.get("input_hash") == input_hash:
-                return old
+                return old, issues_by_run
             if canon_io.was_hand_edited(old):
                 print(
                     f"tournament: {env}: the runs changed since {path} was made, but it was edited by hand, "
@@ -171,7 +200,7 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: Ju
                     f"the new runs to the file by hand.",
                     file=sys.stderr,
                 )
-                return old
+                return old, issues_by_run
 
     tally = Tally.for_grade(results, TOURNAMENT, path.stem)
     issues, error = await dedup_env(env, issues_by_run, judge, tally)
@@ -198,7 +227,7 @@ async def _judge_env(results: Path, env: str, runs: list[Participant], judge: Ju
         cost_usd=_add(extract_cost, tally.cost_usd),
     )
     canon_io.save_canonical(results, canon)
-    return canon
+    return canon, issues_by_run
 
 
 async def _read_issues(results: Path, p: Participant, judge: Judge, force: bool) -> ExtractedIssues:
@@ -349,7 +378,7 @@ def _run_grades(
     # because 25,000 pathlib paths cost seconds
     folder = str(grade_path(results, TOURNAMENT, "-").parent)
     for c in canons:
-        rubric_hash = canon_io.content_hash(c["issues"])
+        rubric_hash = canon_io.list_hash(c)
         for run_id, why in (c.get("excluded_runs") or {}).items():
             excluded: GradeRecord = GradeRecord(
                 schema=GRADE_SCHEMA,
@@ -372,12 +401,14 @@ def _run_grades(
             )  # its extraction cost is in the env's, shared below
             out[os.path.join(folder, f"{run_id}.json")] = GradeRecord(**excluded, error=why)
         ok = c.get("status", "ok") == "ok"
+        pending = canon_io.unverified_issues(c)
+        credited = credit_sets(c)[0]
         n_runs = max(len(c["runs"]), 1)
         for run_id, info in c["runs"].items():
             items: list[GradeItem] = [
                 {
                     "id": i["id"],
-                    "score": 1.0 if i["found_by"][run_id].get("supported") else 0.0,
+                    "score": 1.0 if i["id"] in credited.get(run_id, ()) else 0.0,
                     "weight": float(POINTS[i["importance"]]),
                     "reason": i.get("title", ""),
                 }
@@ -393,8 +424,8 @@ def _run_grades(
                 artifact_tag=None,
                 judge=c.get("judge") or "",
                 rubric_hash=rubric_hash,
-                status="scored" if ok and score is not None else "unscored",
-                score=score if ok else None,
+                status="scored" if ok and not pending and score is not None else "unscored",
+                score=score if ok and not pending else None,
                 raw_score=None,
                 by_cluster={},
                 items=items,
@@ -406,6 +437,11 @@ def _run_grades(
             )
             if not ok:
                 rec["error"] = f"the judge failed on environment {c['env']}: {c.get('error')}"
+            elif pending:
+                rec["error"] = (
+                    f"issue(s) {', '.join(pending)} of environment {c['env']} are not verified (reasons in "
+                    f"its canonical list, verification.reason); rerun to retry"
+                )
             elif score is None:
                 rec["error"] = (
                     "no match played: no run of another auditor in this environment, "

@@ -3,12 +3,13 @@
 A run's ``artifacts/`` may hold:
 
 * ``issues.json`` (preferred) -- a JSON list of issues, or ``{"issues": [...]}``; each issue is an
-  object with ``title`` (required), ``description``, ``evidence`` and ``severity`` (all optional
-  strings). Example::
+  object with ``title`` (required), ``description``, ``evidence``, ``reproduction`` (commands that
+  show it in a fresh sandbox) and ``severity`` (all optional strings). Example::
 
       [{"title": "Reward can be hacked by printing PASS",
         "description": "The grader greps stdout for PASS instead of running the tests.",
         "evidence": "env/grader.py:41 `if 'PASS' in out`; ran `echo PASS` -> reward 1.0",
+        "reproduction": "echo PASS > /work/out.txt && python3 /data/env/grader.py",
         "severity": "high"}]
 
 * otherwise a markdown report (``issues.md`` or ``report.md``) -- a judge extracts the issues from it
@@ -80,6 +81,9 @@ def normalise_issues(data: Any, where: str) -> list[AuditorIssue]:
         ev = _text(item.get("evidence"))
         if ev:
             issue["evidence"] = ev[:MAX_FIELD_CHARS]
+        repro = _text(item.get("reproduction"))
+        if repro:
+            issue["reproduction"] = repro[:MAX_FIELD_CHARS]
         sev = _text(item.get("severity") or item.get("importance"))
         if sev:
             issue["severity"] = sev[:40]

@@ -1,7 +1,8 @@
 """Pairwise matches between auditors on one environment, from its canonical issue list.
 
 Rules (see schema.py for the reasoning):
-* a run's credit set = canonical issues it *supported* with evidence;
+* a run's credit set = canonical issues it *supported* with evidence (by the list's `verify` mode: every
+  issue it found under "none"; under "agent" only those whose verifier verdict earns);
 * issues both runs supported cancel; each side scores its share of the remaining points
   (13 vs 6 of 19 -> 13/19 and 6/19); a superset therefore wins 1-0;
 * nothing left (equal credit sets, including both empty) -> skipped;
@@ -16,7 +17,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from benchctl.tournament.schema import POINTS, CanonicalList, MatchOutcome, MatchRow, Weighting
+from benchctl.tournament.canonical import verdict_of
+from benchctl.tournament.schema import CREDITED, POINTS, CanonicalList, MatchOutcome, MatchRow, Weighting
 
 
 def issue_points(issue: Mapping) -> int:
@@ -27,17 +29,23 @@ def issue_points(issue: Mapping) -> int:
 
 
 def credit_sets(canon: CanonicalList) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, int]]:
-    """(supported ids per run, found ids per run, points per issue id); every run of the env is a key."""
+    """(credited ids per run, found ids per run, points per issue id); every run of the env is a key.
+
+    Credited, by the list's `verify` mode: "judge" (default) the issues the run supported; "none"
+    every issue it found; "agent" those it supported whose verifier verdict earns (`verify_credit`)."""
+    mode = canon.get("verify", "judge")
+    earns = CREDITED[canon.get("verify_credit", "confirmed")]
     supported: dict[str, set[str]] = {r: set() for r in canon.get("runs", {})}
     found: dict[str, set[str]] = {r: set() for r in canon.get("runs", {})}
     points: dict[str, int] = {}
     for issue in canon.get("issues", []):
         iid = issue["id"]
         points[iid] = issue_points(issue)
+        holds = mode != "agent" or verdict_of(issue) in earns
         for run_id, finding in (issue.get("found_by") or {}).items():
             found.setdefault(run_id, set()).add(iid)
             supported.setdefault(run_id, set())
-            if finding.get("supported", False):
+            if mode == "none" or (holds and finding.get("supported", False)):
                 supported[run_id].add(iid)
     return supported, found, points
 

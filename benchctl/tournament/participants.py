@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchctl.grading.config import TournamentSettings
 from benchctl.layout import GRADED_STATUSES, iter_runs
 
 AUDITOR_FIELDS = ("task", "harness", "model", "budget", "variant", "tools", "seed")
@@ -29,6 +30,8 @@ class Participant:
     info: dict[str, Any]  # the AUDITOR_FIELDS values, as stored in canonical `runs`
     cost_usd: float | None
     artifact: str | None = None  # the task's [grading] artifact, tried after issues.json
+    task_dir: str | None = None  # meta spec.task_dir: where the environment's task is (for its verifier)
+    settings: TournamentSettings = TournamentSettings()  # the task's [grading.tournament]
 
 
 def run_info(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,7 +71,7 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
     cannot be found is in. If no run's task.toml lists "tournament" (the grader was asked for on the
     command line), every finished run is in."""
     found: list[tuple[Participant, bool | None]] = []
-    configs: dict[str | None, tuple[bool | None, str | None]] = {}  # by task_dir (None: unknown)
+    configs: dict[str | None, tuple[bool | None, str | None, TournamentSettings]] = {}  # by task_dir
     for path, meta in iter_runs(results):
         if meta.get("status") not in GRADED_STATUSES:
             continue
@@ -78,7 +81,7 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
         task_dir = (meta.get("spec") or {}).get("task_dir")
         if task_dir not in configs:
             configs[task_dir] = _task_grading(task_dir)
-        declares, artifact = configs[task_dir]
+        declares, artifact, settings = configs[task_dir]
         found.append(
             (
                 Participant(
@@ -88,6 +91,8 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
                     info=info,
                     cost_usd=meta.get("cost_usd"),
                     artifact=artifact,
+                    task_dir=task_dir,
+                    settings=settings,
                 ),
                 declares,
             )
@@ -97,14 +102,15 @@ def collect(results: Path, tasks: Collection[str] | None = None) -> list[Partici
     return [p for p, _ in found]
 
 
-def _task_grading(task_dir: str | None) -> tuple[bool | None, str | None]:
-    """(does the task's [grading] list "tournament"?, its artifact) -- (None, None) when unknown."""
+def _task_grading(task_dir: str | None) -> tuple[bool | None, str | None, TournamentSettings]:
+    """(does the task's [grading] list "tournament"?, its artifact, its [grading.tournament]) --
+    (None, None, the defaults) when unknown."""
     if not task_dir:
-        return None, None
+        return None, None, TournamentSettings()
     try:
         from benchctl.grading.graders import load_grading
 
         cfg = load_grading(Path(task_dir))
     except Exception:  # task moved or unreadable: grading still works from the run's own files
-        return None, None
-    return "tournament" in cfg.graders, cfg.artifact
+        return None, None, TournamentSettings()
+    return "tournament" in cfg.graders, cfg.artifact, cfg.tournament

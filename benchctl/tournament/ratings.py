@@ -13,17 +13,19 @@ import numpy as np
 
 from benchctl.tournament.bootstrap import CI, DEFAULT_ROUNDS, DEFAULT_SEED, bootstrap, interval_ranks, pairwise
 from benchctl.tournament.bradley_terry import ELO_MEAN, components, default_prior_weight, fit_batch, strongly_connected
-from benchctl.tournament.canonical import content_hash
+from benchctl.tournament.canonical import list_hash, unverified_issues, verdict_of
 from benchctl.tournament.matches import EnvArrays, credit_sets, env_matches, issue_points
 from benchctl.tournament.overlap import overlap_matrix
 from benchctl.tournament.schema import (
     RATINGS_SCHEMA,
     TOURNAMENT,
+    VERDICTS,
     CanonicalList,
     EnvTable,
     Flags,
     LeaderboardRow,
     Ratings,
+    VerifySummary,
     Weighting,
 )
 
@@ -79,8 +81,10 @@ def compute(
     prior_strength: virtual drawn matches per auditor against a 1000 anchor, used only when the
     match graph needs it (disconnected, or an auditor that never won / never lost a point).
     match_tables: include every match row per environment; None = only up to MAX_TABLE_MATCHES."""
-    usable = [c for c in canons if c.get("status", "ok") == "ok"]
+    ok = [c for c in canons if c.get("status", "ok") == "ok"]
+    usable = [c for c in ok if not unverified_issues(c)]
     failed = sorted(c["env"] for c in canons if c.get("status", "ok") != "ok")
+    unverified = sorted(c["env"] for c in ok if unverified_issues(c))
     present = {r for c in usable for r in c.get("runs", {}) if r in auditor_of}
     auditors = sorted({auditor_of[r] for r in present})
     index = {a: k for k, a in enumerate(auditors)}
@@ -165,6 +169,7 @@ def compute(
         match_rows_omitted=not with_rows,
         unrated_auditors=unrated,
         no_match_runs=sorted(r for e in envs for r in e.runs if run_scores.get(r) is None),
+        unverified_envs=unverified,
     )
     tables = [
         _env_table(c, auditor_of, env_matches(c, auditor_of, weighting=weighting) if with_rows else []) for c in usable
@@ -181,8 +186,9 @@ def compute(
         leaderboard=board,
         overlap=overlap_matrix(envs, auditors),
         environments=tables,
-        canonical_hashes={c["env"]: content_hash(c.get("issues", [])) for c in usable},
+        canonical_hashes={c["env"]: list_hash(c) for c in usable},
         flags=flags,
+        verify=verify_summary(ok),
         created_at=time.time(),
         # the fit holds the rated auditors only, in `rated` order
         pairwise=pairwise(boot.samples, full.elo, [auditors[i] for i in rated], np.ones(rated.size, dtype=bool)),
@@ -190,22 +196,47 @@ def compute(
     return ratings, run_scores
 
 
+def verify_summary(canons: Sequence[CanonicalList]) -> VerifySummary:
+    """The verify mode(s) of these lists and their agent-verified issues counted by verdict."""
+    modes = {c.get("verify", "judge") for c in canons}
+    agent = [c for c in canons if c.get("verify", "judge") == "agent"]
+    credits = {c.get("verify_credit", "confirmed") for c in agent} or {"confirmed"}
+    verdicts = [verdict_of(i) for c in agent for i in c.get("issues", [])]
+    counts = {v: verdicts.count(v) for v in VERDICTS}
+    return VerifySummary(
+        mode=modes.pop() if len(modes) == 1 else "mixed" if modes else "judge",
+        credit=credits.pop() if len(credits) == 1 else "mixed",
+        confirmed=counts["confirmed"],
+        refuted=counts["refuted"],
+        unverifiable=counts["unverifiable"],
+        unverified=verdicts.count(None),
+    )
+
+
 def _env_table(canon: CanonicalList, auditor_of: Mapping[str, str], rows: list) -> EnvTable:
     supported, found, _ = credit_sets(canon)
     issues = []
     for issue in canon.get("issues", []):
         iid = issue["id"]
-        issues.append(
-            {
-                "id": iid,
-                "title": issue.get("title", ""),
-                "importance": issue["importance"],
-                "points": issue_points(issue),
-                "supported_by": sorted({auditor_of[r] for r, s in supported.items() if iid in s and r in auditor_of}),
-                "found_by": sorted({auditor_of[r] for r, f in found.items() if iid in f and r in auditor_of}),
-            }
-        )
-    return EnvTable(env=canon["env"], canonical_hash=content_hash(canon.get("issues", [])), issues=issues, matches=rows)
+        row: dict[str, Any] = {
+            "id": iid,
+            "title": issue.get("title", ""),
+            "importance": issue["importance"],
+            "points": issue_points(issue),
+            "supported_by": sorted({auditor_of[r] for r, s in supported.items() if iid in s and r in auditor_of}),
+            "found_by": sorted({auditor_of[r] for r, f in found.items() if iid in f and r in auditor_of}),
+        }
+        if "verification" in issue:
+            v = issue["verification"]
+            row.update(verdict=v.get("verdict"), reason=v.get("reason", ""), verifier_run=v.get("verifier_run"))
+        issues.append(row)
+    return EnvTable(
+        env=canon["env"],
+        canonical_hash=list_hash(canon),
+        issues=issues,
+        matches=rows,
+        verify=canon.get("verify", "judge"),
+    )
 
 
 def _r(x: float) -> float:
@@ -240,6 +271,12 @@ def unscored_notes(ratings: Mapping[str, Any]) -> list[str]:
                 "shared issues cancelled. "
             )
             + "Their Elo is not a measurement (no match to fit it to): no interval, no rank."
+        )
+    if unverified := list(flags.get("unverified_envs") or []):
+        out.append(
+            f"{len(unverified)} environment(s) have issues the verifier could not settle ({_some(unverified)}); "
+            f"their runs are unscored. Reasons in grades/tournament/canonical/<env>.json (verification.reason); "
+            f"re-run the same command to retry them."
         )
     if no_match := list(flags.get("no_match_runs") or []):
         out.append(f"{len(no_match)} run(s) played no match and are unscored ({_some(no_match)})")

@@ -9,6 +9,9 @@ Everything lives under ``results/<sweep>/grades/tournament/``::
       judge_log/<env>.json         the judge exchanges of the dedup pass (format: benchctl.grading.judge,
                                    write_judge_log), for auditing
       judge_log/<run_id>~extract.json   ... of extracting a markdown report's issues
+      judge_log/spend.jsonl        every judge call's and verifier model call's cost (grading/spend.py)
+      verify/runs/<id>/            verifier runs (verify = "agent"): meta.json, transcript.jsonl,
+                                   artifacts/verdict.json -- a results layout (benchctl/tournament/verify.py)
       <run_id>.json                layout.GradeRecord per run (grader "tournament"; score = the run's
                                    mean match share; items = canonical issues it found)
 
@@ -25,6 +28,10 @@ Words used here:
 * **canonical issue** -- one real issue after the judge merged duplicates across all runs of an env;
   importance low/medium/high = 1/3/6 points.
 * **supported** -- the run backed the issue with evidence; only supported issues earn credit.
+* **verify** -- the task's ``[grading.tournament] verify``: ``"none"`` (every issue a run found earns),
+  ``"judge"`` (default: only supported ones), ``"agent"`` (supported ones whose verifier verdict earns:
+  ``"confirmed"``, or with ``verify_credit = "not_refuted"`` also ``"unverifiable"``). Stored in each
+  canonical list, so a refit needs no task file.
 * **match** -- two runs of different auditors on the same env. Issues both supported cancel; each side
   scores its share of the remaining points (13 vs 6 of 19 -> 13/19 and 6/19). A pair with nothing left
   (identical supported sets, including both empty) is **skipped**: it says nothing about who is
@@ -52,10 +59,20 @@ TOURNAMENT = "tournament"  # grader name: grades/tournament/
 RATINGS_FILE = "ratings.json"
 CANONICAL_DIR = "canonical"
 EXTRACTED_DIR = "extracted"
+VERIFY_DIR = "verify"  # verifier runs: a results layout (runs/<id>/) of its own
 
 Importance = Literal["low", "medium", "high"]
 POINTS: dict[str, int] = {"low": 1, "medium": 3, "high": 6}
 Weighting = Literal["points", "unweighted"]
+VerifyMode = Literal["none", "judge", "agent"]
+VERIFY_MODES: tuple[str, ...] = ("none", "judge", "agent")
+VerifyCredit = Literal["confirmed", "not_refuted"]
+Verdict = Literal["confirmed", "refuted", "unverifiable"]
+VERDICTS: tuple[str, ...] = ("confirmed", "refuted", "unverifiable")
+CREDITED: dict[str, frozenset[str]] = {  # verify_credit -> the verdicts that earn
+    "confirmed": frozenset({"confirmed"}),
+    "not_refuted": frozenset({"confirmed", "unverifiable"}),
+}
 MatchOutcome = Literal["a", "b", "split", "skipped"]  # a/b = outright (1-0) win
 
 
@@ -69,6 +86,7 @@ class AuditorIssue(TypedDict, total=False):
     title: str
     description: str
     evidence: str  # file paths, line numbers, commands run and their output, ...
+    reproduction: str  # commands that show the issue in a fresh sandbox (what a verifier runs first)
     severity: str  # the auditor's own label; informative only, the judge decides importance
 
 
@@ -95,12 +113,34 @@ class Finding(TypedDict, total=False):
     note: str  # judge's reason (optional)
 
 
+class VerifierCommand(TypedDict):
+    """One tool call of a verifier run, as its transcript holds it (output cut to a few KB)."""
+
+    tool: str  # bash, python, create, ...
+    command: str  # the command line, the program, or the tool's input as JSON
+    exit_code: int | None
+    output: str
+
+
+class Verification(TypedDict):
+    """What the verifier found for one canonical issue (verify = "agent"); hand-editable like the rest.
+    verdict None: not verified (the verifier failed, wrote no usable verdict, or the cost cap kept it
+    from running; `reason` says which); its environment is left out of the ratings until a rerun
+    verifies it."""
+
+    verdict: Verdict | None
+    reason: str
+    verifier_run: str | None  # run id under grades/tournament/verify/runs/
+    commands: list[VerifierCommand]
+
+
 class CanonicalIssue(TypedDict, total=False):
     id: str  # "I1", "I2", ... stable within the file
     title: str
     description: str
     importance: Importance  # authoritative: points are always derived as POINTS[importance]
     found_by: dict[str, Finding]  # run_id -> Finding; a run not listed did not find it
+    verification: Verification  # verify = "agent" only
 
 
 class CanonicalList(TypedDict, total=False):
@@ -119,7 +159,9 @@ class CanonicalList(TypedDict, total=False):
     input_hash: str  # hash of the submissions the judge saw (re-judge when it changes)
     content_hash: str  # hash of `issues` as the judge wrote it (detects hand edits)
     created_at: float
-    cost_usd: float | None
+    cost_usd: float | None  # the judge's extraction and dedup calls (verifier runs: their meta.json)
+    verify: VerifyMode  # absent = "judge"
+    verify_credit: VerifyCredit  # absent = "confirmed"
 
 
 # ----------------------------------------------------------------------------- ratings.json
@@ -165,7 +207,9 @@ class MatchRow(TypedDict):
 class EnvTable(TypedDict):
     env: str
     canonical_hash: str
-    issues: list[dict]  # {"id","title","importance","points","supported_by":[auditors],"found_by":[auditors]}
+    issues: list[dict]  # {"id","title","importance","points","supported_by":[auditors] (the auditors it earned
+    #                      credit for),"found_by":[auditors], "verdict", "reason", "verifier_run" (verify = "agent")}
+    verify: VerifyMode
     matches: list[MatchRow]  # empty when flags.match_rows_omitted
 
 
@@ -185,6 +229,18 @@ class Flags(TypedDict):
     # ones nor call for the prior), no interval, no rank
     unrated_auditors: list[str]
     no_match_runs: list[str]  # runs that played no match: their grade record is unscored
+    unverified_envs: list[str]  # verify = "agent" envs with an issue not verified (left out of the fit)
+
+
+class VerifySummary(TypedDict):
+    """How the rated environments' issues earned credit (ratings.json `verify`)."""
+
+    mode: str  # the environments' verify mode, or "mixed" (each EnvTable has its own)
+    credit: str  # verify_credit of the agent-verified environments ("confirmed" when none), or "mixed"
+    confirmed: int  # canonical issues by verdict (agent-verified environments, unverified ones too)
+    refuted: int
+    unverifiable: int
+    unverified: int  # no verdict yet
 
 
 class PairwiseRow(TypedDict):
@@ -215,5 +271,6 @@ class Ratings(TypedDict):
     environments: list[EnvTable]
     canonical_hashes: dict[str, str]  # env -> content hash of the canonical list used
     flags: Flags
+    verify: VerifySummary
     created_at: float
     pairwise: NotRequired[list[PairwiseRow]]  # absent in ratings written before it existed

@@ -1,7 +1,8 @@
 """Every file the viewer reads is found here, and only inside the results dir.
 
 Names from a URL (run ids, attempt numbers, artifact paths) are checked against the results
-layout before any file is opened: a run id is one existing entry of `runs/` made of run-id
+layout before any file is opened: a run id is one existing entry of `runs/` (or, for a tournament
+verifier's run, of `grades/tournament/verify/runs/`, a results layout of its own) made of run-id
 characters, an attempt is a number, an artifact path is a chain of plain names under the run's
 `artifacts/` with no symlink anywhere (artifact collection never creates one, so a symlink there
 was put in by hand and could point anywhere).
@@ -14,8 +15,12 @@ import re
 import stat
 from dataclasses import dataclass
 
-from benchctl.layout import ARTIFACTS, META, RUNS, TRANSCRIPT
+from benchctl.layout import ARTIFACTS, GRADES, META, RUNS, TRANSCRIPT
 from benchctl.run.runner import ATTEMPTS
+from benchctl.tournament.schema import TOURNAMENT, VERIFY_DIR
+
+# The tournament's verifier runs (benchctl/tournament/verify.py): their pages are a run's pages.
+VERIFIER_RUNS = (GRADES, TOURNAMENT, VERIFY_DIR, RUNS)
 
 RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,300}")
 _NAME = re.compile(r"[^/\x00]{1,255}")
@@ -56,7 +61,11 @@ def run_files(root: str, run_id: str, attempt: str | int | None = None) -> RunFi
         raise NotFound(f"no run {run_id!r}")
     d = os.path.join(root, RUNS, run_id)
     if not _real_dir(d):
-        raise NotFound(f"no run {run_id!r}")
+        # a verifier's run, reached through real directories only (as artifacts are)
+        parts = [*VERIFIER_RUNS, run_id]
+        d = os.path.join(root, *parts)
+        if not all(_real_dir(os.path.join(root, *parts[: k + 1])) for k in range(len(parts))):
+            raise NotFound(f"no run {run_id!r}")
     if attempt in (None, ""):
         return RunFiles(run_id, None, d)
     if not str(attempt).isdigit():
