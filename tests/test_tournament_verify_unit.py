@@ -15,7 +15,8 @@ from test_tournament_judge import _issue, _run
 from typer.testing import CliRunner
 
 from benchctl.cli import app
-from benchctl.grading.config import GradingConfigError, TournamentSettings, load_grading
+from benchctl.grading.config import GradingConfigError, TournamentSettings
+from benchctl.grading.graders import load_grading
 from benchctl.jsonio import read_json, write_json_atomic
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.__main__ import main as tournament_main
