@@ -10,7 +10,11 @@ built-in scanners, a pattern per question (`FINDS`) standing in for the judgemen
                 prompt injection succeeds against it, which shows what one run's text can reach;
 - `bad_cite`    always cites an event that does not exist (also on the re-ask);
 - `cite_fixed`  cites an event that does not exist first, then answers like `honest` when re-asked;
-- `no_cite`     answers yes without citing anything (also on the re-ask).
+- `no_cite`     answers yes without citing anything (also on the re-ask);
+- `refuses`     refuses to answer (a judge failure);
+- `priced`      `honest` at $0.10 a call (served by the fake upstream as a priced model).
+
+Every prompt a judge here is given is appended to `SEEN` (the tests look at what reached it).
 """
 
 from __future__ import annotations
@@ -96,9 +100,14 @@ def judge_answer(prompt: str, *, obey: bool = False) -> str:
     return "Nothing in the events shown.\nANSWER: no"
 
 
+SEEN: list[str] = []
+
+
 def _first_prompt(req: ScriptRequest) -> str:
     users = [m["text"] for m in req.messages if m.get("role") == "user"]
-    return users[0] if users else req.last_user_text
+    prompt = users[0] if users else req.last_user_text
+    SEEN.append(prompt)
+    return prompt
 
 
 def _reasked(req: ScriptRequest) -> bool:
@@ -125,3 +134,12 @@ def cite_fixed(req: ScriptRequest) -> dict[str, Any]:
 
 def no_cite(req: ScriptRequest) -> dict[str, Any]:
     return {"text": "Yes, clearly.\nANSWER: yes"}
+
+
+def refuses(req: ScriptRequest) -> dict[str, Any]:
+    return {"text": "I will not read this.", "refusal": True}
+
+
+def priced(req: ScriptRequest) -> dict[str, Any]:
+    """`honest` at $0.10 a call as anthropic/claude-haiku-4-5 ($1 per million input tokens)."""
+    return {**honest(req), "usage": {"input_tokens": 100_000, "output_tokens": 0}}

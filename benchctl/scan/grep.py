@@ -3,8 +3,9 @@
 The answer is whether any event matches; `events` lists the matching events (up to MAX_EVENTS,
 `n_matches` counts them all) and the explanation quotes the first few matches in context.
 Each event is searched as the judge sees it: its header line (`tool_result bash (exit 1)`) then its
-text (`parts.searched`). Patterns are Python regular expressions with `re.MULTILINE` (`^` and `$`
-match at every line); inline flags such as `(?i)` make them case-insensitive.
+text (`parts.searched`). Patterns are RE2 regular expressions (`spec.compile_pattern`: Python's
+syntax without backreferences and lookaround) in multi-line mode (`^` and `$` match at every line);
+inline flags such as `(?i)` make them case-insensitive.
 """
 
 from __future__ import annotations

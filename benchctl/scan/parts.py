@@ -107,7 +107,7 @@ def parse_record(data: bytes) -> Record:
     prompt_found = False
     line_no = -1
     for line in data.splitlines():
-        if not line.strip():
+        if not line:
             continue
         line_no += 1
         m = _TYPE.search(line, 0, _TYPE_WITHIN)

@@ -2,7 +2,7 @@
 
     name = "mentions_key"            # the results directory scans/<name>/
     kind = "grep"                    # "grep": a regular expression, no model; "llm": a question to the judge
-    pattern = "sk-[A-Za-z0-9]+"      # grep: what to find; llm: optional, only events matching it are shown
+    pattern = "sk-[A-Za-z0-9]+"      # grep: what to find (RE2 syntax); llm: optional, only events matching it are shown
                                      #   (a transcript with none is answered without asking)
     parts = ["tool_results"]         # which parts of the record: messages, reasoning, tool_calls,
                                      #   tool_results, target (default: all five)
@@ -22,6 +22,7 @@ answer (not `description`), so a changed scanner is rescanned and an unchanged o
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import tomllib
@@ -70,8 +71,9 @@ class Scanner:
     source: str = ""  # where it was declared: a file path, or "built-in"
 
     @property
-    def regex(self) -> re.Pattern[str] | None:
-        return _compile(self.pattern) if self.pattern is not None else None
+    def regex(self) -> Any:
+        """The compiled pattern (an RE2 regular expression: `search(text)` -> match or None)."""
+        return compile_pattern(self.pattern) if self.pattern is not None else None
 
     def definition(self) -> dict[str, Any]:
         """Every field that changes an answer, as plain data (what `hash` covers)."""
@@ -93,8 +95,27 @@ class Scanner:
         return "sha256:" + h.hexdigest()
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.MULTILINE)
+@functools.lru_cache(maxsize=256)
+def compile_pattern(pattern: str) -> Any:
+    """A pattern compiled by RE2 in multi-line mode; PatternError when RE2 cannot read it.
+
+    RE2 rather than Python's `re`: it matches in time linear in the text, so neither a pattern with
+    many alternatives (Python's engine tried each one at every character: 60 times slower on the
+    built-ins) nor agent-written text crafted against a pattern can stall a scan. Its syntax is
+    Python's without backreferences and lookaround; `\\w`, `\\d`, `\\s` and `\\b` are ASCII."""
+    import re2  # type: ignore[import-untyped]
+
+    opts = re2.Options()
+    opts.log_errors = False  # RE2 would print every bad pattern to stderr; the error says it once
+    try:
+        return re2.compile("(?m)" + pattern, options=opts)
+    except re2.error as e:
+        why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise PatternError(why.replace("(?m)", "", 1)) from None
+
+
+class PatternError(ValueError):
+    """A pattern RE2 cannot compile; the message is RE2's reason."""
 
 
 def parse_scanner(raw: dict[str, Any], source: str) -> Scanner:
@@ -120,9 +141,11 @@ def parse_scanner(raw: dict[str, Any], source: str) -> Scanner:
         if not isinstance(pattern, str) or not pattern:
             raise fail("pattern", "expected a regular expression (a non-empty string)")
         try:
-            _compile(pattern)
-        except re.error as e:
-            raise fail("pattern", f"not a valid regular expression: {e}") from None
+            compile_pattern(pattern)
+        except PatternError as e:
+            raise fail(
+                "pattern", f"not a valid regular expression ({e}); RE2 syntax: no backreferences or lookaround"
+            ) from None
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise fail("description", "expected a string")
