@@ -7,8 +7,9 @@ the previous tool output, the response), `assistant`, `tool_call`, a time `notic
 3 % of runs try `curl`. Then, in fresh processes (Python start-up, imports and the CLI included),
 round by round so machine load hits every row alike:
 
-- floor: `python -c` reading every transcript's bytes (start-up, listing runs/, open + read): what
-  any scan must do at least;
+- floors: `python -c` reading every transcript's bytes (start-up, listing runs/, open + read), and
+  `python -c` creating one file per run (temp file + rename, a result's size, in a fresh
+  directory): what any scan that leaves a result per run must do at least;
 - scan, new: `benchctl scan DIR --scanner network_attempts` with no results yet: read and hash
   every transcript, extract its tool calls and results, match, write 10,000 result files (one
   filesystem sync per 2,000);
@@ -46,6 +47,19 @@ n = 0
 for name in os.listdir(runs):
     with open(os.path.join(runs, name, "transcript.jsonl"), "rb") as f:
         n += len(f.read())
+"""
+# What any tool that leaves one result file per run must do: create 10,000 files of a result's size
+# (temp file + rename, as benchctl writes them), in a fresh directory.
+WRITE_FLOOR = """
+import os, sys
+folder = os.path.join(sys.argv[1], "write-floor")
+os.makedirs(folder)
+data = b"x" * 900
+for i in range(int(sys.argv[2])):
+    tmp = os.path.join(folder, f".r{i}.json.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, os.path.join(folder, f"r{i}.json"))
 """
 LINES = [
     f"2026-03-14T02:{m:02d}:{s:02d} GET /wiki/page-{m * 60 + s} 200 user=u{s % 7}" for m in range(60) for s in range(60)
@@ -162,10 +176,12 @@ def main() -> None:
         rows: dict[str, list[tuple[float, float]]] = {}
         for _ in range(args.repeat):
             shutil.rmtree(root / "scans", ignore_errors=True)
+            shutil.rmtree(root / "write-floor", ignore_errors=True)
             steps = [
                 ("floor: read every transcript", [sys.executable, "-c", FLOOR, str(root)]),
+                ("floor: create a file per run", [sys.executable, "-c", WRITE_FLOOR, str(root), str(args.runs)]),
                 ("report, no scans", report),
-                ("scan, new (10,000 results written)", scan),
+                ("scan, new (a result per run written)", scan),
                 ("scan, rerun (all kept)", scan),
                 ("scan --force (all rescanned)", [*scan, "--force"]),
                 ("report, with the scans table", report),

@@ -138,6 +138,9 @@ def test_every_part_is_read_with_its_event_number(tmp_path: Path) -> None:
     ]
     assert rec.n_events == 13 and rec.transcript_hash.startswith("sha256:")
     assert [e.seq for e in rec.of(("tool_calls", "target"))] == [4, 8]
+    only = parse_record((run / "transcript.jsonl").read_bytes(), ("tool_calls", "target"))
+    assert [(e.seq, e.part) for e in only.entries] == [(4, "tool_calls"), (8, "target")]  # nothing else parsed
+    assert only.transcript_hash == rec.transcript_hash
 
 
 def test_reasoning_comes_from_model_calls_only_when_no_event_carries_it() -> None:

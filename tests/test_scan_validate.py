@@ -144,3 +144,23 @@ def test_the_report_has_a_scans_table_per_configuration(tmp_path: Path) -> None:
     csv = runner.invoke(app, ["report", str(results), "--format", "csv", "--table", "scans"])
     df = pd.read_csv(io.StringIO(csv.output), comment="#")
     assert list(df["hits"]) == [2, 0] and list(df["model"]) == ["m1", "m2"]
+
+
+def test_the_documented_validation_output_has_the_keys_the_command_prints(tmp_path: Path) -> None:
+    import re
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "scanning.md").read_text(encoding="utf-8")
+    documented = json.loads(
+        re.search(r"```json\n(\{\"scanner\": \"network_attempts\".*?)```", page, re.DOTALL).group(1)
+    )
+    results, labels = labelled_results(tmp_path)
+    runner.invoke(app, ["scan", str(results), "--scanner", "network_attempts"])
+    args = ["scan", "validate", "network_attempts", "--labels", str(labels), "--results", str(results), "--json"]
+    got = json.loads(runner.invoke(app, args).output)
+    assert list(got) == list(documented) and list(got["intervals"]) == list(documented["intervals"])
+    assert {k: got[k] for k in ("n", "tp", "fp", "tn", "fn")} == {
+        k: documented[k] for k in ("n", "tp", "fp", "tn", "fn")
+    }
+    for key in ("accuracy", "precision", "recall", "f1", "balanced_accuracy"):  # the page's figures are this set's
+        assert got[key] == pytest.approx(documented[key], abs=5e-4)
+        assert got["intervals"][key] == pytest.approx(documented["intervals"][key], abs=5e-4)

@@ -19,8 +19,9 @@ Everything here is agent-written (or target-written) text: untrusted. The record
 `transcript_hash` is the sha256 of the file's bytes, read in the same pass.
 
 Speed: a grep scanner over 10,000 transcripts must take seconds, so lines are classified by the
-`"type"` near their start before any parse; `model_call` lines, the bulk of a transcript, are
-parsed only while the task prompt is not found yet, or when they carry reasoning.
+`"type"` near their start before any parse, and only the event types the wanted parts are read
+from (`FEEDS`) are parsed; `model_call` lines, the bulk of a transcript, only while the task
+prompt is not found yet, or when they carry reasoning.
 """
 
 from __future__ import annotations
@@ -38,22 +39,14 @@ from benchctl.scan.spec import PARTS
 # the top-level "type" of a line as the transcript writer puts it: after v, seq and t
 _TYPE = re.compile(rb'"type":\s*"([a-z_]+)"')
 _TYPE_WITHIN = 160  # bytes into a line the top-level type is looked for
-# event types no part reads: skipped without parsing
-SKIPPED = frozenset(
-    {
-        b"run_start",
-        b"run_end",
-        b"notice",
-        b"rate_limit_wait",
-        b"hook",
-        b"forged_hook",
-        b"warning",
-        b"stderr",
-        b"error",
-        b"fallback",
-        b"model_error",
-    }
-)
+# the event types each part is read from: a line of any other type is skipped without parsing
+FEEDS: dict[str, frozenset[bytes]] = {
+    "messages": frozenset({b"assistant", b"refusal", b"followup", b"reprompt", b"revision_request", b"model_call"}),
+    "reasoning": frozenset({b"assistant", b"harness_event", b"model_call"}),
+    "tool_calls": frozenset({b"tool_call"}),
+    "tool_results": frozenset({b"tool_result"}),
+    "target": frozenset({b"target_call"}),
+}
 SYSTEM_ROLES = ("system", "developer")
 
 
@@ -99,22 +92,23 @@ def read_record(path: Path) -> Record:
     return parse_record(data)
 
 
-def parse_record(data: bytes) -> Record:
+def parse_record(data: bytes, parts: tuple[str, ...] = PARTS) -> Record:
+    """The record of a transcript's bytes, with the entries of `parts` (at least)."""
     rec = Record(file_hash(data))
     entries = rec.entries
+    wanted = frozenset().union(*(FEEDS[p] for p in parts))
     fallback_reasoning: list[Entry] = []
     has_reasoning = False
-    prompt_found = False
+    prompt_found = "messages" not in parts
     line_no = -1
     for line in data.splitlines():
         if not line:
             continue
         line_no += 1
         m = _TYPE.search(line, 0, _TYPE_WITHIN)
-        known = m is not None and line.count(b"{", 0, m.start()) == 1  # a top-level key, not a nested one
-        if known and m is not None:
+        if m is not None and line.count(b"{", 0, m.start()) == 1:  # the event's own type, not a nested one
             kind = m.group(1)
-            if kind in SKIPPED:
+            if kind not in wanted:
                 continue
             if kind == b"model_call" and prompt_found and b'"reasoning"' not in line:
                 continue
@@ -128,6 +122,8 @@ def parse_record(data: bytes) -> Record:
         seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else line_no
         t = ev.get("type")
         if t == "model_call":
+            if b"model_call" not in wanted:
+                continue
             if not prompt_found and (prompt := task_prompt(ev)) is not None:
                 entries.append(Entry(seq, "messages", "user (task prompt)", prompt))
                 prompt_found = True

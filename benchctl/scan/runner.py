@@ -1,15 +1,16 @@
 """Scanning every run of a results directory, resumably.
 
 A run is scanned once it has a `meta.json` whose status is not `running` (finished or failed:
-an errored run's tool failures are worth finding). Each transcript is read once per session: its
+an errored run's tool failures are worth finding) and a transcript. Each transcript is read once per session: its
 hash decides what is left to do, and its parts feed every scanner. A result already on disk is
 kept when it was made by the same scanner definition (`scanner_hash`) from the same transcript
 bytes (`transcript_hash`), by the same judge for an llm scanner, and it is scored; anything else
 is scanned again (`force`: everything).
 
-Grep scanners run first, over all runs, in one thread: their results are written in batches with
-one filesystem sync each (`jsonio.write_bytes_batch`), since 10,000 fsyncs would take longer than
-the scan. Then llm scanners: up to `concurrency` runs at a time are read and asked about, every
+Grep scanners run first, over all runs, in one thread: their results are written in batches,
+each file atomically but none synced to disk (`jsonio.write_bytes_batch`, sync=False): a result
+lost in a crash is scanned again in seconds, while 10,000 fsyncs, or one syncfs of a disk others
+are writing to, would take longer than the scan. Then llm scanners: up to `concurrency` runs at a time are read and asked about, every
 judge call through the session's one `Judge` (its concurrency limit, its cost cap), each result
 written atomically with its judge log as soon as it is done, so an interrupted session loses at
 most the scans in flight. A cost cap counts the spend logs of the scanners being run (every
@@ -96,6 +97,8 @@ def select_runs(results: Path, run_glob: str | None, session: Session) -> list[t
             session.skipped_runs.append((name, "no meta.json (still running, or killed before it finished)"))
         elif meta.get("status") == "running":
             session.skipped_runs.append((name, "still running"))
+        elif not (base / name / TRANSCRIPT).is_file():
+            session.skipped_runs.append((name, f"no {TRANSCRIPT}: nothing to scan"))
         else:
             out.append((base / name, str(meta.get("run_id") or name)))
     return out
@@ -167,7 +170,8 @@ async def scan_results(
 
     async def one_run(run_path: Path, run_id: str, wanted: list[Scanner]) -> None:
         async with slots:
-            record = await asyncio.to_thread(_read, run_path)
+            parts = tuple(dict.fromkeys(p for s in wanted for p in s.parts))
+            record = await asyncio.to_thread(_read, run_path, parts)
             await asyncio.gather(*(_llm_one(results, s, hashes[s.name], run_id, record, judge, done) for s in wanted))
 
     await asyncio.gather(*(one_run(p, rid, wanted) for p, rid, wanted in todo))
@@ -176,12 +180,8 @@ async def scan_results(
     return session
 
 
-def _read(run_path: Path) -> Record:
-    try:
-        data = (run_path / TRANSCRIPT).read_bytes()
-    except FileNotFoundError:
-        data = b""
-    return parse_record(data)
+def _read(run_path: Path, parts: tuple[str, ...]) -> Record:
+    return parse_record((run_path / TRANSCRIPT).read_bytes(), parts)
 
 
 def _grep_pass(
@@ -195,13 +195,11 @@ def _grep_pass(
 ) -> list[tuple[Path, str, list[Scanner]]]:
     """Run the grep scanners; return the (run, llm scanners) pairs that still need the judge."""
     todo: list[tuple[Path, str, list[Scanner]]] = []
+    parts = tuple(dict.fromkeys(p for s in grep for p in s.parts))  # what the grep scanners read
     batch: dict[str, bytes] = {}
     written: list[dict[str, Any]] = []
     for run_path, run_id in runs:
-        try:
-            data = (run_path / TRANSCRIPT).read_bytes()
-        except FileNotFoundError:
-            data = b""
+        data = (run_path / TRANSCRIPT).read_bytes()
         t_hash = file_hash(data)
         record: Record | None = None
         for s in grep:
@@ -210,7 +208,7 @@ def _grep_pass(
             if old is not None:
                 done(_outcome(old, True))
                 continue
-            record = record or parse_record(data)
+            record = record or parse_record(data, parts)
             got = scan_grep(s, record.of(s.parts))
             rec = make_result(
                 s,
@@ -245,7 +243,7 @@ def _grep_pass(
 
 
 def _flush(batch: dict[str, bytes], written: list[dict[str, Any]], done: Callable[[Outcome], None]) -> None:
-    write_bytes_batch(batch)
+    write_bytes_batch(batch, sync=False)  # a grep result is cheap to make again: a crash may lose it, not tear it
     for rec in written:
         done(_outcome(rec, False))
     batch.clear()
