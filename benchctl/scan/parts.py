@@ -80,6 +80,7 @@ def searched(entry: Entry) -> str:
 
 
 def file_hash(data: bytes) -> str:
+    """A transcript's hash (`result.transcript_hash` computes the same from the file in pieces)."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

@@ -14,6 +14,7 @@ grading uses (benchctl.grading.judge, benchctl.grading.spend).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -108,6 +109,29 @@ def iter_results(results: Path, problems: list[str] | None = None) -> Iterator[d
                     problems.append(f"{SCANS}/{scanner.name}/{f.name}: unreadable scan result, left out")
                 continue
             yield rec
+
+
+def results_of_run(results: Path, run_id: str) -> list[dict[str, Any]]:
+    """The scan results about one run, by scanner name (unreadable ones left out)."""
+    base = scans_dir(results)
+    if not base.is_dir():
+        return []
+    out = []
+    for scanner in sorted(d.name for d in os.scandir(base) if d.is_dir()):
+        rec = read_result(base / scanner / f"{run_id}.json")
+        if rec is not None and rec.get("run_id") == run_id and isinstance(rec.get("scanner"), str):
+            out.append(rec)
+    return out
+
+
+def transcript_hash(path: Path) -> str | None:
+    """The hash a scan records of a transcript (its bytes' sha256), read in pieces: what a result's
+    `transcript_hash` is compared with to tell whether it describes the transcript as it is now."""
+    try:
+        with open(path, "rb") as f:
+            return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+    except FileNotFoundError:
+        return None
 
 
 def results_by_run(results: Path, problems: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
