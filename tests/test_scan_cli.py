@@ -202,3 +202,14 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     r = scan(tmp_path / "nowhere", "--scanner", "network_attempts")
     assert r.exit_code == 2 and "has no runs/ directory" in r.output
     assert not (results / "scans").exists()
+
+
+def test_a_result_is_reused_only_for_its_own_scanner_and_run(tmp_path: Path) -> None:
+    import shutil
+
+    results = three_runs(tmp_path)
+    shutil.copy(results / "runs" / A / "transcript.jsonl", results / "runs" / B / "transcript.jsonl")  # same bytes
+    assert scan(results, "--scanner", "network_attempts").exit_code == 0
+    shutil.copy(scan_path(results, "network_attempts", A), scan_path(results, "network_attempts", B))  # misfiled
+    assert scan(results, "--scanner", "network_attempts").exit_code == 0
+    assert read_json(scan_path(results, "network_attempts", B))["run_id"] == B  # scanned again, not A's kept

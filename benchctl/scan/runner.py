@@ -104,10 +104,15 @@ def select_runs(results: Path, run_glob: str | None, session: Session) -> list[t
     return out
 
 
-def _reusable(path: Path, want_scanner: str, want_transcript: str, judge: str | None) -> dict[str, Any] | None:
+def _reusable(
+    path: Path, scanner: str, run_id: str, want_scanner: str, want_transcript: str, judge: str | None
+) -> dict[str, Any] | None:
+    """The result at `path` when it is this scanner's scored answer about this transcript (by this judge)."""
     rec = read_result(path)
     if (
         rec is not None
+        and rec.get("scanner") == scanner
+        and rec.get("run_id") == run_id
         and rec.get("scanner_hash") == want_scanner
         and rec.get("transcript_hash") == want_transcript
         and rec.get("judge") == judge
@@ -204,7 +209,7 @@ def _grep_pass(
         record: Record | None = None
         for s in grep:
             path = scan_path(results, s.name, run_id)
-            old = None if opts.force else _reusable(path, hashes[s.name], t_hash, None)
+            old = None if opts.force else _reusable(path, s.name, run_id, hashes[s.name], t_hash, None)
             if old is not None:
                 done(_outcome(old, True))
                 continue
@@ -225,11 +230,8 @@ def _grep_pass(
             written.append(rec)
         wanted = []
         for s in llm:
-            old = (
-                None
-                if opts.force
-                else _reusable(scan_path(results, s.name, run_id), hashes[s.name], t_hash, opts.judge)
-            )
+            path = scan_path(results, s.name, run_id)
+            old = None if opts.force else _reusable(path, s.name, run_id, hashes[s.name], t_hash, opts.judge)
             if old is not None:
                 done(_outcome(old, True))
             else:
