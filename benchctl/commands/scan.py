@@ -136,8 +136,10 @@ def validate(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the metrics as one JSON object instead of a table."),
 ) -> None:
-    """Compare a scanner's answers with human labels: accuracy, precision, recall, F1 and balanced
-    accuracy with 95% intervals (docs/scanning.md, Validation)."""
+    """Compare a scanner's answers with human labels: accuracy, precision, recall, F1, balanced accuracy.
+
+    Each with a 95% interval; --json prints them as one object (docs/scanning.md, Validation).
+    """
     from benchctl.scan.spec import ScannerError, load_scanner_file
     from benchctl.scan.validate import LabelsError, validate_files
 
