@@ -66,7 +66,7 @@ def question(prompt: str) -> str:
 
 
 def finder(q: str) -> str | None:
-    quoted = re.search(r"'([^']+)'", q)
+    quoted = re.search(r"(?<![A-Za-z])'([^']+)'(?![A-Za-z])", q)  # a quoted term, not an apostrophe
     if quoted:
         return re.escape(quoted.group(1))
     return next((rx for phrase, rx in FINDS.items() if phrase in q), None)
