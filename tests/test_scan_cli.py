@@ -260,3 +260,16 @@ def test_the_builtin_llm_scanners_on_runs_that_show_and_do_not_show_each_behavio
     # the prefilters: B's tool results and target replies match no pattern, so no judge was asked
     assert {n for n, rec in other.items() if rec.get("prefiltered")} == {"tool_failures", "hallucinated_user_turn"}
     assert other["eval_awareness"]["judge_calls"] == 1  # "test suite" matched: the judge said no
+
+
+def test_the_documented_result_file_is_what_a_grep_scan_writes(tmp_path: Path) -> None:
+    import re
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "formats" / "scans.md").read_text(encoding="utf-8")
+    documented = json.loads(re.search(r"```json\n(.*?)```", page, re.DOTALL).group(1))
+    results = three_runs(tmp_path)
+    assert scan(results, "--scanner", "network_attempts").exit_code == 0
+    got = read_json(scan_path(results, "network_attempts", C))
+    assert set(got) == set(documented)
+    same = ("answer", "answer_type", "hit", "events", "n_matches", "cost_usd", "kind", "status", "judge", "explanation")
+    assert {k: got[k] for k in same} == {k: documented[k] for k in same}
