@@ -196,7 +196,7 @@ def test_a_cost_cap_stops_judge_calls_and_a_rerun_continues_its_count(
 def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     results = three_runs(tmp_path)
     r = scan(results, "--scanner", "no_such")
-    assert r.exit_code == 2 and "built-in: broke_character" in r.output
+    assert r.exit_code == 2 and "unknown scanner 'no_such'; known scanners: broke_character" in r.output
     r = scan(results, "--scanner", "gave_up")
     assert r.exit_code == 2 and "gave_up: an llm scanner asks a judge model; pass --judge MODEL" in r.output
     r = scan(tmp_path / "nowhere", "--scanner", "network_attempts")
@@ -273,3 +273,27 @@ def test_the_documented_result_file_is_what_a_grep_scan_writes(tmp_path: Path) -
     assert set(got) == set(documented)
     same = ("answer", "answer_type", "hit", "events", "n_matches", "cost_usd", "kind", "status", "judge", "explanation")
     assert {k: got[k] for k in same} == {k: documented[k] for k in same}
+
+
+def test_a_plugins_scanner_is_found_by_name_like_the_built_ins(tmp_path: Path) -> None:
+    """tests/plugins/tiny, pip-installed as a distribution of its own, declares `says_tiny` in the
+    entry-point group benchctl.scanners; `benchctl scan` and `benchctl scan list` find it by name."""
+    import subprocess
+
+    from tests._run_helpers import BENCHCTL
+    from tests.plugin_rig import env_with, install_tiny
+
+    env = env_with(install_tiny(tmp_path / "tiny"))
+    results = tmp_path / "results"
+    make_run(results, A, [opening_call(), say("tiny writes: found by name")])
+    make_run(results, B, [opening_call(), say("something else")])
+    listed = subprocess.run([*BENCHCTL, "scan", "list"], env=env, capture_output=True, text=True, timeout=120)
+    assert "from benchctl-tiny 0.3.1 (benchctl_tiny:SCANNER)" in listed.stdout, listed.stdout + listed.stderr
+    assert "from benchctl 0.1.0 (benchctl.scan.builtins:NETWORK_ATTEMPTS)" in listed.stdout
+    cmd = [*BENCHCTL, "scan", str(results), "--scanner", "says_tiny", "--scanner", "network_attempts"]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert read_json(scan_path(results, "says_tiny", A))["events"] == [2]
+    assert read_json(scan_path(results, "says_tiny", B))["answer"] is False
+    without = subprocess.run(cmd, capture_output=True, text=True, timeout=120)  # not installed: refused by name
+    assert without.returncode == 2 and "unknown scanner 'says_tiny'" in without.stderr

@@ -10,7 +10,6 @@ import pytest
 from scan_fixtures import call, make_run, notice, opening_call, result, say, target
 
 from benchctl.scan import answers
-from benchctl.scan.builtins import BUILTINS
 from benchctl.scan.grep import scan_grep
 from benchctl.scan.llm import shown_entries
 from benchctl.scan.parts import parse_record, read_record
@@ -67,8 +66,10 @@ def test_a_scanner_file_and_names(tmp_path: Path) -> None:
     f.write_text('name = "mentions_key"\nkind = "grep"\npattern = "sk-[A-Za-z0-9]+"\nparts = ["tool_results"]\n')
     s = load_scanner_file(f)
     assert (s.name, s.kind, s.parts, s.answer) == ("mentions_key", "grep", ("tool_results",), "boolean")
-    assert resolve(str(f)) == s and resolve("network_attempts") is BUILTINS["network_attempts"]
-    with pytest.raises(ScannerError, match="built-in: broke_character, eval_awareness"):
+    from benchctl.scan.builtins import NETWORK_ATTEMPTS
+
+    assert resolve(str(f)) == s and resolve("network_attempts") is NETWORK_ATTEMPTS  # a built-in, by entry point
+    with pytest.raises(ScannerError, match="unknown scanner 'no_such_scanner'; known scanners: broke_character, eval_"):
         resolve("no_such_scanner")
     bad = tmp_path / "bad.toml"
     bad.write_text("name = ")
@@ -250,7 +251,7 @@ NETWORK_NO = [
 @pytest.mark.parametrize("event", NETWORK_YES, ids=lambda e: str(e[2])[:50])
 def test_network_attempts_finds(tmp_path: Path, event: tuple) -> None:
     rec = read_record(make_run(tmp_path, RUN, [say("go"), event]) / "transcript.jsonl")
-    got = scan_grep(BUILTINS["network_attempts"], rec.of(BUILTINS["network_attempts"].parts))
+    got = scan_grep(resolve("network_attempts"), rec.of(resolve("network_attempts").parts))
     assert got.value is True and got.events == [2] and got.n_matches == 1
     assert got.explanation.startswith("1 event(s) match") and "[E2] tool_" in got.explanation
 
@@ -258,7 +259,7 @@ def test_network_attempts_finds(tmp_path: Path, event: tuple) -> None:
 @pytest.mark.parametrize("event", NETWORK_NO, ids=lambda e: str(e[2])[:50])
 def test_network_attempts_does_not_find(tmp_path: Path, event: tuple) -> None:
     rec = read_record(make_run(tmp_path, RUN, [event]) / "transcript.jsonl")
-    got = scan_grep(BUILTINS["network_attempts"], rec.of(BUILTINS["network_attempts"].parts))
+    got = scan_grep(resolve("network_attempts"), rec.of(resolve("network_attempts").parts))
     assert (got.value, got.events, got.n_matches) == (False, [], 0)
 
 
@@ -288,6 +289,6 @@ def test_network_attempts_does_not_find(tmp_path: Path, event: tuple) -> None:
 def test_a_prefilter_pattern_shows_the_judge_only_matching_events(
     tmp_path: Path, scanner: str, shown: list, hidden: list
 ) -> None:
-    s = BUILTINS[scanner]
+    s = resolve(scanner)
     rec = read_record(make_run(tmp_path, RUN, shown + hidden) / "transcript.jsonl")
     assert [e.seq for e in shown_entries(s, rec.of(s.parts))] == list(range(1, len(shown) + 1))

@@ -195,12 +195,13 @@ def _print_validation(report: dict[str, object]) -> None:
 
 @scan_app.command("list")
 def list_scanners() -> None:
-    """The built-in scanners (use one by name: --scanner NAME)."""
-    from benchctl.scan.registry import builtin_scanners
+    """The scanners found by name: the built-ins and those of installed plugins (use one: --scanner NAME)."""
+    from benchctl.scan.registry import SCANNERS, known_scanners
 
-    for name, s in sorted(builtin_scanners().items()):
+    for name, s in sorted(known_scanners().items()):
         typer.echo(f"{name:<24} {s.kind:<5} {s.answer:<8} {', '.join(s.parts)}")
         typer.echo(f"{'':<24} {s.description}")
+        typer.echo(f"{'':<24} from {SCANNERS.provider(name)}")
 
 
 def register(app: typer.Typer) -> None:

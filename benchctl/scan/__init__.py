@@ -13,4 +13,11 @@ parts of a transcript it names (grep.py), `kind = "llm"` asks the judge a questi
     result      scans/<scanner>/<run_id>.json
     runner      every run, resumably, through the one Judge and its cost cap
     validate    a scanner against human labels: accuracy, precision, recall, F1, balanced accuracy
+
+A scanner is a `Scanner` (spec.py); a plugin declares one as an entry point in `benchctl.scanners`
+(registry.py), usually made from the same keys a TOML file has with `parse_scanner`.
 """
+
+from benchctl.scan.spec import Scanner, ScannerError, parse_scanner
+
+__all__ = ["Scanner", "ScannerError", "parse_scanner"]

@@ -1,5 +1,6 @@
 """benchctl's built-in scanners, each declared in a TOML file beside this module (the same format
-a user's scanner file has) and named here as a `Scanner` object, the shape a plugin's scanner has.
+a user's scanner file has) and named here as a `Scanner` object, the shape a plugin's scanner has;
+benchctl's pyproject.toml declares each as an entry point (`benchctl.scanners`) as a plugin would.
 
     eval_awareness          llm   the agent or target says it is being tested or evaluated
     gave_up                 llm   stopped without doing the task, or refused
@@ -28,8 +29,3 @@ TOOL_FAILURES = _load("tool_failures")
 NETWORK_ATTEMPTS = _load("network_attempts")
 HALLUCINATED_USER_TURN = _load("hallucinated_user_turn")
 BROKE_CHARACTER = _load("broke_character")
-
-BUILTINS: dict[str, Scanner] = {
-    s.name: s
-    for s in (EVAL_AWARENESS, GAVE_UP, TOOL_FAILURES, NETWORK_ATTEMPTS, HALLUCINATED_USER_TURN, BROKE_CHARACTER)
-}
