@@ -15,8 +15,8 @@ from benchctl.grading.judge import Judge, Tally
 from benchctl.grading.record import GradeJob, make_record
 from benchctl.harness import HarnessContext, HarnessResult
 from benchctl.layout import GradeRecord
-from benchctl.scan import parse_scanner
 from benchctl.sandbox.base import Mount
+from benchctl.scan import parse_scanner
 
 
 class TinyHarness:
