@@ -9,7 +9,7 @@ anthropic, openai, google-genai, matplotlib) are imported inside the command bod
 import typer
 
 from benchctl import __version__
-from benchctl.commands import demo, doctor, export, gateway, grade, images, report, run, targets, tasks, view
+from benchctl.commands import demo, doctor, export, gateway, grade, images, report, run, scan, targets, tasks, view
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -34,7 +34,7 @@ def main(
     """Run agents in network-less sandboxes, grade their outputs, report."""
 
 
-for _module in (run, grade, report, view, export, gateway, images, doctor, tasks, targets, demo):
+for _module in (run, grade, scan, report, view, export, gateway, images, doctor, tasks, targets, demo):
     _module.register(app)
 
 

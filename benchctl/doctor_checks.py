@@ -115,13 +115,14 @@ def check_binaries() -> list[Check]:
 
 
 def check_plugins() -> list[Check]:
-    """Every harness and grader this Python finds (entry points: built-in or a plugin), where each
-    comes from, and whether it loads. No harness at all means benchctl's own entry points are missing."""
+    """Every harness, grader and scanner this Python finds (entry points: built-in or a plugin), where
+    each comes from, and whether it loads. None at all means benchctl's own entry points are missing."""
     from benchctl.grading.graders import GRADERS
     from benchctl.harness import HARNESSES
     from benchctl.plugins import Registry, UnknownPlugin
+    from benchctl.scan.registry import SCANNERS
 
-    registries: tuple[Registry[Any], ...] = (HARNESSES, GRADERS)
+    registries: tuple[Registry[Any], ...] = (HARNESSES, GRADERS, SCANNERS)
     checks = []
     for registry in registries:
         names = registry.names()

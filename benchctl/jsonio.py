@@ -85,12 +85,14 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
     return list(iter_jsonl(path))
 
 
-def write_bytes_batch(files: Mapping[str, bytes]) -> None:
+def write_bytes_batch(files: Mapping[str, bytes], *, sync: bool = True) -> None:
     """Write many files, each atomically (temp file + rename: a reader sees the old file or the new
     one), and make them all durable with ONE filesystem sync at the end instead of an fsync per file
     (25,000 fsyncs took over a minute). Callers that publish a summary of these files write it
     after this returns (e.g. with `write_json_atomic`), so the summary is never on disk ahead of
-    the files it describes. Paths are strings: pathlib costs seconds at this count."""
+    the files it describes. Paths are strings: pathlib costs seconds at this count. `sync=False`
+    skips the sync, for files cheap to make again (a crash may lose them, never tear them): on a
+    shared disk one syncfs waits for everything anyone has written."""
     if not files:
         return
     folders: set[str] = set()
@@ -111,6 +113,8 @@ def write_bytes_batch(files: Mapping[str, bytes]) -> None:
             except FileNotFoundError:
                 pass
             raise
+    if not sync:
+        return
     for folder in {os.stat(d or ".").st_dev: d or "." for d in folders}.values():  # one sync per filesystem
         sync_filesystem(folder)
 

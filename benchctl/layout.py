@@ -18,6 +18,7 @@ from benchctl.jsonio import read_json
 
 RUNS = "runs"
 GRADES = "grades"
+SCANS = "scans"
 META = "meta.json"
 TRANSCRIPT = "transcript.jsonl"
 ARTIFACTS = "artifacts"
@@ -197,6 +198,11 @@ def grade_path(results: Path, grader: str, run_id: str, artifact_tag: str | None
     grades/<grader>/<run_id>~followup-1.json (the record's `artifact` field names the file)."""
     name = run_id if not artifact_tag else f"{run_id}~{slug(artifact_tag)}"
     return Path(results) / GRADES / grader / f"{name}.json"
+
+
+def scan_path(results: Path, scanner: str, run_id: str) -> Path:
+    """scans/<scanner>/<run_id>.json: one scanner's answer about one run (benchctl scan)."""
+    return Path(results) / SCANS / scanner / f"{run_id}.json"
 
 
 def read_meta(run_path: Path) -> RunMeta | None:

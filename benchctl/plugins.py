@@ -1,4 +1,4 @@
-"""Plugins: harnesses and graders found by name through Python entry points.
+"""Plugins: harnesses, graders and scanners found by name through Python entry points.
 
 A distribution declares what it adds in its pyproject.toml, one entry point per name:
 
@@ -7,6 +7,9 @@ A distribution declares what it adds in its pyproject.toml, one entry point per 
 
     [project.entry-points."benchctl.graders"]
     my-rubric = "my_rubric:GRADER"               # a benchctl.grading.Grader
+
+    [project.entry-points."benchctl.scanners"]
+    my_scanner = "my_scanners:SCANNER"           # a benchctl.scan.Scanner (benchctl scan --scanner my_scanner)
 
 benchctl's own harnesses and graders are declared the same way in its pyproject.toml. So once a
 plugin is installed (`pip install`), every benchctl process finds it by name: `benchctl run
@@ -124,7 +127,7 @@ def _own_package_problem(ep: EntryPoint) -> str | None:
 def own_packages() -> list[str]:
     """The top-level packages benchctl's own entry points (and benchctl itself) live in."""
     tops = {DISTRIBUTION}
-    for group in ("benchctl.harnesses", "benchctl.graders"):
+    for group in ("benchctl.harnesses", "benchctl.graders", "benchctl.scanners"):
         tops |= {ep.module.partition(".")[0] for ep in entry_points(group=group) if _is_own(ep)}
     return sorted(tops)
 

@@ -15,6 +15,9 @@ counted (planned samples) but have none. What maps to what:
   this exporter does not know) → an InfoEvent named `benchctl <type>`, in transcript order;
 - the collected artifacts (report.md, predictions, ...) → InfoEvents at the end;
 - grades → scores with the judge's explanations (an unscored grade is left out, never 0);
+- scan results (`benchctl scan`) → scores named `scan/<scanner>` (the answer, the explanation, the
+  cited events in the score's metadata) and every result in the sample metadata's `scans`; an
+  unscored result, or one made from an earlier version of the transcript (`stale`), is only there;
 - usage and cost → sample and eval `model_usage` (total_cost None when a price was unknown);
 - phases (the run, then each follow-up) → a solver span each (`main`, `followup-N`) around their
   events;
@@ -191,20 +194,27 @@ def eval_status(runs: list[ev.Run], unfinished: list[ev.Run]) -> EvalStatus:
 
 
 def _results(samples: list[EvalSample], planned: int) -> EvalResults:
-    by_name: dict[str, list[float]] = defaultdict(list)
+    by_name: dict[str, list[Any]] = defaultdict(list)
     scorer_of: dict[str, str] = {}
     for s in samples:
         for name, score in (s.scores or {}).items():
-            by_name[name].append(float(score.value))  # type: ignore[arg-type]
-            scorer_of[name] = (score.metadata or {}).get("grader", name)
-    # `or 0.0` only for the type checker: a name is in by_name once it has a value, so never None.
+            by_name[name].append(score.value)
+            meta = score.metadata or {}
+            scorer_of[name] = meta.get("grader") or meta.get("scanner") or name
+    # A mean of numbers (grades; true / false and number scan answers, whose mean is the hit rate
+    # or the mean answer); label answers have none. `or 0.0` only for the type checker: a name is
+    # in by_name once it has a value, so the mean is never None.
     scores = [
         EvalScore(
             name=name,
             scorer=scorer_of[name],
             scored_samples=len(vals),
             unscored_samples=len(samples) - len(vals),
-            metrics={"mean": EvalMetric(name="mean", value=mean_or_none(vals) or 0.0)},
+            metrics=(
+                {"mean": EvalMetric(name="mean", value=mean_or_none([float(v) for v in vals]) or 0.0)}
+                if all(isinstance(v, (int, float)) for v in vals)
+                else {}
+            ),
         )
         for name, vals in sorted(by_name.items())
     ]
@@ -281,8 +291,11 @@ def _shell(run: ev.Run, config: ev.Config, epoch: int) -> EvalSample:
         for f in m.get("fallbacks") or []
         if f.get("to")
     ]
+    scan_scores, scans = _scans(run)
+    scores |= scan_scores
     metadata = {k: v for k, v in m.items() if k not in ("schema",)}
     metadata["grades"] = grades
+    metadata["scans"] = scans
     return EvalSample(
         id=config.task,
         epoch=epoch,
@@ -325,6 +338,31 @@ def _scores(run: ev.Run) -> tuple[dict[str, Score], list[dict[str, Any]]]:
         summary.append(info)
         if isinstance(g.get("score"), (int, float)) and g.get("status") != "unscored":
             scores[name] = Score(value=float(g["score"]), explanation=_explanation(g), metadata=info)
+    return scores, summary
+
+
+SCAN_KEYS = ("scanner", "kind", "status", "answer_type", "answer", "hit", "events", "judge", "cost_usd", "error")
+
+
+def _scans(run: ev.Run) -> tuple[dict[str, Score], list[dict[str, Any]]]:
+    """Scan results as Inspect scores (`scan/<scanner>`: the answer as its value, true / false, a
+    number, a label or a list of labels) and every result, its explanation too, for the metadata."""
+    from benchctl.scan.result import results_of_run, transcript_hash
+
+    found = results_of_run(run.path.parent.parent, run.run_id)
+    if not found:
+        return {}, []
+    now = transcript_hash(run.transcript())
+    scores: dict[str, Score] = {}
+    summary = []
+    for rec in found:
+        info = {k: rec[k] for k in SCAN_KEYS if rec.get(k) is not None}
+        info["stale"] = rec.get("transcript_hash") != now  # scanned from another version of the transcript
+        summary.append(info | {"explanation": rec.get("explanation")})
+        if rec.get("status") == "scored" and rec.get("answer") is not None and not info["stale"]:
+            scores[f"scan/{rec['scanner']}"] = Score(
+                value=rec["answer"], answer=str(rec["answer"]), explanation=rec.get("explanation"), metadata=info
+            )
     return scores, summary
 
 

@@ -11,6 +11,7 @@ from benchctl.report.headline import pick_headlines
 from benchctl.report.load import Results, gc_paused, load_results
 from benchctl.report.model import Report, Table
 from benchctl.report.provenance import provenance
+from benchctl.report.scans import scans_table
 
 
 def build_report(
@@ -76,6 +77,9 @@ def _build(results: Results | str | os.PathLike[str], opts: Options, cache: bool
         from benchctl.report.power import plan_table
 
         tables.append(plan_table(grouping, headlines.of_task, opts.plan))
+    scans = scans_table(str(res.root), grouping, warnings)
+    if scans is not None:
+        tables.append(scans)
     un = unscored_runs(runs, headlines)
     if un.rows:
         tables.append(un)

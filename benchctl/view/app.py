@@ -29,11 +29,12 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from benchctl.layout import GRADES, RUNS
+from benchctl.layout import GRADES, RUNS, SCANS
 from benchctl.tournament.schema import RATINGS_FILE, TOURNAMENT
 from benchctl.view import compare as cmp
 from benchctl.view import conversation, links, reasoning, render, runpage
 from benchctl.view import events as evmod
+from benchctl.view import scans as scanmod
 from benchctl.view import tournament as tour
 from benchctl.view import validation as vmod
 from benchctl.view.grades import Rubrics, artifacts_with_grades
@@ -82,6 +83,7 @@ class ViewState:
         self.sweep = Sweep(self.root)
         self.ratings_path = os.path.join(self.root, GRADES, TOURNAMENT, RATINGS_FILE)
         self.indexes = IndexCache()
+        self.scan_hashes = scanmod.TranscriptHashes()
         self.env = render.make_env()
         self.env.globals.update(
             qs=_qs,
@@ -94,11 +96,13 @@ class ViewState:
             max_detail=evmod.MAX_DETAIL,
             known_types=frozenset(evmod.SHOWN) | {"harness_event"},
             root_name=os.path.basename(self.root.rstrip("/")) or self.root,
+            max_cites=scanmod.MAX_CITES,
         )
 
     def page(self, name: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
         ctx.setdefault("has_tournament", os.path.isfile(self.ratings_path))
         ctx.setdefault("has_validation", bool(vmod.names(self.root)))
+        ctx.setdefault("has_scans", os.path.isdir(os.path.join(self.root, SCANS)))
         html = self.env.get_template(name).render(status_code=status_code, **ctx)
         return HTMLResponse(html, status_code=status_code)
 
@@ -285,6 +289,8 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             budget_s=budget,
             phases=None if pending else runpage.phases(idx),
             mm=None if pending else runpage.minimap_view(idx, first, last),
+            # an earlier attempt's transcript is not the one scanned
+            scans=scanmod.run_scans(state.root, files.run_id, state.scan_hashes) if files.attempt is None else [],
         )
         if pending:  # after the response is sent, not before
             page.background = BackgroundTask(idx.refresh)
@@ -481,6 +487,10 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             links={t.name: links.table_links(t.name, t.rows) for t in rep.tables},
         )
 
+    def scans_page(request: Request) -> Response:
+        only = request.query_params.get("scanner") or None
+        return state.page("scans.html", scanners=scanmod.scans_overview(state.root, state.scan_hashes, only), only=only)
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return await asyncio.to_thread(state.page, "error.html", 404, message=str(exc))
 
@@ -507,6 +517,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
         Route("/report", report_page),
         Route("/validation", validation_page),
         Route("/validation/{name}", validation_page),
+        Route("/scans", scans_page),
         Mount("/static", StaticFiles(packages=[("benchctl.view", "static")]), name="static"),
     ]
     # Bound to one name: only that name (and the loopback names) may appear in Host. Bound to

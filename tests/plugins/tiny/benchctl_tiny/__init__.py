@@ -1,8 +1,8 @@
-"""A third-party harness and grader written only against benchctl's public plugin contract.
+"""A third-party harness, grader and scanner written only against benchctl's public plugin contract.
 
 `tiny` writes its `words` option (default "found by name") into /work/report.md in the sandbox, in one
 exec, and says so in the transcript; `nonempty` scores 1.0 for an artifact with text, 0.0 otherwise,
-without asking the judge.
+without asking the judge; `says_tiny` finds the harness's own words in a transcript's messages.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from benchctl.grading.record import GradeJob, make_record
 from benchctl.harness import HarnessContext, HarnessResult
 from benchctl.layout import GradeRecord
 from benchctl.sandbox.base import Mount
+from benchctl.scan import parse_scanner
 
 
 class TinyHarness:
@@ -51,3 +52,7 @@ class NonEmpty(Grader):
 
 
 GRADER = NonEmpty()
+
+SCANNER = parse_scanner(
+    {"name": "says_tiny", "kind": "grep", "pattern": "tiny writes", "parts": ["messages"]}, "benchctl-tiny"
+)
