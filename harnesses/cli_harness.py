@@ -39,6 +39,10 @@ class StreamParser(Protocol):
 
     def feed(self, line: str) -> None: ...
 
+    def finish(self) -> None:
+        """The stream has ended: write what was held for a line that will not come."""
+        ...
+
 
 class HarnessSetupError(RuntimeError):
     pass
@@ -254,6 +258,7 @@ class CliHarness:
             except Exception as e:
                 res = StreamResult(None, False, False, f"{type(e).__name__}: {e}", time.time() - started, None)
                 failure = f"could not run {self.name} in the sandbox: {type(e).__name__}: {e}"
+            parser.finish()
             # Before the join and the tracker stop listening: the phase's last model_calls carry the
             # last tools' outputs (and say whether the last answer was a refusal).
             self._settle_gateway(ctx, phase)

@@ -507,3 +507,144 @@ def followup_run(results: Path, **meta: Any) -> Path:
         followups=followups,
         **{"task": "fu", **meta},
     )
+
+
+# ------------------------------------------------------------------------------- a run that thinks
+
+REASONING_WIRES = ("anthropic_messages", "openai_responses", "openai_chat")
+# reasoning the agent wrote: long (an attachment), trying to break out, holding a key the export scrubs
+LONG_THOUGHT = "The timestamps disagree; check the rotation first. " * 60 + NASTY + " " + FORGED_REF + " " + SECRET
+
+
+def thought(text: str, signature: str | None = None) -> dict[str, Any]:
+    return {"type": "reasoning", "text": text, "summary": False, "redacted": False, "signature": signature}
+
+
+def withheld(signature: str) -> dict[str, Any]:
+    return {"type": "reasoning", "text": "", "summary": False, "redacted": True, "signature": signature}
+
+
+def summarised(text: str, signature: str) -> dict[str, Any]:
+    return {"type": "reasoning", "text": text, "summary": True, "redacted": False, "signature": signature}
+
+
+def thinking_answers(wire_api: str) -> list[dict[str, Any]]:
+    """Three answers that each think (the final one too) in the recorded shape (README "Transcript"),
+    with what each wire API can carry: Anthropic thinking with signatures and a redacted block,
+    Responses summaries and encrypted-only items, chat completions' plain reasoning_content."""
+    if wire_api == "anthropic_messages":
+        first = [thought("Start with a listing.", "EqQBCkYIBxgCKkD+/sig1=="), withheld("EmwKAhgBEgy+/redacted1==")]
+        second, third = [thought(LONG_THOUGHT, "EqQBCkYIBxgC/sig2==")], [thought("Enough evidence.", "Eq+/sig3")]
+    elif wire_api == "openai_responses":
+        first = [summarised("Start with a listing.", "gAAAAAB+/enc1a=="), withheld("gAAAAAB+/enc1b==")]
+        second, third = [summarised(LONG_THOUGHT, "gAAAAAB+/enc2==")], [summarised("Enough evidence.", "gAAAAA/enc3")]
+    else:
+        first, second, third = (
+            [thought("Start with a listing.")],
+            [thought(LONG_THOUGHT)],
+            [thought("Enough evidence.")],
+        )
+    return [
+        {
+            "text": "Looking.",
+            "tool_calls": [{"id": "t1", "name": "bash", "input": {"command": "ls /data"}}],
+            "reasoning": first,
+        },
+        {
+            "text": "",
+            "tool_calls": [{"id": "t2", "name": "bash", "input": {"command": "cat a.log"}}],
+            "reasoning": second,
+        },
+        {"text": "Final answer.", "tool_calls": [], "reasoning": third},
+    ]
+
+
+def _echo(wire_api: str, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answer as the agent's client sends it back in its next request (its own wire shape:
+    Claude Code and Codex send reasoning back with its opaque strings; chat completions clients,
+    ReAct's included, send none)."""
+    calls = answer["tool_calls"]
+    if wire_api == "anthropic_messages":
+        blocks: list[dict[str, Any]] = [
+            {"type": "redacted_thinking", "data": r["signature"]}
+            if r["redacted"]
+            else {"type": "thinking", "thinking": r["text"], "signature": r["signature"]}
+            for r in answer["reasoning"]
+        ]
+        blocks += [{"type": "text", "text": answer["text"]}] if answer["text"] else []
+        blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in calls]
+        return [{"role": "assistant", "content": blocks}]
+    if wire_api == "openai_responses":
+        items: list[dict[str, Any]] = [
+            {
+                "type": "reasoning",
+                "id": f"rs_{i}",
+                "summary": [{"type": "summary_text", "text": r["text"]}] if r["text"] else [],
+                "content": None,
+                "encrypted_content": r["signature"],
+            }
+            for i, r in enumerate(answer["reasoning"])
+        ]
+        if answer["text"]:
+            items.append(
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer["text"]}]}
+            )
+        items += [
+            {"type": "function_call", "call_id": c["id"], "name": c["name"], "arguments": json.dumps(c["input"])}
+            for c in calls
+        ]
+        return items
+    return [
+        {
+            "role": "assistant",
+            "content": answer["text"] or None,
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["input"])},
+                }
+                for c in calls
+            ]
+            or None,
+        }
+    ]
+
+
+def _tool_output(wire_api: str, tid: str, out: str) -> dict[str, Any]:
+    if wire_api == "anthropic_messages":
+        return result(tid, out)
+    if wire_api == "openai_responses":
+        return {"type": "function_call_output", "call_id": tid, "output": out}
+    return {"role": "tool", "tool_call_id": tid, "content": out}
+
+
+def _request(wire_api: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    if wire_api == "anthropic_messages":
+        return body(messages)
+    if wire_api == "openai_responses":
+        return {"model": "m", "instructions": SYSTEM, "input": messages}
+    return {"model": "m", "messages": [{"role": "system", "content": SYSTEM}] + messages}
+
+
+def reasoning_run(results: Path, wire_api: str, **meta: Any) -> Path:
+    """A run over `wire_api` whose model thinks on every answer (thinking_answers) and whose client
+    sends each answer back in its next request, plus a side call that does not think."""
+    answers = thinking_answers(wire_api)
+    task = (
+        {"role": "user", "content": [{"type": "input_text", "text": "Investigate /data."}]}
+        if wire_api == "openai_responses"
+        else user("Investigate /data.")
+    )
+    history = [task]
+    requests: list[tuple[Any, ...]] = []
+    for i, answer in enumerate(answers):
+        requests.append((_request(wire_api, list(history)), answer, wire_api))
+        if answer["tool_calls"]:
+            tid = answer["tool_calls"][0]["id"]
+            history += _echo(wire_api, answer) + [_tool_output(wire_api, tid, f"output {i + 1}")]
+    side = ({"model": "haiku", "messages": [user("Title for: Investigate /data.")]}, {"text": "Logs", "tool_calls": []})
+    requests.insert(1, (*side, "anthropic_messages"))
+    return write_run(
+        results, [("run_start", "runner", {})] + model_calls(requests), task="think", tools=wire_api, **meta
+    )

@@ -367,3 +367,151 @@ def test_a_host_key_in_the_cli_environment_is_refused(tmp_path: Path, monkeypatc
     assert result.status == "error" and "refusing to pass provider keys" in (result.error or "")
     assert "AUTH_HEADER" in (result.error or "")
     assert not any(secret in json.dumps(e.env) for e in sb.docker.execs)  # Docker never saw it
+
+
+# ------------------------------------------------------------------------------- reasoning
+
+# Claude Code 2.1.332's lines for a scripted model that thinks (a thinking block with its signature,
+# a redacted_thinking block, text, a tool call; then thinking and the final answer): one line per
+# content block, all with the message's id, thinking first; `system/thinking_tokens` is progress.
+THINKING_STREAM = [
+    OK_STREAM[0],
+    {"type": "system", "subtype": "thinking_tokens", "estimated_tokens": 4, "session_id": SID},
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [{"type": "thinking", "thinking": "T1 part one. part two.", "signature": "SIG1/+=="}],
+            "stop_reason": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": SID,
+        "thinking_duration_ms": 7,
+        "thinking_display": "updates",
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [{"type": "redacted_thinking", "data": "REDACTED-DATA-1=="}],
+            "stop_reason": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": SID,
+    },
+    {"type": "system", "subtype": "thinking_tokens", "estimated_tokens": 7, "session_id": SID},
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [{"type": "text", "text": "Running."}],
+            "stop_reason": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": SID,
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [
+                {"type": "tool_use", "id": "toolu_01abc", "name": "Bash", "input": {"command": "echo hi"}},
+            ],
+            "stop_reason": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": SID,
+    },
+    {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [{"tool_use_id": "toolu_01abc", "type": "tool_result", "content": "hi", "is_error": False}],
+        },
+        "session_id": SID,
+        "tool_use_result": {"stdout": "hi", "stderr": "", "interrupted": False},
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_2",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [{"type": "thinking", "thinking": "T2: done now.", "signature": "SIG2/+=="}],
+            "stop_reason": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": SID,
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_2",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [{"type": "text", "text": "All done."}],
+            "stop_reason": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": SID,
+    },
+    OK_STREAM[-1],
+]
+
+
+def thinking(text: str, signature: str) -> dict[str, Any]:
+    return {"type": "reasoning", "text": text, "summary": False, "redacted": False, "signature": signature}
+
+
+def redacted(data: str) -> dict[str, Any]:
+    return {"type": "reasoning", "text": "", "summary": False, "redacted": True, "signature": data}
+
+
+def test_thinking_blocks_are_the_reasoning_of_their_messages_assistant_event(tmp_path: Path) -> None:
+    sb = FakeSandbox(lambda cmd: ExecResult(0, stream(*THINKING_STREAM), ""))
+    assert harness().run(ctx_for(tmp_path, sb)).status == "completed"
+    said = [(e["text"], e["message_id"], e.get("reasoning")) for e in events(tmp_path, "assistant")]
+    assert said == [
+        ("Running.", "msg_1", [thinking("T1 part one. part two.", "SIG1/+=="), redacted("REDACTED-DATA-1==")]),
+        ("All done.", "msg_2", [thinking("T2: done now.", "SIG2/+==")]),
+    ]
+    # no second copy as a raw CLI event
+    assert "thinking" not in [e.get("kind") for e in events(tmp_path, "harness_event")]
+
+
+def test_reasoning_before_a_tool_call_or_at_the_end_of_the_stream_is_not_lost(tmp_path: Path) -> None:
+    """A message with no text before its tool call (the reasoning is written before the call), one
+    with no text at all, and a stream cut off after a thinking line (the CLI killed at the deadline)."""
+    msg_1 = THINKING_STREAM[2:4] + THINKING_STREAM[6:8]  # thinking, redacted, tool_use, its result
+    msg_2 = THINKING_STREAM[8:9]  # thinking only; the next line is the result
+    cut = {**THINKING_STREAM[8], "message": {**THINKING_STREAM[8]["message"], "id": "msg_3"}}
+    sb = FakeSandbox(
+        lambda cmd: ExecResult(None, stream(OK_STREAM[0], *msg_1, *msg_2, OK_STREAM[-1], cut), "", timed_out=True)
+    )
+    assert harness().run(ctx_for(tmp_path, sb, budget_s=1)).status == "timeout"  # killed at the deadline
+    order = [
+        (e["type"], e.get("text"), e.get("message_id"), len(e.get("reasoning") or []))
+        for e in map(orjson.loads, (tmp_path / "transcript.jsonl").read_bytes().splitlines())
+        if e["type"] in ("assistant", "tool_call")
+    ]
+    assert order == [
+        ("assistant", "", "msg_1", 2),
+        ("tool_call", None, None, 0),
+        ("assistant", "", "msg_2", 1),
+        ("assistant", "", "msg_3", 1),
+    ]
+    assert events(tmp_path, "assistant")[0]["reasoning"][1] == redacted("REDACTED-DATA-1==")

@@ -312,3 +312,46 @@ def test_config_that_cannot_be_root_owned_is_written_plain_and_the_transcript_sa
     assert notice["directory"] == cx.CODEX_HOME and "cannot write as root" in notice["message"]
     box = sb.docker.containers[sb.container_id or ""].files
     assert box[f"{cx.CODEX_HOME}/config.toml"].uid == 1000 and box[cx.CODEX_HOME].uid == 1000
+
+
+# Codex 0.147.0's lines for a scripted model that thinks on both turns (each response: a reasoning
+# item with two summary parts and encrypted content, and one with encrypted content only, which
+# Codex does not show): the summary joined by newlines, before the call or message it led to.
+THINKING_STREAM = [
+    {"type": "thread.started", "thread_id": TID},
+    {"type": "turn.started"},
+    {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning", "text": "S1 summary one.\nsummary two."}},
+    OK_STREAM[4],
+    OK_STREAM[5],
+    {"type": "item.completed", "item": {"id": "item_3", "type": "reasoning", "text": "S2 summary one.\nsummary two."}},
+    {"type": "item.completed", "item": {"id": "item_4", "type": "agent_message", "text": "All done."}},
+    {
+        "type": "turn.completed",
+        "usage": {"input_tokens": 20, "cached_input_tokens": 0, "output_tokens": 40, "reasoning_output_tokens": 24},
+    },
+]
+
+
+def test_reasoning_items_are_assistant_events_with_reasoning_in_stream_order(tmp_path: Path) -> None:
+    h = harness()
+    ctx = ctx_openai(tmp_path, FakeSandbox(lambda cmd: ExecResult(0, stream(*THINKING_STREAM), "")))
+    first = h.run(ctx)
+    assert first.status == "completed"
+    assert h.followup(ctx, "Once more.", first).status == "completed"  # phase 2: its item ids get @2
+
+    def summary(text: str) -> dict[str, Any]:
+        return {"type": "reasoning", "text": text, "summary": True, "redacted": False, "signature": None}
+
+    order = [
+        (e["type"], e.get("text"), e.get("item_id", e.get("id")), e.get("reasoning"))
+        for e in map(json.loads, (tmp_path / "transcript.jsonl").read_bytes().splitlines())
+        if e["type"] in ("assistant", "tool_call")
+    ]
+    one_phase = [
+        ("assistant", "", "item_0", [summary("S1 summary one.\nsummary two.")]),
+        ("tool_call", None, "item_2", None),
+        ("assistant", "", "item_3", [summary("S2 summary one.\nsummary two.")]),
+        ("assistant", "All done.", "item_4", None),
+    ]
+    assert order == one_phase + [(t, x, i + "@2", r) for t, x, i, r in one_phase]
+    assert "reasoning" not in [e.get("kind") for e in events(tmp_path, "harness_event")]  # no second copy

@@ -1,8 +1,8 @@
 """An Inspect export opened the way researchers open it: `inspect view --log-dir OUT` on loopback,
 driven by a real headless Chromium. The viewer lists the log and shows a sample's transcript
 (model calls, tool calls, benchctl's notices) and a run's follow-up phases as sections of their
-own; agent-written HTML is shown as text and runs nothing; neither the server nor the page
-reaches beyond 127.0.0.1."""
+own; every answer's reasoning (visible, a summary, withheld) in its turn; agent-written HTML is
+shown as text and runs nothing; neither the server nor the page reaches beyond 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from browser_rig import browser, screenshot  # noqa: F401  (fixture)
-from export_fixtures import FOLLOWUPS, MARKDOWN, followup_run, grade, rich_run
+from export_fixtures import FOLLOWUPS, MARKDOWN, followup_run, grade, reasoning_run, rich_run
 
 from tests._run_helpers import REPO, cli
 
@@ -54,6 +54,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     run = rich_run(base / "results")
     grade(base / "results", run.name, "coverage", 0.5, items=[{"id": "F1", "score": 0.75, "reason": "found it"}])
     followup_run(base / "results")  # another configuration (task fu): its own log
+    for wire_api in ("anthropic_messages", "openai_responses"):  # a model that thinks: a log per wire
+        reasoning_run(base / "results", wire_api)
     out = base / "logs"
     r = cli("export", str(base / "results"), "--to", "inspect", "-o", str(out))
     assert r.returncode == 0, r.stderr
@@ -171,6 +173,49 @@ def test_inspect_view_shows_each_follow_up_phase_as_a_section_of_its_own(
         assert page_errors == []
     except BaseException:
         screenshot(page, "export-inspect-view-phases")
+        raise
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("wire_api, title", [("anthropic_messages", ""), ("openai_responses", " (Summary)")])
+def test_inspect_view_shows_each_answers_reasoning_in_its_turn(
+    served: tuple[str, Path, Path], browser, wire_api: str, title: str
+) -> None:
+    url, out, _ = served
+    (log,) = out.glob(f"think__*{wire_api}.eval")
+    page = browser.new_context(viewport={"width": 1400, "height": 2400}).new_page()
+    page_errors: list[str] = []
+    dialogs: list[str] = []
+    page.on("pageerror", lambda e: page_errors.append(str(e)))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        page.goto(f"{url}#/logs/{log.name}")
+        page.get_by_text("Model call", exact=False).first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        lines = [line.strip() for line in page.inner_text("body").splitlines()]
+        text = "\n".join(lines)
+        heads = [i for i, line in enumerate(lines) if line.upper().startswith("MODEL CALL")]
+        first, side, second, last = (lines[a:b] for a, b in zip(heads, heads[1:] + [len(lines)]))
+        # each model call shows its answer with the reasoning before the text: visible or a summary,
+        # a withheld block said to be encrypted (its opaque data is not shown), the final answer's too
+        reasoning = f"REASONING{title.upper()}"
+        answer = first[first.index("ASSISTANT") + 1 :]
+        assert answer[:5] == [
+            reasoning,
+            "Start with a listing.",
+            "REASONING",
+            "Reasoning encrypted by model provider.",
+            "Looking.",
+        ]
+        assert "redacted1" not in text and "enc1b" not in text
+        assert reasoning not in side  # the side call did not think: nothing is shown for it
+        assert last[last.index("ASSISTANT") + 1 :][:3] == [reasoning, "Enough evidence.", "Final answer."]
+        # agent-written reasoning is shown as text: nothing in it ran
+        assert reasoning in second and "<script>alert(1)</script>" in text
+        assert dialogs == [] and page_errors == [] and page.locator("script", has_text="alert(1)").count() == 0
+    except BaseException:
+        screenshot(page, f"export-inspect-view-reasoning-{wire_api}")
         raise
     finally:
         page.context.close()

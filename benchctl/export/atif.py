@@ -2,7 +2,9 @@
 
 What maps to what (`OUT/<run_id>.json`):
 
-- each model call → an agent step (the answer text, its tool calls, the served model, metrics:
+- each model call → an agent step (the answer text, its reasoning — the visible texts in
+  `reasoning_content`, every block with its summary / redacted flags and signature in
+  `extra.benchctl_reasoning` —, its tool calls, the served model, metrics:
   prompt tokens = every input token incl. cache reads and writes, cached tokens, completion
   tokens, cost; benchctl's call record in `extra.benchctl`);
 - system and user messages new in a request (the task prompt, reprompts, revision requests,
@@ -294,18 +296,21 @@ class _Writer:
         out = turn.output
         record = {k: v for k, v in e.items() if k not in ("v", "type", "source", "t", "usage", "headers")}
         record.update(conversation=turn.conversation, error=turn.error)
-        reasoning = "\n".join(p.text for p in out.parts if p.type == "reasoning") if out else ""
+        reasoning = [p for p in out.parts if p.type == "reasoning"] if out else []
+        step_extra: dict[str, Any] = {"benchctl": {k: v for k, v in record.items() if v is not None}}
+        if reasoning:
+            step_extra["benchctl_reasoning"] = [p.record() for p in reasoning]
         held = self.add(
             {
                 "source": "agent",
                 "message": _text(out) if out else "",
                 "timestamp": _iso(e.get("t")),
                 "model_name": str(e.get("served_model") or e.get("requested_model") or "") or None,
-                "reasoning_content": reasoning or None,
+                "reasoning_content": "\n\n".join(p.text for p in reasoning if p.text) or None,
                 "tool_calls": _calls(out) or None if out else None,
                 "metrics": metrics,
                 "llm_call_count": 1,
-                "extra": {"benchctl": {k: v for k, v in record.items() if v is not None}},
+                "extra": step_extra,
             },
             turn.conversation,
         )

@@ -237,7 +237,18 @@ Item = ModelTurn | TargetTurn | ToolUse | Note
 
 
 class _Conversation:
-    __slots__ = ("last_call", "counts", "total", "prints", "system", "tools", "config", "response", "open_calls")
+    __slots__ = (
+        "last_call",
+        "counts",
+        "total",
+        "prints",
+        "system",
+        "tools",
+        "config",
+        "response",
+        "response_at",
+        "open_calls",
+    )
 
     def __init__(self) -> None:
         self.last_call = ""
@@ -248,6 +259,7 @@ class _Conversation:
         self.tools: list[ToolDef] = []
         self.config: dict[str, Any] = {}
         self.response: Message | None = None
+        self.response_at = 0  # where the next request holds `response` (its echo)
         # (id, name) of the latest assistant message's calls not answered yet: an answer that
         # names only its function (Gemini) is paired with the first of these of its name
         self.open_calls: list[tuple[str, str]] = []
@@ -300,6 +312,7 @@ class _Tracker:
         if "append" in delta:
             per = self._convert(wire_api, delta.get("append") or [], conv)
             new = [m for ms in per for m in ms]
+            _answer_reasoning(conv, new, keep)
             _pair(conv_id, conv, new, keep)
             prints = [_fingerprint(m) for m in new]
             old = conv.prints[keep:] if keep < len(conv.prints) else array("Q")
@@ -312,7 +325,7 @@ class _Tracker:
         if output is not None:
             _pair(conv_id, conv, [output], conv.total)  # where the next request will hold it
             self._name_tools([output])
-        conv.last_call, conv.response = call_id, output
+        conv.last_call, conv.response, conv.response_at = call_id, output, conv.total
         return ModelTurn(
             light,
             call_id,
@@ -370,12 +383,27 @@ def _pair(conv_id: str, conv: _Conversation, messages: list[Message], start: int
             conv.open_calls = [c for c in conv.open_calls if c[0] != m.tool_call_id]
 
 
+def _answer_reasoning(conv: _Conversation, new: list[Message], keep: int) -> None:
+    """The echo of the previous answer (the assistant message where the request holds it) gets the
+    reasoning the gateway recorded with that answer, in place of what the client sent back: the
+    model produced exactly that, and clients send back less (chat completions nothing at all; the
+    bytes sent back stay in the request's record). An answer recorded with no reasoning (older
+    transcripts) leaves the echo as sent."""
+    answer, i = conv.response, conv.response_at - keep
+    if answer is None or not 0 <= i < len(new) or new[i].role != "assistant" or new[i] is answer:
+        return
+    reasoning = [p for p in answer.parts if p.type == "reasoning"]
+    if reasoning:
+        new[i].parts = reasoning + [p for p in new[i].parts if p.type != "reasoning"]
+
+
 def _fingerprint(m: Message) -> int:
-    """What identifies a message's content (not its wire spelling), in 64 bits."""
+    """What identifies a message's content (not its wire spelling), in 64 bits. Reasoning is left
+    out: an answer's echo carries the reasoning recorded with the answer, whatever was re-sent."""
     data = orjson.dumps(
         [
             m.role,
-            [(p.type, p.text, p.data) for p in m.parts],
+            [(p.type, p.text, p.data) for p in m.parts if p.type != "reasoning"],
             [(c.id, c.name, c.arguments) for c in m.tool_calls],
             m.tool_call_id,
         ],

@@ -43,7 +43,7 @@ from inspect_ai.tool import ToolCall, ToolCallError, ToolFunction, ToolInfo, Too
 
 from benchctl.export import events as ev
 from benchctl.export import wire
-from benchctl.export.wire import Message, ToolDef
+from benchctl.export.wire import Message, Part, ToolDef
 from benchctl.transcript import Redactor
 
 ATTACHMENT_MIN = 2000  # message texts, info data and tool descriptions this long are stored once
@@ -246,12 +246,25 @@ class SampleWriter:
             if p.type == "text":
                 parts.append(ContentText(text=self.att(p.text)))
             elif p.type == "reasoning":
-                parts.append(ContentReasoning(reasoning=self.att(p.text)))
+                parts.append(self._reasoning(p))
             else:
                 parts.append(ContentData(data=self.att.value(p.data or {})))
         if len(parts) == 1 and isinstance(parts[0], ContentText):
             return parts[0].text
         return parts
+
+    def _reasoning(self, p: Part) -> ContentReasoning:
+        """A reasoning block as Inspect's own providers write one: a summary of hidden reasoning in
+        `summary` (with `reasoning` empty, so the viewer titles it "Reasoning (Summary)"), withheld
+        reasoning as `redacted` with no text (the viewer says it was encrypted by the provider),
+        the vendor's opaque string as `signature`. Only `reasoning` may be an attachment (inspect-ai
+        resolves no other field of it)."""
+        return ContentReasoning(
+            reasoning="" if p.summary else self.att(p.text),
+            summary=p.text if p.summary else None,
+            signature=p.signature,
+            redacted=p.redacted,
+        )
 
     def _message(self, m: Message, mid: str, model: str | None = None) -> ChatMessage:
         if m.role not in ("system", "user", "tool"):

@@ -3,9 +3,10 @@
 Event shapes verified against Claude Code 2.1.332 (see harnesses/CLI_FACTS.md):
 
     system/init                      -> harness_event kind=init (session, model, tools, version)
-    assistant, text block            -> assistant (text, model, message_id)
+    assistant, text block            -> assistant (text, model, message_id; `reasoning` below)
     assistant, tool_use block        -> tool_call (id, name, input)
-    assistant, thinking block        -> harness_event kind=thinking
+    assistant, thinking / redacted_thinking block
+                                     -> `reasoning` of the message's assistant event (below)
     user, tool_result block          -> tool_result (id, output, is_error, interrupted), written by the
                                         ToolOutputJoin with the output the model received (harnesses/tool_outputs.py)
     user, synthetic text (isSynthetic: stop-hook feedback, refusal retry) -> harness_event kind=cli_message
@@ -15,6 +16,15 @@ Event shapes verified against Claude Code 2.1.332 (see harnesses/CLI_FACTS.md):
                                      -> harness_event kind=<subtype> (the CLI's own refusal handling)
     result                           -> harness_event kind=result (subtype, is_error, stop_reason, ...)
     anything else                    -> harness_event kind=<type>/<subtype>
+
+Reasoning: the CLI writes one line per content block of a model message, all with the message's
+id, thinking first. A thinking block becomes {"type": "reasoning", "text", "summary": false,
+"redacted": false, "signature"} and a redacted_thinking block {"text": "", "redacted": true,
+"signature": <its data>} (the shape every harness writes, README "Transcript"). The message's
+reasoning blocks go into the `assistant` event of its next text block; when a tool call (or
+another block) comes first, or the message ends without text (a line of another message, a tool
+result, the result, the end of the stream: `finish`), into an `assistant` event of their own with
+text "" written at that point, so reasoning stays before the tool calls it led to.
 
 Model calls themselves are recorded by the gateway; here only what the CLI did with them.
 """
@@ -41,6 +51,8 @@ class ClaudeStreamParser:
         self.session_id: str | None = None
         self.version: str | None = None
         self.result: dict[str, Any] | None = None
+        self._reasoning: list[dict[str, Any]] = []  # blocks of the message below, not written yet
+        self._message: tuple[dict[str, Any], Any] = ({}, None)  # (message, parent_tool_use_id) they belong to
 
     def feed(self, line: str) -> None:
         try:
@@ -52,6 +64,9 @@ class ClaudeStreamParser:
             return
         self.session_id = ev.get("session_id") or self.session_id
         kind = ev.get("type")
+        msg = m if kind == "assistant" and isinstance(m := ev.get("message"), dict) else {}
+        if kind != "system" and (kind != "assistant" or msg.get("id") != self._message[0].get("id")):
+            self.finish()  # the message the held reasoning belongs to has ended (system lines are progress)
         if kind == "assistant":
             self._assistant(ev)
         elif kind == "user":
@@ -63,22 +78,43 @@ class ClaudeStreamParser:
         else:
             self.tr.emit("harness_event", "harness", cli=self.cli, kind=str(kind), raw=line[:MAX_RAW])
 
+    def finish(self) -> None:
+        """Write reasoning still held (its message ended without text, or the stream ended)."""
+        if self._reasoning:
+            self._emit_assistant("")
+
+    def _emit_assistant(self, text: str) -> None:
+        msg, subagent = self._message
+        fields = {"reasoning": self._reasoning} if self._reasoning else {}
+        self._reasoning = []
+        self.tr.emit(
+            "assistant",
+            "harness",
+            cli=self.cli,
+            text=text,
+            model=msg.get("model"),
+            message_id=msg.get("id"),
+            stop_reason=msg.get("stop_reason"),
+            subagent=subagent,
+            **fields,
+        )
+
     def _assistant(self, ev: dict[str, Any]) -> None:
-        msg = ev.get("message") or {}
+        msg = m if isinstance(m := ev.get("message"), dict) else {}
+        self._message = (msg, ev.get("parent_tool_use_id"))
         for block in msg.get("content") or []:
             btype = block.get("type")
+            if btype == "thinking":
+                self._reasoning.append(_reasoning(str(block.get("thinking") or ""), False, block.get("signature")))
+                continue
+            if btype == "redacted_thinking":
+                self._reasoning.append(_reasoning("", True, block.get("data")))
+                continue
             if btype == "text":
-                self.tr.emit(
-                    "assistant",
-                    "harness",
-                    cli=self.cli,
-                    text=block.get("text", ""),
-                    model=msg.get("model"),
-                    message_id=msg.get("id"),
-                    stop_reason=msg.get("stop_reason"),
-                    subagent=ev.get("parent_tool_use_id"),
-                )
-            elif btype == "tool_use":
+                self._emit_assistant(str(block.get("text", "")))
+                continue
+            self.finish()  # reasoning before a tool call is written before it
+            if btype == "tool_use":
                 self.join.started(str(block.get("id")), str(block.get("name")))
                 self.tr.emit(
                     "tool_call",
@@ -89,9 +125,6 @@ class ClaudeStreamParser:
                     input=block.get("input"),
                     subagent=ev.get("parent_tool_use_id"),
                 )
-            elif btype in ("thinking", "redacted_thinking"):
-                text, cut = clip(str(block.get("thinking", "")))
-                self.tr.emit("harness_event", "harness", cli=self.cli, kind="thinking", text=text, truncated=cut)
             else:
                 self.tr.emit(
                     "harness_event",
@@ -184,3 +217,14 @@ class ClaudeStreamParser:
             text=text,
             truncated=cut,
         )
+
+
+def _reasoning(text: str, redacted: bool, signature: Any) -> dict[str, Any]:
+    """A reasoning block in the transcript's one shape (an Anthropic block's text is never a summary)."""
+    return {
+        "type": "reasoning",
+        "text": text,
+        "summary": False,
+        "redacted": redacted,
+        "signature": signature if isinstance(signature, str) else None,
+    }

@@ -14,7 +14,7 @@ Event shapes verified against Codex 0.147.0 (see harnesses/CLI_FACTS.md):
     item.* todo_list                               -> harness_event kind=plan (one item per turn, updated by
                                                       each update_plan call)
     item.* web_search / collab_tool_call           -> tool_call / tool_result (generic)
-    item.completed reasoning{text}                 -> harness_event kind=reasoning
+    item.completed reasoning{text}                 -> assistant with text "" and `reasoning` (below)
     item.completed error{message}                  -> harness_event kind=cli_warning (Codex uses
                                                       error items for warnings, e.g. hook trust)
     error{message}                                 -> harness_event kind=cli_error. Not a failure by
@@ -30,6 +30,15 @@ the model's function_call_output has it all. Calls with no item of their own (up
 write_stdin, tool_search, calls Codex rejects) get their tool_call / tool_result from the join too.
 
 Usage in turn.completed is cumulative per thread; per-call usage comes from the gateway.
+
+Reasoning: Codex shows a model's reasoning item as `reasoning{text}` once it is complete, before
+the message or tool calls it led to, with the item's summary texts joined by newlines (the
+encrypted content it sends back stays in the gateway's record; items with no summary are not
+shown; checked with 0.147.0, also with show_raw_agent_reasoning). Each becomes an `assistant`
+event with text "" and `reasoning: [{"type": "reasoning", "text", "summary": true, "redacted":
+false, "signature": null}]` (the shape every harness writes, README "Transcript"), in stream
+order. It is not joined to the next agent_message: the stream does not say which model response
+an item belongs to, and a response can end in a call that has no item of its own (update_plan).
 
 Tool ids: the stream names a tool call by Codex's own item id (`item_3`, counted per
 invocation, so a follow-up's `codex exec resume` counts from `item_0` again: in follow-up phase N
@@ -49,7 +58,7 @@ from typing import Any
 import orjson
 
 from benchctl.transcript import TranscriptWriter
-from harnesses.tool_outputs import MAX_RAW, CodexRules, ToolOutputJoin, clip, command_matches, output_text, small_json
+from harnesses.tool_outputs import MAX_RAW, CodexRules, ToolOutputJoin, command_matches, output_text, small_json
 
 # Hook tool_name -> the stream's item type for that tool (CLI_FACTS.md; MCP tools are mcp__<server>__<tool>).
 _HOOK_ITEM_TYPES = {"Bash": "command_execution", "apply_patch": "file_change"}
@@ -156,6 +165,9 @@ class CodexStreamParser:
         else:
             self.tr.emit("harness_event", "harness", cli=self.cli, kind=str(kind), raw=line[:MAX_RAW])
 
+    def finish(self) -> None:
+        """Nothing is held back: every line is written as it comes."""
+
     def _item(self, phase: str, item: dict[str, Any]) -> None:
         itype, iid = item.get("type"), item.get("id")
         if iid is not None and self.id_suffix:
@@ -225,8 +237,14 @@ class CodexStreamParser:
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="plan", phase=phase, items=item.get("items"))
         elif itype == "reasoning":
             if phase == "completed":
-                text, cut = clip(str(item.get("text", "")))
-                self.tr.emit("harness_event", "harness", cli=self.cli, kind="reasoning", text=text, truncated=cut)
+                block = {
+                    "type": "reasoning",
+                    "text": str(item.get("text") or ""),
+                    "summary": True,
+                    "redacted": False,
+                    "signature": None,
+                }
+                self.tr.emit("assistant", "harness", cli=self.cli, text="", reasoning=[block], item_id=iid)
         elif itype == "error":
             self.tr.emit("harness_event", "harness", cli=self.cli, kind="cli_warning", message=item.get("message"))
         elif itype in ("web_search", "collab_tool_call"):
