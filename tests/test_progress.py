@@ -56,3 +56,14 @@ def test_make_progress_is_json_when_not_a_tty() -> None:
     assert type(make_progress(1, "quiet")).__name__ == "Progress"
     with pytest.raises(ValueError, match="use one of auto, rich, json, quiet"):
         make_progress(1, "jsno")  # a typo is an error, not a silent rich table
+
+
+def test_a_reasoning_only_assistant_event_is_not_a_turn() -> None:
+    """Claude Code and Codex write their thinking before a tool call as an assistant event with no
+    text: the turn it belongs to is counted once."""
+    p = RichProgress(1)
+    p.started(spec(0))
+    p.event(spec(0), {"type": "assistant", "text": "", "reasoning": [{"type": "reasoning", "text": "hmm"}]})
+    p.event(spec(0), {"type": "assistant", "text": "done", "reasoning": [{"type": "reasoning", "text": "so"}]})
+    p.event(spec(0), {"type": "assistant", "text": "again"})
+    assert p.lines[spec(0).run_id].turns == 2

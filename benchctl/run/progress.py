@@ -76,7 +76,8 @@ class Progress:
                 line.cost += cost
             elif "cost_usd" in ev:
                 line.cost_unknown = True
-        elif t == "assistant":
+        elif t == "assistant" and (ev.get("text") or ev.get("turn") or not ev.get("reasoning")):
+            # a CLI's reasoning-only event (its thinking before a tool call) is part of a turn, not one
             line.turns = max(line.turns + 1, int(ev.get("turn") or 0))
         elif t == "run_start":
             line.status = "running"
