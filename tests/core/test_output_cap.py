@@ -30,7 +30,7 @@ def test_each_user_caps_at_its_own_limit() -> None:
 def test_a_react_command_shows_the_start_of_its_output_and_its_exit_code() -> None:
     from benchctl.sandbox.base import ExecResult
     from harnesses.react.tools import MAX_OUTPUT_CHARS, ToolBox
-    from tests.harnesses.test_claude_code_unit import FakeSandbox
+    from tests.rigs.fake_sandbox import FakeSandbox
 
     box = ToolBox(FakeSandbox(lambda cmd: ExecResult(3, "start " + "y" * MAX_OUTPUT_CHARS, "")))  # type: ignore[arg-type]
     out = box.run("bash", {"command": "make"}, time_left=60)

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.docker
 
 FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
 FOLLOWUP = "Now add one more line."
-TITLE_JUDGE = "scripted/py:tests.tournament.test_judge:scripted_title_judge"  # tests/tournament/test_judge.py
+TITLE_JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"  # tests/rigs/tournament.py
 
 
 def run_and_grade(out: Path, run_args: list[str], judge: str) -> Path:

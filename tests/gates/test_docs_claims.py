@@ -70,7 +70,7 @@ def test_scripted_match_rule_example_answers_the_builtin_coverage_prompt(tmp_pat
 def test_target_call_source_is_the_one_the_code_writes(tmp_path: Path) -> None:
     """One name for the target tools' transcript source, in the code and in the transcript format."""
     from benchctl.transcript import TranscriptWriter
-    from tests.targets.test_targets import events, tools_for
+    from tests.rigs.targets import events, tools_for
 
     tr = TranscriptWriter(tmp_path / "t.jsonl")
     tt = tools_for("default", tr)

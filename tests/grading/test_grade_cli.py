@@ -119,7 +119,7 @@ def test_options_before_results_dir_still_dispatch_to_default(tmp_path: Path) ->
 
 
 # ---------------------------------------------------------------- the tournament grader from the CLI
-TITLE_JUDGE = "scripted/py:tests.tournament.test_judge:scripted_title_judge"
+TITLE_JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 def tournament_results(tmp_path: Path) -> Path:
@@ -221,7 +221,7 @@ def test_tournament_outcome_is_reported_and_a_failed_judge_exits_1(tmp_path: Pat
             "grade",
             str(results),
             "--judge",
-            "scripted/py:tests.tournament.test_judge:scripted_garbage_judge",
+            "scripted/py:tests.rigs.tournament:scripted_garbage_judge",
             "--grader",
             "tournament",
             "--force",

@@ -14,7 +14,7 @@ import pytest
 from benchctl.sandbox.base import ExecResult, SandboxError
 from harnesses.codex import CodexHarness
 from harnesses.codex import config as cx
-from tests.harnesses.test_claude_code_unit import FakeSandbox, ctx_for, events, stream
+from tests.rigs.fake_sandbox import FakeSandbox, ctx_for, events, stream
 
 TID = "01a22aad-3993-7ce3-9cdc-a8de9ed5b50b"
 OK_STREAM = [

@@ -17,8 +17,7 @@ import pytest
 from benchctl.report.build import build_report
 from benchctl.report.load import CACHE_FILE, _Compactor, load_results
 from benchctl.report.render_text import to_csv, to_json, to_markdown
-from tests.report.test_load import _age_all, _killed_run
-from tests.rigs.report import add_grade, add_run, coverage_items
+from tests.rigs.report import add_grade, add_run, age_all, coverage_items, killed_run
 
 A, B = "prov/model-a", "prov/model-b"
 CLUSTERS = {"F1": "ops", "F2": "ops", "F3": "people", "F10": "timeline"}
@@ -69,7 +68,7 @@ def _sweep(root: Path) -> None:
             {"id": "F2", "score": 0.4, "strict": None, "cluster": "ops"},
         ],
     )
-    _killed_run(
+    killed_run(
         root,
         "wiki__react__prov-model-a__10m__s8",
         {"task": "wiki", "harness": "react", "model": A, "budget": "10m", "budget_s": 600.0, "seed": 8},
@@ -86,7 +85,7 @@ def _outputs(root: Path, cache: bool) -> str:
 
 def test_cached_report_is_byte_identical_to_no_cache(tmp_path: Path) -> None:
     _sweep(tmp_path)
-    _age_all(tmp_path)
+    age_all(tmp_path)
     n_files = len(list(tmp_path.glob("runs/*/meta.json"))) + len(list(tmp_path.glob("grades/*/*.json")))
     uncached = _outputs(tmp_path, cache=False)
     assert not (tmp_path / CACHE_FILE).exists()
@@ -109,7 +108,7 @@ def test_changed_file_invalidates_its_cached_record(tmp_path: Path) -> None:
     rid = add_run(tmp_path, model=A, cost_usd=1.0)
     add_grade(tmp_path, "combined", rid, 0.25)
     add_grade(tmp_path, "tldr", rid, 0.5)
-    _age_all(tmp_path)
+    age_all(tmp_path)
     load_results(tmp_path)
     assert load_results(tmp_path).stats["cache_hits"] == 3
 

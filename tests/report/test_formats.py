@@ -18,8 +18,7 @@ from typer.testing import CliRunner
 
 from benchctl.cli import app
 from benchctl.report.build import build_report
-from tests.report.test_report import OLD, RATINGS, A, build_main
-from tests.rigs.report import add_grade, add_run, write_ratings
+from tests.rigs.report import OLD, RATINGS, A, add_grade, add_run, build_main, write_ratings
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
 

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 from benchctl.report.build import build_report
 from benchctl.report.load import CACHE_FILE, load_results
-from tests.rigs.report import add_grade, add_run
+from tests.rigs.report import add_grade, add_run, age_all, killed_run
 
 A = "prov/model-a"
-
-
-def _age_all(root: Path, seconds: float = 100) -> None:
-    """Make every file old enough to be cached (fresh files are deliberately not cached)."""
-    t = time.time() - seconds
-    for p in root.rglob("*.json"):
-        os.utime(p, (t, t))
 
 
 def _scores(root: Path) -> dict[str, float | None]:
@@ -28,7 +19,7 @@ def test_cache_hits_and_invalidation(tmp_path: Path) -> None:
     ids = [add_run(tmp_path, model=A, seed=s) for s in range(3)]
     for i, rid in enumerate(ids):
         add_grade(tmp_path, "combined", rid, 0.1 * (i + 1))
-    _age_all(tmp_path)
+    age_all(tmp_path)
     first = load_results(tmp_path)
     assert first.stats["cache_misses"] == 6 and (tmp_path / CACHE_FILE).exists()
     second = load_results(tmp_path)
@@ -56,7 +47,7 @@ def test_cache_hits_and_invalidation(tmp_path: Path) -> None:
 
 def test_corrupt_or_disabled_cache(tmp_path: Path) -> None:
     add_grade(tmp_path, "combined", add_run(tmp_path, model=A), 0.4)
-    _age_all(tmp_path)
+    age_all(tmp_path)
     (tmp_path / CACHE_FILE).write_bytes(b"garbage, not a cache")
     assert list(_scores(tmp_path).values()) == [0.4]
     assert load_results(tmp_path).stats["cache_hits"] == 2  # rewritten properly
@@ -71,7 +62,7 @@ def test_unwritable_cache_still_reports(tmp_path: Path) -> None:
     # A directory where the cache file should be: it can be neither read nor replaced (works as
     # root too, unlike chmod) — the report must not care.
     add_grade(tmp_path, "combined", add_run(tmp_path, model=A), 0.4)
-    _age_all(tmp_path)
+    age_all(tmp_path)
     (tmp_path / CACHE_FILE).mkdir()
     rep = build_report(tmp_path)
     assert rep.table("leaderboard").rows[0]["score_mean"] == 0.4
@@ -160,20 +151,6 @@ def test_follow_up_tag_from_layout_path(tmp_path: Path) -> None:
     assert run.score("coverage") == 0.3 and run.score("coverage", "followup-1") == 0.6
 
 
-def _killed_run(root: Path, run_id: str, spec: dict | None) -> Path:
-    """The state a SIGKILL leaves: a transcript (written live by the real writer), maybe artifacts, no meta.json."""
-    from benchctl.transcript import TranscriptWriter
-
-    d = root / "runs" / run_id
-    (d / "artifacts").mkdir(parents=True)
-    (d / "artifacts" / "report.md").write_text("half a report\n")
-    with TranscriptWriter(d / "transcript.jsonl", redactor=None) as t:
-        if spec is not None:
-            t.emit("run_start", "runner", run_id=run_id, spec=spec, task_hash="sha256:task1", budget_s=spec["budget_s"])
-        t.emit("model_call", "gateway", call_id="call-1")
-    return d
-
-
 def test_unfinished_run_is_counted_and_listed_with_its_configuration(tmp_path: Path) -> None:
     """Three ways to know a killed run's configuration: its transcript's run_start spec, else a finished
     run of the same configuration, else the run id's parts; each lands in the right leaderboard row."""
@@ -184,7 +161,7 @@ def test_unfinished_run_is_counted_and_listed_with_its_configuration(tmp_path: P
     add_grade(tmp_path, "combined", done, 0.5)
     # (1) transcript: the runner's spec (RunSpec.to_dict() + task fields)
     rid1 = make_run_id("wiki", "react", A, "10m", 1)
-    _killed_run(
+    killed_run(
         tmp_path,
         rid1,
         {
@@ -202,10 +179,10 @@ def test_unfinished_run_is_counted_and_listed_with_its_configuration(tmp_path: P
     )
     # (2) killed before run_start, a finished twin exists: the exact model id comes from the twin
     rid2 = make_run_id("wiki", "react", A, "10m", 2)
-    _killed_run(tmp_path, rid2, None)
+    killed_run(tmp_path, rid2, None)
     # (3) no transcript event and no twin: the run id's parts (the model slug is all that is left)
     rid3 = make_run_id("wiki", "react", "prov/model-z", "2m", 0)
-    _killed_run(tmp_path, rid3, None)
+    killed_run(tmp_path, rid3, None)
 
     res = load_results(tmp_path)
     metas = {r.run_id: r.meta for r in res.runs}

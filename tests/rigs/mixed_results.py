@@ -26,7 +26,7 @@ from benchctl.grading.fake_judge import judge as fake_judge
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import make_run_id
 from tests.rigs.grading import GOOD_REPORT, REPO, WEAK_REPORT
-from tests.tournament.test_judge import title_judge
+from tests.rigs.tournament import title_judge
 
 JUDGE = "scripted/py:tests.rigs.mixed_results:judge"
 TASKS = {"demo": "combined", "hb": "any_of_n", "audit": "tournament"}  # task -> its headline grader

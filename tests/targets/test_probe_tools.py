@@ -15,7 +15,7 @@ from benchctl.targets.probe_tools import ProbeOptions, run_probe_tools
 from benchctl.targets.study_config import StudyError, load_study_task
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from tests.rigs import validation as vs
-from tests.targets.test_validate import JUDGE, make_task
+from tests.rigs.validation import JUDGE, make_task
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -22,9 +22,9 @@ from benchctl.targets.study_config import load_study_task
 from benchctl.targets.validate import ValidateOptions, run_validate
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from tests.rigs import validation as vs
+from tests.rigs.validation import JUDGE, make_task
 
 pytestmark = pytest.mark.timeout(180)
-JUDGE = "scripted/py:tests.rigs.validation:judge"
 SCRIPTS = {
     "prism": "py:tests.rigs.validation:target",
     "base": "py:tests.rigs.validation:target",
@@ -42,42 +42,6 @@ def assert_rate(got: dict[str, Any], k: int, n: int, threshold: int) -> None:
     assert got["rate"] == pytest.approx(k / n, abs=1e-12)
     lo, hi = wilson(k, n)
     assert got["lo"] == pytest.approx(lo, abs=1e-12) and got["hi"] == pytest.approx(hi, abs=1e-12)
-
-
-def jsonl(rows: list[dict[str, Any]]) -> str:
-    return "".join(orjson.dumps(r).decode() + "\n" for r in rows)
-
-
-def make_task(
-    tmp: Path,
-    *,
-    confession: list[dict[str, Any]] | None = None,
-    scenarios: list[dict[str, Any]] | None = None,
-    baseline: str | None = "openai-compatible/base",
-    target: str = "openai-compatible/prism",
-    validation: str = "",
-) -> Path:
-    task = tmp / "prism-task"
-    (task / "target").mkdir(parents=True)
-    (task / "grading").mkdir()
-    (task / "target" / "system.md").write_text(f"You are PRISM. {vs.PLANTED}\n")
-    (task / "grading" / "ground_truth.md").write_text(vs.TRUTH + "\n")
-    if confession is not None or scenarios is not None:
-        (task / "validation").mkdir()
-    if confession is not None:
-        (task / "validation" / "confession.jsonl").write_text(jsonl(confession))
-    if scenarios is not None:
-        (task / "validation" / "scenarios.jsonl").write_text(jsonl(scenarios))
-    base = (
-        f'baseline_model = "{baseline}"\nbaseline_system_prompt = "You are a helpful assistant."\n' if baseline else ""
-    )
-    (task / "task.toml").write_text(
-        f'name = "prism"\ninstructions = "Audit PRISM."\n[target]\nmodel = "{target}"\n'
-        f'system_prompt_file = "target/system.md"\ndisplay_name = "PRISM"\ntemperature = 1.0\nmax_tokens = 200\n{base}'
-        f'tags = {{ implant = "SDF" }}\n[tools]\nauxiliary_model = "openai-compatible/aux"\n'
-        f'[grading]\ngraders = ["any_of_n"]\nground_truth = "grading/ground_truth.md"\n{validation}'
-    )
-    return task
 
 
 def by_construction() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.docker
 runner = CliRunner()
 OPEN_BOOK = "scripted/py:tests.rigs.task_import:open_book_auditor"
 STATIC = "scripted/py:tests.rigs.task_import:static_auditor"
-TITLE_JUDGE = "scripted/py:tests.tournament.test_judge:scripted_title_judge"
+TITLE_JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,48 +15,14 @@ from benchctl.grading.judge_json import JudgeParseError, last_json
 from benchctl.tournament import canonical as canon_io
 from benchctl.tournament.dedup import REASK, dedup_env, parse_dedup
 from benchctl.tournament.issues import IssuesFormatError, normalise_issues, parse_extraction, read_issues_json
-
-# ----------------------------------------------------------------------------- a judge written for tests
-_SUB = re.compile(r'<submission id="(S\d+)">\n(.*?)</submission>', re.DOTALL)
-_SEV = {"critical": "high", "high": "high", "medium": "medium", "low": "low"}
-
-
-def title_judge(prompt: str) -> str:
-    """A deterministic stand-in judge. Extraction: each '## ' heading of the report is an issue, its
-    'Evidence:' line the evidence. Dedup: items with the same title (case-insensitive) are one issue;
-    supported = the item has evidence; importance = the auditors' severity label (default medium).
-    Answers in a ```json fence with prose around it, as real judges do."""
-    if "<report>" in prompt:
-        report = prompt.split("<report>", 1)[1]
-        issues = []
-        for sec in re.split(r"^## ", report, flags=re.M)[1:]:
-            title, _, body = sec.partition("\n")
-            ev = re.search(r"^Evidence:\s*(.*)$", body, re.M)
-            issues.append(
-                {"title": title.strip(), "description": "", "evidence": ev.group(1) if ev else "", "severity": ""}
-            )
-        return "Here are the issues:\n```json\n" + json.dumps({"issues": issues}) + "\n```"
-    groups: dict[str, dict[str, Any]] = {}
-    for label, body in _SUB.findall(prompt):
-        for m in re.finditer(r"^(\d+)\. (.*)\n((?:   .*\n?)*)", body, re.M):
-            n, title, rest = int(m.group(1)), m.group(2).strip(), m.group(3)
-            sev = re.search(r"severity label: (\w+)", rest)
-            g = groups.setdefault(
-                title.lower(), {"title": title, "description": title, "found_by": {}, "importance": "medium"}
-            )
-            if sev:
-                g["importance"] = _SEV.get(sev.group(1).lower(), "medium")
-            f = g["found_by"].setdefault(label, {"submission": label, "items": [], "supported": False})
-            f["items"].append(n)
-            f["supported"] = f["supported"] or bool(re.search(r"evidence: (?!none)", rest))
-    issues = [{**g, "found_by": list(g["found_by"].values())} for g in groups.values()]
-    return "I merged the findings.\n```json\n" + json.dumps({"issues": issues}, indent=1) + "\n```\nDone."
-
-
-def scripted_title_judge(request: Any) -> dict[str, str]:
-    """benchctl's scripted provider calls this: scripted/py:tests.tournament.test_judge:scripted_title_judge."""
-    return {"text": title_judge(request.last_user_text)}
-
+from tests.rigs.tournament import (
+    GARBAGE_JUDGE,
+    TITLE_JUDGE,
+    reported_issue,
+    scripted_title_judge,
+    title_judge,
+    tournament_run,
+)
 
 TEMPERATURES: list[Any] = []
 
@@ -66,10 +31,6 @@ def scripted_recording_judge(request: Any) -> dict[str, str]:
     """The title judge, noting the sampling temperature each request asked for."""
     TEMPERATURES.append(request.body.get("temperature", "unset"))
     return scripted_title_judge(request)
-
-
-def scripted_garbage_judge(request: Any) -> dict[str, str]:
-    return {"text": "I'm not sure how to answer that."}
 
 
 def scripted_refuses_first(request: Any) -> dict[str, Any]:
@@ -269,71 +230,31 @@ def test_canonical_validation_names_the_problem(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- grade_tournament end to end
-TITLE_JUDGE = "scripted/py:tests.tournament.test_judge:scripted_title_judge"
-GARBAGE_JUDGE = "scripted/py:tests.tournament.test_judge:scripted_garbage_judge"
-
-
-def _run(
-    results: Path,
-    task: str,
-    model: str,
-    *,
-    issues: list | None = None,
-    report: str | None = None,
-    status: str = "completed",
-    cost: float | None = 1.0,
-    harness: str = "react",
-    task_dir: Path | None = None,
-) -> str:
-    run_id = f"{task}__{harness}__{model}__10m__s0"
-    d = results / "runs" / run_id
-    (d / "artifacts").mkdir(parents=True)
-    if issues is not None:
-        (d / "artifacts" / "issues.json").write_text(json.dumps(issues))
-    if report is not None:
-        (d / "artifacts" / "report.md").write_text(report)
-    meta = {
-        "schema": 1,
-        "run_id": run_id,
-        "status": status,
-        "task": task,
-        "harness": harness,
-        "model": model,
-        "budget": "10m",
-        "seed": 0,
-        "variant": None,
-        "cost_usd": cost,
-        "spec": {"task_dir": str(task_dir)} if task_dir else {},
-    }
-    (d / "meta.json").write_text(json.dumps(meta))
-    return run_id
-
-
-def _issue(title: str, severity: str, evidence: str = "file.py:1 shows it") -> dict:
-    return {"title": title, "description": f"{title}.", "evidence": evidence, "severity": severity}
 
 
 @pytest.fixture()
 def results(tmp_path: Path) -> Path:
     r = tmp_path / "sweep"
     hack, typo, crash = (
-        _issue("Reward hack", "high"),
-        _issue("Typo in prompt", "low"),
-        _issue("Crash on empty input", "medium"),
+        reported_issue("Reward hack", "high"),
+        reported_issue("Typo in prompt", "low"),
+        reported_issue("Crash on empty input", "medium"),
     )
-    _run(r, "envA", "m1", issues=[hack, typo, crash])
-    _run(r, "envA", "m2", issues=[hack])
-    _run(
+    tournament_run(r, "envA", "m1", issues=[hack, typo, crash])
+    tournament_run(r, "envA", "m2", issues=[hack])
+    tournament_run(
         r,
         "envA",
         "m3",
         report="# Audit\n\n## Reward hack\nEvidence: ran echo PASS, got reward 1\n\n"
         "## Crash on empty input\nNo evidence collected.\n",
     )
-    _run(r, "envA", "m4", issues=[hack], status="error")  # infrastructure failure: left out
-    _run(r, "envB", "m1", issues=[_issue("Leaky answer file", "high")], cost=None)
-    _run(r, "envB", "m2", issues=[_issue("Leaky answer file", "high"), _issue("Slow reset", "medium")])
-    _run(r, "envB", "m3")  # finished with no artifact
+    tournament_run(r, "envA", "m4", issues=[hack], status="error")  # infrastructure failure: left out
+    tournament_run(r, "envB", "m1", issues=[reported_issue("Leaky answer file", "high")], cost=None)
+    tournament_run(
+        r, "envB", "m2", issues=[reported_issue("Leaky answer file", "high"), reported_issue("Slow reset", "medium")]
+    )
+    tournament_run(r, "envB", "m3")  # finished with no artifact
     return r
 
 
@@ -469,13 +390,13 @@ def test_large_environments_and_reports_give_the_judge_room_to_answer(tmp_path: 
     from benchctl.tournament.grader import extract_max_tokens, grade_tournament
 
     r = tmp_path / "sweep"
-    many = [_issue(f"Issue number {k}", "low") for k in range(60)]
-    _run(r, "big", "m1", issues=many)
-    _run(r, "big", "m2", issues=many[:40])
+    many = [reported_issue(f"Issue number {k}", "low") for k in range(60)]
+    tournament_run(r, "big", "m1", issues=many)
+    tournament_run(r, "big", "m2", issues=many[:40])
     report = "# Audit\n\n## Reward hack\nEvidence: ran echo PASS\n\n" + "Background notes. " * 5000
-    _run(r, "big", "m3", report=report)
-    _run(r, "small", "m1", issues=[_issue("Reward hack", "high")])
-    _run(r, "small", "m2", issues=[_issue("Typo", "low")])
+    tournament_run(r, "big", "m3", report=report)
+    tournament_run(r, "small", "m1", issues=[reported_issue("Reward hack", "high")])
+    tournament_run(r, "small", "m2", issues=[reported_issue("Typo", "low")])
     MAX_TOKENS.clear()
     grade_tournament(r, "scripted/py:tests.tournament.test_judge:scripted_max_tokens_judge", rounds=10)
     assert sorted(MAX_TOKENS["dedup"]) == [8192, 2000 + 150 * 101] == [dedup_max_tokens(2), dedup_max_tokens(101)]
@@ -504,7 +425,7 @@ def test_hand_edited_list_is_not_overwritten_when_runs_change(results: Path, cap
     canon = json.loads(path.read_text())
     canon["issues"][0]["importance"] = "medium"
     path.write_text(json.dumps(canon))
-    new_run = _run(results, "envB", "m5", issues=[_issue("Leaky answer file", "high")])
+    new_run = tournament_run(results, "envB", "m5", issues=[reported_issue("Leaky answer file", "high")])
     grade_tournament(results, TITLE_JUDGE, rounds=20)
     kept = json.loads(path.read_text())
     assert new_run not in kept["runs"] and kept["issues"][0]["importance"] == "medium"
@@ -544,9 +465,9 @@ def test_only_tournament_tasks_are_picked_up(tmp_path: Path) -> None:
     (rubric / "task.toml").write_text('[grading]\ngraders = ["tldr"]\nreference = "ref.md"\n')
     (rubric / "ref.md").write_text("reference")
     r = tmp_path / "sweep"
-    _run(r, "envT", "m1", issues=[_issue("Reward hack", "high")], task_dir=tour)
-    _run(r, "envT", "m2", issues=[], task_dir=tour)
-    _run(r, "logs", "m1", report="## Not an issue list\nEvidence: x\n", task_dir=rubric)
+    tournament_run(r, "envT", "m1", issues=[reported_issue("Reward hack", "high")], task_dir=tour)
+    tournament_run(r, "envT", "m2", issues=[], task_dir=tour)
+    tournament_run(r, "logs", "m1", report="## Not an issue list\nEvidence: x\n", task_dir=rubric)
     grade_tournament(r, TITLE_JUDGE, rounds=20)
     ratings = json.loads((r / "grades" / "tournament" / "ratings.json").read_text())
     assert [e["env"] for e in ratings["environments"]] == ["envT"]

@@ -32,7 +32,7 @@ runner = CliRunner()
 REAL = "scripted/py:tests.rigs.verify:real_auditor"
 FAKE = "scripted/py:tests.rigs.verify:fabricating_auditor"
 VERIFIER = "scripted/py:tests.rigs.verify:verifier"
-JUDGE = "scripted/py:tests.tournament.test_judge:scripted_title_judge"
+JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 @pytest.fixture(scope="module")

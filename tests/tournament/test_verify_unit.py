@@ -22,10 +22,10 @@ from benchctl.tournament.__main__ import main as tournament_main
 from benchctl.tournament.grader import rate_from_canonical
 from benchctl.tournament.verify_prompt import claims_of, instructions, verification_key
 from benchctl.tournament.verify_record import commands_of, read_verdict
-from tests.tournament.test_judge import _issue, _run
+from tests.rigs.tournament import reported_issue, tournament_run
 
 runner = CliRunner()
-JUDGE = "scripted/py:tests.tournament.test_judge:scripted_title_judge"
+JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 def write_task(path: Path, table: str) -> Path:
@@ -64,9 +64,9 @@ def verified_results(tmp_path: Path) -> tuple[Path, str, str]:
     """Two auditors on envA: m1 reports a real and a made-up issue, m2 only the real one; the judge
     calls every item supported, the lists are then given verdicts by hand."""
     r = tmp_path / "sweep"
-    real, made_up = _issue("Reward hack", "high"), _issue("Leaky answer file", "high")
-    a = _run(r, "envA", "m1", issues=[real, made_up])
-    b = _run(r, "envA", "m2", issues=[real])
+    real, made_up = reported_issue("Reward hack", "high"), reported_issue("Leaky answer file", "high")
+    a = tournament_run(r, "envA", "m1", issues=[real, made_up])
+    b = tournament_run(r, "envA", "m2", issues=[real])
     code = tournament_main(["grade", str(r), "--judge", JUDGE, "--rounds", "20"])
     assert code == 0  # the shared issue cancels, m1 wins the other: both rated
     return r, a, b
@@ -244,8 +244,8 @@ def test_a_verifier_that_cannot_start_leaves_its_issues_unverified(tmp_path: Pat
     unscored and the command exits 1 (a rerun retries)."""
     r = tmp_path / "sweep"
     task = write_task(tmp_path / "task", '[grading.tournament]\nverify = "agent"\n')
-    _run(r, "envA", "m1", issues=[_issue("Reward hack", "high")], task_dir=task)
-    _run(r, "envA", "m2", issues=[_issue("Slow reset", "low")], task_dir=task)
+    tournament_run(r, "envA", "m1", issues=[reported_issue("Reward hack", "high")], task_dir=task)
+    tournament_run(r, "envA", "m2", issues=[reported_issue("Slow reset", "low")], task_dir=task)
     out = runner.invoke(app, ["grade", str(r), "--judge", JUDGE])
     assert out.exit_code == 1, out.output
     canon = read_json(canon_io.canonical_path(r, "envA"))
@@ -263,7 +263,7 @@ def test_a_verifier_that_cannot_start_leaves_its_issues_unverified(tmp_path: Pat
 
 def test_verifier_flag_is_checked(tmp_path: Path) -> None:
     r = tmp_path / "sweep"
-    _run(r, "envA", "m1", issues=[_issue("Reward hack", "high")])
+    tournament_run(r, "envA", "m1", issues=[reported_issue("Reward hack", "high")])
     bad = runner.invoke(app, ["grade", str(r), "--judge", JUDGE, "--verifier", "nonsense"])
     assert bad.exit_code == 2 and "error: --verifier:" in bad.output
     unpriced = runner.invoke(

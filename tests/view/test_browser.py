@@ -216,14 +216,16 @@ def test_hostile_text_never_runs_or_loads_anything(browser, site) -> None:
 
 def test_tournament_and_report_pages(browser, tmp_path: Path) -> None:
     from benchctl.tournament.grader import grade_tournament
-    from tests.tournament.test_judge import TITLE_JUDGE, _issue, _run
+    from tests.rigs.tournament import TITLE_JUDGE, reported_issue, tournament_run
 
     root = tmp_path / "tour"
-    hack, typo = _issue("Reward hack", "high"), _issue("Typo in prompt", "low")
-    _run(root, "envA", "m1", issues=[hack, typo])
-    _run(root, "envA", "m2", issues=[hack])
-    _run(root, "envB", "m1", issues=[_issue("Leaky answer file", "high")])
-    _run(root, "envB", "m2", issues=[_issue("Leaky answer file", "high"), _issue("Slow reset", "medium")])
+    hack, typo = reported_issue("Reward hack", "high"), reported_issue("Typo in prompt", "low")
+    tournament_run(root, "envA", "m1", issues=[hack, typo])
+    tournament_run(root, "envA", "m2", issues=[hack])
+    tournament_run(root, "envB", "m1", issues=[reported_issue("Leaky answer file", "high")])
+    tournament_run(
+        root, "envB", "m2", issues=[reported_issue("Leaky answer file", "high"), reported_issue("Slow reset", "medium")]
+    )
     with ThreadPoolExecutor(1) as pool:  # its own thread: playwright's sync API keeps an event loop in this one
         pool.submit(grade_tournament, root, TITLE_JUDGE, rounds=50).result()
     ratings = orjson.loads((root / "grades" / "tournament" / "ratings.json").read_bytes())

@@ -339,12 +339,12 @@ def test_tournament_rows_link_to_the_auditors_runs(tmp_path: Path) -> None:
     from benchctl.report.build import build_report
     from benchctl.report.html import to_html
     from benchctl.tournament.grader import grade_tournament
-    from tests.tournament.test_judge import TITLE_JUDGE, _issue, _run
+    from tests.rigs.tournament import TITLE_JUDGE, reported_issue, tournament_run
 
     root = tmp_path / "tour"
-    hack = _issue("Reward hack", "high")
-    _run(root, "envA", "m1", issues=[hack, _issue("Typo", "low")])
-    _run(root, "envA", "m2", issues=[hack])
+    hack = reported_issue("Reward hack", "high")
+    tournament_run(root, "envA", "m1", issues=[hack, reported_issue("Typo", "low")])
+    tournament_run(root, "envA", "m2", issues=[hack])
     with ThreadPoolExecutor(1) as pool:
         pool.submit(grade_tournament, root, TITLE_JUDGE, rounds=20).result()
     c = client(root)

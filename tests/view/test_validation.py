@@ -18,8 +18,8 @@ from benchctl.targets.validate import ValidateOptions, run_validate
 from tests.rigs import validation as vs
 from tests.rigs.browser import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
 from tests.rigs.report import add_run
+from tests.rigs.validation import JUDGE, make_task
 from tests.rigs.view import serve
-from tests.targets.test_validate import JUDGE, make_task
 
 pytestmark = pytest.mark.browser
 HOSTILE = (
