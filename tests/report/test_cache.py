@@ -17,7 +17,8 @@ import pytest
 from benchctl.report.build import build_report
 from benchctl.report.load import CACHE_FILE, _Compactor, load_results
 from benchctl.report.render_text import to_csv, to_json, to_markdown
-from tests.rigs.report import add_grade, add_run, age_all, coverage_items, killed_run
+from tests.rigs.report import add_grade, add_run, coverage_items
+from tests.rigs.report_main import age_all, killed_run
 
 A, B = "prov/model-a", "prov/model-b"
 CLUSTERS = {"F1": "ops", "F2": "ops", "F3": "people", "F10": "timeline"}

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from benchctl.cli import app
 from benchctl.report.build import build_report
-from tests.rigs.report import OLD, RATINGS, A, add_grade, add_run, build_main, write_ratings
+from tests.rigs.report import add_grade, add_run, write_ratings
+from tests.rigs.report_main import OLD, RATINGS, A, build_main
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from benchctl.report.build import build_report
 from benchctl.report.load import CACHE_FILE, load_results
-from tests.rigs.report import add_grade, add_run, age_all, killed_run
+from tests.rigs.report import add_grade, add_run
+from tests.rigs.report_main import age_all, killed_run
 
 A = "prov/model-a"
 
