@@ -31,7 +31,7 @@ Outcome = Literal["completed", "timeout", "refused", "error", "budget_exhausted"
 # ---- what a harness may call on the context's objects ------------------------------------------
 # Each protocol lists exactly the members the built-in harnesses (and the helpers they call with
 # the context) use; the real implementations are named in the docstrings and checked to conform
-# by tests/test_harness_protocols.py (mypy, and isinstance plus parameter names at run time). Need
+# by tests/harnesses/test_harness_protocols.py (mypy, and isinstance plus parameter names at run time). Need
 # another member? Add it here first, where a harness author looks.
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `benchctl export` on long transcripts: wall time and peak memory.
 
-Writes one run with N transcript events (tests/export_fixtures.py: ReAct-shaped turns with gateway
+Writes one run with N transcript events (tests/rigs/export.py: ReAct-shaped turns with gateway
 request deltas and ~1.5 KB tool outputs) for each N, then runs `benchctl export --to inspect` and
 `--to atif` in a fresh process each and reads that process's peak resident memory (ru_maxrss).
 "baseline" is a process that only imports the exporter, so "peak − baseline" is what exporting
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.export_fixtures import write_long_run  # noqa: E402
+from tests.rigs.export import write_long_run  # noqa: E402
 
 CHILD = """
 import json, resource, sys, time

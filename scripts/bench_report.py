@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.report_fixtures import add_grade, add_run, coverage_items
+from tests.rigs.report import add_grade, add_run, coverage_items
 
 CLUSTERS = {f"F{i}": ["operators", "timeline", "infrastructure", "incidents", "people"][i % 5] for i in range(1, 39)}
 BUDGETS = [("10m", 600), ("30m", 1800), ("2h", 7200), ("4h", 14400), ("8h", 28800)]

@@ -53,7 +53,7 @@ import httpx
 import orjson
 from bench_report import generate
 
-from tests.report_fixtures import add_run
+from tests.rigs.report import add_run
 
 BIG = "big__react__prov-model-x__2h__s0"
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchctl.report import inference as inf  # noqa: E402
 from benchctl.report.build import build_report  # noqa: E402
-from tests.report_fixtures import add_grade, add_run  # noqa: E402
+from tests.rigs.report import add_grade, add_run  # noqa: E402
 
 SEEDS = 3
 NOISE = {"a": 0.05, "b": 0.12, "c": 0.05, "d": 0.05}

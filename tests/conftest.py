@@ -3,7 +3,7 @@
 Docker tests are marked `@pytest.mark.docker`. Without a Docker Engine (or without the
 sandbox image) they are skipped on a developer machine, but FAIL when
 BENCHCTL_REQUIRE_DOCKER=1 (set by .ci/run), so CI can never go green by skipping them.
-Browser tests (`@pytest.mark.browser`, fixtures in tests/browser_rig.py) follow the same rule
+Browser tests (`@pytest.mark.browser`, fixtures in tests/rigs/browser.py) follow the same rule
 with BENCHCTL_REQUIRE_BROWSER=1 and Debian's `chromium`, and Ray cluster tests (`@pytest.mark.ray`:
 root, unshare, ray) with BENCHCTL_REQUIRE_RAY=1.
 """

@@ -2,7 +2,7 @@
 
 `server.Gateway` is the one implementation. exchange.py is typed against this protocol instead of
 importing server.py, which imports exchange.py for `handle_connection`: so the two do not import
-each other. A member exchange.py starts to use is added here (tests/test_import_cycles.py checks
+each other. A member exchange.py starts to use is added here (tests/gates/test_import_cycles.py checks
 that every `gw.<name>` in exchange.py is declared here and that Gateway has all of them).
 """
 

@@ -3,7 +3,7 @@ numbers `scipy.special.stdtrit(df, 0.975)` returns (scipy 1.17.1), to the last b
 
 Why a table of scipy's own output: importing `scipy.special` costs ~0.3-0.4 s of CPU, more than
 aggregating 10,000 runs, and every report with two or more seeds needs a t quantile. The values are
-not rounded (each float's repr round-trips); `tests/test_report.py` checks every entry against the
+not rounded (each float's repr round-trips); `tests/report/test_report.py` checks every entry against the
 installed scipy. Degrees of freedom beyond the table are computed by scipy (`stats.t975`).
 Regenerate with:
 

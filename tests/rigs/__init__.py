@@ -1,0 +1,1 @@
+"""Shared test helpers, one module per topic, imported as `from tests.rigs.<topic> import ...`."""
