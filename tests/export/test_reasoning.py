@@ -97,7 +97,7 @@ def test_atif_agent_steps_carry_reasoning_content_and_the_blocks(results: Path, 
 def test_withheld_reasoning_alone_leaves_reasoning_content_empty(tmp_path: Path) -> None:
     """An answer whose only reasoning is redacted: no visible reasoning (not an empty string), the
     block with its opaque string in extra, and Inspect's redacted flag."""
-    from export_fixtures import body, model_calls, user, withheld, write_run
+    from tests.rigs.export import body, model_calls, user, withheld, write_run
 
     answer = {"text": "Done.", "tool_calls": [], "reasoning": [withheld("EmwKAhgB+/only==")]}
     write_run(tmp_path / "r", model_calls([(body([user("Go.")]), answer)]))
