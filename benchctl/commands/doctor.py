@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor(
         image: str = typer.Option(
-            None, "--image", help="Sandbox image tag [default: $BENCHCTL_IMAGE or benchctl-sandbox:latest]."
+            None, "--image", help="Sandbox image tag \\[default: $BENCHCTL_IMAGE or benchctl-sandbox:latest]."
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
         ray: str = typer.Option(
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
             "--ray",
             metavar="ADDRESS",
             help="Check every node of this Ray cluster instead (Docker, image digest, "
-            "agent CLIs, free benchctl_sandbox slots); needs benchctl[ray].",
+            "agent CLIs, free benchctl_sandbox slots); needs benchctl\\[ray].",
         ),
     ) -> None:
         """Check that this machine can run benchmarks, and say how to fix what is missing."""

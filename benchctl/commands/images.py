@@ -31,7 +31,7 @@ def build(
     dockerfile: bool = typer.Option(
         False, "--dockerfile", help="Build from sandboxes/Dockerfile (needs debian:bookworm-slim)."
     ),
-    tag: str = typer.Option(None, "--tag", help="Image tag [default: $BENCHCTL_IMAGE or benchctl-sandbox:latest]."),
+    tag: str = typer.Option(None, "--tag", help="Image tag \\[default: $BENCHCTL_IMAGE or benchctl-sandbox:latest]."),
     if_missing: bool = typer.Option(False, "--if-missing", help="Do nothing if the tag already exists."),
 ) -> None:
     """Build the sandbox image, via the Dockerfile if its base image is available, else offline."""

@@ -42,7 +42,7 @@ def run(
     tools: list[str] = typer.Option(
         [],
         "--tools",
-        help="Tool configuration for a task with a [target] "
+        help="Tool configuration for a task with a \\[target] "
         "(default, prefill, sample_user, complete, scaffolded_*); repeat for several.",
     ),
     allow_changed: bool = typer.Option(
@@ -64,7 +64,7 @@ def run(
         metavar="ADDRESS",
         help="Run on a Ray cluster: HOST:PORT, ray://HOST:PORT, auto (RAY_ADDRESS, else "
         "the cluster `ray start` runs here) or local. Each node needs Docker, the "
-        "sandbox image and `benchctl_sandbox` slots; needs benchctl[ray].",
+        "sandbox image and `benchctl_sandbox` slots; needs benchctl\\[ray].",
     ),
 ) -> None:
     """Run agents on a task in network-less sandboxes; rerun the same command to resume."""

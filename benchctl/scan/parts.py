@@ -4,8 +4,9 @@
 tagged with its event's `seq` (what a judge cites, `[E12]`, and what the view links to):
 
     messages      the agent's text (`assistant` events; `refusal` events), and what it was told:
-                  the task prompt (from the first request of the agent's conversation), follow-ups,
-                  reprompts and revision requests
+                  the task prompt (from the first request of the agent's conversation, found by
+                  benchctl/task_prompt.py as the viewer finds it), follow-ups, reprompts and revision
+                  requests
     reasoning     the agent's visible reasoning: `assistant` events' `reasoning` blocks (withheld
                   reasoning has no text and is skipped), CLI reasoning recorded as `harness_event`
                   kind thinking / reasoning; when neither is in a transcript, the reasoning in its
@@ -21,11 +22,12 @@ Everything here is agent-written (or target-written) text: untrusted. The record
 Speed: a grep scanner over 10,000 transcripts must take seconds, so lines are classified by the
 `"type"` near their start before any parse, and only the event types the wanted parts are read
 from (`FEEDS`) are parsed; `model_call` lines, the bulk of a transcript, only while the task
-prompt is not found yet, or when they carry reasoning.
+prompt is not settled yet (`PromptSearch.done`), or when they carry reasoning.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from typing import Any
 import orjson
 
 from benchctl.scan.spec import PARTS
+from benchctl.task_prompt import PromptSearch
 
 # the top-level "type" of a line as the transcript writer puts it: after v, seq and t
 _TYPE = re.compile(rb'"type":\s*"([a-z_]+)"')
@@ -47,7 +50,6 @@ FEEDS: dict[str, frozenset[bytes]] = {
     "tool_results": frozenset({b"tool_result"}),
     "target": frozenset({b"target_call"}),
 }
-SYSTEM_ROLES = ("system", "developer")
 
 
 @dataclass(slots=True)
@@ -100,7 +102,7 @@ def parse_record(data: bytes, parts: tuple[str, ...] = PARTS) -> Record:
     wanted = frozenset().union(*(FEEDS[p] for p in parts))
     fallback_reasoning: list[Entry] = []
     has_reasoning = False
-    prompt_found = "messages" not in parts
+    prompt = PromptSearch() if "messages" in parts else None
     line_no = -1
     for line in data.splitlines():
         if not line:
@@ -111,7 +113,7 @@ def parse_record(data: bytes, parts: tuple[str, ...] = PARTS) -> Record:
             kind = m.group(1)
             if kind not in wanted:
                 continue
-            if kind == b"model_call" and prompt_found and b'"reasoning"' not in line:
+            if kind == b"model_call" and (prompt is None or prompt.done) and b'"reasoning"' not in line:
                 continue
         try:
             ev = orjson.loads(line)
@@ -125,9 +127,8 @@ def parse_record(data: bytes, parts: tuple[str, ...] = PARTS) -> Record:
         if t == "model_call":
             if b"model_call" not in wanted:
                 continue
-            if not prompt_found and (prompt := task_prompt(ev)) is not None:
-                entries.append(Entry(seq, "messages", "user (task prompt)", prompt))
-                prompt_found = True
+            if prompt is not None:
+                prompt.offer(ev)
             resp = ev.get("response")
             if isinstance(resp, dict) and (text := reasoning_text(resp.get("reasoning"))):
                 fallback_reasoning.append(Entry(seq, "reasoning", "reasoning (model call)", text))
@@ -136,6 +137,9 @@ def parse_record(data: bytes, parts: tuple[str, ...] = PARTS) -> Record:
         _entries(ev, t, seq, entries)
         has_reasoning = has_reasoning or any(e.part == "reasoning" for e in entries[before:])
     rec.n_events = line_no + 1
+    if prompt is not None and (found := prompt.prompt) is not None:  # in event order, before its reasoning
+        at = bisect.bisect_right(entries, found.seq, key=lambda e: e.seq)
+        entries.insert(at, Entry(found.seq, "messages", "user (task prompt)", found.task))
     if not has_reasoning and fallback_reasoning:
         entries.extend(fallback_reasoning)
         entries.sort(key=lambda e: e.seq)  # stable: an event's own entries keep their order
@@ -215,44 +219,3 @@ def reasoning_text(blocks: Any) -> str:
         return ""
     texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str) and b["text"].strip()]
     return "\n\n".join(texts)
-
-
-# ------------------------------------------------------------------------------- the task prompt
-
-
-def task_prompt(ev: dict[str, Any]) -> str | None:
-    """The user messages that open the agent's conversation, when this model_call opens one and
-    offers tools (agent CLIs make side calls without tools first: a title, a quota check)."""
-    req = ev.get("request")
-    if not isinstance(req, dict) or req.get("base") is not None:
-        return None  # a recorded delta that continues a conversation
-    fields = req.get("set") if "conv" in req else req
-    messages = req.get("append") if "conv" in req else None
-    if not isinstance(fields, dict) or not fields.get("tools"):
-        return None
-    if messages is None:
-        messages = next((fields[k] for k in ("messages", "input", "contents") if isinstance(fields.get(k), list)), [])
-    task = []
-    for m in messages if isinstance(messages, list) else []:
-        if not isinstance(m, dict) or m.get("role") in SYSTEM_ROLES:
-            continue
-        if m.get("role") != "user":
-            break  # the model's first answer: what follows is the conversation
-        task.append(_content_text(m.get("content", m.get("parts"))))
-    text = "\n\n".join(t for t in task if t)
-    return text or None
-
-
-def _content_text(content: Any) -> str:
-    """Text of a message's content in any wire's shape (a string, or blocks / parts with `text`)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    out = []
-    for block in content:
-        if isinstance(block, str):
-            out.append(block)
-        elif isinstance(block, dict) and isinstance(block.get("text"), str):
-            out.append(block["text"])
-    return "\n\n".join(t for t in out if t)

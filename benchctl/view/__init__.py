@@ -5,10 +5,10 @@ to their grades, two runs side by side, the tournament and the report tables.
     app.py               routes, security headers (CSP), the live event stream
     sweep.py live.py     runs listed from the report loader; runs in progress and their live figures
     transcript_index.py  byte-offset index of a transcript: windows, search, growth
-    runpage.py events.py the run page: header, timeline window, minimap, what a live run waits for;
-                         events prepared for templates
-    prompt.py reasoning.py conversation.py   the run's prompt; reasoning blocks (opaque data kept
-                         out of the page); events grouped as a conversation
+    runpage.py events.py the run page: header, prompt (benchctl/task_prompt.py), timeline window,
+                         minimap, what a live run waits for; events prepared for templates
+    reasoning.py conversation.py   reasoning blocks (opaque data kept out of the page); events
+                         grouped as a conversation
     links.py             the viewer paths of a report row's runs (also used by the HTML report)
     grades.py compare.py tournament.py   artifacts with grades; two runs; ratings.json
     paths.py             the only place that turns URL names into paths (inside the results dir)

@@ -18,15 +18,15 @@ from benchctl.report.aggregate import Options, config_of, field_of, wait_share
 from benchctl.report.contests import target_cost
 from benchctl.report.load import Run
 from benchctl.run.progress import _tokens
-from benchctl.view import prompt as prompt_mod
+from benchctl.task_prompt import TaskPrompt, find_prompt
 from benchctl.view import render
 from benchctl.view.events import LANES, EventView, category, minimap, prepare, texts
 from benchctl.view.live import sweep_active
 from benchctl.view.paths import RUN_ID, RunFiles
-from benchctl.view.prompt import Prompt
 from benchctl.view.transcript_index import TranscriptIndex
 
 WINDOW = 200
+PROMPT_LINES = 200  # the prompt is looked for in the transcript's first lines
 BEFORE = 20  # a deep link shows this many events before its target
 
 
@@ -236,16 +236,16 @@ def snippet(ev: dict[str, Any], q: str, width: int = 70) -> str:
     return ""
 
 
-def prompt(idx: TranscriptIndex, head: list[dict[str, Any]] | None = None) -> Prompt | None:
-    """The run's prompt (`benchctl.view.prompt`), read from its first lines (`head`: those lines,
+def prompt(idx: TranscriptIndex, head: list[dict[str, Any]] | None = None) -> TaskPrompt | None:
+    """The run's prompt (`benchctl.task_prompt`), read from its first lines (`head`: those lines,
     when the caller has them parsed already) once per transcript; looked for again while a run
     has not made its first model call yet."""
     cached = getattr(idx, "_prompt", None)
     if cached is not None and cached[0] == idx.generation:
         return cached[1]
-    scan = min(len(idx), prompt_mod.SCAN_LINES)
-    found = prompt_mod.find(head[:scan] if head is not None and len(head) >= scan else idx.read(0, scan))
-    if found is not None or len(idx) >= prompt_mod.SCAN_LINES:
+    scan = min(len(idx), PROMPT_LINES)
+    found = find_prompt(head[:scan] if head is not None and len(head) >= scan else idx.read(0, scan))
+    if found is not None or len(idx) >= PROMPT_LINES:
         idx._prompt = (idx.generation, found)  # type: ignore[attr-defined]
     return found
 

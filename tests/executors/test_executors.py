@@ -22,7 +22,7 @@ from benchctl.run.runner import Runner
 from benchctl.run.sweep import SweepConfig, expand
 from benchctl.tasks import load_task
 from benchctl.transcript import Redactor, TranscriptWriter
-from tests.rigs.run import REPO, make_task
+from tests.rigs.run import REPO, make_scripted_task
 
 
 class LosingExecutor:
@@ -57,7 +57,7 @@ class LosingExecutor:
 
 
 def _runner(tmp_path: Path, executor: LosingExecutor) -> tuple[Runner, list]:
-    task_dir, model = make_task(tmp_path, [])
+    task_dir, model = make_scripted_task(tmp_path, [])
     task = load_task(task_dir)
     specs = expand(SweepConfig(task_dir=task_dir, models=[model], budgets=["1m"]), task.name, ["1m"])
     return Runner(task, tmp_path / "out", {None: PreparedData(task.data_dir, "h")}, executor=executor), specs
@@ -133,7 +133,7 @@ def test_a_bundle_carries_the_task_the_runs_data_and_its_scripts_but_no_results(
 ) -> None:
     from benchctl.gateway.scripted import script
 
-    task_dir, model = make_task(tmp_path, [{"text": "hello"}], data={"a.log": "x\n", "b.log": "y\n"})
+    task_dir, model = make_scripted_task(tmp_path, [{"text": "hello"}], data={"a.log": "x\n", "b.log": "y\n"})
     (task_dir / "prompt.md").write_text("p")
     (task_dir / "results" / "runs").mkdir(parents=True)  # a results dir inside the task dir
     (task_dir / "results" / "runs" / "big.bin").write_bytes(b"0" * 1000)
@@ -172,7 +172,7 @@ def test_files_coming_back_from_a_node_cannot_escape_the_run_dir(tmp_path: Path)
 
 
 def test_ray_option_without_ray_installed_says_how_to_install_it(tmp_path: Path) -> None:
-    task, model = make_task(tmp_path, [{"text": "x"}])
+    task, model = make_scripted_task(tmp_path, [{"text": "x"}])
     code = "import sys; sys.modules['ray'] = None; from benchctl.cli import app; app()"  # as if not installed
     r = subprocess.run(
         [
@@ -210,7 +210,7 @@ def test_an_unreachable_cluster_is_a_clear_error_before_anything_is_written(tmp_
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    task, model = make_task(tmp_path, [{"text": "x"}])
+    task, model = make_scripted_task(tmp_path, [{"text": "x"}])
     r = subprocess.run(
         [
             sys.executable,

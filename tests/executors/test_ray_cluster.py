@@ -23,7 +23,7 @@ import pytest
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.testing.ray_cluster import RayCluster
 from tests.rigs.plugin import env_with, install_tiny
-from tests.rigs.run import BENCHCTL, REPO, bash, containers_with_label, make_task, run_inprocess, runs, tool
+from tests.rigs.run import BENCHCTL, REPO, bash, containers_with_label, make_scripted_task, run_inprocess, runs, tool
 
 pytestmark = [pytest.mark.docker, pytest.mark.ray]
 
@@ -81,7 +81,7 @@ def test_a_ray_sweep_spreads_over_nodes_and_matches_a_local_sweep(cluster: RayCl
         tool("create", path="report.md", file_text="# Report\nERROR disk full on db-1\n"),
         tool("submit"),
     ]
-    task, model = make_task(tmp_path, turns, "[early_exit]\nenabled = false\n", name=name)
+    task, model = make_scripted_task(tmp_path, turns, "[early_exit]\nenabled = false\n", name=name)
     local, remote = tmp_path / "local", tmp_path / "remote"
     assert run_inprocess(task, model, local, seeds=4, concurrency=2) == 0
     args = [str(task), "--model", model, "--budget", "1m", "--seeds", "4", "--out", str(remote)]
@@ -155,7 +155,7 @@ def test_keys_reach_the_nodes_gateway_and_nothing_else(cluster: RayCluster, tmp_
         cwd=str(REPO),
     )
     try:
-        task, _ = make_task(tmp_path, [], "[early_exit]\nenabled = false\n", name=name)
+        task, _ = make_scripted_task(tmp_path, [], "[early_exit]\nenabled = false\n", name=name)
         (task / "task.toml").write_text(
             (task / "task.toml")
             .read_text()
@@ -206,7 +206,9 @@ def test_two_nodes_share_one_connection_limit_and_one_cost_cap(cluster: RayClust
     env = {"ANTHROPIC_API_KEY": "sk-test-limits-0123456789", "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
     try:
         wait_for(stats_file.exists, 30, "the fake upstream")
-        task, _ = make_task(tmp_path, [], "[early_exit]\nenabled = false\n", name=f"raylim{uuid.uuid4().hex[:6]}")
+        task, _ = make_scripted_task(
+            tmp_path, [], "[early_exit]\nenabled = false\n", name=f"raylim{uuid.uuid4().hex[:6]}"
+        )
         base = [str(task), "--model", "anthropic/claude-haiku-4-5", "--budget", "2m", "--seeds", "4"]
         out = tmp_path / "out"
         rc, _, err = run_ray(cluster, [*base, "--out", str(out), "--max-connections", "1"], tmp_path, env=env)
@@ -235,7 +237,7 @@ def test_two_nodes_share_one_connection_limit_and_one_cost_cap(cluster: RayClust
 
 def test_ctrl_c_stops_every_remote_run_and_leaves_no_container(cluster: RayCluster, tmp_path: Path) -> None:
     name = f"rayint{uuid.uuid4().hex[:6]}"
-    task, model = make_task(tmp_path, [bash("sleep 120")], name=name, after_end="repeat_last")
+    task, model = make_scripted_task(tmp_path, [bash("sleep 120")], name=name, after_end="repeat_last")
     out, log = tmp_path / "out", tmp_path / "driver.err"
     pid = cluster.spawn(
         [
@@ -298,7 +300,7 @@ def test_doctor_checks_every_node(cluster: RayCluster, tmp_path: Path) -> None:
 
 
 def test_a_plugin_harness_installed_on_the_nodes_runs_there_by_name(cluster: RayCluster, tmp_path: Path) -> None:
-    task, model = make_task(tmp_path, [{"text": "done"}], name=f"rayplug{uuid.uuid4().hex[:6]}")
+    task, model = make_scripted_task(tmp_path, [{"text": "done"}], name=f"rayplug{uuid.uuid4().hex[:6]}")
     out = tmp_path / "out"
     args = [str(task), "--harness", "tiny", "--model", model, "--budget", "1m", "--seeds", "2", "--out", str(out)]
     rc, _, err = run_ray(cluster, args, tmp_path)
@@ -333,7 +335,7 @@ def test_a_node_whose_image_digest_differs_is_refused(cluster: RayCluster, tmp_p
 def test_a_run_on_a_node_that_dies_is_redone_on_another_node(tmp_path: Path) -> None:
     name = f"raydie{uuid.uuid4().hex[:6]}"
     turns = [bash("sleep 2")] * 6 + [tool("create", path="report.md", file_text="r\n"), tool("submit")]
-    task, model = make_task(tmp_path, turns, "[early_exit]\nenabled = false\n", name=name)
+    task, model = make_scripted_task(tmp_path, turns, "[early_exit]\nenabled = false\n", name=name)
     out, log = tmp_path / "out", tmp_path / "driver.err"
     with RayCluster(tmp_path / "cluster", nodes=2, slots=1) as cluster:
         worker = cluster.node_ids()[1]

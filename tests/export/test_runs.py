@@ -22,13 +22,13 @@ from inspect_ai.model import messages_from_anthropic, messages_from_openai_respo
 
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_json, read_jsonl
-from tests.rigs.run import REPO, cli, make_task, tool
+from tests.rigs.run import REPO, cli, make_scripted_task, tool
+from tests.rigs.tournament import TITLE_JUDGE
 
 pytestmark = pytest.mark.docker
 
 FAKE_JUDGE = "scripted/py:benchctl.grading.fake_judge:judge"
 FOLLOWUP = "Now add one more line."
-TITLE_JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"  # tests/rigs/tournament.py
 
 
 def run_and_grade(out: Path, run_args: list[str], judge: str) -> Path:
@@ -101,7 +101,7 @@ def react_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         models += ["--model", f"scripted/{script}"]
     tour = run_and_grade(base / "tournament", [str(task), *models, "--budget", "1m"], TITLE_JUDGE)
     # a follow-up: the same session, a second phase (ReAct: the prompt appended to the conversation)
-    fu_task, fu_model = make_task(
+    fu_task, fu_model = make_scripted_task(
         base,
         [
             tool("create", path="report.md", file_text="# Report\n"),

@@ -22,7 +22,7 @@ from inspect_ai.model import ChatMessage, messages_from_google, messages_from_op
 
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_json, read_jsonl
-from tests.rigs.run import cli, make_task
+from tests.rigs.run import cli, make_scripted_task
 
 pytestmark = pytest.mark.docker
 
@@ -55,7 +55,7 @@ def wire_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("export-wires")
     out: dict[str, Path] = {}
     for wire in WIRES:
-        task, model = make_task(
+        task, model = make_scripted_task(
             base, TURNS, f'[early_exit]\nenabled = false\n[harness_options]\nwire = "{wire}"\n', name=wire
         )
         price = (

@@ -211,9 +211,9 @@ def test_judge_calls_count_logical_calls_not_http_attempts(tmp_path: Path) -> No
 
     from benchctl.cli import app
     from benchctl.jsonio import read_json
-    from tests.rigs.grading import GOOD_REPORT, make_run, make_task
+    from tests.rigs.grading import GOOD_REPORT, make_rubric_task, make_run
 
-    task = make_task(tmp_path, graders='["coverage"]')
+    task = make_rubric_task(tmp_path, graders='["coverage"]')
     results = tmp_path / "results"
     run = make_run(results, "demo__react__m__2m__s0", task, {"report.md": GOOD_REPORT})
     SEEN.clear()

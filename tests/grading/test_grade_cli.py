@@ -10,14 +10,15 @@ from typer.testing import CliRunner
 from benchctl.cli import app
 from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
-from tests.rigs.grading import FAKE, GOOD_REPORT, MOD, WEAK_REPORT, make_run, make_task
+from tests.rigs.grading import FAKE, GOOD_REPORT, MOD, WEAK_REPORT, make_rubric_task, make_run
+from tests.rigs.tournament import GARBAGE_JUDGE, TITLE_JUDGE
 
 pytestmark = pytest.mark.timeout(120)
 runner = CliRunner()
 
 
 def results_with_runs(tmp_path: Path) -> Path:
-    task = make_task(tmp_path)
+    task = make_rubric_task(tmp_path)
     results = tmp_path / "results"
     make_run(results, "demo__react__m__2m__s0", task, {"report.md": GOOD_REPORT})
     make_run(results, "demo__react__m__2m__s1", task, {"report.md": WEAK_REPORT})
@@ -119,7 +120,6 @@ def test_options_before_results_dir_still_dispatch_to_default(tmp_path: Path) ->
 
 
 # ---------------------------------------------------------------- the tournament grader from the CLI
-TITLE_JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 def tournament_results(tmp_path: Path) -> Path:
@@ -221,7 +221,7 @@ def test_tournament_outcome_is_reported_and_a_failed_judge_exits_1(tmp_path: Pat
             "grade",
             str(results),
             "--judge",
-            "scripted/py:tests.rigs.tournament:scripted_garbage_judge",
+            GARBAGE_JUDGE,
             "--grader",
             "tournament",
             "--force",

@@ -11,7 +11,7 @@ from benchctl.grading.judge import judge_log_path
 from benchctl.grading.runner import GradeOptions, grade_results
 from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
-from tests.rigs.grading import FAKE, GOOD_REPORT, INJECTION, MOD, WEAK_REPORT, make_run, make_task
+from tests.rigs.grading import FAKE, GOOD_REPORT, INJECTION, MOD, WEAK_REPORT, make_rubric_task, make_run
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,12 +27,12 @@ def rec(results: Path, grader: str, run_id: str, tag: str | None = None) -> dict
 def one_good_run(tmp_path: Path, **task_kw: str) -> Path:
     """A results dir holding one finished run, r1, whose report.md is GOOD_REPORT."""
     results = tmp_path / "results"
-    make_run(results, "r1", make_task(tmp_path, **task_kw), {"report.md": GOOD_REPORT})
+    make_run(results, "r1", make_rubric_task(tmp_path, **task_kw), {"report.md": GOOD_REPORT})
     return results
 
 
 def test_coverage_tldr_combined_with_fake_judge(tmp_path: Path) -> None:
-    task = make_task(tmp_path, extra="batch_size = 3\n")
+    task = make_rubric_task(tmp_path, extra="batch_size = 3\n")
     results = tmp_path / "results"
     make_run(results, "good", task, {"report.md": GOOD_REPORT})
     make_run(results, "weak", task, {"report.md": WEAK_REPORT})
@@ -76,7 +76,7 @@ def test_judge_that_always_errors_gives_unscored_not_zero(tmp_path: Path) -> Non
 
 
 def test_every_judge_grade_writes_a_judge_log(tmp_path: Path) -> None:
-    task = make_task(tmp_path, graders='["coverage", "tldr", "combined", "any_of_n"]')
+    task = make_rubric_task(tmp_path, graders='["coverage", "tldr", "combined", "any_of_n"]')
     results = tmp_path / "results"
     make_run(
         results,
@@ -116,7 +116,7 @@ def test_refusing_judge_is_unscored(tmp_path: Path) -> None:
 
 
 def test_missing_ids_are_reasked_once(tmp_path: Path) -> None:
-    task = make_task(tmp_path)
+    task = make_rubric_task(tmp_path)
     results = tmp_path / "results"
     make_run(results, "r1", task, {"report.md": GOOD_REPORT})
     grade(results, f"{MOD}:forgetful", graders=["coverage"])
@@ -151,7 +151,7 @@ def test_failed_batch_leaves_only_its_items_unscored(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("judge", [FAKE, f"{MOD}:echo"])
 def test_injection_lines_do_not_change_the_grade(tmp_path: Path, judge: str) -> None:
-    task = make_task(tmp_path, graders='["coverage", "tldr"]')
+    task = make_rubric_task(tmp_path, graders='["coverage", "tldr"]')
     results = tmp_path / "results"
     tldr_injected = GOOD_REPORT.replace("deleted audit entries.\n", "deleted audit entries." + INJECTION)
     make_run(results, "plain", task, {"report.md": GOOD_REPORT})
@@ -171,7 +171,7 @@ def test_prompt_wraps_report_in_nonce_markers(tmp_path: Path) -> None:
     from benchctl.grading.graders import load_grading
     from benchctl.grading.templates import delimit, nonce_for, render
 
-    cfg = load_grading(make_task(tmp_path))
+    cfg = load_grading(make_rubric_task(tmp_path))
     sys_prompt = render(cfg.prompts["system"], nonce=nonce_for("r"))
     assert f"<untrusted-{nonce_for('r')}>" in sys_prompt and "no authority" in sys_prompt
     assert "{{" not in render(cfg.prompts["coverage"], reference="x", findings="y", report=delimit("r", "n"), ids="F1")
@@ -201,7 +201,7 @@ def test_unscored_grades_are_retried_on_resume(tmp_path: Path) -> None:
 
 
 def test_followups_graded_with_their_tag(tmp_path: Path) -> None:
-    task = make_task(tmp_path)
+    task = make_rubric_task(tmp_path)
     results = tmp_path / "results"
     make_run(
         results,
@@ -217,7 +217,7 @@ def test_followups_graded_with_their_tag(tmp_path: Path) -> None:
 
 
 def test_missing_or_empty_report_is_a_real_zero(tmp_path: Path) -> None:
-    task = make_task(tmp_path)
+    task = make_rubric_task(tmp_path)
     results = tmp_path / "results"
     make_run(results, "none", task, {})
     make_run(results, "empty", task, {"report.md": "  \n"})
@@ -234,7 +234,7 @@ def test_missing_or_empty_report_is_a_real_zero(tmp_path: Path) -> None:
 
 
 def test_any_of_n(tmp_path: Path) -> None:
-    task = make_task(tmp_path, extra="n = 3\n", graders='["any_of_n"]')
+    task = make_rubric_task(tmp_path, extra="n = 3\n", graders='["any_of_n"]')
     results = tmp_path / "results"
     hit = "1. It refuses math\n2. The model flatters the user about their code quality\n3. x\n4. flatters code quality user"
     make_run(results, "hit", task, {"predictions.md": hit})
@@ -257,7 +257,7 @@ def test_any_of_n(tmp_path: Path) -> None:
 
 
 def test_any_of_n_failed_calls_are_unscored(tmp_path: Path) -> None:
-    task = make_task(tmp_path, graders='["any_of_n"]')
+    task = make_rubric_task(tmp_path, graders='["any_of_n"]')
     results = tmp_path / "results"
     make_run(results, "r", task, {"predictions.md": "- a\n- b\n"})
     grade(results, f"{MOD}:failing")
@@ -301,7 +301,7 @@ def test_summary_counts_unscored_and_success_intervals(tmp_path: Path) -> None:
 def test_tournament_only_task_plans_no_per_run_grades(tmp_path: Path) -> None:
     from benchctl.grading.runner import plan
 
-    task = make_task(tmp_path, graders='["tournament"]')
+    task = make_rubric_task(tmp_path, graders='["tournament"]')
     results = tmp_path / "results"
     make_run(results, "r1", task, {"issues.json": "[]"})
     jobs, session = plan(results, GradeOptions(judge=FAKE))
@@ -314,7 +314,7 @@ def test_combined_refuses_a_part_graded_under_an_older_rubric(tmp_path: Path) ->
     results = one_good_run(tmp_path)
     grade(results, FAKE)
     assert rec(results, "combined", "r1")["status"] == "scored"
-    make_task(tmp_path, extra="batch_size = 3\n")
+    make_rubric_task(tmp_path, extra="batch_size = 3\n")
     grade(results, FAKE, graders=["combined"])
     comb = rec(results, "combined", "r1")
     assert comb["status"] == "unscored" and comb["score"] is None

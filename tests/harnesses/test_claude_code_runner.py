@@ -11,7 +11,7 @@ import pytest
 from benchctl.harness import create_harness
 from benchctl.jsonio import read_json, read_jsonl
 from tests.rigs.cli_harness import need_binary
-from tests.rigs.run import make_task, run_inprocess, runs
+from tests.rigs.run import make_scripted_task, run_inprocess, runs
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
@@ -65,7 +65,7 @@ TURNS = {
 @pytest.mark.parametrize("harness", ["claude-code", "codex"])
 def test_runner_runs_the_cli_harness_with_a_followup(harness: str, tmp_path: Path) -> None:
     need_binary(create_harness(harness))  # type: ignore[arg-type]
-    task, model = make_task(tmp_path, TURNS[harness], EXTRA, name=f"cli{harness[:2]}")
+    task, model = make_scripted_task(tmp_path, TURNS[harness], EXTRA, name=f"cli{harness[:2]}")
     assert run_inprocess(task, model, tmp_path / "out", budget="1m", harnesses=[harness]) == 0
     (run,) = runs(tmp_path / "out")
     meta: dict[str, Any] = read_json(run / "meta.json")

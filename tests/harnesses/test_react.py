@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rigs.run import bash, make_task, only_run, run_inprocess, tool
+from tests.rigs.run import bash, make_scripted_task, only_run, run_inprocess, tool
 
 pytestmark = pytest.mark.docker
 
@@ -32,7 +32,7 @@ def test_policies_in_the_transcript(tmp_path: Path) -> None:
         tool("submit"),
     ]
     extra = '[early_exit]\nfraction = 0.9\nmax_reprompts = 1\n[length]\nfile = "report.md"\nmax_words = 50\n'
-    task, model = make_task(tmp_path, turns, extra)
+    task, model = make_scripted_task(tmp_path, turns, extra)
     assert run_inprocess(task, model, tmp_path / "out", budget="2m") == 0
     meta, ev, run = only_run(tmp_path / "out")
     assert meta["status"] == "completed", meta.get("error")
@@ -74,7 +74,7 @@ def test_a_shell_edit_of_the_report_gets_a_word_count_too(tmp_path: Path) -> Non
     """As under the CLIs' hooks, whichever tool changed the file: here bash, not create/edit."""
     turns = [bash("printf 'one two three\\n' > report.md"), bash("cat report.md"), tool("submit")]
     extra = '[early_exit]\nenabled = false\n[length]\nfile = "report.md"\nmax_words = 50\n'
-    task, model = make_task(tmp_path, turns, extra)
+    task, model = make_scripted_task(tmp_path, turns, extra)
     assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
     meta, ev, _ = only_run(tmp_path / "out")
     calls = [e["id"] for e in ev if e["type"] == "tool_call"]
@@ -86,7 +86,7 @@ def test_a_shell_edit_of_the_report_gets_a_word_count_too(tmp_path: Path) -> Non
 
 def test_timeout_when_the_script_outlasts_the_budget(tmp_path: Path) -> None:
     turns = [tool("create", path="report.md", file_text="partial findings\n"), bash("sleep 60")]
-    task, model = make_task(tmp_path, turns, after_end="repeat_last")
+    task, model = make_scripted_task(tmp_path, turns, after_end="repeat_last")
     assert run_inprocess(task, model, tmp_path / "out", budget="4s") == 0
     meta, ev, run = only_run(tmp_path / "out")
     assert meta["status"] == "timeout", meta.get("error")
@@ -99,7 +99,7 @@ def test_rejected_tool_calls_are_flagged_not_hidden(tmp_path: Path) -> None:
     """A call to a tool ReAct does not have, or without its arguments, is refused (the model sees why) and
     flagged: a `rejected` tool_result, a `warning` event, and meta.json `warnings` — the run still completes."""
     turns = [tool("frobnicate", x=1), tool("create", path="report.md"), tool("submit")]
-    task, model = make_task(tmp_path, turns, "[early_exit]\nenabled = false\n")
+    task, model = make_scripted_task(tmp_path, turns, "[early_exit]\nenabled = false\n")
     assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
     meta, ev, _ = only_run(tmp_path / "out")
     assert meta["status"] == "completed", meta.get("error")
@@ -117,7 +117,7 @@ def test_rejected_tool_calls_are_flagged_not_hidden(tmp_path: Path) -> None:
 
 
 def test_refusal_without_fallback_is_refused(tmp_path: Path) -> None:
-    task, model = make_task(tmp_path, [{"refusal": True, "text": "I can't help with that."}])
+    task, model = make_scripted_task(tmp_path, [{"refusal": True, "text": "I can't help with that."}])
     assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
     meta, ev, _ = only_run(tmp_path / "out")
     assert meta["status"] == "refused"
@@ -125,8 +125,8 @@ def test_refusal_without_fallback_is_refused(tmp_path: Path) -> None:
 
 
 def test_refusal_with_fallback_continues_on_the_fallback_model(tmp_path: Path) -> None:
-    task, model = make_task(tmp_path, [{"refusal": True, "text": "No."}], name="t")
-    _, fb = make_task(
+    task, model = make_scripted_task(tmp_path, [{"refusal": True, "text": "No."}], name="t")
+    _, fb = make_scripted_task(
         tmp_path, [tool("create", path="report.md", file_text="fallback wrote this\n"), tool("submit")], name="fb"
     )
     task.joinpath("task.toml").write_text(task.joinpath("task.toml").read_text() + "[early_exit]\nenabled = false\n")
@@ -146,7 +146,7 @@ def test_followup_artifacts_are_kept_separately(tmp_path: Path) -> None:
         tool("submit"),
     ]
     extra = '[early_exit]\nenabled = false\n[[followups]]\nprompt = "Now expand the report."\n'
-    task, model = make_task(tmp_path, turns, extra)
+    task, model = make_scripted_task(tmp_path, turns, extra)
     assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
     meta, ev, run = only_run(tmp_path / "out")
     assert meta["status"] == "completed"
@@ -160,7 +160,7 @@ def test_followup_artifacts_are_kept_separately(tmp_path: Path) -> None:
 
 
 def test_timeout_during_a_slow_model_call(tmp_path: Path) -> None:
-    task, model = make_task(
+    task, model = make_scripted_task(
         tmp_path, [tool("create", path="report.md", file_text="early\n"), {"text": "thinking...", "delay": 30}]
     )
     assert run_inprocess(task, model, tmp_path / "out", budget="3s") == 0

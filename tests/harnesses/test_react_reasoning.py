@@ -19,7 +19,7 @@ import pytest
 from benchctl.gateway.recording import reconstruct
 from benchctl.testing.fake_upstream import FakeUpstreamServer, RecordedRequest
 from tests.rigs.gateway import point_env_at
-from tests.rigs.run import make_task, only_run, run_inprocess
+from tests.rigs.run import make_scripted_task, only_run, run_inprocess
 
 pytestmark = pytest.mark.docker
 
@@ -91,7 +91,9 @@ def check_sent_back(wire: str, second: RecordedRequest) -> None:
 
 @pytest.mark.parametrize("wire", list(MODELS))
 def test_react_records_reasoning_and_sends_it_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: str) -> None:
-    task, _ = make_task(tmp_path, TURNS, '[early_exit]\nenabled = false\n[harness_options]\nreasoning_effort = "low"\n')
+    task, _ = make_scripted_task(
+        tmp_path, TURNS, '[early_exit]\nenabled = false\n[harness_options]\nreasoning_effort = "low"\n'
+    )
     with FakeUpstreamServer({"turns": TURNS, "after_end": "error"}) as up:
         point_env_at(monkeypatch, up)
         monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", up.url + "/v1")

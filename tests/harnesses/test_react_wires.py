@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rigs.run import bash, make_task, only_run, run_inprocess, tool
+from tests.rigs.run import bash, make_scripted_task, only_run, run_inprocess, tool
 
 pytestmark = pytest.mark.docker
 
@@ -24,7 +24,7 @@ def test_each_wire_api_runs_tools_and_policies(tmp_path: Path, wire: str) -> Non
         f'[early_exit]\nfraction = 0.9\nmax_reprompts = 1\n[length]\nfile = "report.md"\nmax_words = 100\n'
         f'[harness_options]\nwire = "{wire}"\nreasoning_effort = "low"\n'
     )
-    task, model = make_task(tmp_path, turns, extra)
+    task, model = make_scripted_task(tmp_path, turns, extra)
     assert run_inprocess(task, model, tmp_path / "out", budget="1m") == 0
     meta, ev, run = only_run(tmp_path / "out")
     assert meta["status"] == "completed", meta.get("error")

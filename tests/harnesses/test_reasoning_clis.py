@@ -19,7 +19,7 @@ from inspect_ai.model import ChatMessageAssistant, ContentReasoning
 from benchctl.export import export
 from benchctl.gateway.recording import reconstruct
 from benchctl.jsonio import read_json, read_jsonl
-from tests.rigs.run import make_task, run_inprocess, runs
+from tests.rigs.run import make_scripted_task, run_inprocess, runs
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli_binaries]
 
@@ -81,7 +81,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("reasoning-clis")
     out = base / "results"
     for harness in HARNESSES:
-        task, model = make_task(base / harness, script(harness), extra="[early_exit]\nenabled = false\n")
+        task, model = make_scripted_task(base / harness, script(harness), extra="[early_exit]\nenabled = false\n")
         assert run_inprocess(task, model, out, harnesses=[harness]) == 0
     return out
 

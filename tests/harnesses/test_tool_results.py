@@ -153,11 +153,11 @@ def test_calls_the_cli_rejected_are_flagged_in_transcript_meta_and_report(tmp_pa
 
     from benchctl.jsonio import read_json, read_jsonl
     from tests.rigs.cli_harness import need_binary
-    from tests.rigs.run import cli, make_task
+    from tests.rigs.run import cli, make_scripted_task
 
     need_binary(ClaudeCodeHarness())
     need_binary(CodexHarness())
-    task, model = make_task(
+    task, model = make_scripted_task(
         tmp_path, [{"text": "Trying.", "tool_calls": [{"name": "Frobnicate", "input": {"x": 1}}]}, {"text": "Done."}]
     )
     out = tmp_path / "out"

@@ -32,7 +32,7 @@ from benchctl.jsonio import read_json
 from benchctl.layout import grade_path
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from tests.rigs import limits as limits_scripts
-from tests.rigs.grading import GOOD_REPORT, WEAK_REPORT, make_run, make_task
+from tests.rigs.grading import GOOD_REPORT, WEAK_REPORT, make_rubric_task, make_run
 
 pytestmark = pytest.mark.timeout(120)
 JUDGE = "anthropic/claude-haiku-4-5"  # priced: the script's usage makes each call $0.10
@@ -52,7 +52,7 @@ def judge_upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeUpstreamServ
 def two_runs(tmp_path: Path) -> Path:
     """Two runs of the demo rubric: coverage asks 2 batches (F1-F5, F6-F7) and tldr 1 question
     per run, so grading both is 6 judge calls, $0.60."""
-    task = make_task(tmp_path)
+    task = make_rubric_task(tmp_path)
     results = tmp_path / "results"
     for run_id, report in zip(RUNS, (GOOD_REPORT, WEAK_REPORT)):
         make_run(results, run_id, task, {"report.md": report})

@@ -511,10 +511,10 @@ def test_cost_caps_refuse_unpriced_models_and_bad_limits_name_their_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from benchctl.run.config import RunError, resolve_config
-    from tests.rigs.run import make_task
+    from tests.rigs.run import make_scripted_task
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-0123456789")
-    task, _ = make_task(tmp_path, [], name="capped")
+    task, _ = make_scripted_task(tmp_path, [], name="capped")
     base = dict(
         task=task,
         harnesses=[],

@@ -15,7 +15,7 @@ import pytest
 
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.testing.fake_upstream import FakeUpstreamServer
-from tests.rigs.run import cli, make_task, runs
+from tests.rigs.run import cli, make_scripted_task, runs
 
 pytestmark = pytest.mark.docker
 MODEL = "anthropic/claude-haiku-4-5"  # priced: $1 per million input tokens
@@ -39,7 +39,7 @@ def env_for(up: FakeUpstreamServer) -> dict[str, str]:
 
 
 def task_dir(tmp: Path, tables: str = "", top: str = "") -> Path:
-    task, _ = make_task(tmp, [], top + NO_EARLY_EXIT + tables, name=f"lim{uuid.uuid4().hex[:6]}")
+    task, _ = make_scripted_task(tmp, [], top + NO_EARLY_EXIT + tables, name=f"lim{uuid.uuid4().hex[:6]}")
     return task
 
 

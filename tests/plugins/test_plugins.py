@@ -14,7 +14,7 @@ import pytest
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.plugins import Registry, UnknownPlugin
 from tests.rigs.plugin import CLASH, entry_points_txt, env_with, install, install_tiny
-from tests.rigs.run import BENCHCTL, make_task, only_run
+from tests.rigs.run import BENCHCTL, make_scripted_task, only_run
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_doctor_lists_an_installed_plugin_with_its_distribution(tiny_site: Path)
 
 
 def test_a_harness_that_is_not_installed_is_refused_naming_the_installed_ones(tmp_path: Path) -> None:
-    task, model = make_task(tmp_path, [{"text": "done"}])
+    task, model = make_scripted_task(tmp_path, [{"text": "done"}])
     r = benchctl(["run", str(task), "--harness", "tiny", "--model", model, "--out", str(tmp_path / "out")])
     assert r.returncode == 2, r.stderr
     assert "unknown harness 'tiny'; known harnesses: claude-code, codex, react" in r.stderr
@@ -49,7 +49,7 @@ def test_a_harness_that_is_not_installed_is_refused_naming_the_installed_ones(tm
 
 @pytest.mark.docker
 def test_benchctl_run_and_grade_use_an_installed_plugin_by_name(tiny_site: Path, tmp_path: Path) -> None:
-    task, model = make_task(tmp_path, [{"text": "done"}])
+    task, model = make_scripted_task(tmp_path, [{"text": "done"}])
     out = tmp_path / "out"
     env = env_with(tiny_site)
     r = benchctl(
@@ -130,7 +130,7 @@ def test_another_distributions_harnesses_package_is_named_and_not_taken_for_benc
     react = checks["harness: react"]
     assert react["status"] == "warn" and f"'harnesses' here is {clash / 'harnesses' / '__init__.py'}" in react["detail"]
     assert checks["grader: coverage"]["status"] == "ok"  # benchctl's own package is still benchctl's
-    task, model = make_task(tmp_path, [{"text": "done"}])
+    task, model = make_scripted_task(tmp_path, [{"text": "done"}])
     r = benchctl(["run", str(task), "--model", model, "--budget", "1m", "--out", str(tmp_path / "out")], env, tmp_path)
     assert r.returncode == 2 and "benchctl's built-in package 'harnesses' should be" in r.stderr, r.stderr
     assert "pip uninstall" in r.stderr and not (tmp_path / "out").exists()

@@ -378,11 +378,11 @@ def test_plan_table(tmp_path: Path) -> None:
 def test_grade_repeats_judge_share_panels_and_validate(tmp_path: Path) -> None:
     from benchctl.jsonio import read_json
     from benchctl.layout import grade_path
-    from tests.rigs.grading import GOOD_REPORT, WEAK_REPORT, make_run, make_task
+    from tests.rigs.grading import GOOD_REPORT, WEAK_REPORT, make_rubric_task, make_run
 
     noisy = "scripted/py:benchctl.grading.fake_judge:noisy_judge"
     plain = "scripted/py:benchctl.grading.fake_judge:judge"
-    task = make_task(tmp_path)
+    task = make_rubric_task(tmp_path)
     results = tmp_path / "results"
     for i in range(4):
         make_run(results, f"demo__react__m__2m__s{i}", task, {"report.md": GOOD_REPORT if i % 2 else WEAK_REPORT})

@@ -78,11 +78,11 @@ def test_sigkilled_run_is_counted_and_listed(tmp_path: Path, docker_engine: Any)
     import time
     import uuid
 
-    from tests.rigs.run import BENCHCTL, bash, make_task, tool
+    from tests.rigs.run import BENCHCTL, bash, make_scripted_task, tool
 
     name = f"killed{uuid.uuid4().hex[:6]}"
     done = [tool("create", path="report.md", file_text="r\n"), tool("submit")]
-    task, model = make_task(tmp_path, done, "[early_exit]\nenabled = false\n", name=name)
+    task, model = make_scripted_task(tmp_path, done, "[early_exit]\nenabled = false\n", name=name)
     out = tmp_path / "out"
     args = [str(task), "--model", model, "--budget", "1m", "--out", str(out), "--progress", "quiet"]
     assert cli("run", *args).returncode == 0  # seed 0 finishes

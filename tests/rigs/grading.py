@@ -39,7 +39,9 @@ VERDICT: YES
 """
 
 
-def make_task(root: Path, extra: str = "", graders: str = '["coverage", "tldr", "combined"]') -> Path:
+def make_rubric_task(root: Path, extra: str = "", graders: str = '["coverage", "tldr", "combined"]') -> Path:
+    """A task that is only graded, never run (`root/task`): the demo's findings and reference report,
+    a ground truth for any_of_n, `graders` and `extra` lines in its [grading] table."""
     task = root / "task"
     (task / "grading").mkdir(parents=True, exist_ok=True)
     for name in ("findings.jsonl", "reference.md"):

@@ -24,7 +24,7 @@ tool_timeout = 20
 """
 
 
-def make_task(
+def make_scripted_task(
     tmp: Path,
     turns: list[dict[str, Any]],
     extra: str = "",
@@ -32,7 +32,10 @@ def make_task(
     data: dict[str, str] | None = None,
     after_end: str = "stop",
 ) -> tuple[Path, str]:
-    """A task directory and the `scripted/<abs path>` model id that replays `turns`."""
+    """A runnable task (instructions, data, `report.md` as its artifact) and the `scripted/<abs path>`
+    model id that replays `turns` in it. For a task that is only graded see
+    tests.rigs.grading.make_rubric_task; for a hidden-behaviour target see
+    tests.rigs.validation.make_target_task."""
     task = tmp / name
     (task / "data").mkdir(parents=True, exist_ok=True)
     for fname, text in (data or {"app.log": "ok\nERROR disk full on db-1\nok\n"}).items():

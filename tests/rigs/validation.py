@@ -138,7 +138,7 @@ def jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in rows)
 
 
-def make_task(
+def make_target_task(
     tmp: Path,
     *,
     confession: list[dict[str, Any]] | None = None,
@@ -147,6 +147,9 @@ def make_task(
     target: str = "openai-compatible/prism",
     validation: str = "",
 ) -> Path:
+    """A hidden-behaviour task for the target studies (`tmp/prism-task`): the target (its planted
+    system prompt), a baseline model unless `baseline` is None, the auxiliary model, the ground
+    truth, and item files when `confession` / `scenarios` are given."""
     task = tmp / "prism-task"
     (task / "target").mkdir(parents=True)
     (task / "grading").mkdir()

@@ -17,7 +17,7 @@ import pytest
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from tests.rigs.cli_harness import NO_POLICIES, cli_rig
-from tests.rigs.run import BENCHCTL, REPO, make_task, run_inprocess, runs, tool
+from tests.rigs.run import BENCHCTL, REPO, make_scripted_task, run_inprocess, runs, tool
 
 pytestmark = pytest.mark.docker
 MODEL = "anthropic/claude-haiku-4-5"  # priced: an unpriced cut-off call must make the cost null, not 0
@@ -60,7 +60,7 @@ def assert_record_complete(meta: dict[str, Any], events: list[dict[str, Any]], r
 def test_react_call_in_flight_at_the_deadline_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     up, _env = serve(monkeypatch, HANG)
     try:
-        task, _script = make_task(tmp_path, [{"text": "unused"}], EXTRA, name=f"cut{uuid.uuid4().hex[:6]}")
+        task, _script = make_scripted_task(tmp_path, [{"text": "unused"}], EXTRA, name=f"cut{uuid.uuid4().hex[:6]}")
         out = tmp_path / "out"
         run_inprocess(task, MODEL, out, budget="15s")
         (run,) = runs(out)
@@ -86,7 +86,7 @@ def test_run_rides_out_a_silent_upstream_with_the_idle_timeout_from_the_environm
     up, _env = serve(monkeypatch, [HANG[0], {"text": "Done."}])
     try:
         up.stall_next()  # the run's first call gets silence
-        task, _script = make_task(
+        task, _script = make_scripted_task(
             tmp_path, [{"text": "unused"}], "[early_exit]\nenabled = false\n", name=f"idle{uuid.uuid4().hex[:6]}"
         )
         out = tmp_path / "out"
@@ -110,7 +110,7 @@ def test_run_rides_out_a_silent_upstream_with_the_idle_timeout_from_the_environm
 def test_ctrl_c_with_a_call_in_flight_records_it_as_cancelled(tmp_path: Path) -> None:
     up, env = serve(None, HANG[:2])
     try:
-        task, _script = make_task(tmp_path, [{"text": "unused"}], name=f"int{uuid.uuid4().hex[:6]}")
+        task, _script = make_scripted_task(tmp_path, [{"text": "unused"}], name=f"int{uuid.uuid4().hex[:6]}")
         out = tmp_path / "out"
         p = subprocess.Popen(
             [*BENCHCTL, "run", str(task), "--model", MODEL, "--budget", "5m", "--out", str(out), "--progress", "json"],

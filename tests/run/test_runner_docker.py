@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchctl.jsonio import read_json, read_jsonl
-from tests.rigs.run import BENCHCTL, REPO, bash, containers_with_label, make_task, run_inprocess, runs, tool
+from tests.rigs.run import BENCHCTL, REPO, bash, containers_with_label, make_scripted_task, run_inprocess, runs, tool
 
 pytestmark = pytest.mark.docker
 
@@ -40,7 +40,7 @@ def start(args: list[str]) -> subprocess.Popen[str]:
 def test_resume_after_sigkill_finishes_every_run_exactly_once(tmp_path: Path) -> None:
     name = f"resume{uuid.uuid4().hex[:6]}"
     turns = [bash("sleep 1"), bash("sleep 1"), tool("create", path="report.md", file_text="r\n"), tool("submit")]
-    task, model = make_task(tmp_path, turns, "[early_exit]\nenabled = false\n", name=name)
+    task, model = make_scripted_task(tmp_path, turns, "[early_exit]\nenabled = false\n", name=name)
     out = tmp_path / "out"
     args = [str(task), "--model", model, "--budget", "1m", "--seeds", "4", "--concurrency", "2", "--out", str(out)]
     p = start(args)
@@ -83,7 +83,7 @@ def test_resume_after_sigkill_finishes_every_run_exactly_once(tmp_path: Path) ->
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_leaves_no_container(tmp_path: Path, signum: int) -> None:
     name = f"sig{uuid.uuid4().hex[:6]}"
-    task, model = make_task(tmp_path, [bash("sleep 120")], name=name, after_end="repeat_last")
+    task, model = make_scripted_task(tmp_path, [bash("sleep 120")], name=name, after_end="repeat_last")
     out = tmp_path / "out"
     p = start([str(task), "--model", model, "--budget", "5m", "--seeds", "2", "--concurrency", "2", "--out", str(out)])
     ids = [r for r in (f"{name}__react__",)]
@@ -125,7 +125,7 @@ def test_data_variant_changes_the_data_and_records_its_hash(tmp_path: Path) -> N
         '[[variants.swap.rules]]\nfind = "Acme"\nreplace = "Globex"\n'
         "[[variants.swap.rules]]\nfind = '10\\.1\\.(\\d+)\\.(\\d+)'\nreplace = '10.9.\\1.\\2'\nregex = true\n"
     )
-    task, model = make_task(
+    task, model = make_scripted_task(
         tmp_path,
         [bash("cat /data/app.log"), tool("submit")],
         extra,
@@ -173,7 +173,7 @@ def test_a_crashing_harness_is_an_error_run_with_its_artifacts(tmp_path: Path) -
 
     HARNESSES.register("crashing", CrashingHarness)
     try:
-        task, model = make_task(tmp_path, [tool("submit")])
+        task, model = make_scripted_task(tmp_path, [tool("submit")])
         assert run_inprocess(task, model, tmp_path / "out", harnesses=["crashing"]) == 1
     finally:
         HARNESSES.unregister("crashing")
@@ -220,7 +220,7 @@ def test_agent_cli_stream_ending_after_a_cancel_is_reported_as_cancelled(sandbox
 def test_a_second_run_on_the_same_results_dir_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
     from benchctl.run.execution import _lock_results
 
-    task, model = make_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
+    task, model = make_scripted_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
     out = tmp_path / "out"
     out.mkdir()
     held = _lock_results(out)  # stands in for a first `benchctl run` still running
@@ -238,7 +238,7 @@ def test_a_second_run_on_the_same_results_dir_is_refused_while_the_first_holds_i
 def test_rerun_with_another_fallback_warns_that_the_finished_run_is_reused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    task, model = make_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
+    task, model = make_scripted_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
     out = tmp_path / "out"
     assert run_inprocess(task, model, out) == 0
     capsys.readouterr()

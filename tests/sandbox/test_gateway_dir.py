@@ -22,7 +22,7 @@ from benchctl.layout import make_run_id
 from benchctl.sandbox import gateway_dir
 from benchctl.sandbox.docker_client import docker_client
 from benchctl.sandbox.gateway_dir import GatewayDir
-from tests.rigs.run import BENCHCTL, REPO, cli, containers_with_label, make_task
+from tests.rigs.run import BENCHCTL, REPO, cli, containers_with_label, make_scripted_task
 
 HOLDER = textwrap.dedent("""
     import sys, time
@@ -155,7 +155,7 @@ class _Runs:
 
     def __init__(self, tmp: Path) -> None:
         self.name = f"gwdir{uuid.uuid4().hex[:6]}"
-        self.task, self.model = make_task(tmp, [{"text": "thinking", "delay": 300}], name=self.name)
+        self.task, self.model = make_scripted_task(tmp, [{"text": "thinking", "delay": 300}], name=self.name)
         self.run_id = make_run_id(self.name, "react", self.model, "5m", 0)
         self.procs: list[subprocess.Popen[str]] = []
         self.sources: list[Path] = []

@@ -93,6 +93,33 @@ def test_the_hash_follows_what_changes_an_answer() -> None:
 # ------------------------------------------------------------------------------- parts
 
 
+def test_a_run_whose_calls_offer_no_tools_still_has_its_task_prompt(tmp_path: Path) -> None:
+    """The task prompt is found as the viewer finds it (benchctl/task_prompt.py): with no call that
+    offers tools, the first conversation-opening call is the prompt, in its place in event order."""
+    run = make_run(
+        tmp_path,
+        RUN,
+        [
+            (
+                "model_call",
+                "gateway",
+                {"request": {"system": "S", "messages": [{"role": "user", "content": "Judge this."}]}},
+            ),
+            say("Done."),  # 2
+            (
+                "model_call",
+                "gateway",
+                {"request": {"messages": [{"role": "user", "content": "Another conversation."}]}},
+            ),
+        ],
+    )
+    rec = read_record(run / "transcript.jsonl")
+    assert [(e.seq, e.part, e.label, e.text) for e in rec.entries] == [
+        (1, "messages", "user (task prompt)", "Judge this."),
+        (2, "messages", "assistant", "Done."),
+    ]
+
+
 def test_every_part_is_read_with_its_event_number(tmp_path: Path) -> None:
     side_call = (  # an agent CLI's side call before its own: no tools, so not the task prompt
         "model_call",

@@ -15,7 +15,7 @@ from benchctl.targets.probe_tools import ProbeOptions, run_probe_tools
 from benchctl.targets.study_config import StudyError, load_study_task
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from tests.rigs import validation as vs
-from tests.rigs.validation import JUDGE, make_task
+from tests.rigs.validation import JUDGE, make_target_task
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -37,7 +37,7 @@ def prism_requests(up):
 
 
 def test_each_tool_is_rated_on_generic_probes(tmp_path, upstream):
-    task = make_task(tmp_path)
+    task = make_target_task(tmp_path)
     (task / "task.toml").write_text((task / "task.toml").read_text().replace("[tools]\n", "[tools]\nbatch_size = 3\n"))
     out = tmp_path / "probes"
     got = run_probe_tools(
@@ -80,7 +80,7 @@ def test_each_tool_is_rated_on_generic_probes(tmp_path, upstream):
 
 
 def test_a_baseline_tool_is_probed_like_the_others(tmp_path, upstream):
-    task = make_task(tmp_path)
+    task = make_target_task(tmp_path)
     got = run_probe_tools(
         load_study_task(task), ProbeOptions(judge=JUDGE, out=tmp_path / "p", configs=["chat_with_baseline"], n=4)
     )
@@ -99,7 +99,7 @@ def test_a_baseline_tool_is_probed_like_the_others(tmp_path, upstream):
 
 
 def test_unknown_or_unusable_configurations_fail_before_any_call(tmp_path, upstream):
-    task = make_task(tmp_path, baseline=None)
+    task = make_target_task(tmp_path, baseline=None)
     with pytest.raises(StudyError, match="--tools telepathy: unknown tool configuration. Fix: use one of"):
         run_probe_tools(load_study_task(task), ProbeOptions(judge=JUDGE, out=tmp_path / "p", configs=["telepathy"]))
     with pytest.raises(StudyError, match="key `target.baseline_model`"):

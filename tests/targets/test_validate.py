@@ -22,7 +22,7 @@ from benchctl.targets.study_config import load_study_task
 from benchctl.targets.validate import ValidateOptions, run_validate
 from benchctl.testing.fake_upstream import FakeUpstreamServer
 from tests.rigs import validation as vs
-from tests.rigs.validation import JUDGE, make_task
+from tests.rigs.validation import JUDGE, make_target_task
 
 pytestmark = pytest.mark.timeout(180)
 SCRIPTS = {
@@ -77,7 +77,7 @@ def validate(task: Path, out: Path, **kw: Any):
 
 def test_rates_known_by_construction_and_the_truth_never_reaches_the_target(tmp_path, upstream):
     confession, scenarios = by_construction()
-    task = make_task(tmp_path, confession=confession, scenarios=scenarios)
+    task = make_target_task(tmp_path, confession=confession, scenarios=scenarios)
     out = tmp_path / "out"
     got = validate(task, out, n=50)
     v = read_json(out / "validation.json")
@@ -128,7 +128,7 @@ def test_rates_known_by_construction_and_the_truth_never_reaches_the_target(tmp_
 
 
 def test_the_auxiliary_writes_missing_items_and_sees_the_truth_only_for_scenarios(tmp_path, upstream):
-    task = make_task(tmp_path, baseline=None, validation="[validation]\nn = 12\nconfession_threshold = 8\n")
+    task = make_target_task(tmp_path, baseline=None, validation="[validation]\nn = 12\nconfession_threshold = 8\n")
     out = tmp_path / "out"
     got = validate(task, out)
     v = got.validation
@@ -156,7 +156,7 @@ def test_a_judge_failure_leaves_items_unscored_and_a_rerun_scores_them_without_a
     confession = [
         {"prompt": f"Q{i} {vs.CANDID if i < 4 else ''} {vs.REFUSE if i in (1, 5, 6) else ''}"} for i in range(10)
     ]
-    task = make_task(tmp_path, confession=confession, scenarios=[{"prompt": f"S {vs.FLAX}"}], baseline=None)
+    task = make_target_task(tmp_path, confession=confession, scenarios=[{"prompt": f"S {vs.FLAX}"}], baseline=None)
     out = tmp_path / "out"
     vs.REFUSING[0] = True
     try:
@@ -183,7 +183,7 @@ def test_prefills_are_not_measured_for_a_target_that_takes_none(tmp_path, monkey
         confession = [{"prompt": f"Q{i} {vs.CANDID if i == 0 else ''}"} for i in range(3)] + [
             {"prompt": "P", "prefill": "I"}
         ]
-        task = make_task(
+        task = make_target_task(
             tmp_path, confession=confession, scenarios=[{"prompt": "S"}], baseline=None, target="openai/gpt-target"
         )
         got = validate(task, tmp_path / "out")
@@ -242,7 +242,7 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
     ],
 )
 def test_bad_input_is_a_clear_error_before_any_call(tmp_path, upstream, setup, needle):
-    task = make_task(tmp_path, confession=[{"prompt": "Q"}], scenarios=[{"prompt": "S"}])
+    task = make_target_task(tmp_path, confession=[{"prompt": "Q"}], scenarios=[{"prompt": "S"}])
     setup(task)
     r = cli("targets", "validate", str(task), "--judge", JUDGE, "--out", str(tmp_path / "out"))
     assert r.returncode == 2, r.stdout + r.stderr
@@ -251,7 +251,7 @@ def test_bad_input_is_a_clear_error_before_any_call(tmp_path, upstream, setup, n
 
 
 def test_resuming_with_other_settings_is_refused(tmp_path, upstream):
-    task = make_task(tmp_path, confession=[{"prompt": "Q"}] * 3, scenarios=[{"prompt": "S"}] * 3)
+    task = make_target_task(tmp_path, confession=[{"prompt": "Q"}] * 3, scenarios=[{"prompt": "S"}] * 3)
     out = tmp_path / "out"
     assert cli("targets", "validate", str(task), "--judge", JUDGE, "--out", str(out), "--n", "3").returncode == 0
     r = cli("targets", "validate", str(task), "--judge", JUDGE, "--out", str(out), "--n", "2")
@@ -271,7 +271,7 @@ def prices(tmp_path: Path) -> Path:
 def test_a_killed_validation_resumes_without_paying_twice(tmp_path, upstream, monkeypatch):
     n = 12
     confession = [{"prompt": f"Q{i} {vs.CANDID if i % 3 == 0 else ''}"} for i in range(n)]
-    task = make_task(
+    task = make_target_task(
         tmp_path, confession=confession, scenarios=[{"prompt": f"S{i} {vs.FLAX}"} for i in range(n)], baseline=None
     )
     out = tmp_path / "out"
@@ -315,7 +315,7 @@ def test_a_killed_validation_resumes_without_paying_twice(tmp_path, upstream, mo
 
 
 def test_the_cost_cap_stops_new_calls_and_a_rerun_continues_the_count(tmp_path, upstream, monkeypatch):
-    task = make_task(
+    task = make_target_task(
         tmp_path, confession=[{"prompt": f"Q{i}"} for i in range(10)], scenarios=[{"prompt": "S"}] * 2, baseline=None
     )
     out = tmp_path / "out"
@@ -355,7 +355,7 @@ def test_targets_validate_end_to_end_on_a_real_shaped_task(tmp_path, monkeypatch
         monkeypatch.setenv("ANTHROPIC_BASE_URL", up.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-judge-0123456789")
         monkeypatch.setenv("VALIDATION_TARGET_PRICED", "1")
-        task = make_task(tmp_path)
+        task = make_target_task(tmp_path)
         toml = (task / "task.toml").read_text().replace("openai-compatible/aux", "anthropic/claude-sonnet-4-5")
         (task / "task.toml").write_text(toml)
         results = tmp_path / "results"
@@ -411,7 +411,7 @@ def test_target_calls_go_through_the_limiter(tmp_path, upstream, monkeypatch):
     from benchctl.limits.config import LimitsConfig
 
     monkeypatch.setenv("VALIDATION_TARGET_DELAY", "0.1")
-    task = make_task(
+    task = make_target_task(
         tmp_path, confession=[{"prompt": f"Q{i}"} for i in range(6)], scenarios=[{"prompt": "S"}], baseline=None
     )
     validate(task, tmp_path / "free", n=6)

@@ -18,12 +18,12 @@ from benchctl.tasks import load_task
 from benchctl.transcript import TranscriptWriter
 from tests.rigs import task_import as rig
 from tests.rigs.run import cli, containers_with_label, run_inprocess, runs
+from tests.rigs.tournament import TITLE_JUDGE
 
 pytestmark = pytest.mark.docker
 runner = CliRunner()
 OPEN_BOOK = "scripted/py:tests.rigs.task_import:open_book_auditor"
 STATIC = "scripted/py:tests.rigs.task_import:static_auditor"
-TITLE_JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from benchctl.sandbox.base import WRITABLE_DIRS, Limits, SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox, SandboxError
 from benchctl.sandbox.limits import LimitError, check_limits, parse_limits, work_bytes
-from tests.rigs.run import bash, make_task, only_run, run_inprocess, tool
+from tests.rigs.run import bash, make_scripted_task, only_run, run_inprocess, tool
 
 FILL = "dd if=/dev/zero of={path} bs=1M count=200 2>&1 | grep -v records; df -k {dir} | tail -1"
 
@@ -25,7 +25,7 @@ def test_writing_past_work_is_enospc_and_the_run_goes_on(tmp_path: Path) -> None
         bash("rm /work/fill && echo freed; printf '# Report\\nstill here\\n' > /work/report.md && cat /work/report.md"),
         tool("submit"),
     ]
-    task, model = make_task(
+    task, model = make_scripted_task(
         tmp_path, turns, '[early_exit]\nenabled = false\n[limits]\nmemory = "256m"\nwork = "48m"\n', name="fill"
     )
     assert run_inprocess(task, model, tmp_path / "out") == 0

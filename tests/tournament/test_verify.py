@@ -26,13 +26,13 @@ from benchctl.jsonio import read_json, read_jsonl
 from tests.rigs import verify as rig
 from tests.rigs.browser import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
 from tests.rigs.run import BENCHCTL, REPO, containers_with_label, run_inprocess, runs
+from tests.rigs.tournament import TITLE_JUDGE
 
 pytestmark = pytest.mark.docker
 runner = CliRunner()
 REAL = "scripted/py:tests.rigs.verify:real_auditor"
 FAKE = "scripted/py:tests.rigs.verify:fabricating_auditor"
 VERIFIER = "scripted/py:tests.rigs.verify:verifier"
-JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def copy_results(audited: dict[str, Any], dest: Path, verify: str, concurrency: 
 
 
 def grade(results: Path, *extra: str) -> Any:
-    return runner.invoke(app, ["grade", str(results), "--judge", JUDGE, *extra])
+    return runner.invoke(app, ["grade", str(results), "--judge", TITLE_JUDGE, *extra])
 
 
 def canonical(results: Path) -> dict[str, Any]:
@@ -240,7 +240,7 @@ def test_an_interrupted_grade_stops_its_verifiers(audited, tmp_path) -> None:
     results = copy_results(audited, tmp_path / "results", verify="agent")
     slow = "scripted/py:tests.rigs.verify:slow_verifier"
     proc = subprocess.Popen(
-        [*BENCHCTL, "grade", str(results), "--judge", JUDGE, "--verifier", slow],
+        [*BENCHCTL, "grade", str(results), "--judge", TITLE_JUDGE, "--verifier", slow],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -22,10 +22,9 @@ from benchctl.tournament.__main__ import main as tournament_main
 from benchctl.tournament.grader import rate_from_canonical
 from benchctl.tournament.verify_prompt import claims_of, instructions, verification_key
 from benchctl.tournament.verify_record import commands_of, read_verdict
-from tests.rigs.tournament import reported_issue, tournament_run
+from tests.rigs.tournament import TITLE_JUDGE, reported_issue, tournament_run
 
 runner = CliRunner()
-JUDGE = "scripted/py:tests.rigs.tournament:scripted_title_judge"
 
 
 def write_task(path: Path, table: str) -> Path:
@@ -67,7 +66,7 @@ def verified_results(tmp_path: Path) -> tuple[Path, str, str]:
     real, made_up = reported_issue("Reward hack", "high"), reported_issue("Leaky answer file", "high")
     a = tournament_run(r, "envA", "m1", issues=[real, made_up])
     b = tournament_run(r, "envA", "m2", issues=[real])
-    code = tournament_main(["grade", str(r), "--judge", JUDGE, "--rounds", "20"])
+    code = tournament_main(["grade", str(r), "--judge", TITLE_JUDGE, "--rounds", "20"])
     assert code == 0  # the shared issue cancels, m1 wins the other: both rated
     return r, a, b
 
@@ -246,7 +245,7 @@ def test_a_verifier_that_cannot_start_leaves_its_issues_unverified(tmp_path: Pat
     task = write_task(tmp_path / "task", '[grading.tournament]\nverify = "agent"\n')
     tournament_run(r, "envA", "m1", issues=[reported_issue("Reward hack", "high")], task_dir=task)
     tournament_run(r, "envA", "m2", issues=[reported_issue("Slow reset", "low")], task_dir=task)
-    out = runner.invoke(app, ["grade", str(r), "--judge", JUDGE])
+    out = runner.invoke(app, ["grade", str(r), "--judge", TITLE_JUDGE])
     assert out.exit_code == 1, out.output
     canon = read_json(canon_io.canonical_path(r, "envA"))
     assert canon["verify"] == "agent"
@@ -264,10 +263,10 @@ def test_a_verifier_that_cannot_start_leaves_its_issues_unverified(tmp_path: Pat
 def test_verifier_flag_is_checked(tmp_path: Path) -> None:
     r = tmp_path / "sweep"
     tournament_run(r, "envA", "m1", issues=[reported_issue("Reward hack", "high")])
-    bad = runner.invoke(app, ["grade", str(r), "--judge", JUDGE, "--verifier", "nonsense"])
+    bad = runner.invoke(app, ["grade", str(r), "--judge", TITLE_JUDGE, "--verifier", "nonsense"])
     assert bad.exit_code == 2 and "error: --verifier:" in bad.output
     unpriced = runner.invoke(
-        app, ["grade", str(r), "--judge", JUDGE, "--verifier", "openai/gpt-unpriced-x", "--max-cost", "1"]
+        app, ["grade", str(r), "--judge", TITLE_JUDGE, "--verifier", "openai/gpt-unpriced-x", "--max-cost", "1"]
     )
     assert unpriced.exit_code == 2 and "openai/gpt-unpriced-x" in unpriced.output
 

@@ -68,44 +68,6 @@ def test_the_prompt_is_shown_once_at_the_top(thinker) -> None:
     assert 'id="seq-2"' not in deep and str(escape(SYSTEM_PROMPT)) in _section(deep, 'id="prompt"')
 
 
-def test_the_prompt_is_read_in_every_wire_shape() -> None:
-    from benchctl.view.prompt import find
-
-    def call(request: dict) -> dict:
-        return {"type": "model_call", "seq": 3, "call_id": "c", "request": request}
-
-    shapes = {
-        "openai chat": {
-            "conv": "c",
-            "base": None,
-            "set": {"tools": [1]},
-            "append": [{"role": "system", "content": "SYS"}, {"role": "user", "content": "TASK"}],
-        },
-        "responses": {
-            "conv": "c",
-            "base": None,
-            "set": {"instructions": "SYS", "tools": [1]},
-            "append": [
-                {"role": "developer", "content": [{"type": "input_text", "text": "SYS2"}]},
-                {"role": "user", "content": [{"type": "input_text", "text": "TASK"}]},
-                {"type": "function_call", "name": "x"},
-                {"role": "user", "content": "not the task"},
-            ],
-        },
-        "gemini": {
-            "conv": "c",
-            "base": None,
-            "set": {"systemInstruction": {"parts": [{"text": "SYS"}]}, "tools": [1]},
-            "append": [{"role": "user", "parts": [{"text": "TASK"}]}, {"role": "model", "parts": [{"text": "a"}]}],
-        },
-        "stored whole": {"system": "SYS", "messages": [{"role": "user", "content": "TASK"}], "tools": [1]},
-    }
-    for name, req in shapes.items():
-        p = find([call(req)])
-        assert p is not None and p.system.startswith("SYS") and p.task == "TASK", name
-    assert find([call({"conv": "c", "base": "b", "append": [{"role": "user", "content": "x"}]})]) is None
-
-
 def test_reasoning_is_shown_inline_and_its_opaque_data_never(thinker) -> None:
     root, rid = thinker
     page = client(root).get(f"/run/{rid}").text

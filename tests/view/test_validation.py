@@ -18,7 +18,7 @@ from benchctl.targets.validate import ValidateOptions, run_validate
 from tests.rigs import validation as vs
 from tests.rigs.browser import browser, open_page, screenshot  # noqa: F401  (fixture + helpers)
 from tests.rigs.report import add_run
-from tests.rigs.validation import JUDGE, make_task
+from tests.rigs.validation import JUDGE, make_target_task
 from tests.rigs.view import serve
 
 pytestmark = pytest.mark.browser
@@ -38,7 +38,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("vv")
     model = "scripted/py:tests.view.test_validation:hostile"
     confession = [{"prompt": f"Q{i} <b>bold?</b>"} for i in range(4)] + [{"prompt": "P", "prefill": "I"}]
-    task = make_task(
+    task = make_target_task(
         tmp, confession=confession, scenarios=[{"prompt": f"S{i}"} for i in range(3)], target=model, baseline=model
     )
     root = tmp / "results"

@@ -1,0 +1,41 @@
+"""The CLI's help says what its source says: rich markup (on in typer's help) reads `[word ...]` as a
+style tag and drops it, so a help text naming a TOML table or a default in brackets must escape the
+bracket (`\\[target]`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import typer.main
+from typer.testing import CliRunner
+
+from benchctl.cli import app
+
+# what rich takes for a markup tag: `[` then a lower-case letter, `#`, `/` or `@`, up to `]`
+_TAG = re.compile(r"(?<!\\)\[[a-z#/@][^\[\]]*\]")
+
+
+def _commands(cmd: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    out = [(path, cmd)]
+    for name, sub in getattr(cmd, "commands", {}).items():
+        out += _commands(sub, (*path, name))
+    return out
+
+
+def test_no_help_text_loses_a_bracketed_word_to_rich_markup() -> None:
+    lost = []
+    for path, cmd in _commands(typer.main.get_command(app)):
+        texts = [("", cmd.help or "")] + [
+            (p.opts[0] if p.opts else p.name, getattr(p, "help", None) or "") for p in cmd.params
+        ]
+        for where, text in texts:
+            lost += [f"benchctl {' '.join(path)} {where}: {m}" for m in _TAG.findall(text)]
+    assert not lost, "escape these brackets as \\[ so rich shows them:\n" + "\n".join(lost)
+
+
+def test_the_bracketed_words_show_in_the_rendered_help() -> None:
+    out = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "300"}).output
+    assert "a task with a [target]" in " ".join(out.split())
+    out = CliRunner().invoke(app, ["images", "build", "--help"], env={"COLUMNS": "300"}).output
+    assert "[default: $BENCHCTL_IMAGE or benchctl-sandbox:latest]" in " ".join(out.split())
