@@ -280,8 +280,8 @@ def test_a_plugins_scanner_is_found_by_name_like_the_built_ins(tmp_path: Path) -
     entry-point group benchctl.scanners; `benchctl scan` and `benchctl scan list` find it by name."""
     import subprocess
 
-    from tests.rigs.run import BENCHCTL
     from tests.rigs.plugin import env_with, install_tiny
+    from tests.rigs.run import BENCHCTL
 
     env = env_with(install_tiny(tmp_path / "tiny"))
     results = tmp_path / "results"
