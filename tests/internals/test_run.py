@@ -148,7 +148,8 @@ def test_every_tool_configuration_runs_against_a_target_served_through_the_proto
         assert meta["status"] == "completed", (name, meta.get("error"))
         tt = meta["target_tools"]
         assert tt["tool_calls"] == {t: 1 for t in used}, name
-        assert tt["target"]["errors"] == 0 and tt["target"]["calls"] >= len(used), (name, tt)
+        model_tools = [t for t in used if not t.startswith("petri_")]  # Petri's tools read a file
+        assert tt["target"]["errors"] == 0 and tt["target"]["calls"] >= len(model_tools), (name, tt)
         assert (run / "artifacts" / "predictions.md").read_text().startswith("1. ")
         events = read_jsonl(run / "transcript.jsonl")
         calls = [e for e in events if e["type"] == "target_call" and e["role"] == "target"]
