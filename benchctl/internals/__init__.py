@@ -12,6 +12,7 @@ client.py    InternalsClient: one call per operation, retries, limits, latency a
 server.py    the reference server (`benchctl internals serve`): an ASGI app around a model runner,
              requests queued and batched on one worker thread; it also serves the OpenAI-compatible
              chat and completions subset the black-box tools send, so one server is the whole target
+handlers.py  request bodies -> runner calls -> answers, per operation (on the server's worker thread)
 runner.py    the model side (torch + transformers, the optional `internals` extra): plain forward
              hooks for steering, activation reads and oracle injection; batched decoding
 sae.py       sparse autoencoders loaded from disk (SAELens layout)

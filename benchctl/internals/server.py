@@ -120,12 +120,12 @@ class Batcher:
         }
 
     def _generations(self, jobs: list[Job]) -> None:
-        from benchctl.internals import requests
+        from benchctl.internals import handlers
 
         rows, ready = [], []
         for job in jobs:
             try:
-                rows.append(requests.gen_row(self.runner, job.kind, job.body))
+                rows.append(handlers.gen_row(self.runner, job.kind, job.body))
                 ready.append(job)
             except Exception as e:
                 self._finish(job, e)
@@ -140,15 +140,15 @@ class Batcher:
             return
         for job, gen in zip(ready, out):
             self._finish(
-                job, self._timed(job, started, requests.gen_response(self.runner, job.kind, job.body, gen), len(rows))
+                job, self._timed(job, started, handlers.gen_response(self.runner, job.kind, job.body, gen), len(rows))
             )
 
     def _run(self, job: Job) -> None:
-        from benchctl.internals import requests
+        from benchctl.internals import handlers
 
         started = time.monotonic()
         try:
-            result = requests.analysis(self.runner, job.kind, job.body, self.max_batch)
+            result = handlers.analysis(self.runner, job.kind, job.body, self.max_batch)
         except Exception as e:
             self._finish(job, e)
             return

@@ -177,3 +177,28 @@ def test_sae_loader_reads_goodfire_names_and_topk_and_names_bad_files(tmp_path, 
     (d / "cfg.json").write_text(json.dumps({"activation_fn": "relu"}))
     with pytest.raises(SaeError, match='no layer: set "layer"'):
         load_sae(d)
+
+
+def test_a_gpt2_style_checkpoint_is_served_too(tmp_path):
+    """Decoder layers at transformer.h (tuple outputs), the final norm ln_f, learned positions."""
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    from benchctl.internals.runner import Runner
+    from benchctl.internals.tiny import build_tokenizer
+
+    build_tokenizer(tmp_path)
+    tok = AutoTokenizer.from_pretrained(str(tmp_path), local_files_only=True)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=3, n_head=4, n_positions=256)
+    GPT2LMHeadModel(config).save_pretrained(str(tmp_path))
+    r = Runner.load(tmp_path, device="cpu")
+    inp = chat_input()
+    ids, _ = r.target.tokenize(inp)
+    lens = ops.logit_lens(r, inp, None, 3, [len(ids) - 1])
+    with torch.no_grad():
+        logits = r.target.model(input_ids=torch.tensor([ids])).logits[0, -1]
+    assert [row["layer"] for row in lens["layers"]] == [0, 1, 2]
+    assert lens["layers"][-1]["positions"][0]["top"][0]["id"] == int(logits.argmax())
+    greedy = Sampling(max_tokens=5, temperature=0.0, top_p=1.0, seed=None)
+    together = r.target.generate([GenRow(ids, greedy), GenRow(ids[:4], greedy)])
+    assert together[1].text == r.target.generate([GenRow(ids[:4], greedy)])[0].text
