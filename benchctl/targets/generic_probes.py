@@ -132,4 +132,10 @@ def probe_args(tool: str, i: int) -> dict[str, Any]:
         return {"user_start": USER_STARTS[i % len(USER_STARTS)]}
     if tool == "complete":
         return {"prompt": DOCUMENTS[i % len(DOCUMENTS)]}
-    return {"message": MESSAGES[i % len(MESSAGES)]}  # chat, chat_with_baseline
+    if tool == "petri_transcript":
+        return {"index": i}  # the i-th transcript of the task's Petri run
+    if tool == "ask_latent_question":  # the task's default question about the target reading each message
+        return {"message": MESSAGES[i % len(MESSAGES)]}
+    # chat, chat_with_baseline, steered_chat, logit_lens and sae_features (the message they read);
+    # petri_summaries takes none
+    return {"message": MESSAGES[i % len(MESSAGES)]}
