@@ -134,8 +134,6 @@ def probe_args(tool: str, i: int) -> dict[str, Any]:
         return {"prompt": DOCUMENTS[i % len(DOCUMENTS)]}
     if tool == "petri_transcript":
         return {"index": i}  # the i-th transcript of the task's Petri run
-    if tool == "ask_latent_question":  # the task's default question about the target reading each message
-        return {"message": MESSAGES[i % len(MESSAGES)]}
-    # chat, chat_with_baseline, steered_chat, logit_lens and sae_features (the message they read);
-    # petri_summaries takes none
+    # chat, chat_with_baseline, steered_chat; logit_lens, sae_features and ask_latent_question (the
+    # message the target reads; the oracle gets the task's default question); petri_summaries takes none
     return {"message": MESSAGES[i % len(MESSAGES)]}
