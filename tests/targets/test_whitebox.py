@@ -333,3 +333,17 @@ def test_preflight_checks_the_server_can_serve_the_configuration(tmp_path, monke
             match=r"key `tools.logit_lens.layer`: layer 8 is out of range: the server's model has layers 0..7",
         ):
             check_server(named.target, named.config("logit_lens"), "task.toml")
+
+
+def test_a_server_that_lost_the_vector_gets_it_again_on_the_next_call(tmp_path, fake):
+    tt, log = tools_for(tmp_path, fake.url)
+    try:
+        assert not tt.call("steered_chat", {"message": "Hi"}).is_error
+        fake.vectors.clear()  # the server restarted
+        lost = tt.call("steered_chat", {"message": "Hi"})
+        again = tt.call("steered_chat", {"message": "Hi"})
+    finally:
+        tt.close()
+    assert lost.is_error and "no steering vector named" in lost.text and "rebuilt on the next call" in lost.text
+    assert not again.is_error and "steered (honesty vector" in again.text
+    assert len([p for p, _ in fake.requests if p.endswith("/steering_vectors")]) == 2
