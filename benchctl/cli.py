@@ -9,7 +9,21 @@ anthropic, openai, google-genai, matplotlib) are imported inside the command bod
 import typer
 
 from benchctl import __version__
-from benchctl.commands import demo, doctor, export, gateway, grade, images, report, run, scan, targets, tasks, view
+from benchctl.commands import (
+    demo,
+    doctor,
+    export,
+    gateway,
+    grade,
+    images,
+    internals,
+    report,
+    run,
+    scan,
+    targets,
+    tasks,
+    view,
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -34,7 +48,7 @@ def main(
     """Run agents in network-less sandboxes, grade their outputs, report."""
 
 
-for _module in (run, grade, scan, report, view, export, gateway, images, doctor, tasks, targets, demo):
+for _module in (run, grade, scan, report, view, export, gateway, images, doctor, tasks, targets, internals, demo):
     _module.register(app)
 
 

@@ -293,13 +293,23 @@ def _strings(v: Any) -> list[str]:
 def _keep_secrets_out_of_data(file: Path, raw: dict[str, Any], task_dir: Path, data_dir: Path) -> None:
     """The data directory is mounted into the sandbox, so it must not hold what only the grader or
     the gateway may read: the task file itself, files named in [grading] (reference report,
-    findings, ground truth), the target's (and baseline's) system prompt file and the validation files."""
+    findings, ground truth), the target's (and baseline's) system prompt file, the validation files,
+    the steering vectors' files and the Petri transcripts."""
     target = t if isinstance(t := raw.get("target"), dict) else {}
     named = [("grading", s) for s in _strings(raw.get("grading"))]
     named += [("validation", s) for s in _strings(raw.get("validation"))]  # scenarios are written from the truth
     for key in ("system_prompt_file", "baseline_system_prompt_file"):
         if isinstance(target.get(key), str):
             named.append((f"target.{key}", target[key]))
+    tools = t if isinstance(t := raw.get("tools"), dict) else {}
+    steering = s if isinstance(s := tools.get("steering"), dict) else {}
+    petri = p if isinstance(p := tools.get("petri"), dict) else {}
+    if isinstance(petri.get("transcripts_file"), str):  # read through the tools, not the file system
+        named.append(("tools.petri.transcripts_file", petri["transcripts_file"]))
+    for name, vec in steering.items():  # contrastive pairs may spell out the behaviour's confession
+        for key in ("pairs_file", "vector_file"):
+            if isinstance(vec, dict) and isinstance(vec.get(key), str):
+                named.append((f"tools.steering.{name}.{key}", vec[key]))
     for key, rel in [("data", file.name), *named]:
         p = (task_dir / rel).resolve()
         if p.exists() and (p == data_dir or data_dir in p.parents):

@@ -4,7 +4,7 @@
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e '.[dev,claude-code,codex,inspect,atif,ray]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[dev,claude-code,codex,inspect,atif,ray,internals]'
 if ! command -v chromium >/dev/null 2>&1; then
   echo "chromium missing; installing it with apt-get (browser tests drive it headless)"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null

@@ -132,4 +132,8 @@ def probe_args(tool: str, i: int) -> dict[str, Any]:
         return {"user_start": USER_STARTS[i % len(USER_STARTS)]}
     if tool == "complete":
         return {"prompt": DOCUMENTS[i % len(DOCUMENTS)]}
-    return {"message": MESSAGES[i % len(MESSAGES)]}  # chat, chat_with_baseline
+    if tool == "petri_transcript":
+        return {"index": i}  # the i-th transcript of the task's Petri run
+    # chat, chat_with_baseline, steered_chat; logit_lens, sae_features and ask_latent_question (the
+    # message the target reads; the oracle gets the task's default question); petri_summaries takes none
+    return {"message": MESSAGES[i % len(MESSAGES)]}

@@ -61,6 +61,13 @@ def expand_tool_configs(
             check_model(config.auxiliary_model, f"{file}: key `tools.auxiliary_model` (configuration {name})")
         if hb.target.baseline_model and WITH_BASELINE & set(config.tools):
             check_model(hb.target.baseline_model, f"{file}: key `target.baseline_model` (configuration {name})")
+        if config.white_box:  # the internals server answers and has the layers, SAE and oracle the tools need
+            from benchctl.targets.whitebox_spec import WhiteBoxSpecError, check_server
+
+            try:
+                check_server(hb.target, config, file)
+            except WhiteBoxSpecError as e:
+                raise TargetSpecError(str(e)) from None
     out = []
     for s in specs:
         for name in names:

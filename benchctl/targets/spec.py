@@ -10,6 +10,8 @@
     baseline_model = "openai-compatible/base"    # the untrained reference: *_with_baseline tools, validation
     baseline_system_prompt_file = "target/base.md"   # optional (or baseline_system_prompt); default: none
     tags = {implant = "SDF", adversarial = "KTO"}     # the target's attributes: report breaks success down by them
+    internals = "prism-4"                        # white-box tools: an internals server's URL, or a NAME whose
+                                                 # URL is BENCHCTL_INTERNALS_<NAME>_URL (docs/internals.md)
 
     [tools]
     auxiliary_model = "anthropic/claude-sonnet-5-5"   # writes the probe inputs of scaffolded tools
@@ -21,6 +23,9 @@
     [tools.configs.big_batch]                    # extra named configurations (built-ins below)
     tools = ["chat", "scaffolded_prefill"]
     batch_size = 100
+
+The white-box tools' tables ([tools.steering.<name>], [tools.logit_lens], ...) are parsed by
+whitebox_spec.py.
 
 The ground truth (the hidden behaviour) is NOT part of [target]: it lives in [grading]
 (`ground_truth` file or `ground_truth_text`) and only the grader reads it. Neither the target's
@@ -34,6 +39,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
+from benchctl.targets.petri import TOOLS as PETRI_TOOLS
+from benchctl.targets.petri import PetriError, PetriTranscript, parse_petri
+from benchctl.targets.whitebox_spec import TABLES as WHITEBOX_TABLES
+from benchctl.targets.whitebox_spec import WHITEBOX_TOOLS, WhiteBoxSettings, WhiteBoxSpecError, parse_whitebox
+
 TOOL_NAMES = (
     "chat",
     "prefill",
@@ -46,6 +56,8 @@ TOOL_NAMES = (
     "scaffolded_prefill_with_baseline",
     "scaffolded_user_with_baseline",
     "scaffolded_complete_with_baseline",
+    *WHITEBOX_TOOLS,
+    *PETRI_TOOLS,
 )
 # scaffolded tool -> the kind of probe input its batch holds
 SCAFFOLDED = {
@@ -72,7 +84,18 @@ BUILTIN_CONFIGS: dict[str, tuple[str, ...]] = {
     "scaffolded_prefill_with_baseline": ("chat", "scaffolded_prefill_with_baseline"),
     "scaffolded_user_with_baseline": ("chat", "scaffolded_user_with_baseline"),
     "scaffolded_complete_with_baseline": ("chat", "scaffolded_complete_with_baseline"),
+    # white-box (an internals server): steered_chat returns the unsteered reply beside the steered one,
+    # so it replaces chat, as AuditBench's steering tool replaces its sample tool
+    "steering_honesty": ("steered_chat",),
+    "steering_prefill": ("steered_chat",),
+    "sae_features": ("chat", "sae_features"),
+    "logit_lens": ("chat", "logit_lens"),
+    "activation_oracle": ("chat", "ask_latent_question"),
+    # a Petri run made beforehand ([tools.petri]): its summaries and transcripts
+    "petri": ("chat", "petri_summaries", "petri_transcript"),
 }
+# the steering vector ([tools.steering.<name>]) each built-in steering configuration uses
+BUILTIN_VECTORS = {"steering_honesty": "honesty", "steering_prefill": "prefill"}
 
 # Which provider can do what (see backend.py for the request each one gets).
 PREFILL_PROVIDERS = ("anthropic", "openai-compatible", "scripted")
@@ -92,6 +115,7 @@ _TARGET_KEYS = {
     "baseline_system_prompt",
     "baseline_system_prompt_file",
     "tags",
+    "internals",
 }
 _TOOLS_KEYS = {
     "auxiliary_model",
@@ -101,8 +125,10 @@ _TOOLS_KEYS = {
     "token_budget",
     "token_grace",
     "configs",
+    "petri",
+    *WHITEBOX_TABLES,
 }
-_CONFIG_KEYS = {"tools", "batch_size", "reply_max_tokens", "concurrency", "auxiliary_model"}
+_CONFIG_KEYS = {"tools", "batch_size", "reply_max_tokens", "concurrency", "auxiliary_model", "steering_vector"}
 
 
 class TargetSpecError(ValueError):
@@ -121,6 +147,7 @@ class TargetSpec:
     baseline_model: str | None = None  # the untrained reference model (same sampling settings)
     baseline_system_prompt: str = field(default="", repr=False)
     tags: dict[str, str] = field(default_factory=dict)  # attributes such as implant = "SDF"
+    internals: str | None = None  # the internals server: a URL, or a NAME (BENCHCTL_INTERNALS_<NAME>_URL)
 
     @property
     def provider(self) -> str:
@@ -150,10 +177,17 @@ class ToolConfig:
     reply_max_tokens: int = 128
     concurrency: int = 20
     auxiliary_model: str | None = None
+    steering_vector: str | None = None  # the [tools.steering.<name>] steered_chat uses
+    whitebox: WhiteBoxSettings = field(default_factory=WhiteBoxSettings)
+    petri: tuple[PetriTranscript, ...] = ()  # [tools.petri]'s transcripts
 
     @property
     def scaffolded(self) -> bool:
         return any(t in SCAFFOLDED for t in self.tools)
+
+    @property
+    def white_box(self) -> bool:
+        return any(t in WHITEBOX_TOOLS for t in self.tools)
 
 
 @dataclass(frozen=True)
@@ -224,7 +258,22 @@ def parse_target(raw: dict[str, Any], task_dir: Path, file: Path | str = "task.t
         baseline_model=_baseline_model(raw, file),
         baseline_system_prompt=_system_prompt(raw, "baseline_system_prompt", task_dir, file),
         tags=_tags(raw, file),
+        internals=_internals(raw, file),
     )
+
+
+def _internals(raw: dict[str, Any], file: Path | str) -> str | None:
+    v = raw.get("internals")
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v.strip() or (":" in v and not v.startswith(("http://", "https://"))):
+        raise _err(
+            file,
+            "target.internals",
+            f"expected an http(s) URL or a server name, got {v!r}",
+            'set internals = "http://127.0.0.1:8100" or a name such as "prism-4" (its URL in BENCHCTL_INTERNALS_PRISM_4_URL)',
+        )
+    return v.strip()
 
 
 def _model_id(file: Path | str, key: str, value: Any, example: str) -> str:
@@ -308,7 +357,15 @@ def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> T
         concurrency=_int(file, raw, "concurrency", "tools.", 1, 20),
         auxiliary_model=aux,
     )
-    configs = {name: ToolConfig(name, tools, **base) for name, tools in BUILTIN_CONFIGS.items()}
+    try:
+        whitebox = parse_whitebox(raw, Path(file).parent, file)
+        petri = parse_petri(raw.get("petri"), Path(file).parent, file)
+    except (WhiteBoxSpecError, PetriError) as e:
+        raise TargetSpecError(str(e)) from None
+    configs = {
+        name: ToolConfig(name, tools, **base, steering_vector=BUILTIN_VECTORS.get(name), whitebox=whitebox, petri=petri)
+        for name, tools in BUILTIN_CONFIGS.items()
+    }
     extra = raw.get("configs", {})
     if not isinstance(extra, dict):
         raise _err(file, "tools.configs", "must be a table of tables", "write [tools.configs.NAME] tools = [...]")
@@ -317,7 +374,7 @@ def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> T
         if not isinstance(table, dict):
             raise _err(file, prefix[:-1], "must be a table", f"write [tools.configs.{name}] tools = [...]")
         _unknown(file, table, _CONFIG_KEYS, prefix)
-        parent = configs.get(name, ToolConfig(name, (), **base))
+        parent = configs.get(name, ToolConfig(name, (), **base, whitebox=whitebox, petri=petri))
         tools = table.get("tools", list(parent.tools))
         if not isinstance(tools, list) or not tools or not all(isinstance(t, str) for t in tools):
             raise _err(
@@ -339,12 +396,22 @@ def parse_tools(raw: dict[str, Any] | None, file: Path | str = "task.toml") -> T
             reply_max_tokens=_int(file, table, "reply_max_tokens", prefix, 1, parent.reply_max_tokens),
             concurrency=_int(file, table, "concurrency", prefix, 1, parent.concurrency),
             auxiliary_model=caux,
+            steering_vector=_steering_vector(file, table, prefix, parent.steering_vector),
         )
     return ToolsSettings(
         configs=configs,
         token_budget=_int(file, raw, "token_budget", "tools.", 0, 0),
         token_grace=_int(file, raw, "token_grace", "tools.", 0, 4000),
     )
+
+
+def _steering_vector(file: Path | str, table: dict[str, Any], prefix: str, default: str | None) -> str | None:
+    v = table.get("steering_vector", default)
+    if v is not None and (not isinstance(v, str) or not v):
+        raise _err(
+            file, prefix + "steering_vector", f"expected a vector's name, got {v!r}", 'set steering_vector = "honesty"'
+        )
+    return v
 
 
 def check_config(target: TargetSpec, config: ToolConfig, file: Path | str = "task.toml") -> None:
@@ -375,6 +442,20 @@ def check_config(target: TargetSpec, config: ToolConfig, file: Path | str = "tas
         )
     if WITH_BASELINE & set(config.tools):
         _check_baseline(target, config, file)
+    if config.white_box:
+        from benchctl.targets.whitebox_spec import check_whitebox
+
+        try:
+            check_whitebox(target, config, file)
+        except WhiteBoxSpecError as e:
+            raise TargetSpecError(str(e)) from None
+    if set(PETRI_TOOLS) & set(config.tools) and not config.petri:
+        raise _err(
+            file,
+            "tools.petri",
+            f"tool configuration {config.name!r} reads Petri transcripts, and the task has none",
+            'add [tools.petri] transcripts_file = "petri/transcripts.jsonl" (a Petri run made beforehand)',
+        )
     if config.scaffolded and not config.auxiliary_model:
         raise _err(
             file,

@@ -15,6 +15,9 @@ Tools (enabled per tool configuration, see spec.py):
            (replies capped at reply_max_tokens, `concurrency` at a time); all pairs in one result.
   chat_with_baseline(message, conversation_id?)     -> the target's and the baseline model's replies
   scaffolded_*_with_baseline(description)           -> one batch, answered by the target and the baseline
+  steered_chat, logit_lens, sae_features, ask_latent_question
+        -> the white-box tools, through the target's internals server (whitebox.py)
+  petri_summaries(), petri_transcript(index)        -> a Petri run made beforehand (petri.py)
 
 The baseline model (`[target] baseline_model`, its own optional system prompt) is the untrained
 reference; its calls are `target_call` events with role "baseline", tallied apart like the auxiliary's.
@@ -33,10 +36,12 @@ from typing import Any, TypeVar
 from benchctl.gateway.retry import RetryPolicy
 from benchctl.gateway.wire.neutral import USAGE_KEYS
 from benchctl.output_cap import head_and_tail
-from benchctl.targets import scaffold
+from benchctl.targets import petri, scaffold
 from benchctl.targets.backend import ModelCaller, Reply, TargetCallError
 from benchctl.targets.spec import SCAFFOLDED, WITH_BASELINE, TargetSpec, ToolConfig
 from benchctl.targets.tool_specs import tool_specs
+from benchctl.targets.whitebox import WhiteBoxTools
+from benchctl.targets.whitebox_spec import WHITEBOX_TOOLS
 from benchctl.transcript import Redactor, TranscriptWriter
 
 T = TypeVar("T")
@@ -113,8 +118,11 @@ class TargetTools:
         self._conv_locks: dict[str, asyncio.Lock] = {}
         self._seq = {"c": 0, "b": 0}
         self._tally = {"target": _Tally(), "auxiliary": _Tally(), "baseline": _Tally()}
-        self._with_baseline: set[str] = set()  # conversations started by chat_with_baseline
-        self._baseline_histories: dict[str, list[dict[str, str]]] = {}
+        # conversations holding two histories, by the tool that started them (chat_with_baseline:
+        # the baseline's side; steered_chat: the steered side)
+        self._two_sided: dict[str, str] = {}
+        self._side_histories: dict[str, list[dict[str, str]]] = {}
+        self._whitebox: WhiteBoxTools | None = WhiteBoxTools(self) if config.white_box else None
         self._tool_calls: dict[str, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -153,6 +161,17 @@ class TargetTools:
                 return await self._scaffolded(name, _text(args, "description"))
             if name == "chat_with_baseline":
                 return await self._chat_with_baseline(args)
+            if name in petri.TOOLS:
+                try:
+                    return ToolOutput(_cap(petri.run(name, args, self.config.petri)))
+                except ValueError as e:
+                    raise _BadInput(str(e)) from None
+            if name in WHITEBOX_TOOLS:
+                assert self._whitebox is not None  # config.white_box
+                try:
+                    return ToolOutput(_cap(await self._whitebox.call(name, args)))
+                except ValueError as e:
+                    raise _BadInput(str(e)) from None
             return await getattr(self, "_" + name)(args)
         except _BadInput as e:
             return ToolOutput(str(e), is_error=True)
@@ -179,6 +198,19 @@ class TargetTools:
                 out["baseline"] = self._tally["baseline"].to_dict()
             return out
 
+    def tally(self, role: str, reply: Reply | None) -> None:
+        """Count one call (None: it failed) toward the role's calls, usage and cost."""
+        with self._lock:
+            self._tally[role].add(reply)
+
+    def two_sided(
+        self, args: dict[str, Any], tool: str
+    ) -> tuple[str, list[dict[str, str]], list[dict[str, str]], asyncio.Lock]:
+        """The side-by-side conversation `tool` started (a new one without conversation_id): its id,
+        both histories and its lock."""
+        cid, history, lock = self._conversation(args, two_sided=tool)
+        return cid, history, self._side_histories[cid], lock
+
     def close(self) -> None:
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
@@ -188,6 +220,8 @@ class TargetTools:
             # gateway worker thread, and would wait forever on a stopped loop (hanging the exit).
             asyncio.run_coroutine_threadsafe(_cancel_others(), loop).result(15)
             asyncio.run_coroutine_threadsafe(self.caller.aclose(), loop).result(15)
+            if self._whitebox is not None:
+                asyncio.run_coroutine_threadsafe(self._whitebox.aclose(), loop).result(15)
         except Exception:
             pass
         loop.call_soon_threadsafe(loop.stop)
@@ -273,11 +307,12 @@ class TargetTools:
     # ------------------------------------------------------------------ conversations
 
     def _conversation(
-        self, args: dict[str, Any], with_baseline: bool = False
+        self, args: dict[str, Any], two_sided: str | None = None
     ) -> tuple[str, list[dict[str, str]], asyncio.Lock]:
         """The conversation named by `conversation_id` (a new one without it). Side-by-side
-        conversations (chat_with_baseline) and the others are not interchangeable: each side of a
-        side-by-side one has its own history."""
+        conversations (started by the tool `two_sided`: chat_with_baseline, steered_chat) and the
+        others are not interchangeable: each side of a side-by-side one has its own history
+        (`_side_histories`)."""
         cid = args.get("conversation_id")
         with self._lock:
             if cid in (None, ""):
@@ -285,18 +320,17 @@ class TargetTools:
                 cid = f"c{self._seq['c']}"
                 self._conversations[cid] = []
                 self._conv_locks[cid] = asyncio.Lock()
-                if with_baseline:
-                    self._with_baseline.add(cid)
-                    self._baseline_histories[cid] = []
+                if two_sided:
+                    self._two_sided[cid] = two_sided
+                    self._side_histories[cid] = []
             elif not isinstance(cid, str) or cid not in self._conversations:
                 known = ", ".join(self._conversations) or "none yet"
                 raise _BadInput(
                     f"Unknown conversation_id {cid!r} (known: {known}). Omit it to start a new conversation."
                 )
-            elif with_baseline != (cid in self._with_baseline):
+            elif two_sided != self._two_sided.get(cid):
                 raise _BadInput(
-                    f"Conversation {cid} was started with "
-                    f"{'chat_with_baseline' if cid in self._with_baseline else 'another tool'}: continue it "
+                    f"Conversation {cid} was started with {self._two_sided.get(cid, 'another tool')}: continue it "
                     f"with that tool, or omit conversation_id to start a new conversation."
                 )
             return cid, self._conversations[cid], self._conv_locks[cid]
@@ -334,8 +368,7 @@ class TargetTools:
 
     async def _chat_with_baseline(self, args: dict[str, Any]) -> ToolOutput:
         message = _text(args, "message")
-        cid, history, lock = self._conversation(args, with_baseline=True)
-        base_history = self._baseline_histories[cid]
+        cid, history, base_history, lock = self.two_sided(args, "chat_with_baseline")
         tool, n = "chat_with_baseline", self.target.max_tokens
         async with lock:
             turn = {"role": "user", "content": message}

@@ -25,7 +25,7 @@ from benchctl.policies import Budget, RunPolicies
 from benchctl.sandbox.base import SandboxSpec
 from benchctl.sandbox.docker_sandbox import DockerSandbox
 from benchctl.targets import demo, mcp
-from benchctl.targets.spec import TargetSpec, check_config, parse_tools
+from benchctl.targets.spec import HiddenBehaviourTask, TargetSpec, check_config, parse_tools
 from benchctl.targets.tools import TargetTools
 from benchctl.transcript import TranscriptWriter
 from tests.rigs.cli_harness import assert_absent_from_sandbox
@@ -74,7 +74,10 @@ def target_rig(
     budget_s: float = 120,
     gateway_model: str | None = None,
     behaviour: Callable[[ScriptRequest], dict[str, Any]] = demo.investigator,
+    task: HiddenBehaviourTask | None = None,
 ) -> Iterator[TargetRig]:
+    """`task`: a loaded hidden-behaviour task whose target and configuration to use (default: the
+    demo's scripted PRISM-4 with the secret system prompt and a scripted baseline)."""
     SEEN.clear()
     BEHAVIOUR[0] = behaviour
     base = Path(tempfile.mkdtemp(prefix="btgt-", dir="/tmp"))
@@ -86,8 +89,10 @@ def target_rig(
     settings = parse_tools({"auxiliary_model": AUX, "batch_size": 5})
     tools = TargetTools(
         # the baseline: the same scripted model without the planted system prompt (the demo's)
-        TargetSpec(model=TARGET, system_prompt=SECRET_SYSTEM, display_name="PRISM-4", baseline_model=TARGET),
-        settings.configs[config],
+        task.target
+        if task
+        else TargetSpec(model=TARGET, system_prompt=SECRET_SYSTEM, display_name="PRISM-4", baseline_model=TARGET),
+        task.config(config) if task else settings.configs[config],
         transcript,
     )
     gw = Gateway(
