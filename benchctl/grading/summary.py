@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 from benchctl.grading.graders import grader
 from benchctl.grading.runner import Outcome, Session
 from benchctl.grading.spend import seed_lines
-from benchctl.grading.stats import wilson_interval
-from benchctl.stats import mean_or_none
+from benchctl.stats import mean_or_none, wilson_interval
 
 if TYPE_CHECKING:  # the tournament is imported only when a session rates one
     from benchctl.tournament.schema import Ratings

@@ -17,7 +17,7 @@ from typing import Any
 
 from benchctl.report.aggregate import Grouping, averaged
 from benchctl.report.model import NA, Column, Table, fmt
-from benchctl.stats import mean_or_none
+from benchctl.stats import mean_or_none, wilson_interval
 
 ANY_OF_N = "any_of_n"
 
@@ -50,8 +50,6 @@ def _cost_cell(mean: float | None, n_priced: int, n: int) -> str:
 
 
 def any_of_n(grouping: Grouping, grader: str = ANY_OF_N) -> Table | None:
-    from benchctl.report.stats import wilson_interval  # lazy: it imports benchctl.grading (see stats.py)
-
     rows = []
     for c in grouping.sorted_keys():
         runs = grouping.groups[c]

@@ -383,7 +383,7 @@ def phi(z: float) -> float:
 def proportions(cells: Sequence[Cell], method: str = "newcombe") -> Result:
     """p_b − p_a (the equally weighted mean over cells): Newcombe / MOVER-Wilson interval, score-test
     p, z-test MDE. One cell is the plain two-sample case."""
-    from benchctl.grading.stats import wilson_interval
+    from benchctl.stats import wilson_interval
 
     n_a, n_b = sum(c.n_a for c in cells), sum(c.n_b for c in cells)
     if not cells or any(c.n_a == 0 or c.n_b == 0 for c in cells):

@@ -23,7 +23,7 @@ import orjson
 from benchctl.layout import SCANS
 from benchctl.report.aggregate import Grouping
 from benchctl.report.model import Column, Table
-from benchctl.stats import mean_or_none
+from benchctl.stats import mean_or_none, wilson_interval
 
 
 def load_scans(root: str, problems: list[str]) -> dict[str, dict[str, tuple[str, Any, list[str]]]]:
@@ -63,8 +63,6 @@ def _hit(answer_type: str, answer: Any, label: str | None) -> bool:
 
 
 def scans_table(root: str, grouping: Grouping, problems: list[str]) -> Table | None:
-    from benchctl.report.stats import wilson_interval  # lazy: it imports benchctl.grading (see stats.py)
-
     scans = load_scans(root, problems)
     if not scans:
         return None

@@ -9,8 +9,7 @@ per configuration (the published protocol) a bootstrap would have only 10 distin
 understate the spread; the t-interval is the honest small-sample choice. It is wide (t = 4.3027
 for n = 3) — that is the point. n = 1 gives no interval.
 
-Success rates (any-of-N): the Wilson score interval from `benchctl.grading.stats` (re-exported
-here), with z = Φ⁻¹(0.975) exactly; it behaves at 0/16 and 16/16 where the normal
+Success rates (any-of-N): the Wilson score interval of `benchctl.stats`, with z = Φ⁻¹(0.975) exactly; it behaves at 0/16 and 16/16 where the normal
 approximation collapses.
 """
 
@@ -19,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 from benchctl.report.t975_table import T975
 from benchctl.stats import mean_or_none
@@ -49,14 +47,3 @@ def mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float 
     var = math.fsum((v - m) ** 2 for v in values) / (n - 1)
     half = t975(n - 1) * math.sqrt(var / n)
     return m, m - half, m + half
-
-
-def __getattr__(name: str) -> Any:
-    """`wilson_interval`: one definition of the Wilson interval for the whole tool, the grading
-    engineer's, re-exported lazily — importing `benchctl.grading` loads every grader (asyncio and
-    more, ~0.05 s of CPU), which a report without any-of-N grades does not need."""
-    if name == "wilson_interval":
-        from benchctl.grading.stats import wilson_interval
-
-        return wilson_interval
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

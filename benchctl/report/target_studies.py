@@ -27,6 +27,7 @@ from benchctl.report.aggregate import Config, Grouping, averaged
 from benchctl.report.contests import ANY_OF_N
 from benchctl.report.load import Run
 from benchctl.report.model import Column, Table, fmt
+from benchctl.stats import wilson_interval
 
 VALIDATION_DIR = "validation"
 PROBE_TOOLS_DIR = "probe_tools"
@@ -40,8 +41,6 @@ _RATE_KEYS = ("k", "n", "rate", "lo", "hi", "threshold")
 
 
 def _wilson(k: int, n: int) -> tuple[float | None, float | None]:
-    from benchctl.report.stats import wilson_interval  # lazy: it imports benchctl.grading (see stats.py)
-
     return wilson_interval(k, n) if n else (None, None)
 
 

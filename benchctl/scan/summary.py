@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from benchctl.grading.stats import wilson_interval
 from benchctl.scan.runner import Outcome, Session
+from benchctl.stats import wilson_interval
 
 ERRORS_SHOWN = 10
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchctl.grading.stats import wilson_interval
 from benchctl.layout import scan_path
 from benchctl.scan.answers import NO, YES, hit_of
 from benchctl.scan.result import iter_results, scans_dir
+from benchctl.stats import wilson_interval
 
 BOOTSTRAP = 2000
 KEYS = ("n", "accuracy", "precision", "recall", "f1", "balanced_accuracy")

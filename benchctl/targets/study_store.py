@@ -165,7 +165,7 @@ def cap_reached(judge: Judge) -> str | None:
 def rate(scores: Iterable[Any], threshold: int) -> dict[str, Any]:
     """RATE: k of n scored items at or above the threshold, with a 95 % Wilson interval (unscored
     items are not counted; no scored item: rate and interval null)."""
-    from benchctl.grading.stats import wilson_interval
+    from benchctl.stats import wilson_interval
 
     got = [s for s in scores if isinstance(s, int) and not isinstance(s, bool)]
     k, n = sum(1 for s in got if s >= threshold), len(got)

@@ -10,11 +10,11 @@ from benchctl.grading.stats import (
     pearson,
     ranks,
     spearman,
-    wilson_interval,
 )
 from benchctl.grading.validate import HumanScoresError, load_human, validate, validate_files
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import grade_path
+from benchctl.stats import wilson_interval
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_wilson_z_is_the_exact_normal_quantile() -> None:
 
     from scipy import stats as sps
 
-    from benchctl.grading.stats import Z975
+    from benchctl.stats import Z975
 
     assert math.erf(Z975 / math.sqrt(2)) == pytest.approx(0.95, abs=2e-16)
     assert Z975 == float(sps.norm.ppf(0.975))

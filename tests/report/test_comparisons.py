@@ -18,11 +18,12 @@ from statsmodels.stats.power import TTestIndPower, TTestPower
 from typer.testing import CliRunner
 
 from benchctl.cli import app
-from benchctl.grading.stats import krippendorff_alpha_interval, wilson_interval
+from benchctl.grading.stats import krippendorff_alpha_interval
 from benchctl.report import inference as inf
 from benchctl.report.aggregate import Options
 from benchctl.report.build import build_report
 from benchctl.report.render_text import to_csv, to_json_obj, to_markdown
+from benchctl.stats import wilson_interval
 from tests.rigs.report import add_grade, add_run, write_ratings
 
 A = [0.31, 0.42, 0.38, 0.35, 0.29]

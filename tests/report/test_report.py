@@ -10,7 +10,8 @@ import pytest
 
 from benchctl.report.aggregate import Options
 from benchctl.report.build import build_report
-from benchctl.report.stats import mean_ci, t975, wilson_interval
+from benchctl.report.stats import mean_ci, t975
+from benchctl.stats import wilson_interval
 from tests.rigs.report import add_grade, add_run, coverage_items, write_ratings
 from tests.rigs.report_main import OLD, RATINGS, A, B, build_main
 
