@@ -50,10 +50,14 @@ def bootstrap(
     """env_wins: (E, A, A) wins matrix of each environment; full: the fit on their sum.
 
     A round uses the prior when the full fit did, or when its own resample has no MLE (e.g. an
-    auditor that appears in only a few environments drew none of them)."""
+    auditor that appears in only a few environments drew none of them).
+
+    Fewer than two environments give no interval (NaN, and no rounds): every resample of one
+    environment is that environment, so the percentiles would collapse onto the estimate and claim
+    a certainty the data cannot give."""
     w_env = np.asarray(env_wins, dtype=float)
     e, a, _ = w_env.shape
-    if a == 0 or e == 0 or rounds <= 0:
+    if a == 0 or e < 2 or rounds <= 0:
         z = np.full(a, np.nan)
         return Intervals(z, z.copy(), np.zeros((0, a)), 0, True)
     rng = np.random.default_rng(seed)
@@ -88,14 +92,17 @@ def pairwise(
     """Elo(b) − Elo(a) for every pair of rated auditors (a before b by name): the full-data difference,
     the percentile interval and standard error of the per-round differences, and the two-sided
     bootstrap p, 2·(min(#rounds ≤ 0, #rounds ≥ 0) + 1) / (rounds + 1), capped at 1 (the +1s keep a
-    p from being 0 with finitely many rounds)."""
+    p from being 0 with finitely many rounds). Without rounds (fewer than two environments) a row
+    keeps its difference, with no interval, standard error or p."""
     order = sorted((i for i in range(len(names)) if rated[i]), key=lambda i: names[i])
     rounds = samples.shape[0]
     out: list[PairwiseRow] = []
-    if rounds == 0:
-        return out
     for x, i in enumerate(order):
         for j in order[x + 1 :]:
+            diff = round(float(elo[j] - elo[i]), 2)
+            if rounds == 0:
+                out.append(PairwiseRow(a=names[i], b=names[j], diff=diff, lo=None, hi=None, se=None, p=None))
+                continue
             d = samples[:, j] - samples[:, i]
             lo, hi = np.percentile(d, list(ci))
             tail = min(int((d <= 0).sum()), int((d >= 0).sum()))
@@ -103,7 +110,7 @@ def pairwise(
                 PairwiseRow(
                     a=names[i],
                     b=names[j],
-                    diff=round(float(elo[j] - elo[i]), 2),
+                    diff=diff,
                     lo=round(float(lo), 2),
                     hi=round(float(hi), 2),
                     se=round(float(d.std(ddof=1)), 4) if rounds > 1 else 0.0,

@@ -140,8 +140,8 @@ def compute(
                 rank=int(ranks[k]) if played else None,
                 auditor=a,
                 elo=_r(elo[k]),
-                lo=_r(lo_b[k]) if played else None,
-                hi=_r(hi_b[k]) if played else None,
+                lo=_r(lo_b[k]) if played and np.isfinite(lo_b[k]) else None,  # NaN: one environment, no interval
+                hi=_r(hi_b[k]) if played and np.isfinite(hi_b[k]) else None,
                 matches=played,
                 environments=int(envs_of[k]),
                 runs=len(runs),

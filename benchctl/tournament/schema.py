@@ -246,15 +246,16 @@ class VerifySummary(TypedDict):
 class PairwiseRow(TypedDict):
     """Elo of `b` minus Elo of `a` (rated auditors, a before b in name order) with its bootstrap
     interval over environments (the same rounds as the ratings' intervals), its bootstrap standard
-    error, and the two-sided bootstrap p: 2·(min(#rounds ≤ 0, #rounds ≥ 0) + 1) / (rounds + 1)."""
+    error, and the two-sided bootstrap p: 2·(min(#rounds ≤ 0, #rounds ≥ 0) + 1) / (rounds + 1).
+    lo, hi, se and p are null when fewer than two environments were played: there is nothing to resample."""
 
     a: str
     b: str
     diff: float
-    lo: float
-    hi: float
-    se: float
-    p: float
+    lo: float | None
+    hi: float | None
+    se: float | None
+    p: float | None
 
 
 class Ratings(TypedDict):

@@ -419,3 +419,23 @@ def test_grade_repeats_judge_share_panels_and_validate(tmp_path: Path) -> None:
     assert row["alpha"] == pytest.approx(1.0) and set(row["judge_means"]) == {plain, noisy}
     bad = CliRunner().invoke(app, ["grade", str(results), "--judge", plain, "--judge", plain])
     assert bad.exit_code == 2 and "--repeats" in bad.output
+
+
+def test_elo_rows_without_a_bootstrap_keep_the_difference_and_claim_nothing(tmp_path: Path) -> None:
+    """ratings.json from one environment: the pairwise row has a difference but no interval or p;
+    the comparison shows the difference, is not tested and not counted significant."""
+    add_grade(tmp_path, "combined", add_run(tmp_path, model="a"), 0.5)
+    write_ratings(
+        tmp_path,
+        {
+            "auditor_key": "model",
+            "leaderboard": [{"auditor": "x", "elo": 1050, "matches": 1}, {"auditor": "y", "elo": 950, "matches": 1}],
+            "pairwise": [{"a": "x", "b": "y", "diff": -100.0, "lo": None, "hi": None, "se": None, "p": None}],
+            "flags": {},
+        },
+    )
+    t = build_report(tmp_path).table("comparisons")
+    assert t is not None
+    (r,) = t.rows
+    assert r["diff"] == -100.0 and (r["lo"], r["hi"], r["p"], r["p_holm"], r["mde"]) == (None,) * 5
+    assert "0 with a p-value" in " ".join(t.notes)

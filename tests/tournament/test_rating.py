@@ -350,3 +350,24 @@ def test_auditors_with_no_match_leave_the_rated_ones_exactly_as_they_were() -> N
     assert not flags["disconnected"] and flags["components"] == [["A", "B"]] and flags["mle_exists"]
     unrated = {row["auditor"]: row for row in mixed["leaderboard"] if row["auditor"] in "CDE"}
     assert all((row["rank"], row["lo"], row["hi"], row["matches"]) == (None, None, None, 0) for row in unrated.values())
+
+
+def test_one_environment_gives_differences_but_no_interval_and_no_p() -> None:
+    """Every bootstrap resample of a single environment is that environment: the percentiles would
+    collapse onto the estimate (a zero-width interval) and the bootstrap p would be its floor,
+    2/(rounds+1), calling any difference significant. With one environment there is nothing to
+    resample: the Elo and the difference stay, the interval, standard error and p are null."""
+    r = compute_ratings([WORKED], {"ra": "A", "rb": "B"}, rounds=1000)
+    top, bottom = r["leaderboard"]
+    assert (top["lo"], top["hi"], bottom["lo"], bottom["hi"]) == (None, None, None, None)
+    assert top["rank"] == bottom["rank"] == 1  # nothing separates them
+    (pw,) = r["pairwise"]
+    assert (pw["a"], pw["b"]) == ("A", "B")
+    assert pw["diff"] == pytest.approx(bottom["elo"] - top["elo"], abs=0.01) and pw["diff"] < 0
+    assert (pw["lo"], pw["hi"], pw["se"], pw["p"]) == (None, None, None, None)
+
+    # a second environment brings the bootstrap back
+    second = canon("env2", ["ra2", "rb2"], [("I1", "high", {"ra2": True}), ("I2", "low", {"rb2": True})])
+    r2 = compute_ratings([WORKED, second], {"ra": "A", "rb": "B", "ra2": "A", "rb2": "B"}, rounds=200)
+    (pw2,) = r2["pairwise"]
+    assert pw2["lo"] is not None and pw2["lo"] <= pw2["diff"] <= pw2["hi"] and pw2["p"] is not None
