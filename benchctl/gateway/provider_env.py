@@ -1,5 +1,5 @@
 """Where each vendor provider's key and base URL come from: the one table the gateway's upstreams,
-judge calls (models.py), the pre-run checks (preflight.py) and `benchctl doctor` all read.
+judge calls (gateway/complete.py), the pre-run checks (run/preflight.py) and `benchctl doctor` all read.
 
 Keys are read on the host only (by the gateway and by judges); a sandbox never sees them.
 `openai-compatible/<name>` servers have per-name variables (see http_upstreams.py) and are not here.

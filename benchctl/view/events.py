@@ -100,6 +100,7 @@ class EventView:
     frac: float | None  # share of the budget used at this event
     extra: list[tuple[str, str]]  # (field, pretty value) not shown by the type's template
     reasoning: list[Reasoning]  # shown inline (reasoning.of_event)
+    reasoning_at: int | None = None  # the same reasoning is shown with this event (seq) instead: once_each
 
 
 def category(type_: str) -> str:
@@ -136,6 +137,21 @@ def prepare(ev: dict[str, Any], line: int, t0: float | None, budget_s: float | N
         extra=extra,
         reasoning=thought,
     )
+
+
+def once_each(views: list[EventView]) -> list[EventView]:
+    """A turn's reasoning shown once in the timeline: a harness that records the turn's reasoning in
+    its `assistant` event (ReAct) records it again in the model call just before (the gateway's
+    copy); that call then points to the turn instead of repeating it."""
+    for call, turn in zip(views, views[1:]):
+        if (
+            call.type == "model_call"
+            and turn.type == "assistant"
+            and call.reasoning
+            and call.reasoning == turn.reasoning
+        ):
+            call.reasoning, call.reasoning_at = [], turn.seq
+    return views
 
 
 ENVELOPE = frozenset({"v", "seq", "t"})  # format version, number, epoch time: shown only as #N and time since start

@@ -20,7 +20,7 @@ from benchctl.report.load import Run
 from benchctl.run.progress import _tokens
 from benchctl.task_prompt import TaskPrompt, find_prompt
 from benchctl.view import render
-from benchctl.view.events import LANES, EventView, category, minimap, prepare, texts
+from benchctl.view.events import LANES, EventView, category, minimap, once_each, prepare, texts
 from benchctl.view.live import sweep_active
 from benchctl.view.paths import RUN_ID, RunFiles
 from benchctl.view.transcript_index import TranscriptIndex
@@ -125,7 +125,7 @@ def facts(
 
 def views(idx: TranscriptIndex, first: int, last: int) -> list[EventView]:
     t0, budget = clock_origin(idx)
-    return [prepare(ev, first + k, t0, budget) for k, ev in enumerate(idx.read(first, last))]
+    return once_each([prepare(ev, first + k, t0, budget) for k, ev in enumerate(idx.read(first, last))])
 
 
 def window(idx: TranscriptIndex, at_seq: int | None) -> tuple[int, int]:

@@ -77,9 +77,11 @@ def test_reasoning_is_shown_inline_and_its_opaque_data_never(thinker) -> None:
     assert "The grader probably checks the TLDR. &lt;script&gt;window.__pwned=11&lt;/script&gt;" in shown
     assert "redacted reasoning (236 chars of opaque data)" in turn1
     assert turn1.index("reasoning") < turn1.index("<strong>logs</strong>")  # before the turn's text
-    # the model call shows its response's reasoning inline too (its JSON without it)
+    # the model call before it recorded the same reasoning: it points to the turn instead of repeating it
     call1 = _section(page, 'id="seq-2"', "</article>")
-    assert 'class="reasoning" open' in call1 and "redacted reasoning (236 chars" in call1
+    assert 'class="reasoning"' not in call1 and "redacted reasoning" not in call1
+    assert 'shown with the assistant turn, <a href="#seq=3">#3</a>' in call1
+    assert page.count("The grader probably checks the TLDR.") == 1  # the whole timeline: once
     long_turn = _section(page, 'id="seq-8"', "</article>")
     assert '<details class="reasoning">' in long_turn and "2,779 chars" in long_turn  # long: collapsed
     assert LONG_THOUGHT.splitlines()[-1] in long_turn  # but in the page (found by the browser's find)
