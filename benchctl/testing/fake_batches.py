@@ -114,6 +114,7 @@ class FakeBatches:
         self.batches: dict[str, FakeBatch] = {}
         self.files: dict[str, dict[str, Any]] = {}  # openai file id -> {meta..., "content": bytes}
         self._fail: list[tuple[Callable[[str, dict[str, Any]], bool], int, str]] = []
+        self._faults: list[tuple[int, float | None]] = []  # fail_next
         self._lock = threading.RLock()
         self._rng = random.Random(0)
 
@@ -126,6 +127,11 @@ class FakeBatches:
             return cid == match if isinstance(match, str) else bool(match(body))
 
         self._fail.append((test, status, message or f"injected {status} for a batch request"))
+
+    def fail_next(self, status: int, *, times: int = 1, retry_after: float | None = 0) -> None:
+        """The next `times` batch or file requests (any of the three APIs) get HTTP `status` with the
+        vendor's error body and `retry-after`: a transient failure for the client to retry."""
+        self._faults.extend([(status, retry_after)] * times)
 
     def advance(self, batch_id: str, n: int | None = None) -> None:
         """Process `n` more requests of the batch now (None: all), as a poll would."""
@@ -204,6 +210,11 @@ class FakeBatches:
     def answer(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply | None:
         """The reply to a batch or file request, or None when the path is not one of them."""
         with self._lock:
+            spoken = _api_of(path)
+            if spoken is not None and self._faults:
+                status, retry_after = self._faults.pop(0)
+                headers = {**JSON, **({"retry-after": str(retry_after)} if retry_after is not None else {})}
+                return status, headers, wire.error_body(spoken, status, f"injected {status}")
             # Gemini before OpenAI: both have /v1/batches/{id} (the genai SDK's default version is v1)
             for route in (self._anthropic, self._openai_files, self._gemini, self._openai_batches):
                 reply = route(method, path, headers, raw)
@@ -245,9 +256,10 @@ class FakeBatches:
                 FakeBatch(new_id("msgbatch_01"), "anthropic", "anthropic_messages", model, items, "/v1/messages")
             )
             return _json(200, self._anthropic_batch(batch))
-        batch = self.batches.get(batch_id)
-        if batch is None or batch.vendor != "anthropic":
+        found = self.batches.get(batch_id)
+        if found is None or found.vendor != "anthropic":
             return err(404, f"message batch {batch_id} not found")
+        batch = found
         if action is None:
             self._poll(batch)
             return _json(200, self._anthropic_batch(batch))
@@ -312,9 +324,10 @@ class FakeBatches:
         return _json(200, self._file_meta(f))
 
     def _add_file(self, data: bytes, filename: str, purpose: str) -> dict[str, Any]:
-        f = {"id": new_id("file-"), "bytes": len(data), "created_at": int(time.time()), "filename": filename}
+        file_id = new_id("file-")
+        f = {"id": file_id, "bytes": len(data), "created_at": int(time.time()), "filename": filename}
         f.update(purpose=purpose, content=data)
-        self.files[f["id"]] = f
+        self.files[file_id] = f
         return f
 
     @staticmethod
@@ -438,7 +451,8 @@ class FakeBatches:
 
     def _openai_outputs(self, b: FakeBatch) -> None:
         """The output file (2xx answers) and the error file (failed, expired, cancelled), once ended."""
-        out, errs = [], []
+        out: list[bytes] = []
+        errs: list[bytes] = []
         for cid, o in self._ordered(b):
             line: dict[str, Any] = {"id": new_id("batch_req_"), "custom_id": cid}
             if o.kind in ("succeeded", "errored"):
@@ -503,7 +517,7 @@ class FakeBatches:
         batch = self._new(FakeBatch(new_id("", 16).lower(), "gemini", "gemini", model, items, path))
         batch.extra = {
             "displayName": (batch_body or {}).get("displayName") or batch.id,
-            "inputConfig": batch_body["inputConfig"],
+            "inputConfig": (batch_body or {})["inputConfig"],
         }
         return _json(200, self._gemini_operation(batch, created=True))
 
@@ -547,6 +561,17 @@ class FakeBatches:
                 **output,
             }
         return op
+
+
+def _api_of(path: str) -> WireApi | None:
+    """The wire API whose error shape a batch or file request's error takes; None for other paths."""
+    if _ANTHROPIC.match(path):
+        return "anthropic_messages"
+    if _GEMINI_CREATE.match(path) or (_GEMINI_BATCH.match(path) and not _OPENAI_BATCHES.match(path)):
+        return "gemini"
+    if _OPENAI_FILES.match(path) or _OPENAI_BATCHES.match(path):
+        return "openai_responses"
+    return None
 
 
 def _anthropic_result(o: Outcome) -> dict[str, Any]:

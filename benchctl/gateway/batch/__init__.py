@@ -11,6 +11,11 @@ either way) and hands back each request's response body in that wire API's own s
 `custom_id`: results are matched by id, never by order. What to do with them (resume from
 `grades/<grader>/batches.json`, resubmit the expired, leave the failed unscored) is the caller's:
 `benchctl.grading.batches`.
+
+`batch_client(model)` gives the client for a model's provider (BatchUnsupported for the others).
+An outcome's `error` is `EXPIRED` ("expired") or `CANCELLED` ("cancelled") for a request the batch
+never ran, else starts with "errored" and quotes the vendor. Calls are retried like every benchctl
+call (transient.py); one that still fails raises `benchctl.gateway.complete.ModelCallError`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import Any, Literal, Protocol
 from benchctl.gateway.upstream import ModelId
 
 BatchState = Literal["in_progress", "ended", "expired", "cancelled", "failed"]
+EXPIRED = "expired"  # BatchOutcome.error of a request the batch's window ran out on
+CANCELLED = "cancelled"  # ... of a request the batch was cancelled before running
 
 
 class BatchUnsupported(Exception):
@@ -68,3 +75,39 @@ class BatchClient(Protocol):
         ...
 
     async def cancel(self, batch_id: str) -> None: ...
+
+
+def batch_client(model: ModelId) -> BatchClient:
+    """The batch client for `model`'s provider: Anthropic Message Batches, the OpenAI Batch API or
+    Gemini batch mode, with the key and base URL the rest of benchctl uses (provider_env.py)."""
+    from benchctl.gateway.provider_env import PROVIDERS
+
+    if model.provider not in PROVIDERS:
+        why = (
+            "its servers (vLLM, SGLang, proxies) have no batch API benchctl speaks"
+            if model.provider == "openai-compatible"
+            else "a scripted model answers at once"
+        )
+        raise BatchUnsupported(
+            f"{model}: no batch API for provider {model.provider!r} ({why}); batches work for "
+            f"anthropic/*, openai/* and google/* models: run without --batch"
+        )
+    env = PROVIDERS[model.provider]
+    if not env.configured():
+        from benchctl.gateway.complete import ModelCallError
+
+        raise ModelCallError(
+            f"cannot batch calls to {model}: set {' or '.join(env.keys)} in the environment "
+            f"(or {env.base_url_var} to a proxy that needs no key)"
+        )
+    if model.provider == "anthropic":
+        from benchctl.gateway.batch.anthropic import AnthropicBatches
+
+        return AnthropicBatches()
+    if model.provider == "openai":
+        from benchctl.gateway.batch.openai import OpenAIBatches
+
+        return OpenAIBatches()
+    from benchctl.gateway.batch.gemini import GeminiBatches
+
+    return GeminiBatches()
