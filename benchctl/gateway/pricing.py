@@ -51,7 +51,9 @@ def _load(path: Path) -> dict[str, dict[str, float]]:
             )
         bad = set(entry) - set(ALLOWED_KEYS)
         if bad:
-            raise PriceTableError(f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; allowed: {ALLOWED_KEYS}")
+            raise PriceTableError(
+                f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; allowed: {ALLOWED_KEYS}"
+            )
         bad_values = {k: v for k, v in entry.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0}
         if bad_values:
             raise PriceTableError(

@@ -114,7 +114,7 @@ class FakeBatches:
         self.batches: dict[str, FakeBatch] = {}
         self.files: dict[str, dict[str, Any]] = {}  # openai file id -> {meta..., "content": bytes}
         self._fail: list[tuple[Callable[[str, dict[str, Any]], bool], int, str]] = []
-        self._faults: list[tuple[int, float | None]] = []  # fail_next
+        self._faults: list[tuple[int, float | None, str, str]] = []  # fail_next
         self._lock = threading.RLock()
         self._rng = random.Random(0)
 
@@ -128,10 +128,12 @@ class FakeBatches:
 
         self._fail.append((test, status, message or f"injected {status} for a batch request"))
 
-    def fail_next(self, status: int, *, times: int = 1, retry_after: float | None = 0) -> None:
-        """The next `times` batch or file requests (any of the three APIs) get HTTP `status` with the
-        vendor's error body and `retry-after`: a transient failure for the client to retry."""
-        self._faults.extend([(status, retry_after)] * times)
+    def fail_next(
+        self, status: int, *, times: int = 1, retry_after: float | None = 0, message: str = "", where: str = ""
+    ) -> None:
+        """The next `times` batch or file requests (any of the three APIs; with `where`, only those
+        whose path contains it) get HTTP `status` with the vendor's error body and `retry-after`."""
+        self._faults.extend([(status, retry_after, message or f"injected {status}", where)] * times)
 
     def advance(self, batch_id: str, n: int | None = None) -> None:
         """Process `n` more requests of the batch now (None: all), as a poll would."""
@@ -211,10 +213,12 @@ class FakeBatches:
         """The reply to a batch or file request, or None when the path is not one of them."""
         with self._lock:
             spoken = _api_of(path)
-            if spoken is not None and self._faults:
-                status, retry_after = self._faults.pop(0)
+            fault = next((f for f in self._faults if f[3] in path), None) if spoken is not None else None
+            if spoken is not None and fault is not None:
+                self._faults.remove(fault)
+                status, retry_after, message, _ = fault
                 headers = {**JSON, **({"retry-after": str(retry_after)} if retry_after is not None else {})}
-                return status, headers, wire.error_body(spoken, status, f"injected {status}")
+                return status, headers, wire.error_body(spoken, status, message)
             # Gemini before OpenAI: both have /v1/batches/{id} (the genai SDK's default version is v1)
             for route in (self._anthropic, self._openai_files, self._gemini, self._openai_batches):
                 reply = route(method, path, headers, raw)
