@@ -39,17 +39,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.parser import BytesParser
 from email.policy import HTTP
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from benchctl.gateway import wire
+from benchctl.gateway.scripted import ScriptedUpstream
 from benchctl.gateway.upstream import ModelId, UpstreamCall
 from benchctl.gateway.wire import WireApi
 from benchctl.gateway.wire.sse import new_id
-
-if TYPE_CHECKING:
-    from benchctl.testing.fake_upstream import FakeUpstreamServer
 
 Reply = tuple[int, dict[str, str], bytes]
 JSON = {"content-type": "application/json"}
@@ -60,6 +58,15 @@ _OPENAI_BATCHES = re.compile(r"^/v1/batches(?:/([^/]+))?(/cancel)?$")
 _GEMINI_CREATE = re.compile(r"^/(v1beta|v1)/models/([^/:]+):batchGenerateContent$")
 _GEMINI_BATCH = re.compile(r"^/(v1beta|v1)/batches/([^/:]+)(:cancel)?$")
 _OPENAI_ENDPOINTS: dict[str, WireApi] = {"/v1/responses": "openai_responses", "/v1/chat/completions": "openai_chat"}
+
+
+class Server(Protocol):
+    """What the batches need of their FakeUpstreamServer (a protocol: the server imports this module)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def upstream_for(self, model: str) -> ScriptedUpstream: ...
 
 
 @dataclass
@@ -103,7 +110,7 @@ def _json(status: int, obj: Any) -> Reply:
 class FakeBatches:
     """Batch state of one fake upstream server; routes its batch and file requests (`answer`)."""
 
-    def __init__(self, server: FakeUpstreamServer) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.per_poll: int | None = None
         self.expire_after: int | None = None  # for batches created from now on

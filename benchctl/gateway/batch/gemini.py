@@ -21,7 +21,7 @@ from typing import Any
 import httpx2
 import orjson
 
-from benchctl.gateway.batch import CANCELLED, EXPIRED, BatchItem, BatchOutcome, BatchState, BatchStatus
+from benchctl.gateway.batch.protocol import CANCELLED, EXPIRED, BatchItem, BatchOutcome, BatchState, BatchStatus
 from benchctl.gateway.batch.transient import HttpStatusError, error_text, retried
 from benchctl.gateway.provider_env import PROVIDERS
 from benchctl.gateway.upstream import ModelId

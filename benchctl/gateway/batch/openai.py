@@ -19,7 +19,7 @@ from typing import Any
 import openai
 import orjson
 
-from benchctl.gateway.batch import CANCELLED, EXPIRED, BatchItem, BatchOutcome, BatchState, BatchStatus
+from benchctl.gateway.batch.protocol import CANCELLED, EXPIRED, BatchItem, BatchOutcome, BatchState, BatchStatus
 from benchctl.gateway.batch.transient import error_text, retried
 from benchctl.gateway.complete import WIRE_FOR_PROVIDER
 from benchctl.gateway.provider_env import PROVIDERS
