@@ -1,5 +1,10 @@
 """Cost of a call: normalized usage × an editable price table (USD per million tokens).
 
+A call made through a vendor's batch API is priced with the model's batch prices
+(`cost(model, usage, batch=True)`: keys batch_input, batch_cached_input, batch_cache_write,
+batch_output), which the table lists model by model as the vendor publishes them; a model or token
+kind without a batch price costs `None`, never the list price and never 0.
+
 The built-in table is `prices.toml` next to this file. An override file (env
 `BENCHCTL_PRICES`, or `prices_path` in the gateway config) replaces entries model by model.
 Unknown price → `None` ("unknown"), never 0: a missing price must be visible in reports.
@@ -20,6 +25,8 @@ PRICE_KEYS = {
     "cache_write_tokens": "cache_write",
     "output_tokens": "output",
 }
+BATCH_PRICE_KEYS = {usage_key: f"batch_{price_key}" for usage_key, price_key in PRICE_KEYS.items()}
+ALLOWED_KEYS = sorted([*PRICE_KEYS.values(), *BATCH_PRICE_KEYS.values()])
 
 
 class PriceTableError(ValueError):
@@ -39,12 +46,13 @@ def _load(path: Path) -> dict[str, dict[str, float]]:
     for model, entry in data.items():
         if not isinstance(entry, dict):
             raise PriceTableError(
-                f"price file {path}: [{model!r}] must be a table of input/cached_input/cache_write/output"
+                f"price file {path}: [{model!r}] must be a table of input/cached_input/cache_write/output "
+                f"(and their batch_ prices)"
             )
-        bad = set(entry) - set(PRICE_KEYS.values())
+        bad = set(entry) - set(ALLOWED_KEYS)
         if bad:
             raise PriceTableError(
-                f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; allowed: {sorted(PRICE_KEYS.values())}"
+                f"price file {path}: [{model!r}] has unknown keys {sorted(bad)}; allowed: {ALLOWED_KEYS}"
             )
         bad_values = {k: v for k, v in entry.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0}
         if bad_values:
@@ -78,13 +86,14 @@ class PriceTable:
             self._found[model] = found
         return found
 
-    def cost(self, model: str, usage: Mapping[str, Any]) -> float | None:
-        """USD for one call, or None when any token kind it used has no price."""
+    def cost(self, model: str, usage: Mapping[str, Any], *, batch: bool = False) -> float | None:
+        """USD for one call, or None when any token kind it used has no price (with `batch`: no
+        batch price; a batch call is never priced at the list price)."""
         prices = self.lookup(model)
         if prices is None:
             return None
         total = 0.0
-        for usage_key, price_key in PRICE_KEYS.items():
+        for usage_key, price_key in (BATCH_PRICE_KEYS if batch else PRICE_KEYS).items():
             n = usage.get(usage_key) or 0
             if n:
                 if price_key not in prices:
@@ -100,10 +109,12 @@ class PriceTable:
             return 0.0
         return None
 
-    def cost_served(self, model: str, served: str | None, usage: Mapping[str, Any]) -> float | None:
+    def cost_served(
+        self, model: str, served: str | None, usage: Mapping[str, Any], *, batch: bool = False
+    ) -> float | None:
         """Cost of a call to `model` (provider/name) that the upstream says `served` answered:
         priced by the served name under the same provider when the table knows it (e.g. a dated
         snapshot), else by the model that was asked for."""
         provider = model.partition("/")[0]
-        cost = self.cost(f"{provider}/{served}", usage) if served else None
-        return cost if cost is not None else self.cost(model, usage)
+        cost = self.cost(f"{provider}/{served}", usage, batch=batch) if served else None
+        return cost if cost is not None else self.cost(model, usage, batch=batch)
