@@ -256,7 +256,9 @@ def elo_rows(ratings: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Pairwise Elo differences from ratings.json (`pairwise`: the tournament grader's bootstrap)."""
     if not ratings:
         return []
-    matches = {r.get("auditor"): r.get("matches") or 0 for r in ratings.get("leaderboard") or []}
+    # n_a / n_b are runs, as in every other row ("runs a / b"), not the matches they played: an
+    # auditor's 3 runs against another's 3 play 9 matches
+    runs = {r.get("auditor"): r.get("runs") or 0 for r in ratings.get("leaderboard") or []}
     rows = []
     for pw in ratings.get("pairwise") or []:
         a, b, se = pw.get("a"), pw.get("b"), pw.get("se")
@@ -266,8 +268,8 @@ def elo_rows(ratings: dict[str, Any] | None) -> list[dict[str, Any]]:
             pw.get("hi"),
             pw.get("p"),
             (Z975 + Z80) * se if isinstance(se, (int, float)) else None,
-            int(matches.get(a, 0)),
-            int(matches.get(b, 0)),
+            int(runs.get(a, 0)),
+            int(runs.get(b, 0)),
             True,
             "elo-bootstrap",
         )
