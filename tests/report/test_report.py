@@ -284,6 +284,17 @@ def test_tournament_tables(tmp_path: Path) -> None:
     assert "could not be read" in notes and "ratings use every match" in notes
 
 
+def test_tournament_on_one_environment_says_why_it_has_no_interval(tmp_path: Path) -> None:
+    """The table's note promises bootstrap intervals over environments; with one environment the
+    rated auditors have none, and the table says why instead of leaving bare Elos."""
+    add_grade(tmp_path, "tournament", add_run(tmp_path, model=A, task="envx"), 0.64, judge="judge/dedup")
+    one = RATINGS | {"leaderboard": [r | {"lo": None, "hi": None, "rank": 1} for r in RATINGS["leaderboard"]]}
+    write_ratings(tmp_path, one)
+    assert "played on one environment" in " ".join(build_report(tmp_path).table("tournament").notes)
+    write_ratings(tmp_path, RATINGS)
+    assert "played on one environment" not in " ".join(build_report(tmp_path).table("tournament").notes)
+
+
 def test_not_a_results_dir(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not a results directory"):
         build_report(tmp_path)
