@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from benchctl.report.aggregate import Config, Grouping, averaged, field_of
+from benchctl.report.aggregate import PROPORTION_GRADERS, SUCCESS_AT, Config, Grouping, averaged, field_of
 from benchctl.report.inference import (
     Z80,
     Z975,
@@ -47,9 +47,7 @@ from benchctl.report.model import NA, Column, Display, Table, fmt
 
 HeadlineOf = Callable[[str], "str | None"]  # task -> the grader whose score is that task's headline
 DIMENSIONS = ("model", "harness", "budget", "variant", "tools", "fell_back")
-PROPORTION_GRADERS = frozenset({"any_of_n"})
 NOT_COMPARED = frozenset({"tournament"})
-SUCCESS_AT = 0.5  # an any-of-N score of at least this is a success (contests.any_of_n counts alike)
 SIGNIFICANT = 0.05
 
 Scores = list[tuple[Any, float]]  # (seed, headline score) of one configuration's averaged runs
