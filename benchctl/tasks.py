@@ -148,8 +148,8 @@ def load_task(path: str | os.PathLike[str]) -> Task:
     file = p if p.is_file() else p / TASK_FILE
     if not file.exists():
         raise TaskError(
-            f"{file}: no task file. Fix: pass a task directory containing {TASK_FILE} "
-            f"(see configs/demo/{TASK_FILE} for an example)"
+            f"{file}: no task file. Fix: pass a task directory containing {TASK_FILE}, "
+            f"or start one with `benchctl tasks new NAME`"
         )
     task_dir = file.parent
     try:

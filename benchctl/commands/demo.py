@@ -38,6 +38,9 @@ def demo(
 
     out = out.resolve()
     root = bundled.root()
+    # the steps name the demo task relative to where it ships, so say where that is: outside a
+    # checkout `benchctl run configs/demo ...` typed in the user's own directory finds no task
+    typer.secho(f"$ cd {root}", bold=True)
     for step in demo_steps(out):
         typer.secho(f"$ benchctl {' '.join(step)}", bold=True)
         done = subprocess.run([sys.executable, "-m", "benchctl", *step], cwd=root)

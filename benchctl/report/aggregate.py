@@ -24,11 +24,14 @@ from benchctl.report.headline import HEADLINE_ORDER, Headlines
 from benchctl.report.load import UNFINISHED, Run
 from benchctl.report.model import NA, Column, Table, fmt, fmt_interval
 from benchctl.report.stats import mean_ci
-from benchctl.stats import mean_or_none
+from benchctl.stats import mean_or_none, wilson_interval
 
 # "running" is what meta.json says while a run is in progress (never on disk from benchctl itself);
 # UNFINISHED is a run directory without meta.json (killed, or still running).
 # `budget_exhausted`: a cost cap stopped the run (benchctl/limits): finished, but cut short by money, not skill.
+# graders scored 0/1 per run (a success): rates with Wilson / Newcombe intervals, never a t-interval
+PROPORTION_GRADERS = frozenset({"any_of_n"})
+SUCCESS_AT = 0.5  # an any-of-N score of at least this is a success (contests.any_of_n counts alike)
 NOT_AVERAGED = frozenset({"error", "running", UNFINISHED, "budget_exhausted"})
 
 
@@ -254,6 +257,10 @@ def leaderboard(grouping: Grouping, headlines: Headlines) -> Table:
             if (e := meta.get("elapsed_s")) is not None:
                 elapsed.append(float(e))
         mean, lo, hi = clip_interval(*mean_ci(scores))
+        if headline in PROPORTION_GRADERS and scores:
+            # a success (0/1 per run) has the any-of-N table's Wilson interval, not a t-interval
+            # (2 of 2 gave [1, 1]), as the comparisons use Newcombe's interval built from it
+            lo, hi = wilson_interval(sum(1 for s in scores if s >= SUCCESS_AT), len(scores))
         # Cost per point: over runs with both a known cost and a score; one point = 0.01 of score.
         pts = math.fsum(paired_scores) * 100  # fsum: exactly rounded, whatever the order of the runs
         statuses = Counter([r.meta.get("status") for r in runs])
@@ -381,7 +388,8 @@ def leaderboard(grouping: Grouping, headlines: Headlines) -> Table:
     else:
         notes = [
             f"Score: mean of {what_score(headlines)} over scored runs with a Student-t 95% interval over seeds "
-            f"(exact t quantile; clipped to 0–1; no interval with one run). Unscored grades are never counted as 0; "
+            f"(exact t quantile; clipped to 0–1; no interval with one run, or when every run has the same score); "
+            f"any-of-N success rates with the Wilson interval. Unscored grades are never counted as 0; "
             f"error, unfinished and cost-capped (budget_exhausted) runs are not averaged. $/point = agent cost / "
             f"(100 × score), over runs with a known cost. Rate-limit wait: mean share of the budget the run's model "
             f"calls spent held back by rate limits (a paused budget gave that time back)."

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from benchctl.report.aggregate import Config, Grouping, averaged, field_of
+from benchctl.report.aggregate import PROPORTION_GRADERS, SUCCESS_AT, Config, Grouping, averaged, field_of
 from benchctl.report.inference import (
     Z80,
     Z975,
@@ -47,9 +47,7 @@ from benchctl.report.model import NA, Column, Display, Table, fmt
 
 HeadlineOf = Callable[[str], "str | None"]  # task -> the grader whose score is that task's headline
 DIMENSIONS = ("model", "harness", "budget", "variant", "tools", "fell_back")
-PROPORTION_GRADERS = frozenset({"any_of_n"})
 NOT_COMPARED = frozenset({"tournament"})
-SUCCESS_AT = 0.5  # an any-of-N score of at least this is a success (contests.any_of_n counts alike)
 SIGNIFICANT = 0.05
 
 Scores = list[tuple[Any, float]]  # (seed, headline score) of one configuration's averaged runs
@@ -256,7 +254,9 @@ def elo_rows(ratings: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Pairwise Elo differences from ratings.json (`pairwise`: the tournament grader's bootstrap)."""
     if not ratings:
         return []
-    matches = {r.get("auditor"): r.get("matches") or 0 for r in ratings.get("leaderboard") or []}
+    # n_a / n_b are runs, as in every other row ("runs a / b"), not the matches they played: an
+    # auditor's 3 runs against another's 3 play 9 matches
+    runs = {r.get("auditor"): r.get("runs") or 0 for r in ratings.get("leaderboard") or []}
     rows = []
     for pw in ratings.get("pairwise") or []:
         a, b, se = pw.get("a"), pw.get("b"), pw.get("se")
@@ -266,8 +266,8 @@ def elo_rows(ratings: dict[str, Any] | None) -> list[dict[str, Any]]:
             pw.get("hi"),
             pw.get("p"),
             (Z975 + Z80) * se if isinstance(se, (int, float)) else None,
-            int(matches.get(a, 0)),
-            int(matches.get(b, 0)),
+            int(runs.get(a, 0)),
+            int(runs.get(b, 0)),
             True,
             "elo-bootstrap",
         )

@@ -172,6 +172,20 @@ def _elo_cell(r: dict[str, Any]) -> str:
     return f"{r['elo']:.0f} ({r['lo']:.0f}–{r['hi']:.0f})" if r["lo"] is not None else f"{r['elo']:.0f}"
 
 
+ONE_ENVIRONMENT_NOTE = (
+    "No interval: the tournament was played on one environment, and the bootstrap resamples environments "
+    "(every round would be that one), so nothing separates the auditors' ranks and their Elo differences are "
+    "not tested."
+)
+
+
+def one_environment(ratings: dict[str, Any]) -> bool:
+    """Rated auditors without an interval: ratings.json from a tournament on one environment (an
+    auditor that played no match has none either, for its own reason, noted apart)."""
+    rated = [r for r in ratings.get("leaderboard") or [] if isinstance(r, dict) and r.get("matches")]
+    return bool(rated) and all(r.get("lo") is None for r in rated)
+
+
 def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
     out: list[Table] = []
     lb = ratings.get("leaderboard") or []
@@ -210,6 +224,8 @@ def tournament_tables(ratings: dict[str, Any]) -> list[Table]:
         "Total cost = the sum of the agent cost (meta.json cost_usd) over the auditor's runs; – when any "
         "of them is unknown.",
     ]
+    if one_environment(ratings):  # the note above promises bootstrap intervals: say why there are none
+        notes.append(ONE_ENVIRONMENT_NOTE)
     flags = ratings.get("flags") or {}
     if flags.get("disconnected"):
         notes.append(

@@ -16,8 +16,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from benchctl.report.aggregate import Grouping
-from benchctl.report.comparisons import PROPORTION_GRADERS, SUCCESS_AT, HeadlineOf, scores_by_config
+from benchctl.report.aggregate import PROPORTION_GRADERS, SUCCESS_AT, Grouping
+from benchctl.report.comparisons import HeadlineOf, scores_by_config
 from benchctl.report.inference import Cell, proportion_mde, sample_var, seeds_for_proportions, seeds_for_t, t_mde
 from benchctl.report.model import NA, Column, Table, fmt
 

@@ -37,12 +37,14 @@ def t975(df: int) -> float:
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
-    """(mean, lo, hi) with a 95 % t-interval; (None, None, None) for no values, no interval for one."""
+    """(mean, lo, hi) with a 95 % t-interval; (None, None, None) for no values, no interval for one
+    value or for values all equal: their zero-width interval would claim a certainty that a sample
+    without spread cannot give (scores in 0.1 steps, or at 0 or 1, tie often)."""
     m = mean_or_none(values)
     if m is None:
         return None, None, None
     n = len(values)
-    if n == 1:
+    if n == 1 or all(v == values[0] for v in values):
         return m, None, None
     var = math.fsum((v - m) ** 2 for v in values) / (n - 1)
     half = t975(n - 1) * math.sqrt(var / n)

@@ -111,7 +111,11 @@ def execute(r: ResolvedRun, progress_mode: str = "auto", executor: Executor | No
         )
         return EXIT_COST_CAP
     if progress_mode != "quiet":
-        print(f"results in {r.out}; next: benchctl grade {r.out} && benchctl report {r.out}", file=sys.stderr)
+        # --judge is required: a hint without it fails when copied
+        print(
+            f"results in {r.out}; next: benchctl grade {r.out} --judge MODEL && benchctl report {r.out}",
+            file=sys.stderr,
+        )
     return 1 if any(m is None or m.get("status") == "error" for _, m in results) else 0
 
 

@@ -463,6 +463,7 @@ def create_app(root: str | os.PathLike[str], host: str = "127.0.0.1") -> Starlet
             scale=scale,
             overlap=tour.overlap(ratings),
             envs=tour.environments(ratings),
+            one_environment_note=tour.one_environment_note(ratings),
         )
 
     def validation_page(request: Request) -> Response:

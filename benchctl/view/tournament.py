@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchctl.report.contests import ONE_ENVIRONMENT_NOTE, one_environment
+
 
 def leaderboard(ratings: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Rows plus each row's interval as x positions on a shared 0-300 scale."""
@@ -20,6 +22,11 @@ def leaderboard(ratings: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
 
     out = [{**r, "x_lo": x(r.get("lo")), "x_hi": x(r.get("hi")), "x_elo": x(r.get("elo"))} for r in rows]
     return out, {"lo": lo, "hi": hi, "x_1000": x(1000.0) or 0.0}
+
+
+def one_environment_note(ratings: dict[str, Any]) -> str | None:
+    """Why the leaderboard draws no interval bars, when it is because of one environment."""
+    return ONE_ENVIRONMENT_NOTE if one_environment(ratings) else None
 
 
 def overlap(ratings: dict[str, Any]) -> dict[str, Any]:

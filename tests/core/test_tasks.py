@@ -138,6 +138,13 @@ def test_missing_data_dir_and_missing_file(tmp_path: Path) -> None:
         load_task(tmp_path / "elsewhere")
 
 
+def test_missing_task_file_names_a_fix_that_works_outside_a_checkout(tmp_path: Path) -> None:
+    """An installed wheel has no configs/demo beside the user: the fix is `benchctl tasks new`."""
+    with pytest.raises(TaskError) as e:
+        load_task(tmp_path / "nowhere")
+    assert "benchctl tasks new NAME" in str(e.value) and "configs/demo" not in str(e.value)
+
+
 def test_toml_syntax_error_names_file(tmp_path: Path) -> None:
     write_task(tmp_path, 'name = "t"\ninstructions = \n', {"a": "x"})
     with pytest.raises(TaskError, match="not valid TOML"):

@@ -192,6 +192,17 @@ def test_tournament_judge_calls_count_in_the_summary(tmp_path: Path) -> None:
     assert session.judge_calls == session.tournament_judge_calls == 2  # envT and envU
 
 
+def test_the_shipped_fake_judge_rates_a_tournament(tmp_path: Path) -> None:
+    """Without an API key the docs' judge, the fake judge, also answers the tournament's dedup ask
+    (it answered "I do not recognise this grading prompt", leaving every environment unscored)."""
+    results = tournament_results(tmp_path)
+    r = runner.invoke(app, ["grade", str(results), "--judge", FAKE, "--grader", "tournament", "--run", "envT__*"])
+    assert r.exit_code == 0, r.output
+    ratings = read_json(results / "grades" / "tournament" / "ratings.json")
+    assert [e["env"] for e in ratings["environments"]] == ["envT"] and not ratings["flags"]["failed_envs"]
+    assert read_json(grade_path(results, "tournament", "envT__react__m1__10m__s0"))["status"] == "scored"
+
+
 def test_bad_auditor_key_is_refused_before_grading(tmp_path: Path) -> None:
     results = tournament_results(tmp_path)
     r = runner.invoke(

@@ -421,6 +421,27 @@ def test_grade_repeats_judge_share_panels_and_validate(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--repeats" in bad.output
 
 
+def test_elo_rows_count_runs_not_matches(tmp_path: Path) -> None:
+    """The row's n_a / n_b ("runs a / b") are each auditor's runs: 3 runs against 3 play 9 matches."""
+    add_grade(tmp_path, "combined", add_run(tmp_path, model="a"), 0.5)
+    write_ratings(
+        tmp_path,
+        {
+            "auditor_key": "model",
+            "leaderboard": [
+                {"auditor": "x", "elo": 1050, "matches": 9, "runs": 3},
+                {"auditor": "y", "elo": 950, "matches": 9, "runs": 3},
+            ],
+            "pairwise": [{"a": "x", "b": "y", "diff": -100.0, "lo": -180.0, "hi": -30.0, "se": 38.0, "p": 0.004}],
+            "flags": {},
+        },
+    )
+    t = build_report(tmp_path).table("comparisons")
+    assert t is not None
+    (r,) = t.rows
+    assert (r["n_a"], r["n_b"]) == (3, 3)
+
+
 def test_elo_rows_without_a_bootstrap_keep_the_difference_and_claim_nothing(tmp_path: Path) -> None:
     """ratings.json from one environment: the pairwise row has a difference but no interval or p;
     the comparison shows the difference, is not tested and not counted significant."""

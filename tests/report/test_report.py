@@ -284,6 +284,17 @@ def test_tournament_tables(tmp_path: Path) -> None:
     assert "could not be read" in notes and "ratings use every match" in notes
 
 
+def test_tournament_on_one_environment_says_why_it_has_no_interval(tmp_path: Path) -> None:
+    """The table's note promises bootstrap intervals over environments; with one environment the
+    rated auditors have none, and the table says why instead of leaving bare Elos."""
+    add_grade(tmp_path, "tournament", add_run(tmp_path, model=A, task="envx"), 0.64, judge="judge/dedup")
+    one = RATINGS | {"leaderboard": [r | {"lo": None, "hi": None, "rank": 1} for r in RATINGS["leaderboard"]]}
+    write_ratings(tmp_path, one)
+    assert "played on one environment" in " ".join(build_report(tmp_path).table("tournament").notes)
+    write_ratings(tmp_path, RATINGS)
+    assert "played on one environment" not in " ".join(build_report(tmp_path).table("tournament").notes)
+
+
 def test_not_a_results_dir(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not a results directory"):
         build_report(tmp_path)
@@ -325,6 +336,30 @@ def test_stats_helpers() -> None:
         assert t975(df) == pytest.approx(float(sps.t.ppf(0.975, df)), rel=1e-13)
     assert mean_ci([]) == (None, None, None) and mean_ci([0.3]) == (0.3, None, None)
     assert wilson_interval(0, 16)[0] == 0.0 and wilson_interval(0, 16)[1] > 0.1
+
+
+def test_leaderboard_gives_no_zero_width_interval(tmp_path: Path) -> None:
+    """Three seeds with the same score: the t-interval would be [0.6, 0.6], a certainty three runs
+    cannot give; the row has the mean and no interval (as one run has), the next row keeps its own."""
+    for seed in range(3):
+        add_grade(tmp_path, "combined", add_run(tmp_path, model="same", seed=seed), 0.6)
+        add_grade(tmp_path, "combined", add_run(tmp_path, model="spread", seed=seed), 0.3 + 0.1 * seed)
+    rows = {r["model"]: r for r in build_report(tmp_path).table("leaderboard").rows}
+    assert (rows["same"]["score_mean"], rows["same"]["score_lo"], rows["same"]["score_hi"]) == (0.6, None, None)
+    assert rows["spread"]["score_lo"] < 0.4 < rows["spread"]["score_hi"]
+    assert mean_ci([0.6, 0.6, 0.6]) == (0.6, None, None)
+
+
+def test_leaderboard_success_rate_has_the_wilson_interval(tmp_path: Path) -> None:
+    """An any-of-N row is a success rate: 2 of 2 gets the any-of-N table's Wilson interval
+    [0.34, 1], not the t-interval [1, 1] of two equal 0/1 scores."""
+    for seed in range(2):
+        add_grade(tmp_path, "any_of_n", add_run(tmp_path, model="m", task="hb", seed=seed), 1.0)
+    rep = build_report(tmp_path)
+    (row,) = rep.table("leaderboard").rows
+    assert (row["score_lo"], row["score_hi"]) == pytest.approx(wilson_interval(2, 2))
+    (aon,) = rep.table("any_of_n").rows
+    assert (row["score_lo"], row["score_hi"]) == (aon["rate_lo"], aon["rate_hi"])
 
 
 def test_tournament_from_the_real_writer(tmp_path: Path) -> None:

@@ -4,44 +4,16 @@ written as `benchctl run` leaves them."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-_SUB = re.compile(r'<submission id="(S\d+)">\n(.*?)</submission>', re.DOTALL)
-_SEV = {"critical": "high", "high": "high", "medium": "medium", "low": "low"}
+from benchctl.grading.fake_judge import tournament_answer
 
 
 def title_judge(prompt: str) -> str:
-    """A deterministic stand-in judge. Extraction: each '## ' heading of the report is an issue, its
-    'Evidence:' line the evidence. Dedup: items with the same title (case-insensitive) are one issue;
-    supported = the item has evidence; importance = the auditors' severity label (default medium).
-    Answers in a ```json fence with prose around it, as real judges do."""
-    if "<report>" in prompt:
-        report = prompt.split("<report>", 1)[1]
-        issues = []
-        for sec in re.split(r"^## ", report, flags=re.M)[1:]:
-            title, _, body = sec.partition("\n")
-            ev = re.search(r"^Evidence:\s*(.*)$", body, re.M)
-            issues.append(
-                {"title": title.strip(), "description": "", "evidence": ev.group(1) if ev else "", "severity": ""}
-            )
-        return "Here are the issues:\n```json\n" + json.dumps({"issues": issues}) + "\n```"
-    groups: dict[str, dict[str, Any]] = {}
-    for label, body in _SUB.findall(prompt):
-        for m in re.finditer(r"^(\d+)\. (.*)\n((?:   .*\n?)*)", body, re.M):
-            n, title, rest = int(m.group(1)), m.group(2).strip(), m.group(3)
-            sev = re.search(r"severity label: (\w+)", rest)
-            g = groups.setdefault(
-                title.lower(), {"title": title, "description": title, "found_by": {}, "importance": "medium"}
-            )
-            if sev:
-                g["importance"] = _SEV.get(sev.group(1).lower(), "medium")
-            f = g["found_by"].setdefault(label, {"submission": label, "items": [], "supported": False})
-            f["items"].append(n)
-            f["supported"] = f["supported"] or bool(re.search(r"evidence: (?!none)", rest))
-    issues = [{**g, "found_by": list(g["found_by"].values())} for g in groups.values()]
-    return "I merged the findings.\n```json\n" + json.dumps({"issues": issues}, indent=1) + "\n```\nDone."
+    """The deterministic stand-in judge of the tournament tests: the fake judge's tournament answers
+    (benchctl.grading.fake_judge.tournament_answer: same title = one issue, supported = has evidence)."""
+    return tournament_answer(prompt)
 
 
 def scripted_title_judge(request: Any) -> dict[str, str]:

@@ -247,3 +247,14 @@ def test_rerun_with_another_fallback_warns_that_the_finished_run_is_reused(
     assert "is finished and skipped, but it was made with a different fallback" in err
     assert run_inprocess(task, model, out) == 0  # same settings: no warning
     assert "different" not in capsys.readouterr().err
+
+
+def test_the_next_step_printed_after_a_sweep_runs_as_printed(tmp_path: Path) -> None:
+    """The hint after a sweep is copied as it is: `benchctl grade` without --judge is a usage error."""
+    task, model = make_scripted_task(tmp_path, [bash("echo hi"), tool("submit")], after_end="repeat_last")
+    out = tmp_path / "out"
+    p = start([str(task), "--model", model, "--budget", "1m", "--out", str(out)])
+    _, err = p.communicate(timeout=180)
+    assert p.returncode == 0, err
+    (hint,) = [line for line in err.splitlines() if "next:" in line]
+    assert f"benchctl grade {out} --judge MODEL && benchctl report {out}" in hint
