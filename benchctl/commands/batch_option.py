@@ -25,13 +25,14 @@ def batch_option() -> Any:
 def check_batch_judges(models: list[str]) -> None:
     """Exit 2 naming the model and the fix when one has no batch API benchctl speaks."""
     from benchctl.gateway.batch import BatchUnsupported
+    from benchctl.gateway.complete import ModelCallError
     from benchctl.gateway.upstream import ModelId
     from benchctl.grading.batches import default_client_for
 
     for model in models:
         try:
             default_client_for(ModelId.parse(model))
-        except BatchUnsupported as e:
+        except (BatchUnsupported, ModelCallError) as e:  # no batch API; no key
             typer.echo(f"error: --batch: {e}", err=True)
             raise typer.Exit(2) from None
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from benchctl.gateway.batch import BatchClient, BatchItem, BatchOutcome, BatchUnsupported
+from benchctl.gateway.batch import CANCELLED, EXPIRED, BatchClient, BatchItem, BatchOutcome
 from benchctl.gateway.complete import Completion
 from benchctl.gateway.upstream import ModelId, UpstreamCall
 from benchctl.grading.batch_record import (
@@ -116,19 +116,11 @@ def custom_id(model: ModelId, body: dict[str, Any], sample: int) -> str:
     return "j" + hashlib.sha256(data).hexdigest()[:40]
 
 
-BATCH_PROVIDERS = ("anthropic", "openai", "google")
-
-
 def default_client_for(model: ModelId) -> BatchClient:
     """The BatchClient of the model's provider; BatchUnsupported names the model and the fix."""
-    if model.provider not in BATCH_PROVIDERS:
-        raise BatchUnsupported(
-            f"{model}: the {model.provider} provider has no batch API benchctl speaks (batch mode covers "
-            f"anthropic/, openai/ and google/ models). Fix: drop --batch, or judge with one of those"
-        )
-    from benchctl.gateway.batch import client_for
+    from benchctl.gateway.batch import batch_client
 
-    return client_for(model)
+    return batch_client(model)
 
 
 def _unprocessed(outcome: BatchOutcome | None) -> bool:
@@ -136,8 +128,7 @@ def _unprocessed(outcome: BatchOutcome | None) -> bool:
     so it is resubmitted rather than failed."""
     if outcome is None:
         return True
-    err = (outcome.error or "").lower()
-    return outcome.body is None and ("expired" in err or "cancel" in err)
+    return outcome.body is None and outcome.error in (EXPIRED, CANCELLED)
 
 
 class BatchCollector:
@@ -435,7 +426,7 @@ def _completion(req: BatchRequest, body: dict[str, Any]) -> Completion:
 def batch_cost(model: ModelId, served: str | None, usage: dict[str, int]) -> float | None:
     from benchctl.gateway.complete import _price_table
 
-    return _price_table().cost_served(str(model), served, usage)
+    return _price_table().cost_served(str(model), served, usage, batch=True)
 
 
 def estimate_usd(req: BatchRequest, max_tokens: int) -> float | None:
@@ -446,7 +437,7 @@ def estimate_usd(req: BatchRequest, max_tokens: int) -> float | None:
 
     tokens_in = len(orjson.dumps(req.call.body)) // 3 + 1
     usage = {"input_tokens": tokens_in, "output_tokens": max_tokens}
-    return _price_table().cost(str(req.model), usage)
+    return _price_table().cost(str(req.model), usage, batch=True)
 
 
 def status_line(p: BatchProgress) -> str:

@@ -223,5 +223,5 @@ def test_a_judge_without_a_batch_api_is_refused_before_any_work(tmp_path: Path) 
     r = CliRunner().invoke(app, ["grade", str(results), "--judge", FAKE, "--batch"])
     assert r.exit_code == 2
     out = " ".join(r.output.split())
-    assert f"--batch: {FAKE}" in out and "Fix: drop --batch" in out
+    assert f"--batch: {FAKE}" in out and "run without --batch" in out
     assert not (results / "grades").exists()

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from benchctl.gateway.batch import BatchItem, BatchOutcome, BatchStatus
+from benchctl.gateway.batch import EXPIRED, BatchItem, BatchOutcome, BatchStatus
 from benchctl.gateway.complete import WIRE_FOR_PROVIDER
 from benchctl.gateway.scripted.request import script_request
 from benchctl.gateway.upstream import ModelId, UpstreamCall
@@ -78,7 +78,7 @@ class MemoryBatches:
             b.state = "expired"
             half = len(items) // 2
             for it in items[half:]:
-                b.outcomes[it.custom_id] = BatchOutcome(it.custom_id, None, "expired: the batch expired first")
+                b.outcomes[it.custom_id] = BatchOutcome(it.custom_id, None, EXPIRED)
             items = items[:half]
         else:
             b.state = "ended"
