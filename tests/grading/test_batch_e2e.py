@@ -22,13 +22,13 @@ import pytest
 from typer.testing import CliRunner
 
 from benchctl.cli import app
-from benchctl.gateway.complete import reset_upstreams
 from benchctl.gateway.pricing import PriceTable
 from benchctl.grading.batch_record import read_batches
 from benchctl.grading.spend import spend_log_path
 from benchctl.jsonio import read_json, read_jsonl
 from benchctl.layout import grade_path
 from benchctl.testing.fake_upstream import FakeUpstreamServer
+from tests.rigs.batches import vendor_upstream
 from tests.rigs.grading import GOOD_REPORT, WEAK_REPORT, make_rubric_task, make_run
 from tests.rigs.limits import PRICED
 from tests.rigs.run import BENCHCTL
@@ -43,19 +43,8 @@ ASKS = 6  # 2 runs x (2 coverage batches of findings + 1 tldr question)
 
 @pytest.fixture
 def up(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeUpstreamServer]:
-    with FakeUpstreamServer("py:tests.rigs.limits:priced_judge") as server:
-        for var, url in (
-            ("ANTHROPIC", server.url),
-            ("OPENAI", server.url + "/v1"),
-            ("GOOGLE_GEMINI", server.url),
-        ):
-            monkeypatch.setenv(f"{var}_BASE_URL", url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-        monkeypatch.setenv("GEMINI_API_KEY", "gm-test-0123456789")
-        reset_upstreams()
+    with vendor_upstream(monkeypatch, "py:tests.rigs.limits:priced_judge") as server:
         yield server
-    reset_upstreams()
 
 
 def two_runs(tmp_path: Path) -> Path:

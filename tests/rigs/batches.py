@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import pytest
 
 from benchctl.gateway.batch import EXPIRED, BatchItem, BatchOutcome, BatchStatus
-from benchctl.gateway.complete import WIRE_FOR_PROVIDER
+from benchctl.gateway.complete import WIRE_FOR_PROVIDER, reset_upstreams
 from benchctl.gateway.scripted.request import script_request
 from benchctl.gateway.upstream import ModelId, UpstreamCall
 from benchctl.gateway.wire import encode
 from benchctl.gateway.wire.neutral import Reply, Usage
 from benchctl.grading.fake_judge import judge as fake_judge
+from benchctl.testing.fake_upstream import FakeUpstreamServer
 
 
 @dataclass
@@ -104,3 +107,19 @@ async def wait_for(cond: Callable[[], bool], timeout: float = 20.0) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("condition not met in time")
+
+
+@contextmanager
+def vendor_upstream(monkeypatch: pytest.MonkeyPatch, script: Any = None, **kw: Any) -> Iterator[FakeUpstreamServer]:
+    """The fake upstream as all three vendors (base URLs and keys set), batch APIs included."""
+    with FakeUpstreamServer(script, **kw) as server:
+        for var, url in (("ANTHROPIC", server.url), ("OPENAI", server.url + "/v1"), ("GOOGLE_GEMINI", server.url)):
+            monkeypatch.setenv(f"{var}_BASE_URL", url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+        monkeypatch.setenv("GEMINI_API_KEY", "gm-test-0123456789")
+        reset_upstreams()  # judge upstreams are cached per model: this server's, not an earlier one's
+        try:
+            yield server
+        finally:
+            reset_upstreams()
