@@ -22,8 +22,9 @@ def batch_option() -> Any:
     )
 
 
-def check_batch_judges(models: list[str]) -> None:
-    """Exit 2 naming the model and the fix when one has no batch API benchctl speaks."""
+def check_batch_judges(models: list[str], *, max_cost: float | None, allow_unpriced: bool) -> None:
+    """Exit 2 naming the model and the fix when one has no batch API benchctl speaks, or (under a
+    cost cap) no batch price: its batch calls would spend uncounted."""
     from benchctl.gateway.batch import BatchUnsupported
     from benchctl.gateway.complete import ModelCallError
     from benchctl.gateway.upstream import ModelId
@@ -35,6 +36,22 @@ def check_batch_judges(models: list[str]) -> None:
         except (BatchUnsupported, ModelCallError) as e:  # no batch API; no key
             typer.echo(f"error: --batch: {e}", err=True)
             raise typer.Exit(2) from None
+    if max_cost is None or allow_unpriced:
+        return
+    from benchctl.gateway.pricing import PriceTable
+
+    prices = PriceTable()
+    # a batch call is priced at the batch price alone (never the list price): every token kind of a judge call
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    missing = [m for m in dict.fromkeys(models) if prices.cost(m, usage, batch=True) is None]
+    if missing:
+        typer.echo(
+            f"error: --max-cost with --batch: a cost cap cannot count what {', '.join(missing)} spend in batches "
+            f"(no batch_input / batch_output price in the price table). Fix: add their batch prices (a TOML file "
+            f"in BENCHCTL_PRICES, see docs/gateway.md, Prices), or pass --allow-unpriced to count them as $0",
+            err=True,
+        )
+        raise typer.Exit(2)
 
 
 def interrupted(where: str) -> typer.Exit:

@@ -127,7 +127,7 @@ def runs(
         models=list(judge) + ([verifier] if verifier else []),
     )
     if batch:
-        check_batch_judges(list(judge))
+        check_batch_judges(list(judge), max_cost=limits.max_cost, allow_unpriced=allow_unpriced)
     from benchctl.tournament.participants import parse_auditor_key
 
     try:

@@ -92,7 +92,7 @@ def runs(
         models=[judge] if judge and needs_judge else [],
     )
     if batch and judge and needs_judge:
-        check_batch_judges([judge])
+        check_batch_judges([judge], max_cost=limits.max_cost, allow_unpriced=allow_unpriced)
     opts = ScanOptions(
         judge=judge,
         concurrency=concurrency,

@@ -138,7 +138,7 @@ def validate(
         batch=batch,
     )
     if batch:
-        check_batch_judges([judge])
+        check_batch_judges([judge], max_cost=limits.max_cost, allow_unpriced=allow_unpriced)
     from rich.progress import Progress
 
     from benchctl.console import wide_console

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -163,6 +164,7 @@ class BatchCollector:
         self._ended: dict[str, tuple[str, dict[str, BatchOutcome]]] = {}  # batch id -> (state, outcomes)
         self._mine: set[str] = set()  # batch ids this session submitted
         self._batches: dict[Path | None, list[dict[str, Any]]] = {}  # batches.json, as last read or written
+        self._write_lock = threading.Lock()
         self._counted: set[str] = set()  # custom ids whose cost a spend log holds
         self._spend_read: set[Path] = set()
 
@@ -222,10 +224,12 @@ class BatchCollector:
         return find_resumable(self._records(req.record), req.custom_id)
 
     def _write(self, record: Path | None, change: Callable[[list[dict[str, Any]]], None]) -> None:
-        if record is None:
-            change(self._records(None))
-        else:  # merged into the file as it is now: another session may have added batches
-            self._batches[record] = update_batches(record, change)
+        """Runs in a worker thread: one write at a time, so the copy kept is the latest written."""
+        with self._write_lock:
+            if record is None:
+                change(self._records(None))
+            else:  # merged into the file as it is now: another session may have added batches
+                self._batches[record] = update_batches(record, change)
 
     def _route(self, req: BatchRequest) -> None:
         found = self._resumable(req)

@@ -250,7 +250,6 @@ class Judge:
                     log["dropped_params"] = ["temperature"]
                     continue
                 tally.calls += 1
-                log.pop("custom_id", None)
                 log["error"] = f"judge call failed in a batch: {e}"
                 raise JudgeFailed(log["error"]) from None
             finally:

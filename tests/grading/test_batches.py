@@ -225,3 +225,19 @@ def test_a_judge_without_a_batch_api_is_refused_before_any_work(tmp_path: Path) 
     out = " ".join(r.output.split())
     assert f"--batch: {FAKE}" in out and "run without --batch" in out
     assert not (results / "grades").exists()
+
+
+def test_a_cost_cap_refuses_a_judge_without_a_batch_price(
+    tmp_path: Path, mem: MemoryBatches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["anthropic/claude-listed-only"]\ninput = 1.0\noutput = 5.0\n')
+    monkeypatch.setenv("BENCHCTL_PRICES", str(prices))
+    results = two_runs(tmp_path)
+    args = ["grade", str(results), "--judge", "anthropic/claude-listed-only", "--batch", "--max-cost", "1"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2
+    out = " ".join(r.output.split())
+    assert "anthropic/claude-listed-only" in out and "no batch_input / batch_output price" in out
+    assert mem.created == 0
+    assert CliRunner().invoke(app, [*args, "--allow-unpriced"]).exit_code == 0  # counted as $0, as documented
