@@ -9,6 +9,9 @@ again; an expired batch's unprocessed requests are resubmitted."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import logging
 import os
 import signal
 import subprocess
@@ -178,6 +181,25 @@ def test_an_expired_batch_is_resubmitted(tmp_path: Path, up: FakeUpstreamServer)
     assert len(expired) == 1
     assert sorted(x["outcome"] for x in expired[0]["requests"].values()) == ["succeeded"] * 3 + ["unprocessed"]
     assert all(s[0] == "scored" for s in scores(results).values())
+
+
+@pytest.mark.parametrize("judge", JUDGES)
+def test_the_batch_clients_connections_are_closed_with_the_session(
+    tmp_path: Path, up: FakeUpstreamServer, judge: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Closed before the event loop that opened them ends, not by the garbage collector later
+    ("Event loop is closed" tracebacks)."""
+    results = two_runs(tmp_path)
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        assert grade(results, judge, "--batch").exit_code == 0
+
+        async def next_session() -> None:  # an unclosed client found by the collector now would close
+            gc.collect()  # on this loop the connections the last one opened, and fail
+            await asyncio.sleep(0.1)
+
+        asyncio.run(next_session())
+        gc.collect()
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
 
 
 def wait(cond: Any, timeout: float = 60.0) -> None:
