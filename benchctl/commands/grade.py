@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     # copy's, not the separately installed click's (which only uvicorn brings)
     from typer._click.core import Context
 
+from benchctl.commands.batch_option import BatchProgressView, batch_option, check_batch_judges, interrupted
 from benchctl.commands.limit_options import allow_unpriced_option, cli_limits, max_cost_option
 
 DEFAULT_COMMAND = "runs"
@@ -86,6 +87,7 @@ def runs(
         "verifier stops, and their items stay unscored (never 0). A rerun continues the count from disk."
     ),
     allow_unpriced: bool = allow_unpriced_option(),
+    batch: bool = batch_option(),
 ) -> None:
     """Grade every finished run in RESULTS_DIR (the default command of `benchctl grade`).
 
@@ -99,6 +101,7 @@ def runs(
     import asyncio
 
     from benchctl.gateway.upstream import ModelId, ModelIdError
+    from benchctl.grading.batch_record import BatchRecordError
     from benchctl.grading.config import GradingConfigError
     from benchctl.grading.runner import GradeOptions, grade_results
     from benchctl.grading.summary import print_summary
@@ -123,6 +126,8 @@ def runs(
         allow_unpriced=allow_unpriced,
         models=list(judge) + ([verifier] if verifier else []),
     )
+    if batch:
+        check_batch_judges(list(judge), max_cost=limits.max_cost, allow_unpriced=allow_unpriced)
     from benchctl.tournament.participants import parse_auditor_key
 
     try:
@@ -142,6 +147,7 @@ def runs(
         auditor_key=auditor_key,
         max_cost=limits.max_cost,
         verifier=verifier,
+        batch=batch,
     )
     from rich.progress import Progress
 
@@ -157,9 +163,15 @@ def runs(
                     opts,
                     on_done=lambda _o: progress.advance(bar),
                     on_plan=lambda n: progress.update(bar, total=n),
+                    on_batch=BatchProgressView(progress, console) if batch else None,
                 )
             )
-        except GradingConfigError as e:
+        except KeyboardInterrupt:
+            progress.stop()
+            if batch:
+                raise interrupted(f"{results}/grades/<grader>/batches.json") from None
+            raise
+        except (GradingConfigError, BatchRecordError) as e:
             progress.stop()
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 
+from benchctl.commands.batch_option import BatchProgressView, batch_option, check_batch_judges, interrupted
 from benchctl.commands.grade import DEFAULT_COMMAND, DefaultCommandGroup
 from benchctl.commands.limit_options import allow_unpriced_option, cli_limits, max_cost_option
 
@@ -54,6 +55,7 @@ def runs(
         "unscored (never a 'no'). A rerun continues the count from disk."
     ),
     allow_unpriced: bool = allow_unpriced_option(),
+    batch: bool = batch_option(),
 ) -> None:
     """Scan every finished run in RESULTS_DIR (the default command of `benchctl scan`).
 
@@ -65,6 +67,7 @@ def runs(
     import asyncio
 
     from benchctl.gateway.upstream import ModelId, ModelIdError
+    from benchctl.grading.batch_record import BatchRecordError
     from benchctl.scan.registry import resolve_all
     from benchctl.scan.runner import ScanConfigError, ScanOptions, scan_results
     from benchctl.scan.spec import ScannerError
@@ -88,6 +91,8 @@ def runs(
         allow_unpriced=allow_unpriced,
         models=[judge] if judge and needs_judge else [],
     )
+    if batch and judge and needs_judge:
+        check_batch_judges([judge], max_cost=limits.max_cost, allow_unpriced=allow_unpriced)
     opts = ScanOptions(
         judge=judge,
         concurrency=concurrency,
@@ -95,6 +100,7 @@ def runs(
         force=force,
         max_cost=limits.max_cost,
         segment_chars=segment_chars,
+        batch=batch,
     )
     from rich.progress import Progress
 
@@ -111,9 +117,15 @@ def runs(
                     opts,
                     on_done=lambda _o: progress.advance(bar),
                     on_plan=lambda n: progress.update(bar, total=n),
+                    on_batch=BatchProgressView(progress, console) if batch else None,
                 )
             )
-        except (ScanConfigError, FileNotFoundError) as e:
+        except KeyboardInterrupt:
+            progress.stop()
+            if batch:
+                raise interrupted(f"{results}/scans/<scanner>/batches.json") from None
+            raise
+        except (ScanConfigError, FileNotFoundError, BatchRecordError) as e:
             progress.stop()
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None

@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from benchctl.commands.batch_option import BatchProgressView, batch_option, check_batch_judges, interrupted
 from benchctl.commands.limit_options import (
     allow_unpriced_option,
     cli_limits,
@@ -104,6 +105,7 @@ def validate(
     ),
     max_connections: int | None = max_connections_option("."),
     allow_unpriced: bool = allow_unpriced_option(),
+    batch: bool = batch_option(),
 ) -> None:
     """Measure the target's confession rate (prompts and prefills) and its behaviour strength beside a
     baseline model, with 95 % Wilson intervals, into OUT/validation.json."""
@@ -133,10 +135,24 @@ def validate(
         concurrency=concurrency,
         max_cost=limits.max_cost,
         limits=limits,
+        batch=batch,
     )
+    if batch:
+        check_batch_judges([judge], max_cost=limits.max_cost, allow_unpriced=allow_unpriced)
+    from rich.progress import Progress
+
+    from benchctl.console import wide_console
+    from benchctl.grading.batch_record import BatchRecordError
+
+    console = wide_console()
     try:
-        got = run_validate(task, opts)
-    except StudyError as e:
+        with Progress(console=console, transient=True, disable=not (batch and console.is_terminal)) as progress:
+            got = run_validate(task, opts, BatchProgressView(progress, console) if batch else None)
+    except KeyboardInterrupt:
+        if batch:
+            raise interrupted(f"{out}/batches.json") from None
+        raise
+    except (StudyError, BatchRecordError) as e:
         raise _fail(str(e)) from None
     v = got.validation
     typer.echo(f"target validation of {task.target.model} ({task.name}) -> {got.out}")
@@ -147,6 +163,11 @@ def validate(
     for note in got.notes:
         typer.secho(f"note: {note}", fg="yellow", err=True)
     typer.echo(_spend(got.spent_before_usd, got.spent_usd, opts.max_cost))
+    if got.batch is not None:
+        from benchctl.grading.batches import batch_lines
+
+        for line in batch_lines(got.batch, f"{got.out}/batches.json"):
+            typer.echo(line)
     if got.not_scored:
         typer.secho(
             f"{got.not_scored} item(s) not scored (see the error of their lines in {got.out}); rerun to finish",

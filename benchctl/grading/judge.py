@@ -24,13 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from benchctl.gateway.wire import CUT_OFF_REASONS
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.spend import JUDGE_LOG_DIR, append_spend, spend_log_path
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import GRADES
+
+if TYPE_CHECKING:
+    from benchctl.grading.batches import BatchCollector
 
 T = TypeVar("T")
 
@@ -90,6 +93,7 @@ class Judge:
         temperature: float | None = 0.0,
         max_cost: float | None = None,
         spent: float = 0.0,
+        batch: BatchCollector | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
@@ -109,6 +113,11 @@ class Judge:
         self.calls = 0
         self.log_extra: dict[str, Any] = {}  # added to each exchange in the judge log (a panel's judge, repeat)
         self._parent: Judge | None = None
+        # batch mode (--batch): every judge call of the session goes through this collector
+        # (grading/batches.py); siblings use their root's
+        self.batch = batch
+        self._reserved = 0.0  # batch mode under a cost cap: estimates held for requests out at the vendor
+        self._settled = asyncio.Event()
 
     def sibling(self, model: str, temperature: float | None, *, repeat: int = 0) -> Judge:
         """A judge for `model` that shares this one's concurrency limit, call count and cost cap
@@ -125,41 +134,27 @@ class Judge:
     async def _complete(
         self, messages: list[dict[str, Any]], system: str, tally: Tally, max_tokens: int, log: dict[str, Any]
     ) -> Any:
-        """One call (retried in benchctl.gateway.complete); the Completion, or JudgeFailed. Fills `log`."""
-        from benchctl.gateway.complete import ModelCallError, acomplete
-
-        root = self._root()  # a panel's judges share one limit, one count and one cost cap
-        if root._sem is None:
-            root._sem = asyncio.Semaphore(root.concurrency)
-        async with root._sem:
-            if root.max_cost is not None and root.spent >= root.max_cost:
-                root.capped += 1
-                log["error"] = (
-                    f"not asked: the grading cost cap of ${root.max_cost:.2f} is reached "
-                    f"(${root.spent:.2f} spent); rerun with a higher --max-cost to score this"
-                )
-                raise JudgeFailed(log["error"])
-            root.calls += 1
-            t0 = time.perf_counter()
-            try:
-                completion = await acomplete(
-                    self.model, messages, system=system, max_tokens=max_tokens, temperature=self.temperature
-                )
-            except ModelCallError as e:
-                tally.calls += 1
-                log.update(latency_s=round(time.perf_counter() - t0, 4), error=f"judge call failed after retries: {e}")
-                raise JudgeFailed(log["error"]) from None
+        """One call (retried in benchctl.gateway.complete, or one request of a vendor's batch in
+        batch mode); the Completion, or JudgeFailed. Fills `log`."""
+        root = self._root()  # a panel's judges share one limit, one count, one cost cap and one batch collector
+        charge = True
+        if root.batch is not None:
+            completion, charge = await self._batched(root, messages, system, tally, max_tokens, log)
+        else:
+            completion = await self._sync(root, messages, system, tally, max_tokens, log)
         tally.add(completion)
-        root.spent += completion.cost_usd or 0.0  # an unknown price counts 0 (allowed by --allow-unpriced)
-        if tally.spend_log is not None:  # on disk at once: an interrupted session's spend counts too
-            append_spend(
-                tally.spend_log,
-                judge=self.model,
-                subject=tally.subject,
-                ask=str(log.get("ask", "")),
-                attempt=int(log.get("attempt", 1)),
-                cost_usd=completion.cost_usd,
-            )
+        if charge:  # a batch answer counted already (an earlier session read it) is not new spend
+            root.spent += completion.cost_usd or 0.0  # an unknown price counts 0 (allowed by --allow-unpriced)
+            if tally.spend_log is not None:  # on disk at once: an interrupted session's spend counts too
+                append_spend(
+                    tally.spend_log,
+                    judge=self.model,
+                    subject=tally.subject,
+                    ask=str(log.get("ask", "")),
+                    attempt=int(log.get("attempt", 1)),
+                    cost_usd=completion.cost_usd,
+                    batch=(log["batch_id"], log["custom_id"]) if "custom_id" in log else None,
+                )
         log.update(
             answer=completion.text or "",
             stop_reason=completion.stop_reason,
@@ -173,6 +168,112 @@ class Judge:
             log["error"] = "the judge refused to answer"
             raise JudgeFailed(log["error"])
         return completion
+
+    def _cap_reached(self, root: Judge, log: dict[str, Any]) -> JudgeFailed:
+        root.capped += 1
+        log["error"] = (
+            f"not asked: the grading cost cap of ${root.max_cost:.2f} is reached "
+            f"(${root.spent:.2f} spent); rerun with a higher --max-cost to score this"
+        )
+        return JudgeFailed(log["error"])
+
+    async def _sync(
+        self,
+        root: Judge,
+        messages: list[dict[str, Any]],
+        system: str,
+        tally: Tally,
+        max_tokens: int,
+        log: dict[str, Any],
+    ) -> Any:
+        from benchctl.gateway.complete import ModelCallError, acomplete
+
+        if root._sem is None:
+            root._sem = asyncio.Semaphore(root.concurrency)
+        async with root._sem:
+            if root.max_cost is not None and root.spent >= root.max_cost:
+                raise self._cap_reached(root, log)
+            root.calls += 1
+            t0 = time.perf_counter()
+            try:
+                return await acomplete(
+                    self.model, messages, system=system, max_tokens=max_tokens, temperature=self.temperature
+                )
+            except ModelCallError as e:
+                tally.calls += 1
+                log.update(latency_s=round(time.perf_counter() - t0, 4), error=f"judge call failed after retries: {e}")
+                raise JudgeFailed(log["error"]) from None
+
+    async def _batched(
+        self,
+        root: Judge,
+        messages: list[dict[str, Any]],
+        system: str,
+        tally: Tally,
+        max_tokens: int,
+        log: dict[str, Any],
+    ) -> tuple[Any, bool]:
+        """One request of a vendor's batch (grading/batches.py): no concurrency slot (nothing is in
+        flight on our side), the body the synchronous call would send. Under a cost cap a new request
+        reserves a generous estimate of its cost first and waits while other requests' reservations
+        are out; one that cannot fit even with nothing out is not asked (see docs/grading.md)."""
+        from benchctl.gateway.complete import build_request
+        from benchctl.gateway.upstream import ModelId
+        from benchctl.grading.batches import BatchRequestFailed, estimate_usd
+
+        assert root.batch is not None
+        model = ModelId.parse(self.model)
+        temperature = self.temperature
+        while True:
+            call = build_request(model, messages, system, max_tokens, temperature)
+            req = root.batch.request(
+                model,
+                call,
+                sample=int(self.log_extra.get("repeat", 0)),
+                spend_log=tally.spend_log,
+                subject=tally.subject,
+                ask=str(log.get("ask", "")),
+            )
+            reserved = 0.0
+            if root.max_cost is not None and not root.batch.on_vendor(req):  # a resumed request is paid for
+                reserved = estimate_usd(req, max_tokens) or 0.0
+                if not await root._reserve(reserved):
+                    raise self._cap_reached(root, log)
+            root.calls += 1
+            log.update(custom_id=req.custom_id)
+            try:
+                answer = await root.batch.ask(req)
+            except BatchRequestFailed as e:
+                if temperature is not None and "temperature" in str(e).lower():
+                    # as the synchronous call does: a model that rejects temperature is asked without it
+                    temperature = None
+                    log["dropped_params"] = ["temperature"]
+                    continue
+                tally.calls += 1
+                log["error"] = f"judge call failed in a batch: {e}"
+                raise JudgeFailed(log["error"]) from None
+            finally:
+                root._release(reserved)
+            log.update(batch_id=answer.batch_id)
+            return answer.completion, answer.charge
+
+    async def _reserve(self, usd: float) -> bool:
+        """Hold `usd` of the cost cap for a batch request; False when it cannot fit even once every
+        outstanding reservation is settled. Runs on the root judge."""
+        assert self.max_cost is not None
+        while self.spent + self._reserved + usd > self.max_cost:
+            if self._reserved <= 0:
+                return False
+            await self._settled.wait()
+        self._reserved += usd
+        return True
+
+    def _release(self, usd: float) -> None:
+        """A reservation is settled (its answer's real cost is in `spent` by the time a waiter runs)."""
+        if usd:
+            self._reserved -= usd
+            self._settled.set()
+            self._settled = asyncio.Event()
 
     async def ask_structured(
         self,

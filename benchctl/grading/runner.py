@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchctl.grading.batches import BatchCollector, BatchProgress, BatchStats
 from benchctl.grading.config import GradingConfig, GradingConfigError
 from benchctl.grading.graders import check_graders, grader, load_grading, rubric_hash
 from benchctl.grading.judge import Judge, Tally, judge_log_path, write_judge_log
@@ -59,6 +60,7 @@ class GradeOptions:
         return [self.judge, *self.panel]
 
     verifier: str | None = None  # tournament, verify = "agent": the verifier model (None: the judge)
+    batch: bool = False  # --batch: judge calls go through the vendors' batch APIs (grading/batches.py)
 
 
 @dataclass
@@ -95,6 +97,7 @@ class Session:
     tournament_notes: list[str] = field(default_factory=list)
     tournament_ratings: Ratings | None = None  # what grade_tournament wrote to ratings.json
     verify_stats: VerifyStats | None = None  # what the tournament's verifier runs did (verify = "agent")
+    batch: BatchStats | None = None  # --batch: what the session's batches did
 
     @property
     def tournament(self) -> bool:
@@ -238,9 +241,11 @@ async def grade_results(
     opts: GradeOptions,
     on_done: Callable[[Outcome], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
+    on_batch: Callable[[BatchProgress], None] | None = None,
 ) -> Session:
     """Grade everything `plan` finds. on_plan(n) is told how many grades will follow; on_done
-    is called once per grade (written or reused) — hooks for a progress display."""
+    is called once per grade (written or reused); on_batch at each poll of a batch (--batch) —
+    hooks for a progress display."""
     results = Path(results)
     jobs, session = plan(results, opts)
     if on_plan:
@@ -252,8 +257,28 @@ async def grade_results(
     if opts.max_cost is not None:  # the count continues from what earlier sessions spent
         on_disk = judge_spent_on_disk(results, graders)
         spent, session.judge_spent_estimated_usd = on_disk.usd, round(on_disk.estimated_usd, 6)
-    judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost, spent=spent)
+    collector = BatchCollector(on_progress=on_batch) if opts.batch else None
+    judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost, spent=spent, batch=collector)
+    try:
+        await _grade(results, opts, jobs, session, judge, on_done)
+    finally:
+        if collector is not None:  # the vendor's batches keep running when interrupted: a rerun resumes them
+            await collector.aclose()
+            session.batch = collector.stats
+    session.judge_calls = judge.calls
+    session.judge_spent_usd, session.judge_calls_capped = round(judge.spent - spent, 6), judge.capped
+    session.judge_spent_before_usd, session.judge_max_cost = round(spent, 6), opts.max_cost
+    return session
 
+
+async def _grade(
+    results: Path,
+    opts: GradeOptions,
+    jobs: list[tuple[GradeJob, list[str]]],
+    session: Session,
+    judge: Judge,
+    on_done: Callable[[Outcome], None] | None,
+) -> None:
     async def finish(rec: dict[str, Any], reused: bool, tally: Tally | None = None) -> None:
         if not reused:
             # fsync takes milliseconds: off the event loop, or every write stalls all judge calls
@@ -306,10 +331,6 @@ async def grade_results(
         except (ValueError, FileNotFoundError) as e:  # bad auditor key, run without a task, nothing to rate
             raise GradingConfigError(f"{name}: {e}") from None
         session.tournament_judge_calls += judge.calls - before
-    session.judge_calls = judge.calls
-    session.judge_spent_usd, session.judge_calls_capped = round(judge.spent - spent, 6), judge.capped
-    session.judge_spent_before_usd, session.judge_max_cost = round(spent, 6), opts.max_cost
-    return session
 
 
 def graders_run(jobs: list[tuple[GradeJob, list[str]]], session: Session) -> list[str]:

@@ -11,6 +11,10 @@ of a run's live transcript — and that file is never rewritten:
     {"at": 1767225600.0, "judge": "anthropic/claude-haiku-4-5", "subject": "<run_id>", "ask": "tldr",
      "attempt": 1, "cost_usd": 0.0041}
 
+An answer read from a vendor's batch (`--batch`, grading/batches.py) also carries `"batch_id"` and
+`"custom_id"`: a rerun that reads that batch's results again (the session that read them first was
+killed before writing its grade) finds the custom id here and does not count the cost again.
+
 `cost_usd` is null when the judge has no price (`--allow-unpriced`); like a run's unknown cost,
 it counts 0. A torn last line (a session killed mid-write) is skipped, and the next line written
 starts on a line of its own rather than joining it.
@@ -66,25 +70,45 @@ def spend_log_path(results: Path, grader: str) -> Path:
     return Path(results) / GRADES / grader / JUDGE_LOG_DIR / SPEND_LOG
 
 
-def append_spend(path: Path, *, judge: str, subject: str, ask: str, attempt: int, cost_usd: float | None) -> None:
+def append_spend(
+    path: Path,
+    *,
+    judge: str,
+    subject: str,
+    ask: str,
+    attempt: int,
+    cost_usd: float | None,
+    batch: tuple[str, str] | None = None,
+) -> None:
     """One judge call's cost, appended as one line in one write (no fsync: a call's cost is
-    worth milliseconds of no judge call's time; a crash loses at most what the OS had not written)."""
+    worth milliseconds of no judge call's time; a crash loses at most what the OS had not written).
+    `batch`: (batch id, custom id) of an answer read from a vendor's batch (`--batch`): the custom
+    id marks its cost as counted, so a rerun that reads the same batch again does not count it twice."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = (
-        orjson.dumps(
-            {
-                "at": round(time.time(), 3),
-                "judge": judge,
-                "subject": subject,
-                "ask": ask,
-                "attempt": attempt,
-                "cost_usd": cost_usd,
-            }
-        )
-        + b"\n"
-    )
+    row: dict[str, Any] = {
+        "at": round(time.time(), 3),
+        "judge": judge,
+        "subject": subject,
+        "ask": ask,
+        "attempt": attempt,
+        "cost_usd": cost_usd,
+    }
+    if batch is not None:
+        row["batch_id"], row["custom_id"] = batch
+    line = orjson.dumps(row) + b"\n"
     with open(path, "a+b") as f:
         f.write(_after_torn_line(f) + line)  # O_APPEND: one write at the end, whoever else appends
+
+
+def counted_custom_ids(path: Path) -> set[str]:
+    """The custom ids of the batch answers whose cost the spend log holds (append_spend's `batch`)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return set()
+    if b'"custom_id"' not in data:
+        return set()
+    return {r["custom_id"] for r in _lines(data) if isinstance(r.get("custom_id"), str)}
 
 
 def _after_torn_line(f: Any) -> bytes:

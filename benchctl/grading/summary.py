@@ -138,6 +138,11 @@ def print_summary(session: Session) -> None:
         + (f" ({session.tournament_judge_calls} by the tournament)" if session.tournament else "")
         + "; exchanges in grades/<grader>/judge_log/"
     )
+    if session.batch is not None:
+        from benchctl.grading.batches import batch_lines
+
+        for line in batch_lines(session.batch, "grades/<grader>/batches.json"):
+            console.print(line, markup=False)
     for seed in session.spend_seeds:
         for n, line in enumerate(seed_lines(seed)):
             console.print(line if n == 0 and seed.grades else f"[yellow]{line}[/yellow]")

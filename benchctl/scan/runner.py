@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from benchctl.grading.batches import BatchCollector, BatchProgress, BatchStats
 from benchctl.grading.judge import Judge, Tally, write_judge_log
 from benchctl.grading.spend import logged_spend
 from benchctl.jsonio import dumps, write_bytes_batch, write_json_atomic
@@ -38,6 +39,9 @@ from benchctl.scan.result import judge_log_path, make_result, read_result, spend
 from benchctl.scan.spec import Scanner
 
 BATCH = 2000  # grep results written per filesystem sync
+# --batch: runs read and asked about at once (at least). A vendor's batch can take hours, so the
+# questions of many runs must go into one batch, not --concurrency runs' worth per round
+BATCH_RUNS = 1000
 
 
 class ScanConfigError(ValueError):
@@ -52,6 +56,7 @@ class ScanOptions:
     force: bool = False
     max_cost: float | None = None  # USD the scanners' judge spend may reach (their spend logs count)
     segment_chars: int | None = None  # overrides every llm scanner's segment_chars
+    batch: bool = False  # --batch: judge calls go through the vendors' batch APIs (grading/batches.py)
 
 
 @dataclass
@@ -76,6 +81,7 @@ class Session:
     judge_spent_before_usd: float = 0.0  # with a cost cap: what the scanners' spend logs held before
     judge_max_cost: float | None = None
     judge_calls_capped: int = 0
+    batch: BatchStats | None = None  # --batch: what the session's batches did
 
 
 def scanner_hash(scanner: Scanner) -> str:
@@ -142,9 +148,10 @@ async def scan_results(
     opts: ScanOptions,
     on_done: Callable[[Outcome], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
+    on_batch: Callable[[BatchProgress], None] | None = None,
 ) -> Session:
     """Run every scanner over every selected run. on_plan(n) is told how many results will follow;
-    on_done is called once per result (written or reused)."""
+    on_done is called once per result (written or reused); on_batch at each poll of a batch (--batch)."""
     results = Path(results)
     if opts.segment_chars is not None:
         scanners = [replace(s, segment_chars=opts.segment_chars) if s.kind == "llm" else s for s in scanners]
@@ -170,8 +177,10 @@ async def scan_results(
     spent = 0.0
     if opts.max_cost is not None:  # the count continues from what earlier sessions spent
         spent = round(sum(logged_spend(spend_log_path(results, s.name)).usd for s in llm), 8)
-    judge = Judge(str(opts.judge), concurrency=opts.concurrency, max_cost=opts.max_cost, spent=spent)
-    slots = asyncio.Semaphore(opts.concurrency)  # transcripts held in memory at once
+    collector = BatchCollector(on_progress=on_batch) if opts.batch else None
+    judge = Judge(str(opts.judge), concurrency=opts.concurrency, max_cost=opts.max_cost, spent=spent, batch=collector)
+    # transcripts held in memory at once
+    slots = asyncio.Semaphore(max(opts.concurrency, BATCH_RUNS) if opts.batch else opts.concurrency)
 
     async def one_run(run_path: Path, run_id: str, wanted: list[Scanner]) -> None:
         async with slots:
@@ -179,7 +188,12 @@ async def scan_results(
             record = await asyncio.to_thread(_read, run_path, parts)
             await asyncio.gather(*(_llm_one(results, s, hashes[s.name], run_id, record, judge, done) for s in wanted))
 
-    await asyncio.gather(*(one_run(p, rid, wanted) for p, rid, wanted in todo))
+    try:
+        await asyncio.gather(*(one_run(p, rid, wanted) for p, rid, wanted in todo))
+    finally:
+        if collector is not None:  # the vendor's batches keep running when interrupted: a rerun resumes them
+            await collector.aclose()
+            session.batch = collector.stats
     session.judge_calls, session.judge_calls_capped = judge.calls, judge.capped
     session.judge_spent_usd, session.judge_spent_before_usd = round(judge.spent - spent, 6), spent
     return session

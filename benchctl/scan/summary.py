@@ -60,6 +60,10 @@ def print_summary(session: Session) -> None:
             t.add_row(*r.values())
         console.print(t)
     lines = [f"judge calls: {session.judge_calls}"] if session.judge_calls or session.judge_calls_capped else []
+    if session.batch is not None:
+        from benchctl.grading.batches import batch_lines
+
+        lines += batch_lines(session.batch, "scans/<scanner>/batches.json")
     if session.judge_max_cost is not None:
         total = session.judge_spent_before_usd + session.judge_spent_usd
         lines.append(

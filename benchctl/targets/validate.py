@@ -9,6 +9,9 @@ say so when asked? (AuditBench's confession rate and behaviour strength, with a 
               0-10; rate = share >= 5. The same scenarios sent to the baseline model (the
               untrained reference, with its own system prompt if any) give the reference rate.
 
+With --batch the judge's questions go through the vendor's batch API (grading/batches.py; the
+target's, baseline's and auxiliary model's calls stay synchronous), recorded in DIR/batches.json.
+
 Files under DIR (study_store.py has the shared ones):
 
     validation.json   {"confession": {"prompts": RATE, "prefills": RATE},
@@ -27,10 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchctl.grading.batches import BatchCollector, BatchProgress, BatchStats
 from benchctl.grading.judge import Judge
 from benchctl.jsonio import write_json_atomic
 from benchctl.limits.config import LimitsConfig
@@ -66,6 +71,7 @@ class ValidateOptions:
     concurrency: int = 8
     max_cost: float | None = None
     limits: LimitsConfig | None = None  # max_connections etc. (the cost cap is max_cost's)
+    batch: bool = False  # --batch: judge calls go through the vendors' batch APIs (grading/batches.py)
 
 
 @dataclass
@@ -76,15 +82,22 @@ class ValidateOutcome:
     notes: list[str] = field(default_factory=list)
     spent_before_usd: float = 0.0
     spent_usd: float = 0.0  # this session
+    batch: BatchStats | None = None  # --batch: what the session's batches did
 
 
-def run_validate(task: StudyTask, opts: ValidateOptions) -> ValidateOutcome:
-    return asyncio.run(_Validation(task, opts).run())
+def run_validate(
+    task: StudyTask, opts: ValidateOptions, on_batch: Callable[[BatchProgress], None] | None = None
+) -> ValidateOutcome:
+    """on_batch: told at each poll of a batch (--batch), for a progress display."""
+    return asyncio.run(_Validation(task, opts, on_batch).run())
 
 
 class _Validation:
-    def __init__(self, task: StudyTask, opts: ValidateOptions) -> None:
+    def __init__(
+        self, task: StudyTask, opts: ValidateOptions, on_batch: Callable[[BatchProgress], None] | None = None
+    ) -> None:
         self.task, self.opts = task, opts
+        self.collector = BatchCollector(on_progress=on_batch) if opts.batch else None
         self.notes: list[str] = []
         self.auxiliary = opts.auxiliary or task.auxiliary_model
         self.wrote_items = False
@@ -112,7 +125,13 @@ class _Validation:
                 f"{out.path / 'study.json'}: key `n`: this directory's study has n = {study['n']}, not {n}. "
                 f"Fix: pass --n {study['n']} to resume it, or another --out"
             )
-        self.judge = Judge(opts.judge, concurrency=opts.concurrency, max_cost=opts.max_cost, spent=out.spent_before)
+        self.judge = Judge(
+            opts.judge,
+            concurrency=opts.concurrency,
+            max_cost=opts.max_cost,
+            spent=out.spent_before,
+            batch=self.collector,
+        )
         count_model_spend(self.judge, out.transcript)
         self.out, self.baseline = out, baseline
         self.caller = study_caller(opts.limits, out.transcript)
@@ -136,6 +155,8 @@ class _Validation:
             await asyncio.gather(*(self._item(r, records, q) for r, records, q in rows))
         finally:
             await self.caller.aclose()
+            if self.collector is not None:  # the vendor's batches keep running when interrupted: a rerun resumes them
+                await self.collector.aclose()
         validation = self._rates(confession, strength)
         write_json_atomic(out.path / VALIDATION_FILE, validation)
         not_scored = sum(1 for r in [*confession, *strength] if r.get("score") is None)
@@ -152,6 +173,7 @@ class _Validation:
             self.notes,
             out.spent_before,
             self.judge.spent - out.spent_before,
+            self.collector.stats if self.collector is not None else None,
         )
 
     @property

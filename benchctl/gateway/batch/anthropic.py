@@ -28,11 +28,13 @@ class AnthropicBatches:
     """A `BatchClient` for anthropic/* models (key and base URL from provider_env.py)."""
 
     def __init__(self, client: anthropic.AsyncAnthropic | None = None) -> None:
+        owned = client is None
         if client is None:
             env = PROVIDERS["anthropic"]
             # retries are ours (transient.py), classified like every other benchctl call
             client = anthropic.AsyncAnthropic(api_key=env.api_key() or "unset", base_url=env.base_url(), max_retries=0)
         self._client = client
+        self._owned = owned  # a client handed in is its owner's to close
 
     async def submit(self, model: ModelId, items: Sequence[BatchItem]) -> str:
         requests: list[Any] = [{"custom_id": it.custom_id, "params": it.body} for it in items]
@@ -67,6 +69,11 @@ class AnthropicBatches:
 
     async def cancel(self, batch_id: str) -> None:
         await retried(f"message batch {batch_id}: cancel", lambda: self._client.messages.batches.cancel(batch_id))
+
+    async def aclose(self) -> None:
+        """Close the connections it opened (before the event loop that opened them ends)."""
+        if self._owned:
+            await self._client.close()
 
 
 def _outcome(custom_id: str, result: dict[str, Any]) -> BatchOutcome:

@@ -45,6 +45,7 @@ class GeminiBatches:
         env = PROVIDERS["google"]
         self._base = env.base_url().rstrip("/")
         self._key = env.api_key()
+        self._owned = client is None  # a client handed in is its owner's to close
         self._client = client or httpx2.AsyncClient(timeout=httpx2.Timeout(60.0, connect=15.0), trust_env=True)
         self._submitted: dict[str, list[str]] = {}  # batch name -> its keys (when the batch lists none)
 
@@ -110,6 +111,11 @@ class GeminiBatches:
     async def cancel(self, batch_id: str) -> None:
         name = batch_id if batch_id.startswith("batches/") else f"batches/{batch_id}"
         await retried(f"{name}: cancel", lambda: self._call("POST", f"{name}:cancel", {}))
+
+    async def aclose(self) -> None:
+        """Close the connections it opened (before the event loop that opened them ends)."""
+        if self._owned:
+            await self._client.aclose()
 
 
 def _keys(meta: dict[str, Any]) -> list[str]:

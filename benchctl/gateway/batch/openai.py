@@ -42,10 +42,12 @@ class OpenAIBatches:
     """A `BatchClient` for openai/* models (key and base URL from provider_env.py)."""
 
     def __init__(self, client: openai.AsyncOpenAI | None = None) -> None:
+        owned = client is None
         if client is None:
             env = PROVIDERS["openai"]
             client = openai.AsyncOpenAI(api_key=env.api_key() or "unset", base_url=env.base_url(), max_retries=0)
         self._client = client
+        self._owned = owned  # a client handed in is its owner's to close
 
     async def submit(self, model: ModelId, items: Sequence[BatchItem]) -> str:
         url = ENDPOINTS[WIRE_FOR_PROVIDER[model.provider]]
@@ -92,6 +94,11 @@ class OpenAIBatches:
 
     async def cancel(self, batch_id: str) -> None:
         await retried(f"batch {batch_id}: cancel", lambda: self._client.batches.cancel(batch_id))
+
+    async def aclose(self) -> None:
+        """Close the connections it opened (before the event loop that opened them ends)."""
+        if self._owned:
+            await self._client.close()
 
 
 def _outcome(entry: dict[str, Any]) -> BatchOutcome:
