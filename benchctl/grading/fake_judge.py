@@ -77,8 +77,11 @@ def _section(text: str, heading: str) -> str:
 
 
 def answer(first_user: str, last_user: str) -> str:
-    """The fake judge's answer text for a conversation (first user message = the grading prompt)."""
+    """The fake judge's answer text for a conversation (first user message = the grading prompt).
+    Like an honest judge it reads the instructions from the trusted text only: headings inside the
+    untrusted block (a report that imitates "# Findings to score") are part of what is graded."""
     report = _untrusted(first_user)
+    first_user = _TAG.sub("", first_user, count=1)
     if "# Findings to score" in first_user:
         wanted = None
         if last_user is not first_user:  # a re-ask: answer only the ids asked for
