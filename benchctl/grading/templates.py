@@ -76,7 +76,8 @@ def render_prompt(template: str, *, fenced: str, varying: Collection[str], **val
     write a cache entry that no call reads, which costs more than sending it uncached. The blocks'
     texts joined are exactly `render(template, **values)`."""
     blocks: list[dict[str, Any]] = []
-    text, pos, seen, cut = "", 0, set(), False
+    text, pos, cut = "", 0, False
+    seen: set[str] = set()
 
     def close(cache: bool) -> None:
         nonlocal text
