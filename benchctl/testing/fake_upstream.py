@@ -225,7 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
         # decided on arrival: requests in flight at once all miss the cache, as on the vendors' APIs
-        use = owner._cache_plan(wire_api, model, body, path, query)
+        use = owner.cache_plan(wire_api, model, body, path, query)
         if owner.latency:
             time.sleep(owner.latency)
         if wire_api == "models_list":
@@ -465,7 +465,9 @@ class FakeUpstreamServer:
             }
         )
 
-    def _cache_plan(self, wire_api: WireApi, model: str | None, body: Any, path: str, query: str) -> CacheUse | None:
+    def cache_plan(self, wire_api: WireApi, model: str | None, body: Any, path: str, query: str) -> CacheUse | None:
+        """What a generation request reads from and writes to the prompt cache (None: nothing, or no
+        cache); `prompt_cache.commit` it once the request is answered (batch requests too)."""
         if self.prompt_cache is None or wire_api not in GENERATION_APIS or not isinstance(body, dict):
             return None
         if path.endswith(":countTokens"):

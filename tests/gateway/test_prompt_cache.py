@@ -172,3 +172,21 @@ def test_gemini_sdk_reads_implicitly_cached_tokens(up: FakeUpstreamServer) -> No
     # Gemini 2.5 Pro caches from 4,096 tokens: this prompt is too short for it
     pro = [client.models.generate_content(model="gemini-2.5-pro", contents=LONG + q) for q in ("a", "b")]
     assert pro[1].usage_metadata is not None and not pro[1].usage_metadata.cached_content_token_count
+
+
+def test_anthropic_batch_requests_read_the_cache_too(up: FakeUpstreamServer) -> None:
+    """The fake's batch API processes requests one after another through the same cache."""
+    client = anthropic.Anthropic(base_url=up.url, api_key="sk-ant-test", max_retries=0)
+    system = [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]
+    params = {"model": "claude-sonnet-4-5", "max_tokens": 50, "system": system}
+    batch = client.messages.batches.create(
+        requests=[
+            {"custom_id": f"r{i}", "params": {**params, "messages": [{"role": "user", "content": f"q{i}"}]}}
+            for i in range(3)
+        ]
+    )
+    client.messages.batches.retrieve(batch.id)
+    usage = {r.custom_id: r.result.message.usage for r in client.messages.batches.results(batch.id)}
+    prefix = (len(LONG) + 3) // 4
+    assert usage["r0"].cache_creation_input_tokens == prefix
+    assert [usage[c].cache_read_input_tokens for c in ("r1", "r2")] == [prefix, prefix]
