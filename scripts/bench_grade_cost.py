@@ -37,6 +37,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -130,7 +131,7 @@ def judge_with_reasons(request: Any) -> dict[str, Any]:
 @dataclass
 class Column:
     name: str
-    dollars: float
+    dollars: float | None  # None: a token kind the judge used has no (batch) price: unknown, never 0
     usage: dict[str, int]
     calls: int
     scores: dict[str, Any]
@@ -161,14 +162,14 @@ def grade_once(results: Path, judge: str, *, cache: bool, batch: bool) -> Column
     if any(o.n_unscored for o in session.outcomes):
         raise SystemExit(f"{sum(o.n_unscored for o in session.outcomes)} findings unscored: see the judge logs")
     usage: dict[str, int] = {}
-    dollars, scores = 0.0, {}
+    dollars: float | None = 0.0
+    scores = {}
     for o in session.outcomes:
         rec = read_json(grade_path(results, "coverage", o.run_id))
         for k, v in (rec.get("usage") or {}).items():
             usage[k] = usage.get(k, 0) + v
-        if rec.get("cost_usd") is None:
-            raise SystemExit(f"{judge} has no (batch) price in prices.toml: the cost of its calls is unknown")
-        dollars += rec["cost_usd"]
+        cost = rec.get("cost_usd")
+        dollars = None if dollars is None or cost is None else dollars + cost
         scores[o.run_id] = (rec["score"], [it["score"] for it in rec["items"]])
     name = "+".join(n for n, on in (("cache", cache), ("batch", batch)) if on) or "no cache"
     return Column(name, dollars, usage, session.judge_calls, scores)
@@ -200,7 +201,10 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = build(Path(tmp), args.reports)
-        cols = [column(results, args.judge) for column in COLUMNS]
+        cols = []
+        for i, column in enumerate(COLUMNS):  # each on a copy of its own: nothing of another (batches.json) is resumed
+            shutil.copytree(results, Path(tmp) / f"col{i}", symlinks=True)
+            cols.append(column(Path(tmp) / f"col{i}", args.judge))
     base = cols[0]
     print(f"judge {args.judge}, {args.reports} reports x {N_FINDINGS} findings ({base.calls} judge calls a column)")
     print(
@@ -212,8 +216,13 @@ def main() -> None:
         identical = c.scores == base.scores
         same = same and identical
         u = c.usage
+        if c.dollars is None:  # e.g. Gemini lists no batch price for cached input
+            money = f"{'unknown':>11}{'(no price)':>12}"
+        else:
+            share = f"{c.dollars / base.dollars:>11.1%} " if base.dollars else f"{'n/a':>12}"
+            money = f"{c.dollars / args.reports:>11.4f}{share}"
         print(
-            f"{c.name:<14}{c.dollars / args.reports:>11.4f}{c.dollars / base.dollars:>11.1%} "
+            f"{c.name:<14}{money}"
             f"{u.get('input_tokens', 0):>10,}{u.get('cached_input_tokens', 0):>11,}"
             f"{u.get('cache_write_tokens', 0):>12,}{u.get('output_tokens', 0):>9,}"
             f"{'identical' if identical else 'DIFFER':>10}"
