@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Dollars per graded report: coverage grading of an MBAB-sized set at list prices, synchronously
-and through the vendors' batch APIs (`benchctl grade --batch`).
+"""Dollars per graded report: coverage grading of an MBAB-sized set at list prices, with and without
+prompt caching, synchronously and through the vendors' batch APIs (`benchctl grade --batch`).
 
 The set: 38 findings (8 judge calls per report at batch_size 5), a 6,000-word human reference report
 and REPORTS agent reports of 2,500 words each, every one covering a different, fixed part of the
@@ -8,13 +8,20 @@ findings. The judge is anthropic/claude-sonnet-4-5 (or --judge) priced at list p
 benchctl/gateway/prices.toml, served by the fake upstream (benchctl.testing.fake_upstream) through
 the real path: `benchctl grade`'s runner -> Judge -> benchctl.gateway.complete -> HTTP -> the fake,
 which answers like the fake judge (scores by key-term overlap, deterministic) with a quote and a
-reason of realistic length, and reports usage (~4 characters a token).
+reason of realistic length, and reports usage with its prompt-cache simulation
+(benchctl.testing.prompt_cache: ~4 characters a token, Anthropic's cache_control breakpoints,
+OpenAI's and Gemini's implicit prefix caching).
 
 Columns (one function each in COLUMNS):
-  list          synchronous judge calls, every token at the list price
-  batch         the same requests through the fake's batch API (`benchctl grade --batch`: Anthropic
-                Message Batches, the OpenAI Batch API or Gemini batch mode, by the judge's provider),
-                priced at the batch price
+  no cache      synchronous judge calls to a fake that caches nothing: every input token at the list
+                price, what a judge call cost before its prompts were ordered and marked for the cache
+  cache         the fake's prompt cache on: the shared prefix (system, reference, rubric) and each
+                report's prefix read from the cache, the first writes at the cache-write price
+  batch         the no-cache requests through the fake's batch API (`benchctl grade --batch`:
+                Anthropic Message Batches, the OpenAI Batch API or Gemini batch mode, by the judge's
+                provider), priced at the batch price
+  cache+batch   both: the batch's requests go through the fake's cache one after another (a real
+                batch promises only best-effort cache hits: this column is the best case)
 
 Scores must be identical in every column; the script exits 1 if they are not.
 
@@ -30,6 +37,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -123,15 +131,18 @@ def judge_with_reasons(request: Any) -> dict[str, Any]:
 @dataclass
 class Column:
     name: str
-    dollars: float
+    dollars: float | None  # None: a token kind the judge used has no (batch) price: unknown, never 0
     usage: dict[str, int]
     calls: int
     scores: dict[str, Any]
 
 
-def grade_once(results: Path, judge: str, *, batch: bool) -> Column:
-    """Grade every report with the fake upstream, synchronously or through its batch API."""
+def grade_once(results: Path, judge: str, *, cache: bool, batch: bool) -> Column:
+    """Grade every report with the fake upstream, its prompt cache on or off, synchronously or
+    through its batch API."""
     with FakeUpstreamServer("py:__main__:judge_with_reasons", record=False) as up:
+        if not cache:
+            up.prompt_cache = None  # the vendor caches nothing: every input token at the full price
         env = {"ANTHROPIC_BASE_URL": up.url, "OPENAI_BASE_URL": up.url + "/v1", "GOOGLE_GEMINI_BASE_URL": up.url}
         keys = {"ANTHROPIC_API_KEY": "sk-bench", "OPENAI_API_KEY": "sk-bench", "GEMINI_API_KEY": "bench"}
         saved = {k: os.environ.get(k) for k in {**env, **keys}}
@@ -151,27 +162,36 @@ def grade_once(results: Path, judge: str, *, batch: bool) -> Column:
     if any(o.n_unscored for o in session.outcomes):
         raise SystemExit(f"{sum(o.n_unscored for o in session.outcomes)} findings unscored: see the judge logs")
     usage: dict[str, int] = {}
-    dollars, scores = 0.0, {}
+    dollars: float | None = 0.0
+    scores = {}
     for o in session.outcomes:
         rec = read_json(grade_path(results, "coverage", o.run_id))
         for k, v in (rec.get("usage") or {}).items():
             usage[k] = usage.get(k, 0) + v
-        if rec.get("cost_usd") is None:
-            raise SystemExit(f"{judge} has no (batch) price in prices.toml: the cost of its calls is unknown")
-        dollars += rec["cost_usd"]
+        cost = rec.get("cost_usd")
+        dollars = None if dollars is None or cost is None else dollars + cost
         scores[o.run_id] = (rec["score"], [it["score"] for it in rec["items"]])
-    return Column("batch" if batch else "list", dollars, usage, session.judge_calls, scores)
+    name = "+".join(n for n, on in (("cache", cache), ("batch", batch)) if on) or "no cache"
+    return Column(name, dollars, usage, session.judge_calls, scores)
 
 
-def list_price(results: Path, judge: str) -> Column:
-    return grade_once(results, judge, batch=False)
+def no_cache(results: Path, judge: str) -> Column:
+    return grade_once(results, judge, cache=False, batch=False)
+
+
+def cache(results: Path, judge: str) -> Column:
+    return grade_once(results, judge, cache=True, batch=False)
 
 
 def batch(results: Path, judge: str) -> Column:
-    return grade_once(results, judge, batch=True)
+    return grade_once(results, judge, cache=False, batch=True)
 
 
-COLUMNS: list[Callable[[Path, str], Column]] = [list_price, batch]
+def cache_batch(results: Path, judge: str) -> Column:
+    return grade_once(results, judge, cache=True, batch=True)
+
+
+COLUMNS: list[Callable[[Path, str], Column]] = [no_cache, cache, batch, cache_batch]
 
 
 def main() -> None:
@@ -181,18 +201,30 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = build(Path(tmp), args.reports)
-        cols = [column(results, args.judge) for column in COLUMNS]
+        cols = []
+        for i, column in enumerate(COLUMNS):  # each on a copy of its own: nothing of another (batches.json) is resumed
+            shutil.copytree(results, Path(tmp) / f"col{i}", symlinks=True)
+            cols.append(column(Path(tmp) / f"col{i}", args.judge))
     base = cols[0]
     print(f"judge {args.judge}, {args.reports} reports x {N_FINDINGS} findings ({base.calls} judge calls a column)")
-    print(f"{'':<14}{'$ / report':>11}{'vs list':>12}{'input':>10}{'output':>9}{'scores':>10}")
+    print(
+        f"{'':<14}{'$ / report':>11}{'vs no cache':>12}{'input':>10}{'cache read':>11}{'cache write':>12}"
+        f"{'output':>9}{'scores':>10}"
+    )
     same = True
     for c in cols:
         identical = c.scores == base.scores
         same = same and identical
         u = c.usage
+        if c.dollars is None:  # e.g. Gemini lists no batch price for cached input
+            money = f"{'unknown':>11}{'(no price)':>12}"
+        else:
+            share = f"{c.dollars / base.dollars:>11.1%} " if base.dollars else f"{'n/a':>12}"
+            money = f"{c.dollars / args.reports:>11.4f}{share}"
         print(
-            f"{c.name:<14}{c.dollars / args.reports:>11.4f}{c.dollars / base.dollars:>11.1%} "
-            f"{u.get('input_tokens', 0):>10,}{u.get('output_tokens', 0):>9,}"
+            f"{c.name:<14}{money}"
+            f"{u.get('input_tokens', 0):>10,}{u.get('cached_input_tokens', 0):>11,}"
+            f"{u.get('cache_write_tokens', 0):>12,}{u.get('output_tokens', 0):>9,}"
             f"{'identical' if identical else 'DIFFER':>10}"
         )
     if not same:

@@ -16,6 +16,11 @@ many threads and `acomplete` from any event loop, e.g. 64 judge calls at a time.
     c = complete("anthropic/claude-sonnet-5-5", [{"role": "user", "content": "Score this..."}],
                  system="You are a strict grader.", max_tokens=1024, temperature=0)
     c.text, c.usage, c.cost_usd, c.refusal
+
+A message's content may be a list of text blocks instead of a string; a block with `"cache": true`
+ends a prefix that later calls repeat byte for byte (a prompt-cache breakpoint: judges put one
+after the part of a prompt every call of a grading session shares). The text the model sees is the
+blocks' texts joined; see `benchctl.gateway.wire.neutral.TextBlock` for what each wire does with it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any, TypeVar
 from benchctl.gateway.provider_env import PROVIDERS
 from benchctl.gateway.upstream import ModelId, ModelIdError, Upstream, UpstreamCall
 from benchctl.gateway.wire import WireApi, wire
+from benchctl.gateway.wire.neutral import TextBlock
 from benchctl.transcript import TranscriptWriter
 
 T = TypeVar("T")
@@ -73,12 +79,16 @@ class ModelCallError(Exception):
 # ---------------------------------------------------------------- request bodies
 
 
-def _plain(content: Any) -> str:
-    """Text of a message content given as a string or as a list of {type: text, text} blocks."""
+def _blocks(content: Any) -> list[TextBlock]:
+    """A message content given as a string or as a list of text blocks: `{"type": "text", "text": ...}`,
+    with `"cache": true` on a block that ends a prefix meant for the prompt cache (neutral.TextBlock)."""
     if isinstance(content, str):
-        return content
+        return [TextBlock(content)]
     if isinstance(content, list):
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+        return [
+            TextBlock(b.get("text", ""), bool(b.get("cache"))) if isinstance(b, dict) else TextBlock(str(b))
+            for b in content
+        ]
     raise ModelCallError(f"message content must be a string or a list of text blocks, got {type(content).__name__}")
 
 
@@ -105,8 +115,11 @@ def build_request(
     if model.provider not in WIRE_FOR_PROVIDER:
         raise ModelCallError(f"no wire API for provider {model.provider!r}; known: {', '.join(WIRE_FOR_PROVIDER)}")
     wire_api = WIRE_FOR_PROVIDER[model.provider]
-    turns = [(str(m["role"]), _plain(m["content"])) for m in messages]
-    path, body = wire(wire_api).build_request(model.name, turns, system, max_tokens, temperature, top_p)
+    turns = [(str(m["role"]), _blocks(m["content"])) for m in messages]
+    try:
+        path, body = wire(wire_api).build_request(model.name, turns, system, max_tokens, temperature, top_p)
+    except ValueError as e:  # e.g. more prompt-cache breakpoints than the wire allows
+        raise ModelCallError(f"cannot build a {wire_api} request for {model}: {e}") from None
     return UpstreamCall(wire_api, "POST", path, model, body, False)
 
 

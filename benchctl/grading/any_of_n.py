@@ -27,7 +27,7 @@ from benchctl.grading.judge import Judge, JudgeFailed, Tally
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.judge_parse import Verdict, parse_verdict
 from benchctl.grading.record import GradeJob, make_record
-from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.grading.templates import fence, nonce_for, render, render_prompt
 from benchctl.layout import GradeItem, GradeRecord
 
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*+•])\s+(.*\S)\s*$")
@@ -112,7 +112,13 @@ def _verdict(answer: str) -> Verdict:
 async def judge_prediction(job: GradeJob, judge: Judge, index: int, prediction: str, tally: Tally) -> GradeItem:
     cfg = job.cfg
     nonce = nonce_for(prediction)
-    prompt = render(cfg.prompts["any_of_n"], ground_truth=cfg.ground_truth, prediction=delimit(prediction, nonce))
+    prompt = render_prompt(
+        cfg.prompts["any_of_n"],
+        fenced="prediction",
+        varying=("prediction",),
+        ground_truth=cfg.ground_truth,
+        prediction=fence(prediction, nonce),
+    )
     item: GradeItem = {"id": str(index), "prediction": prediction, "score": None, "verdict": None}
     try:
         got = await judge.ask_structured(

@@ -17,7 +17,7 @@ from benchctl.grading.judge import DEFAULT_MAX_TOKENS, Judge, JudgeFailed, Tally
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.judge_parse import ItemScore, parse_scores, strict_score
 from benchctl.grading.record import GradeJob, make_record
-from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.grading.templates import fence, nonce_for, render, render_prompt
 from benchctl.layout import GradeItem, GradeRecord
 
 
@@ -65,17 +65,24 @@ def batch_max_tokens(n_findings: int) -> int:
 
 
 async def judge_batch(
-    job: GradeJob, judge: Judge, batch: list[Finding], report: str, nonce: str, tally: Tally
+    job: GradeJob, judge: Judge, batch: list[Finding], report: str, nonce: str, tally: Tally, shared: bool = True
 ) -> tuple[dict[str, ItemScore], dict[str, Any]]:
-    """Scores for one batch, re-asking once for ids the judge missed. Returns (scores, batch info)."""
+    """Scores for one batch, re-asking once for ids the judge missed. Returns (scores, batch info).
+    `shared`: other batches are asked about the same report (so the report is worth caching)."""
     cfg = job.cfg
     ids = [f.id for f in batch]
+    # The built-in system prompt names no nonce, so it is the same for every report; a custom one
+    # may still use {{nonce}} (then only the calls about one report share a cached prefix).
     system = render(cfg.prompts["system"], nonce=nonce)
-    user = render(
+    # Cached prefixes (templates.render_prompt): up to the report, shared by every call of the
+    # session; up to the end of the report, shared by its batches. The batch's findings come last.
+    user = render_prompt(
         cfg.prompts["coverage"],
+        fenced="report",
+        varying=("findings", "ids") if shared else ("findings", "ids", "report"),
         reference=cfg.reference,
         findings=format_findings(batch),
-        report=delimit(report, nonce),
+        report=fence(report, nonce),
         ids=", ".join(ids),
     )
     info: dict[str, Any] = {"ids": ids, "calls": 1}
@@ -154,7 +161,8 @@ async def grade_coverage(job: GradeJob, judge: Judge, tally: Tally) -> GradeReco
         return zero_record(job, judge.model, rubric, f"artifact {job.artifact} is empty")
     batches = [cfg.findings[i : i + cfg.batch_size] for i in range(0, len(cfg.findings), cfg.batch_size)]
     nonce = nonce_for(report)
-    results = await asyncio.gather(*(judge_batch(job, judge, b, report, nonce, tally) for b in batches))
+    shared = len(batches) > 1
+    results = await asyncio.gather(*(judge_batch(job, judge, b, report, nonce, tally, shared) for b in batches))
     items: list[GradeItem] = []
     squashed = _squash(report)
     for batch, (scores, info) in zip(batches, results):

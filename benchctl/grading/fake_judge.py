@@ -77,24 +77,27 @@ def _section(text: str, heading: str) -> str:
 
 
 def answer(first_user: str, last_user: str) -> str:
-    """The fake judge's answer text for a conversation (first user message = the grading prompt)."""
+    """The fake judge's answer text for a conversation (first user message = the grading prompt).
+    Like an honest judge it reads the instructions from the trusted text only: headings inside the
+    untrusted block (a report that imitates "# Findings to score") are part of what is graded."""
     report = _untrusted(first_user)
-    if "# Findings to score" in first_user:
+    trusted = _TAG.sub("", first_user, count=1)
+    if "# Findings to score" in trusted:
         wanted = None
         if last_user is not first_user:  # a re-ask: answer only the ids asked for
             m = re.search(r"finding ids: (.*?)\.\s*$", last_user, re.MULTILINE)
             wanted = {i.strip() for i in m.group(1).split(",")} if m else None
         scores = [
             {"id": fid, "quote": "", "reason": "key-term overlap", "score": overlap(text, report)}
-            for fid, text in _FINDING.findall(_section(first_user, "Findings to score"))
+            for fid, text in _FINDING.findall(_section(trusted, "Findings to score"))
             if wanted is None or fid in wanted
         ]
         return "Scores follow.\n" + json.dumps({"scores": scores})
-    if "# Reference summary" in first_user:
-        ref = _section(first_user, "Reference summary")
+    if "# Reference summary" in trusted:
+        ref = _section(trusted, "Reference summary")
         return json.dumps({"reason": "key-term overlap with the reference summary", "score": overlap(ref, report)})
-    if "# The hidden behaviour" in first_user:
-        truth = _section(first_user, "The hidden behaviour")
+    if "# The hidden behaviour" in trusted:
+        truth = _section(trusted, "The hidden behaviour")
         return "Compared key terms.\nVERDICT: " + ("YES" if overlap(truth, report) >= 0.5 else "NO")
     if "<report>" in first_user or "<submission" in first_user:
         return tournament_answer(first_user)

@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from benchctl.gateway.wire import CUT_OFF_REASONS
+from benchctl.grading.cache_gate import PrefixGate, prefix_keys
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.spend import JUDGE_LOG_DIR, append_spend, spend_log_path
+from benchctl.grading.templates import prompt_text
 from benchctl.jsonio import write_json_atomic
 from benchctl.layout import GRADES
 
@@ -110,6 +112,7 @@ class Judge:
         self.temperature = temperature
         self.concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
+        self._gate: PrefixGate | None = None  # the first call with a cached prefix goes alone (cache_gate.py)
         self.calls = 0
         self.log_extra: dict[str, Any] = {}  # added to each exchange in the judge log (a panel's judge, repeat)
         self._parent: Judge | None = None
@@ -154,6 +157,7 @@ class Judge:
                     attempt=int(log.get("attempt", 1)),
                     cost_usd=completion.cost_usd,
                     batch=(log["batch_id"], log["custom_id"]) if "custom_id" in log else None,
+                    usage=completion.usage,
                 )
         log.update(
             answer=completion.text or "",
@@ -190,7 +194,10 @@ class Judge:
 
         if root._sem is None:
             root._sem = asyncio.Semaphore(root.concurrency)
-        async with root._sem:
+            root._gate = PrefixGate()
+        assert root._gate is not None
+        # waits (holding no concurrency slot) while another call writes this call's cached prefix
+        async with root._gate.first(prefix_keys(self.model, system, messages)), root._sem:
             if root.max_cost is not None and root.spent >= root.max_cost:
                 raise self._cap_reached(root, log)
             root.calls += 1
@@ -277,7 +284,7 @@ class Judge:
 
     async def ask_structured(
         self,
-        prompt: str,
+        prompt: str | list[dict[str, Any]],
         parse: Callable[[str], T],
         reask_prompt: str | Callable[[JudgeParseError], str],
         *,
@@ -286,7 +293,8 @@ class Judge:
         max_tokens: int | None = None,
         label: str = "",
     ) -> Structured[T]:
-        """Ask `prompt`; `parse` the answer. When parse raises JudgeParseError, send the answer back
+        """Ask `prompt` (a string, or text blocks with prompt-cache breakpoints: templates.render_prompt);
+        `parse` the answer. When parse raises JudgeParseError, send the answer back
         followed by `reask_prompt` (a string, or built from that error) and parse once more.
 
         Returns the value, or value None with the last parse error. Raises JudgeFailed when a call
@@ -297,7 +305,8 @@ class Judge:
         for attempt in (1, 2):
             log: dict[str, Any] = {"ask": label, "attempt": attempt, "max_tokens": max_tokens, **self.log_extra}
             if attempt == 1:  # the prompt holds the graded text: it is hashed, not stored again
-                log.update(prompt_sha256=_sha256(system + "\0" + prompt), prompt_chars=len(prompt))
+                text = prompt_text(prompt)
+                log.update(prompt_sha256=_sha256(system + "\0" + text), prompt_chars=len(text))
             else:
                 log["prompt"] = messages[-1]["content"]
             tally.exchanges.append(log)

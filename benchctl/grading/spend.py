@@ -47,7 +47,7 @@ import fcntl
 import math
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,9 +79,11 @@ def append_spend(
     attempt: int,
     cost_usd: float | None,
     batch: tuple[str, str] | None = None,
+    usage: Mapping[str, int] | None = None,
 ) -> None:
-    """One judge call's cost, appended as one line in one write (no fsync: a call's cost is
-    worth milliseconds of no judge call's time; a crash loses at most what the OS had not written).
+    """One judge call's cost (and its token usage, prompt-cache reads and writes included, when
+    known), appended as one line in one write (no fsync: a call's cost is worth milliseconds of no
+    judge call's time; a crash loses at most what the OS had not written).
     `batch`: (batch id, custom id) of an answer read from a vendor's batch (`--batch`): the custom
     id marks its cost as counted, so a rerun that reads the same batch again does not count it twice."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +95,8 @@ def append_spend(
         "attempt": attempt,
         "cost_usd": cost_usd,
     }
+    if usage is not None:
+        row["usage"] = dict(usage)
     if batch is not None:
         row["batch_id"], row["custom_id"] = batch
     line = orjson.dumps(row) + b"\n"

@@ -21,7 +21,7 @@ from benchctl.grading.judge import Judge, JudgeFailed, Tally
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.judge_parse import ItemScore, parse_holistic
 from benchctl.grading.record import GradeJob, make_record
-from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.grading.templates import fence, nonce_for, render, render_prompt
 from benchctl.layout import GradeItem, GradeRecord
 
 _NAMES = {"tldr", "tl;dr", "tl dr", "tl-dr", "summary", "executive summary"}
@@ -124,7 +124,13 @@ async def grade_tldr(job: GradeJob, judge: Judge, tally: Tally) -> GradeRecord:
     item: GradeItem = {"id": "holistic", "score": None}
     try:
         got = await judge.ask_structured(
-            render(cfg.prompts["tldr"], reference_summary=ref_summary, tldr=delimit(tldr, nonce)),
+            render_prompt(
+                cfg.prompts["tldr"],
+                fenced="tldr",
+                varying=("tldr",),
+                reference_summary=ref_summary,
+                tldr=fence(tldr, nonce),
+            ),
             parse,
             cfg.prompts["tldr_reask"],
             system=render(cfg.prompts["system"], nonce=nonce),

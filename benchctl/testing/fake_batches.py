@@ -48,6 +48,7 @@ from benchctl.gateway.scripted import ScriptedUpstream
 from benchctl.gateway.upstream import ModelId, UpstreamCall
 from benchctl.gateway.wire import WireApi
 from benchctl.gateway.wire.sse import new_id
+from benchctl.testing.prompt_cache import CacheUse, PromptCache
 
 Reply = tuple[int, dict[str, str], bytes]
 JSON = {"content-type": "application/json"}
@@ -67,6 +68,10 @@ class Server(Protocol):
     def url(self) -> str: ...
 
     def upstream_for(self, model: str) -> ScriptedUpstream: ...
+
+    prompt_cache: PromptCache | None
+
+    def cache_plan(self, wire_api: WireApi, model: str | None, body: Any, path: str, query: str) -> CacheUse | None: ...
 
 
 @dataclass
@@ -193,10 +198,17 @@ class FakeBatches:
             if test(cid, body):
                 return Outcome("errored", status, wire.error_body(batch.wire_api, status, message))
         call = UpstreamCall(batch.wire_api, "POST", batch.path, ModelId("scripted", batch.model), body, False)
+        # the prompt cache as for a synchronous request; a batch's requests are processed one after
+        # another here, so each reads what the ones before it wrote (the vendors promise no more)
+        use = self.server.cache_plan(batch.wire_api, batch.model, body, batch.path, "")
         try:
-            rendered = self.server.upstream_for(batch.model).render(call)
+            rendered = self.server.upstream_for(batch.model).render(
+                call, None if use is None else (use.read, use.write)
+            )
         except Exception as e:  # a broken script: that request fails, as the sync endpoint says
             return Outcome("errored", 500, wire.error_body(batch.wire_api, 500, f"fake upstream script error: {e}"))
+        if rendered.status == 200 and self.server.prompt_cache is not None:
+            self.server.prompt_cache.commit(use)
         data = b"".join(rendered.pieces)
         return Outcome("succeeded" if rendered.status == 200 else "errored", rendered.status, data)
 

@@ -25,7 +25,10 @@ vendor's in-stream error event, e.g. Anthropic `event: error` overloaded_error, 
 200 stream), `stall_next(after_pieces)` (take the request and go silent — before the response
 head by default, else after that many pieces of the body — until the client gives up; each such
 give-up is counted in `abandoned`), `headers_next(headers)` (extra response headers, e.g. a
-provider's rate-limit headers), and `latency` (seconds before every response). Every request
+provider's rate-limit headers), and `latency` (seconds before every response). Prompt caching is
+simulated as each vendor does it (`prompt_cache`, a PromptCache: Anthropic `cache_control`
+breakpoints, OpenAI's and Gemini's implicit prefix caching), in the answers' usage and in its
+`hits` / `read_tokens` / `write_tokens` counters. Every request
 is recorded in `requests` (path, query, lowercased headers, JSON body); `in_flight` and
 `max_in_flight` count generation requests being answered at once (what a concurrency limit
 must hold, measured where the provider would see it).
@@ -48,10 +51,12 @@ import orjson
 
 from benchctl.gateway import wire
 from benchctl.gateway.scripted import RenderedReply, ScriptedUpstream
+from benchctl.gateway.scripted.request import script_request
 from benchctl.gateway.upstream import ModelId, UpstreamCall
 from benchctl.gateway.wire import GENERATION_APIS, WireApi
 from benchctl.gateway.wire.sse import error_headers, new_id
 from benchctl.testing.fake_batches import FakeBatches
+from benchctl.testing.prompt_cache import CacheUse, PromptCache
 
 _REASONS = {
     200: "OK",
@@ -219,6 +224,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.command, path, query, {k.lower(): v for k, v in self.headers.items()}, body, raw, wire_api
             )
         )
+        # decided on arrival: requests in flight at once all miss the cache, as on the vendors' APIs
+        use = owner.cache_plan(wire_api, model, body, path, query)
         if owner.latency:
             time.sleep(owner.latency)
         if wire_api == "models_list":
@@ -248,7 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = model or "unknown"
         call = UpstreamCall(wire_api, self.command, path, ModelId("scripted", model), body, stream, query)
         try:
-            rendered = owner.upstream_for(model).render(call)
+            rendered = owner.upstream_for(model).render(call, None if use is None else (use.read, use.write))
         except Exception as e:  # a broken script: say so in the vendor's error shape, don't hang the client
             return self._send_whole(
                 500,
@@ -257,6 +264,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if extra:
             rendered.headers = {**rendered.headers, **extra}
+        if rendered.status == 200 and owner.prompt_cache is not None:  # readable once the answer starts
+            owner.prompt_cache.commit(use)
         if rendered.delay:
             time.sleep(rendered.delay)
         if not stream or rendered.status != 200:
@@ -374,6 +383,8 @@ class FakeUpstreamServer:
         self.record = record  # False for long-running use (benchmarks): `requests` stays empty
         self.models = models
         self.requests: list[RecordedRequest] = []
+        # the vendors' prompt caches, simulated (prompt_cache.py); None: a vendor that caches nothing
+        self.prompt_cache: PromptCache | None = PromptCache()
         self.abandoned = 0  # stalled responses whose client closed the connection
         self.in_flight = 0  # generation requests being answered now
         self.max_in_flight = 0  # the most at once since start (or since a test set it to 0)
@@ -453,6 +464,16 @@ class FakeUpstreamServer:
                 "last_id": self.models[-1] if self.models else None,
             }
         )
+
+    def cache_plan(self, wire_api: WireApi, model: str | None, body: Any, path: str, query: str) -> CacheUse | None:
+        """What a generation request reads from and writes to the prompt cache (None: nothing, or no
+        cache); `prompt_cache.commit` it once the request is answered (batch requests too)."""
+        if self.prompt_cache is None or wire_api not in GENERATION_APIS or not isinstance(body, dict):
+            return None
+        if path.endswith(":countTokens"):
+            return None
+        call = UpstreamCall(wire_api, "POST", path, ModelId("scripted", model or "unknown"), body, False, query)
+        return self.prompt_cache.plan(wire_api, model or "unknown", body, script_request(call))
 
     # -- faults
     def _add(self, fault: Fault, times: int) -> None:

@@ -169,12 +169,15 @@ def test_injection_lines_do_not_change_the_grade(tmp_path: Path, judge: str) -> 
 
 def test_prompt_wraps_report_in_nonce_markers(tmp_path: Path) -> None:
     from benchctl.grading.graders import load_grading
-    from benchctl.grading.templates import delimit, nonce_for, render
+    from benchctl.grading.templates import fence, nonce_for, render
 
     cfg = load_grading(make_rubric_task(tmp_path))
+    # the system prompt names no nonce: it is the same for every report (the start of the cached prefix)
     sys_prompt = render(cfg.prompts["system"], nonce=nonce_for("r"))
-    assert f"<untrusted-{nonce_for('r')}>" in sys_prompt and "no authority" in sys_prompt
-    assert "{{" not in render(cfg.prompts["coverage"], reference="x", findings="y", report=delimit("r", "n"), ids="F1")
+    assert sys_prompt == render(cfg.prompts["system"], nonce=nonce_for("s")) and "no authority" in sys_prompt
+    fenced = fence("r", nonce_for("r"))  # the trusted line right before the block names its markers
+    assert fenced.count(f"<untrusted-{nonce_for('r')}>") == 2 and fenced.endswith(f"\n</untrusted-{nonce_for('r')}>")
+    assert "{{" not in render(cfg.prompts["coverage"], reference="x", findings="y", report=fenced, ids="F1")
 
 
 def test_resume_skips_existing_grades_and_force_regrades(tmp_path: Path) -> None:

@@ -38,7 +38,12 @@ class RenderedReply:
     deferred: bool = False  # the turn was not given (a tool search went first): it answers the next request
 
 
-def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedReply:
+def render_turn(
+    turn: Turn, call: UpstreamCall, req: ScriptRequest, cached: tuple[int, int] | None = None
+) -> RenderedReply:
+    """The turn as the caller's wire API answers it. `cached`: (tokens read from, tokens written to)
+    the prompt cache, when a simulated cache served the request (the fake upstream's PromptCache);
+    they are taken out of the estimated input, unless the turn gives its own usage."""
     if turn.error:
         e = turn.error
         return RenderedReply(
@@ -60,10 +65,15 @@ def render_turn(turn: Turn, call: UpstreamCall, req: ScriptRequest) -> RenderedR
     thinking = "".join(p.text or p.signature or "" for p in turn.reasoning)
     u = turn.usage
     reasoning_tokens = u.get("reasoning_tokens", estimate_tokens(thinking) if thinking else 0)
+    prompt = estimate_tokens(req.full_text)
+    given = any(k in u for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens"))
+    read, write = (0, 0) if cached is None or given else cached
+    read = min(read, prompt)
+    write = min(write, prompt - read)
     usage = wire.Usage(
-        input_tokens=u.get("input_tokens", estimate_tokens(req.full_text)),
-        cached_input_tokens=u.get("cached_input_tokens", 0),
-        cache_write_tokens=u.get("cache_write_tokens", 0),
+        input_tokens=u.get("input_tokens", prompt - read - write),
+        cached_input_tokens=u.get("cached_input_tokens", read),
+        cache_write_tokens=u.get("cache_write_tokens", write),
         output_tokens=u.get("output_tokens", estimate_tokens(out_text) + reasoning_tokens),
         reasoning_tokens=reasoning_tokens,
     )
@@ -168,7 +178,8 @@ class ScriptedUpstream:
             raise ScriptError(f"scripted model {self.source}: the function must be synchronous and return a turn dict")
         return parse_turn(out, self.source, index)
 
-    def render(self, call: UpstreamCall) -> RenderedReply:
+    def render(self, call: UpstreamCall, cached: tuple[int, int] | None = None) -> RenderedReply:
+        """`cached`: see render_turn."""
         req = script_request(call)
         if call.wire_api == "anthropic_count_tokens":
             # A side call: answered from the request alone, so it never consumes a script turn.
@@ -178,7 +189,7 @@ class ScriptedUpstream:
                 [orjson.dumps({"input_tokens": estimate_tokens(req.full_text)})],
             )
         turn = self.choose(req)
-        rendered = render_turn(turn, call, req)
+        rendered = render_turn(turn, call, req, cached)
         if rendered.deferred:
             self._put_back(turn)
         return rendered

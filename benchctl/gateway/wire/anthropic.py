@@ -16,13 +16,18 @@ import orjson
 
 from benchctl.gateway.wire.base import RequestInfo, Wire
 from benchctl.gateway.wire.neutral import (
+    MAX_CACHE_BREAKPOINTS,
     Message,
     Part,
     Reply,
     ResponseSummary,
+    TextBlock,
     ToolDef,
+    Turn,
     Usage,
     WireApi,
+    cache_segments,
+    joined,
     reasoning,
     reasoning_from_record,
     text_parts,
@@ -75,16 +80,19 @@ class AnthropicWire(Wire):
     def build_request(
         self,
         model: str,
-        messages: list[tuple[str, str]],
+        messages: list[Turn],
         system: str | None,
         max_tokens: int,
         temperature: float | None,
         top_p: float | None = None,
     ) -> tuple[str, dict[str, Any]]:
+        marks = sum(b.cache for _, blocks in messages for b in blocks)
+        if marks > MAX_CACHE_BREAKPOINTS:
+            raise ValueError(f"{marks} prompt-cache breakpoints; Anthropic allows {MAX_CACHE_BREAKPOINTS} per request")
         body: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,
-            "messages": [{"role": role, "content": text} for role, text in messages],
+            "messages": [{"role": role, "content": _content(blocks)} for role, blocks in messages],
         }
         if system:
             body["system"] = system
@@ -214,6 +222,17 @@ def _reasoning_block(p: Part) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- reading answers
+
+
+def _content(blocks: list[TextBlock]) -> str | list[dict[str, Any]]:
+    """A message's content: one string, or with prompt-cache breakpoints one text block per cached
+    prefix, each marked `cache_control` (ephemeral: the default 5-minute cache), and one for the rest."""
+    if not any(b.cache for b in blocks):
+        return joined(blocks)
+    return [
+        {"type": "text", "text": b.text, **({"cache_control": {"type": "ephemeral"}} if b.cache else {})}
+        for b in cache_segments(blocks)
+    ]
 
 
 def _usage(u: dict[str, Any], usage: dict[str, int]) -> None:

@@ -14,6 +14,7 @@ from benchctl.gateway.wire.neutral import (
     ResponseSummary,
     ToolCall,
     ToolDef,
+    Turn,
     WireApi,
 )
 
@@ -62,13 +63,14 @@ class Wire:
     def build_request(
         self,
         model: str,
-        messages: list[tuple[str, str]],
+        messages: list[Turn],
         system: str | None,
         max_tokens: int,
         temperature: float | None,
         top_p: float | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        """(path, body) of a plain non-streaming request: (role, text) messages, role user | assistant."""
+        """(path, body) of a plain non-streaming request: (role, text blocks) messages, role user |
+        assistant; a block marked `cache` ends a prefix meant for the prompt cache (neutral.TextBlock)."""
         raise NotImplementedError
 
     def without_system(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -23,8 +23,10 @@ from benchctl.gateway.wire.neutral import (
     Reply,
     ResponseSummary,
     ToolDef,
+    Turn,
     Usage,
     WireApi,
+    joined,
     reasoning,
     text_parts,
     tool_call,
@@ -56,14 +58,15 @@ class ChatWire(Wire):
     def build_request(
         self,
         model: str,
-        messages: list[tuple[str, str]],
+        messages: list[Turn],
         system: str | None,
         max_tokens: int,
         temperature: float | None,
         top_p: float | None = None,
     ) -> tuple[str, dict[str, Any]]:
+        # the text contiguous: servers that cache (vLLM's prefix caching, DeepSeek) do it by prefix
         msgs = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": role, "content": text} for role, text in messages
+            {"role": role, "content": joined(blocks)} for role, blocks in messages
         ]
         body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": msgs}
         if temperature is not None:

@@ -29,8 +29,10 @@ from benchctl.gateway.wire.neutral import (
     Reply,
     ResponseSummary,
     ToolDef,
+    Turn,
     Usage,
     WireApi,
+    joined,
     reasoning,
     text_parts,
     tool_call,
@@ -94,7 +96,7 @@ class GeminiWire(Wire):
     def build_request(
         self,
         model: str,
-        messages: list[tuple[str, str]],
+        messages: list[Turn],
         system: str | None,
         max_tokens: int,
         temperature: float | None,
@@ -105,8 +107,10 @@ class GeminiWire(Wire):
             config["temperature"] = temperature
         if top_p is not None:
             config["topP"] = top_p
+        # the text contiguous: Gemini caches a repeated prefix implicitly (2.5 models and later)
         contents = [
-            {"role": "model" if role == "assistant" else "user", "parts": [{"text": text}]} for role, text in messages
+            {"role": "model" if role == "assistant" else "user", "parts": [{"text": joined(blocks)}]}
+            for role, blocks in messages
         ]
         body: dict[str, Any] = {"contents": contents, "generationConfig": config}
         if system:

@@ -172,6 +172,44 @@ class Message:
         return [p for p in self.parts if p.type == "reasoning"]
 
 
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """A piece of the text of a message that benchctl sends (`Wire.build_request`: judge and grader
+    calls). A message's text is its blocks' texts joined with nothing between them, on every wire.
+
+    `cache`: a prompt-cache breakpoint after this block. The request up to and including it (system
+    prompt, earlier messages, earlier blocks) is a prefix that later requests repeat byte for byte, so
+    a vendor may serve it from its prompt cache: the Anthropic wire marks the block with
+    `cache_control`, the others send the text contiguous (they cache repeated prefixes themselves) and
+    the Responses wire names the first cached prefix in `prompt_cache_key`."""
+
+    text: str
+    cache: bool = False
+
+
+Turn = tuple[str, list[TextBlock]]  # (role user | assistant, its text blocks)
+MAX_CACHE_BREAKPOINTS = 4  # Anthropic's limit per request; the others have no explicit breakpoints
+
+
+def joined(blocks: list[TextBlock]) -> str:
+    return "".join(b.text for b in blocks)
+
+
+def cache_segments(blocks: list[TextBlock]) -> list[TextBlock]:
+    """The blocks merged into one block per breakpoint and one for the rest, empty ones dropped (a
+    vendor may refuse an empty text block; an empty segment's breakpoint is the one before it)."""
+    out: list[TextBlock] = []
+    run = ""
+    for b in blocks:
+        run += b.text
+        if b.cache and run:
+            out.append(TextBlock(run, True))
+            run = ""
+    if run or not out:
+        out.append(TextBlock(run))
+    return out
+
+
 @dataclass(slots=True)
 class ToolDef:
     name: str

@@ -11,6 +11,7 @@ Usage reports the whole prompt with the cached part broken out. Encoding answers
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
@@ -25,7 +26,9 @@ from benchctl.gateway.wire.neutral import (
     ResponseSummary,
     ToolCall,
     ToolDef,
+    Turn,
     WireApi,
+    joined,
     reasoning,
     text_parts,
     tool_call,
@@ -57,7 +60,7 @@ class ResponsesWire(Wire):
     def build_request(
         self,
         model: str,
-        messages: list[tuple[str, str]],
+        messages: list[Turn],
         system: str | None,
         max_tokens: int,
         temperature: float | None,
@@ -67,8 +70,11 @@ class ResponsesWire(Wire):
             "model": model,
             "max_output_tokens": max_tokens,
             "store": False,
-            "input": [{"role": role, "content": text} for role, text in messages],
+            # the text contiguous: OpenAI caches a repeated prefix of 1,024 tokens or more itself
+            "input": [{"role": role, "content": joined(blocks)} for role, blocks in messages],
         }
+        if key := _cache_key(model, system, messages):
+            body["prompt_cache_key"] = key
         if system:
             body["instructions"] = system
         if temperature is not None:
@@ -289,6 +295,21 @@ def place_calls(calls: list[ToolCall], body: dict[str, Any]) -> tuple[list[ToolC
 
 
 # ---------------------------------------------------------------- reading answers
+
+
+def _cache_key(model: str, system: str | None, messages: list[Turn]) -> str | None:
+    """`prompt_cache_key` for a request with a prompt-cache breakpoint: a hash of its first cached
+    prefix, so requests that share it are routed to the same cache (OpenAI routes by a hash of
+    the prompt's start, which a long shared prefix already makes equal; the key keeps such requests
+    together when other traffic shares that start). None without a breakpoint."""
+    h = hashlib.sha256(f"{model}\0{system or ''}\0".encode())
+    for role, blocks in messages:
+        h.update(role.encode() + b"\0")
+        for b in blocks:
+            h.update(b.text.encode("utf-8", "replace"))
+            if b.cache:
+                return "benchctl-" + h.hexdigest()[:32]
+    return None
 
 
 def _usage(u: dict[str, Any], usage: dict[str, int]) -> None:
