@@ -307,7 +307,8 @@ def variants(grouping: Grouping, headlines: Headlines) -> Table | None:
         [
             "Δ = variant mean − original mean for the same model, harness and budget, with its 95% interval and "
             "two-sided p: paired by seed when both have the same seeds, else Welch's t; success rates: Newcombe's "
-            "interval and the score test. 'all rows': the equally weighted mean of the rows' Δs (stratified "
+            "interval and an exact p (Boschloo's test; for 'all rows' the exact conditional test), significance "
+            "decided by p. 'all rows': the equally weighted mean of the rows' Δs (stratified "
             "by row), the question whether the variant moves scores at all."
         ],
         display,
