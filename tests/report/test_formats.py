@@ -92,6 +92,22 @@ def test_markdown_and_terminal(results: Path) -> None:
     assert code == 0 and "Leaderboard" in out and "fell back" in out and "WARNING" in out
 
 
+def test_table_selects_the_table_in_every_format(results: Path) -> None:
+    """--table used to be read by --format csv alone: json, markdown and the terminal printed every table."""
+    code, out, _ = cli(str(results), "--format", "json", "--table", "findings")
+    assert code == 0 and list(json.loads(out)["tables"]) == ["findings"]
+    assert json.loads(out)["provenance"]["judges"]  # provenance and warnings still come with it
+    code, md, _ = cli(str(results), "--format", "markdown", "--table", "findings")
+    assert code == 0 and "## Per-finding hit rates" in md and "## Leaderboard" not in md and "## Provenance" in md
+    code, out, _ = cli(str(results), "--table", "findings")
+    assert code == 0 and "Per-finding hit rates" in out and "Leaderboard" not in out
+    code, out, _ = cli(str(results), "--format", "json", "--table", "all")
+    assert code == 0 and len(json.loads(out)["tables"]) == len(build_report(results).tables)
+    for fmt in ("json", "markdown", "table"):
+        code, _, err = cli(str(results), "--format", fmt, "--table", "nope")
+        assert code == 2 and "no table named 'nope'" in err and "leaderboard" in err, fmt
+
+
 class _Collect(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
