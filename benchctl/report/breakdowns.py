@@ -33,7 +33,9 @@ def _row_label(grouping: Grouping, c: Config) -> str:
     for d in ("task", "variant", "tools"):
         if grouping.varies[d]:
             parts.append(getattr(c, d))
-    return " · ".join(parts)
+    # a configuration without a value where others have one (runs with no tool configuration beside
+    # runs with one) leaves its part out rather than ending in a stray " · "
+    return " · ".join(p for p in parts if p)
 
 
 def clusters(grouping: Grouping, grader: str = "coverage") -> Table | None:

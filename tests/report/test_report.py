@@ -99,6 +99,16 @@ def test_breakdowns(tmp_path: Path) -> None:
     assert fu[0]["gain_lo"] == pytest.approx(0.125 - half) and fu[0]["gain_hi"] == 1.0  # clipped to the gain's range
 
 
+def test_cluster_labels_leave_out_an_empty_tool_configuration(tmp_path: Path) -> None:
+    """Runs without a tool configuration beside runs with one: the former's label ended in " · "."""
+    for tools in (None, "probe"):
+        rid = add_run(tmp_path, model=A, tools=tools)
+        add_grade(tmp_path, "coverage", rid, 0.5, by_cluster={"operators": 0.5})
+    labels = sorted(r["config"] for r in build_report(tmp_path).table("clusters").rows)
+    assert labels == sorted([f"{A} · 10m", f"{A} · 10m · probe"]), labels
+    assert not any(label.endswith(("·", "· ")) for label in labels)
+
+
 def test_finding_mean_strict_is_exactly_rounded(tmp_path: Path) -> None:
     """mean_strict is the exact mean rounded once, whatever the order of the runs: adding 0.1, 0.2
     and 0.7 one run at a time drifts in the last digits (it did, before the findings table counted
