@@ -8,7 +8,7 @@ Heavy imports live inside the command bodies so `benchctl --help` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
@@ -25,12 +25,49 @@ DEFAULT_COMMAND = "runs"
 
 
 class DefaultCommandGroup(TyperGroup):
-    """A group whose first argument, when it is not a subcommand, goes to DEFAULT_COMMAND."""
+    """A group whose first argument, when it is not a subcommand, goes to DEFAULT_COMMAND.
+
+    The default command is what users type (`benchctl grade RESULTS --judge M`), so it speaks under
+    the group's name: the group's --help ends with its usage and options, and its usage errors say
+    `benchctl grade [OPTIONS] RESULTS`, not `benchctl grade runs ...`, a command nobody typed."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = [DEFAULT_COMMAND, *args]
+            ctx.meta[_IMPLICIT] = ctx
         return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None and ctx.meta.get(_IMPLICIT) is ctx:
+            return name, _UnderGroupName(cmd, ctx), rest
+        return name, cmd, rest
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        super().format_help(ctx, formatter)
+        cmd = self.commands.get(DEFAULT_COMMAND)
+        if cmd is not None:
+            with _UnderGroupName(cmd, ctx).make_context(None, [], resilient_parsing=True) as sub:
+                cmd.format_help(sub, formatter)
+
+
+_IMPLICIT = "benchctl.default_command_of"  # ctx.meta is shared down the chain: keyed by the group's context
+
+
+class _UnderGroupName:
+    """The default command, its context made under the group's own name and parent, so that its
+    command path (usage lines, 'Try ... --help') is the one the user typed. Everything else is the
+    command's: `make_context` is the only call a group makes on the command it resolved."""
+
+    def __init__(self, cmd: Any, group_ctx: Context) -> None:
+        self._cmd, self._group_ctx = cmd, group_ctx
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cmd, name)
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        g = self._group_ctx
+        return self._cmd.make_context(g.info_name, args, parent=g.parent, **extra)
 
 
 grade_app = typer.Typer(

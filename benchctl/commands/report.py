@@ -52,11 +52,12 @@ def report(
         help="Headline grader of every task (default: each task's own: the first of combined, coverage, tldr, "
         "any_of_n, tournament that its \\[grading] graders list and that has grades).",
     ),
-    table: str = typer.Option(
-        "leaderboard",
+    table: str | None = typer.Option(
+        None,
         "--table",
-        help="Which table --format csv writes (leaderboard, clusters, findings, ...); "
-        "`all` writes <table>.csv for every table into the --output directory.",
+        help="Only this table (leaderboard, clusters, findings, comparisons, ...) in the --format output, in "
+        "every format; `all`: every table (the default, except for csv: one table, the leaderboard unless "
+        "named; `--format csv --table all -o DIR` writes <table>.csv for each). --html always has every table.",
     ),
     plan: float | None = typer.Option(
         None,
@@ -87,6 +88,22 @@ def report(
     except (ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    # --table picks what the --format output holds (an unknown name fails before any file is written)
+    out_rep = rep
+    if format is Format.csv:
+        table = table or "leaderboard"
+    if table not in (None, "all"):
+        from dataclasses import replace
+
+        chosen = rep.table(table)
+        if chosen is None:
+            typer.echo(
+                f"error: --table {table}: no table named {table!r} in this report; available: "
+                f"{', '.join(t.name for t in rep.tables)}, or all",
+                err=True,
+            )
+            raise typer.Exit(2)
+        out_rep = replace(rep, tables=[chosen])
     if plots is not None or html is not None:
         from benchctl.report.plots import make_plots
 
@@ -120,21 +137,17 @@ def report(
 
         if output is not None:
             with output.open("w", encoding="utf-8") as f:
-                print_report(rep, wide_console(REPORT_WIDTH, file=f, no_color=True))
+                print_report(out_rep, wide_console(REPORT_WIDTH, file=f, no_color=True))
             return
-        print_report(rep)
+        print_report(out_rep)
         return
     from benchctl.report import render_text
 
-    try:
-        text = {
-            Format.markdown: render_text.to_markdown,
-            Format.json: render_text.to_json,
-            Format.csv: lambda r: render_text.to_csv(r, table),
-        }[format](rep)
-    except ValueError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+    text = {
+        Format.markdown: render_text.to_markdown,
+        Format.json: render_text.to_json,
+        Format.csv: lambda r: render_text.to_csv(r, r.tables[0].name),
+    }[format](out_rep)
     if output is not None:
         output.write_text(text, encoding="utf-8")
     else:

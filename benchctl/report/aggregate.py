@@ -436,7 +436,7 @@ def unscored_runs(runs: list[Run], headlines: Headlines) -> Table:
             reason = f"no {headline} grade yet"
         elif g.score is None:
             # not always the judge's fault: combined lacks a part, a tournament run had no match
-            reason = f"grade {g.status}: no score (the grade file under grades/{headline}/ says why)"
+            reason = f"grade {g.status}: " + (g.error or f"no score and no error recorded in grades/{headline}/")
         else:
             continue
         rows.append(

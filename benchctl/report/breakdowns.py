@@ -33,7 +33,9 @@ def _row_label(grouping: Grouping, c: Config) -> str:
     for d in ("task", "variant", "tools"):
         if grouping.varies[d]:
             parts.append(getattr(c, d))
-    return " · ".join(parts)
+    # a configuration without a value where others have one (runs with no tool configuration beside
+    # runs with one) leaves its part out rather than ending in a stray " · "
+    return " · ".join(p for p in parts if p)
 
 
 def clusters(grouping: Grouping, grader: str = "coverage") -> Table | None:
@@ -307,7 +309,8 @@ def variants(grouping: Grouping, headlines: Headlines) -> Table | None:
         [
             "Δ = variant mean − original mean for the same model, harness and budget, with its 95% interval and "
             "two-sided p: paired by seed when both have the same seeds, else Welch's t; success rates: Newcombe's "
-            "interval and the score test. 'all rows': the equally weighted mean of the rows' Δs (stratified "
+            "interval and an exact p (Boschloo's test; for 'all rows' the exact conditional test), significance "
+            "decided by p. 'all rows': the equally weighted mean of the rows' Δs (stratified "
             "by row), the question whether the variant moves scores at all."
         ],
         display,

@@ -56,7 +56,7 @@ def read_bytes(path: str) -> tuple[bytes, FileKey]:
 CACHE_FILE = ".benchctl-report-cache"
 RACY_NS = 3_000_000_000
 # marshal's format may change between Python versions: the version is part of the header.
-_CACHE_HEADER = f"benchctl-report-cache/5 python{sys.version_info[0]}.{sys.version_info[1]}\n".encode()
+_CACHE_HEADER = f"benchctl-report-cache/6 python{sys.version_info[0]}.{sys.version_info[1]}\n".encode()
 
 
 class FileCache:

@@ -14,8 +14,8 @@ Rows:
 Only runs that count towards the leaderboard's mean count here (`aggregate.averaged`, a headline
 score). Scores are compared within one task's headline grader (`headline_of(task)`): a difference
 of two different graders' scores is never taken. Any-of-N success (score ≥ 0.5, as the any-of-N
-table counts) is compared as proportions. Per-run tournament shares are not compared (matches
-within an environment are not independent); the Elo rows are.
+table counts) is compared as proportions, with exact p-values (`exact`). Per-run tournament shares
+are not compared (matches within an environment are not independent); the Elo rows are.
 
 Holm's adjustment runs over every row of the table that has a p-value (one family: the table).
 """
@@ -118,7 +118,7 @@ class _Rows:
         elif isinstance(stat, Cell):
             _fill(row, proportions([stat]))
         else:
-            _fill(row, proportions(stat, "stratified-newcombe"))
+            _fill(row, proportions(stat))
         self.rows.append(row)
 
     def finish(self) -> list[dict[str, Any]]:
@@ -366,7 +366,9 @@ def _table(rows: list[dict[str, Any]]) -> Table:
         "Δ = b − a of the headline score (Elo points for the tournament); 95% interval; two-sided p; MDE = the "
         "smallest true difference this design detects at α = 0.05 with 80% power. Within a task: Welch's t (runs "
         "are independent; variances may differ), paired by seed for data variants when both sides have the same "
-        "seeds; success rates: Newcombe's interval and the score test. Across tasks (task = all): the mean of the "
+        "seeds; success rates: Newcombe's interval and an exact p (Boschloo's test; across tasks the exact "
+        "conditional test), valid at any number of runs — significance is decided by p, and an interval that would "
+        "exclude 0 where p ≥ 0.05 is extended to 0. Across tasks (task = all): the mean of the "
         "per-task (and per-variant) differences, each cell weighted equally, paired by task. Tournament: the "
         "bootstrap over environments.",
     ]
@@ -420,5 +422,5 @@ def variant_deltas(grouping: Grouping, headline_of: HeadlineOf) -> dict[Any, dic
         if isinstance(st, Cell):
             out[k][v] = proportions([st])
         elif isinstance(st, list):
-            out[k][v] = proportions(st, "stratified-newcombe")
+            out[k][v] = proportions(st)
     return out

@@ -24,10 +24,13 @@ Success rates (any-of-N, 0/1 per run):
   from the two Wilson intervals; across tasks its MOVER generalisation (Zou & Donner 2008) to the
   equally weighted mean of the per-task differences (for one task it is Newcombe's interval).
   Both stay inside [−1, 1] and behave at 0/16 and 16/16, where a Wald interval collapses.
-- p: the score test (the Pearson χ² test of a 2×2 table without continuity correction: the
-  variance under the null from the pooled rate), stratified by task in the same equal weights.
-- MDE: the smallest δ that this z-test detects with 80 % power, for rates p̄ ∓ δ/2 around the
-  observed pooled rate (moved inside [0, 1] when needed).
+- p: exact, valid at any number of runs (`exact`): Boschloo's exact unconditional test for one task,
+  the exact conditional test of no difference in any task across tasks. The score test (Pearson χ²)
+  they replace rejects a true null 12.5 % of the time at 2 runs a side. Significance is decided
+  by p; an interval that excludes 0 while p ≥ 0.05 is extended to reach 0.
+- MDE: the smallest δ that this test detects with 80 % power, for rates p̄ ∓ δ/2 around the
+  observed pooled rate (moved inside [0, 1] when needed): Boschloo's exact power for one task (up to
+  100 runs a side), else the score test's normal approximation.
 
 MDE for t-based rows: the δ at which the two-sided t-test at α = 0.05 has 80 % power, with the
 observed variances taken as the truth: exact from the noncentral t for a paired t, and for Welch
@@ -380,43 +383,67 @@ def phi(z: float) -> float:
     return 0.5 * math.erfc(-z / math.sqrt(2))
 
 
-def proportions(cells: Sequence[Cell], method: str = "newcombe") -> Result:
-    """p_b − p_a (the equally weighted mean over cells): Newcombe / MOVER-Wilson interval, score-test
-    p, z-test MDE. One cell is the plain two-sample case."""
+NEWCOMBE = "newcombe-boschloo"
+STRATIFIED_NEWCOMBE = "stratified-newcombe-exact"
+
+
+def proportions(cells: Sequence[Cell]) -> Result:
+    """p_b − p_a (the equally weighted mean over cells): Newcombe / MOVER-Wilson interval, exact p
+    (`exact`: Boschloo's test for one cell, the exact conditional test across several), MDE from the
+    test's power. One cell is the plain two-sample case.
+
+    The interval and p come from different constructions and could disagree at small n (2/2 against
+    0/2: Newcombe [+0.07, +1.00], exact p = 0.125); significance is decided by p, and an interval
+    that excludes 0 while p ≥ 0.05 is extended to reach 0, so that the printed interval never
+    claims what the test does not (a wider interval: coverage can only rise)."""
+    from benchctl.report import exact
     from benchctl.stats import wilson_interval
 
+    method = NEWCOMBE if len(cells) == 1 else STRATIFIED_NEWCOMBE
     n_a, n_b = sum(c.n_a for c in cells), sum(c.n_b for c in cells)
     if not cells or any(c.n_a == 0 or c.n_b == 0 for c in cells):
         return Result(None, None, None, None, None, n_a, n_b, len(cells) > 1, _method(method, "no scored runs"))
     w = 1.0 / len(cells)
     diff = w * math.fsum(c.k_b / c.n_b - c.k_a / c.n_a for c in cells)
-    low, high, null_var = [], [], []
+    low, high = [], []
     for c in cells:
         pa, pb = c.k_a / c.n_a, c.k_b / c.n_b
         la, ua = wilson_interval(c.k_a, c.n_a)
         lb, ub = wilson_interval(c.k_b, c.n_b)
         low.append(w * w * ((pb - lb) ** 2 + (ua - pa) ** 2))
         high.append(w * w * ((ub - pb) ** 2 + (pa - la) ** 2))
-        pool = (c.k_a + c.k_b) / (c.n_a + c.n_b)
-        null_var.append(w * w * pool * (1 - pool) * (1 / c.n_a + 1 / c.n_b))
     lo = max(-1.0, diff - math.sqrt(math.fsum(low)))
     hi = min(1.0, diff + math.sqrt(math.fsum(high)))
-    v0 = math.fsum(null_var)
-    # every cell all-success or all-failure on both sides: no difference and nothing to test against
-    p = 1.0 if v0 <= 0 else math.erfc(abs(diff) / math.sqrt(v0) / math.sqrt(2))
-    mde = proportion_mde(cells)
-    return Result(diff, lo, hi, min(1.0, p), mde, n_a, n_b, len(cells) > 1, method)
+    if len(cells) == 1:
+        c = cells[0]
+        p = exact.boschloo(c.k_a, c.n_a, c.k_b, c.n_b)
+    else:
+        p = exact.stratified_exact([(c.k_a, c.n_a, c.k_b, c.n_b) for c in cells])
+    if p >= ALPHA:
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    return Result(diff, lo, hi, p, proportion_mde(cells), n_a, n_b, len(cells) > 1, method)
 
 
 def proportion_power(delta: float, cells: Sequence[Cell]) -> float:
-    """Power of the (stratified) score test when each cell's rates are c ∓ δ/2 around its pooled
-    observed rate c (moved so that both stay inside [0, 1])."""
+    """Power of the comparison's test when each cell's rates are c ∓ δ/2 around its pooled observed
+    rate c (moved so that both stay inside [0, 1]). One cell of at most `exact.EXACT_POWER_MAX` runs
+    a side: Boschloo's test's exact power. Otherwise the score test's normal approximation — close to
+    the exact test's power at larger n; across tasks at small n it is optimistic, and 0 when the exact
+    test cannot reach p < 0.05 at all with these numbers of runs."""
+    from benchctl.report import exact
+
+    if len(cells) == 1 and max(cells[0].n_a, cells[0].n_b) <= exact.EXACT_POWER_MAX:
+        c = cells[0]
+        pa, pb = _rates(delta, (c.k_a + c.k_b) / (c.n_a + c.n_b))
+        return exact.boschloo_power(pa, int(c.n_a), pb, int(c.n_b))
+    if exact.stratified_min_p([(int(c.n_a), int(c.n_b)) for c in cells]) >= ALPHA:
+        return 0.0
     w = 1.0 / len(cells)
     v0 = v1 = 0.0
     for c in cells:
         pool = (c.k_a + c.k_b) / (c.n_a + c.n_b)
-        mid = min(max(pool, delta / 2), 1 - delta / 2)
-        pa, pb = mid - delta / 2, mid + delta / 2
+        pa, pb = _rates(delta, pool)
+        mid = (pa + pb) / 2
         v0 += w * w * mid * (1 - mid) * (1 / c.n_a + 1 / c.n_b)
         v1 += w * w * (pa * (1 - pa) / c.n_a + pb * (1 - pb) / c.n_b)
     if v1 <= 0:
@@ -425,12 +452,24 @@ def proportion_power(delta: float, cells: Sequence[Cell]) -> float:
     return phi((delta - Z975 * s0) / s1) + phi((-delta - Z975 * s0) / s1)
 
 
+def _rates(delta: float, pool: float) -> tuple[float, float]:
+    """Rates mid ∓ δ/2 around the pooled rate, moved so that both stay inside [0, 1]."""
+    mid = min(max(pool, delta / 2), 1 - delta / 2)
+    return mid - delta / 2, mid + delta / 2
+
+
 def proportion_mde(cells: Sequence[Cell]) -> float | None:
     """The smallest δ in (0, 1] with power ≥ 0.8 (bisection); None when even δ = 1 falls short."""
+    return _proportion_mde(tuple(cells))
+
+
+@lru_cache(maxsize=4096)
+def _proportion_mde(cells: tuple[Cell, ...]) -> float | None:
+    # cached: a table has many rows with the same counts, and each bisection step is an exact power
     if proportion_power(1.0, cells) < POWER:
         return None
     lo, hi = 0.0, 1.0
-    for _ in range(60):
+    for _ in range(40):
         mid = (lo + hi) / 2
         if proportion_power(mid, cells) >= POWER:
             hi = mid

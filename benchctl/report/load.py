@@ -63,6 +63,7 @@ class Grade:
     artifact: str | None
     bad_values: int = 0  # item scores or clusters, by_cluster values, cost_usd of the wrong type: read as unknown
     judge_noise: dict[str, Any] | None = None  # judge repeats / panels (grading.panel): report.judge_noise reads it
+    error: str | None = None  # why a grade has no score (or some items none), on one line: `unscored_error`
 
 
 @dataclass(slots=True)
@@ -217,7 +218,28 @@ def _grade_fields(rec: Any, grader: str, run_id: str, tag: str | None, compact: 
         share(rec.get("artifact")),
         bad,
         noise if isinstance(noise := rec.get("judge_noise"), dict) else None,
+        unscored_error(rec),
     ]
+
+
+ERROR_CHARS = 300  # a reason is one line of a table: the grade file has the rest
+
+
+def unscored_error(rec: dict[str, Any]) -> str | None:
+    """Why a grade record has no score, on one line: its own `error` (combined, tournament), else its
+    first unscored item's (the judge graders), with how many items are unscored. Errors may quote
+    judge or agent text: callers render it as text, never as markup."""
+    err = rec.get("error")
+    if not (isinstance(err, str) and err.strip()):
+        items = rec.get("items")
+        failed = [i for i in items if isinstance(i, dict) and i.get("score") is None] if isinstance(items, list) else []
+        first = next((i for i in failed if isinstance(i.get("error"), str) and i["error"].strip()), None)
+        if first is None:
+            return None
+        more = f" (and {len(failed) - 1} more unscored items)" if len(failed) > 1 else ""
+        err = f"item {first.get('id')}: {first['error']}{more}"
+    line = " ".join(err.split())
+    return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 1] + "…"
 
 
 @contextmanager

@@ -2,7 +2,7 @@
 when plots are asked for: it costs ~0.3 s to import and `benchctl report` must stay fast.
 
     score_vs_budget.png   headline score vs time budget, one line per model, 95 % intervals
-    elo.png               tournament Elo with bootstrap intervals
+    elo.png               tournament Elo, with bootstrap intervals when the ratings have them
     cluster_heatmap.png   mean strict coverage per finding cluster per configuration
 """
 
@@ -85,10 +85,21 @@ def elo(t: Table) -> bytes | None:
     ax.set_yticks(ys)
     ax.set_yticklabels([r["auditor"] for r in rows])
     ax.axvline(1000, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel("Elo (bootstrap 95% interval)")
+    ax.set_xlabel(elo_axis_label(rows))
     ax.set_title("Tournament ratings")
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
+
+
+def elo_axis_label(rows: list[dict[str, Any]]) -> str:
+    """The axis says which intervals are drawn: a tournament on one environment has none (the
+    bootstrap resamples environments), and a dot without a bar must not read as a certain Elo."""
+    with_interval = sum(r.get("lo") is not None and r.get("hi") is not None for r in rows)
+    if with_interval == len(rows):
+        return "Elo (bootstrap 95% interval over environments)"
+    if with_interval == 0:
+        return "Elo (no interval: one environment, nothing for the bootstrap to resample)"
+    return "Elo (bootstrap 95% interval where drawn; none for auditors without one)"
 
 
 def cluster_heatmap(t: Table) -> bytes | None:

@@ -6,7 +6,7 @@ two scored runs (Σ (n − 1)·s² / Σ (n − 1)), and the smallest n per confi
 comparison's test (Welch's t for two configurations of the task, its power computed as
 `inference.t_test_power` does) reaches 80 % power. Across tasks (when several share a headline
 grader): the same for the across-task row, with each task's own SD. Success rates (any-of-N): the
-score test around the observed pooled success rate. The SD is itself estimated from few runs:
+power of the comparison's exact test around the observed pooled success rate (`inference.proportion_power`). The SD is itself estimated from few runs:
 the plan is a guide, and the MDE column says what the current design detects.
 """
 
@@ -18,7 +18,16 @@ from typing import Any
 
 from benchctl.report.aggregate import PROPORTION_GRADERS, SUCCESS_AT, Grouping
 from benchctl.report.comparisons import HeadlineOf, scores_by_config
-from benchctl.report.inference import Cell, proportion_mde, sample_var, seeds_for_proportions, seeds_for_t, t_mde
+from benchctl.report.inference import (
+    NEWCOMBE,
+    STRATIFIED_NEWCOMBE,
+    Cell,
+    proportion_mde,
+    sample_var,
+    seeds_for_proportions,
+    seeds_for_t,
+    t_mde,
+)
 from benchctl.report.model import NA, Column, Table, fmt
 
 
@@ -54,7 +63,7 @@ def plan_table(grouping: Grouping, headline_of: HeadlineOf, delta: float) -> Tab
                 rate=rate,
                 n_needed=seeds_for_proportions(delta, [rate]),
                 mde_now=proportion_mde([Cell(k, n_now, k, n_now)]),
-                method="score test",
+                method=NEWCOMBE,
             )
         else:
             df = sum(len(g) - 1 for g in groups if len(g) > 1)
@@ -76,7 +85,7 @@ def plan_table(grouping: Grouping, headline_of: HeadlineOf, delta: float) -> Tab
             row = {"task": None, "grader": grader, "delta": delta, "configurations": None, "n_now": n_now}
             if grader in PROPORTION_GRADERS:
                 row.update(sd=None, rate=None, n_needed=seeds_for_proportions(delta, values), mde_now=None)
-                row["method"] = "stratified score test"
+                row["method"] = STRATIFIED_NEWCOMBE
             else:
                 k = len(values)
                 comps = [(s * s / n_now / (k * k), n_now - 1.0) for s in values for _ in (0, 1)]

@@ -28,7 +28,8 @@ def print_report(report: Report, console: Console | None = None, max_listing_row
             rt.add_column(h, overflow="fold")
         cut = len(rows) - max_listing_rows if t.name in LISTINGS and len(rows) > max_listing_rows else 0
         for row in rows[: len(rows) - cut]:
-            rt.add_row(*row)
+            # cells are data, some of it agent- or judge-written (reasons, errors): text, never rich markup
+            rt.add_row(*(Text(cell) for cell in row))
         console.print(rt)
         if cut:
             console.print(

@@ -56,23 +56,84 @@ def test_paired_t_matches_scipy_and_its_mde_statsmodels() -> None:
     assert r.mde == pytest.approx(es * sd, rel=1e-6)
 
 
-def test_newcombe_and_score_test_match_statsmodels() -> None:
-    for ka, na, kb, nb in ((3, 16, 9, 16), (0, 16, 5, 16), (16, 16, 12, 16), (2, 10, 7, 12)):
+def test_newcombe_interval_matches_statsmodels_and_p_matches_scipys_boschloo() -> None:
+    for ka, na, kb, nb in (
+        (3, 16, 9, 16),
+        (0, 16, 5, 16),
+        (16, 16, 12, 16),
+        (2, 10, 7, 12),
+        (1, 3, 3, 3),
+        (4, 7, 1, 5),
+    ):
         r = inf.proportions([inf.Cell(ka, na, kb, nb)])
         lo, hi = sm_proportion.confint_proportions_2indep(kb, nb, ka, na, method="newcomb", compare="diff")
+        if r.p is not None and r.p >= 0.05 and (lo > 0 or hi < 0):
+            lo, hi = min(lo, 0.0), max(hi, 0.0)  # extended to 0 where the exact test does not reject
         assert (r.lo, r.hi) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
-        ref = sm_proportion.test_proportions_2indep(kb, nb, ka, na, method="score", compare="diff", correction=False)
-        assert r.p == pytest.approx(ref.pvalue, rel=1e-9)
+        ref = stats.boschloo_exact([[kb, ka], [nb - kb, na - ka]], alternative="two-sided").pvalue
+        # scipy's supremum over the nuisance rate comes from a coarser search: ours is the same or a hair higher
+        assert r.p == pytest.approx(ref, rel=1e-5) and r.p >= ref * (1 - 1e-9)
+        assert r.method == "newcombe-boschloo"
     same = inf.proportions([inf.Cell(0, 16, 0, 16)])
-    assert (same.diff, same.p) == (0.0, 1.0) and same.mde is not None and 0.3 < same.mde < 0.45
+    assert (same.diff, same.p) == (0.0, 1.0) and same.mde is not None and 0.3 < same.mde < 0.5
 
 
-def test_stratified_proportions_by_hand() -> None:
-    """MOVER-Wilson for the mean of two cells' differences, and the stratified score test."""
-    cells = [inf.Cell(2, 10, 6, 10), inf.Cell(5, 8, 7, 8)]
-    r = inf.proportions(cells, "stratified-newcombe")
-    d = [(0.6, 0.2), (7 / 8, 5 / 8)]
-    assert r.diff == pytest.approx(((0.6 - 0.2) + (7 / 8 - 5 / 8)) / 2, rel=1e-15)
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # statsmodels' odds ratio at 2/2
+def test_two_of_two_against_none_of_two_is_not_significant() -> None:
+    """The score test said p = 0.0455 here (and rejected a true null 12.5 % of the time at 2 runs a side);
+    Boschloo's exact p is 0.125, and Newcombe's interval [+0.07, +1.00] is extended to 0 so as not to
+    contradict it. No table of 2 runs a side is significant, so the design has no MDE."""
+    r = inf.proportions([inf.Cell(0, 2, 2, 2)])
+    assert r.p == pytest.approx(0.125, rel=1e-6)
+    assert r.lo == 0.0 and r.hi == 1.0 and r.mde is None
+    sm_lo, _ = sm_proportion.confint_proportions_2indep(2, 2, 0, 2, method="newcomb", compare="diff")
+    assert sm_lo > 0.05  # what Newcombe's interval alone would have printed
+
+
+def test_significance_and_interval_agree_for_equal_sizes() -> None:
+    """Every table of n runs against n (2..12, 16, 20): the printed interval excludes 0 exactly when p < 0.05."""
+    for n in (*range(2, 13), 16, 20):
+        for ka in range(n + 1):
+            for kb in range(n + 1):
+                r = inf.proportions([inf.Cell(ka, n, kb, n)])
+                assert r.p is not None and r.lo is not None and r.hi is not None
+                assert (r.p < 0.05) == (r.lo > 0 or r.hi < 0), (ka, kb, n, r)
+
+
+def test_exact_power_matches_enumeration_and_the_mde_is_where_it_reaches_80_percent() -> None:
+    """Boschloo's power from its rejection region, against a direct sum over all tables of scipy's
+    p-values (8 runs a side)."""
+    n = 8
+    region = [
+        (ka, kb)
+        for ka in range(n + 1)
+        for kb in range(n + 1)
+        if stats.boschloo_exact([[kb, ka], [n - kb, n - ka]]).pvalue < 0.05
+    ]
+    for pa, pb in ((0.25, 0.75), (0.125, 0.625), (0.5, 0.5)):  # pooled rates k/8
+        ref = sum(stats.binom.pmf(ka, n, pa) * stats.binom.pmf(kb, n, pb) for ka, kb in region)
+        assert inf.proportion_power(pb - pa, [inf.Cell(round((pa + pb) / 2 * n), n, round((pa + pb) / 2 * n), n)]) == (
+            pytest.approx(ref, abs=1e-9)
+        )
+    mde = inf.proportion_mde([inf.Cell(4, n, 4, n)])
+    assert mde is not None
+    assert (
+        inf.proportion_power(mde, [inf.Cell(4, n, 4, n)])
+        >= 0.8
+        > inf.proportion_power(mde - 0.01, [inf.Cell(4, n, 4, n)])
+    )
+
+
+def test_stratified_proportions_interval_by_hand_and_exact_p_by_enumeration() -> None:
+    """MOVER-Wilson for the mean of two cells' differences; the p of the exact conditional test
+    against a brute-force sum over every pair of tables with the observed margins; one cell: Fisher."""
+    import itertools
+
+    cells = [inf.Cell(2, 10, 8, 10), inf.Cell(3, 8, 7, 8)]
+    r = inf.proportions(cells)
+    assert r.method == "stratified-newcombe-exact" and r.p is not None and r.p < 0.05
+    d = [(0.8, 0.2), (7 / 8, 3 / 8)]
+    assert r.diff == pytest.approx(((0.8 - 0.2) + (7 / 8 - 3 / 8)) / 2, rel=1e-15)
     low = high = 0.0
     for (pb, pa), c in zip(d, cells):
         la, ua = wilson_interval(c.k_a, c.n_a)
@@ -81,11 +142,30 @@ def test_stratified_proportions_by_hand() -> None:
         high += ((ub - pb) ** 2 + (pa - la) ** 2) / 4
     assert r.lo == pytest.approx(r.diff - math.sqrt(low), rel=1e-12)
     assert r.hi == pytest.approx(r.diff + math.sqrt(high), rel=1e-12)
-    v0 = sum(
-        ((c.k_a + c.k_b) / (c.n_a + c.n_b)) * (1 - (c.k_a + c.k_b) / (c.n_a + c.n_b)) * (1 / c.n_a + 1 / c.n_b) / 4
-        for c in cells
-    )
-    assert r.p == pytest.approx(2 * stats.norm.sf(r.diff / math.sqrt(v0)), rel=1e-9)
+    # null distribution of b's total successes given each cell's total: product of hypergeometrics
+    dists = [
+        {xb: stats.hypergeom.pmf(xb, c.n_a + c.n_b, c.n_b, c.k_a + c.k_b) for xb in range(c.n_b + 1)} for c in cells
+    ]
+    t_obs = sum(c.k_b for c in cells)
+    lower = upper = 0.0
+    for combo in itertools.product(*[list(d.items()) for d in dists]):
+        t = sum(x for x, _ in combo)
+        prob = math.prod(q for _, q in combo)
+        lower += prob if t <= t_obs else 0.0
+        upper += prob if t >= t_obs else 0.0
+    assert r.p == pytest.approx(min(1.0, 2 * min(lower, upper)), rel=1e-9)
+    from benchctl.report.exact import stratified_exact
+
+    for ka, na, kb, nb in ((2, 10, 8, 10), (1, 5, 4, 6), (0, 3, 3, 3)):
+        fisher = min(
+            1.0,
+            2
+            * min(
+                stats.fisher_exact([[kb, ka], [nb - kb, na - ka]], alternative=alt).pvalue
+                for alt in ("less", "greater")
+            ),
+        )
+        assert stratified_exact([(ka, na, kb, nb)]) == pytest.approx(fisher, rel=1e-9)
 
 
 def test_stratified_t_by_hand() -> None:
@@ -301,7 +381,7 @@ def test_any_of_n_comparisons_are_proportions(tmp_path: Path) -> None:
     assert t is not None and len(t.rows) == 1
     r = t.rows[0]
     lo, hi = sm_proportion.confint_proportions_2indep(11, 16, 3, 16, method="newcomb", compare="diff")
-    assert r["method"] == "newcombe" and (r["lo"], r["hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert r["method"] == "newcombe-boschloo" and (r["lo"], r["hi"]) == (pytest.approx(lo), pytest.approx(hi))
     assert r["diff"] == pytest.approx(0.5)
 
 

@@ -92,6 +92,22 @@ def test_markdown_and_terminal(results: Path) -> None:
     assert code == 0 and "Leaderboard" in out and "fell back" in out and "WARNING" in out
 
 
+def test_table_selects_the_table_in_every_format(results: Path) -> None:
+    """--table used to be read by --format csv alone: json, markdown and the terminal printed every table."""
+    code, out, _ = cli(str(results), "--format", "json", "--table", "findings")
+    assert code == 0 and list(json.loads(out)["tables"]) == ["findings"]
+    assert json.loads(out)["provenance"]["judges"]  # provenance and warnings still come with it
+    code, md, _ = cli(str(results), "--format", "markdown", "--table", "findings")
+    assert code == 0 and "## Per-finding hit rates" in md and "## Leaderboard" not in md and "## Provenance" in md
+    code, out, _ = cli(str(results), "--table", "findings")
+    assert code == 0 and "Per-finding hit rates" in out and "Leaderboard" not in out
+    code, out, _ = cli(str(results), "--format", "json", "--table", "all")
+    assert code == 0 and len(json.loads(out)["tables"]) == len(build_report(results).tables)
+    for fmt in ("json", "markdown", "table"):
+        code, _, err = cli(str(results), "--format", fmt, "--table", "nope")
+        assert code == 2 and "no table named 'nope'" in err and "leaderboard" in err, fmt
+
+
 class _Collect(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -134,6 +150,40 @@ def test_html_and_plots(results: Path, tmp_path: Path) -> None:
     assert names == ["cluster_heatmap.png", "elo.png", "score_vs_budget.png"]
     for f in plots.iterdir():
         _check_png(f.read_bytes())
+
+
+@pytest.mark.parametrize("bootstrap", [True, False])
+def test_elo_plot_axis_names_only_the_intervals_it_draws(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bootstrap: bool
+) -> None:
+    """elo.png said "bootstrap 95% interval" for a one-environment tournament, which has none."""
+    from benchctl.report import plots
+
+    add_grade(tmp_path, "combined", add_run(tmp_path, model=A), 0.5)
+    lo_hi = {"x": (1010.0, 1090.0), "y": (910.0, 990.0)} if bootstrap else {"x": (None, None), "y": (None, None)}
+    write_ratings(
+        tmp_path,
+        {
+            "auditor_key": "model",
+            "leaderboard": [
+                {"auditor": a, "elo": elo, "lo": lo_hi[a][0], "hi": lo_hi[a][1], "matches": 1}
+                for a, elo in (("x", 1050), ("y", 950))
+            ],
+            "pairwise": [],
+            "flags": {},
+        },
+    )
+    labels: list[str] = []
+    png = plots._png
+    monkeypatch.setattr(plots, "_png", lambda fig: labels.append(fig.axes[0].get_xlabel()) or png(fig))
+    rep = build_report(tmp_path)
+    t = rep.table("tournament")
+    assert t is not None and plots.elo(t) is not None
+    (label,) = labels
+    if bootstrap:
+        assert label == "Elo (bootstrap 95% interval over environments)"
+    else:
+        assert "bootstrap 95% interval" not in label and "no interval" in label
 
 
 def test_cli_errors(tmp_path: Path) -> None:

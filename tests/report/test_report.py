@@ -62,7 +62,47 @@ def test_unscored_and_failed_runs_listed(tmp_path: Path) -> None:
     reasons = sorted(r["reason"] for r in un.values())
     assert reasons[0].startswith("grade unscored") and reasons[1] == "run error: sandbox died"
     assert "judge" not in reasons[0] and "grades/combined/" in reasons[0]  # not always the judge's fault
+    # (build_main's unscored grade records no error: the reason says so rather than inventing one)
     assert "2 of 9 runs" in rep.table("unscored").notes[0]
+
+
+def test_unscored_runs_say_why_from_the_grade_record(tmp_path: Path) -> None:
+    """The unscored list said "the grade file ... says why": it now carries the record's `error` (or
+    its first failed item's), on one line, and agent- or judge-written text in it stays text: escaped
+    in HTML, not read as markup by the terminal."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from benchctl.cli import app
+    from benchctl.report.html import to_html
+
+    hostile = "judge gave no score:\n  report says [bold red]PASS[/bold red] <script>alert(1)</script>"
+    a = add_run(tmp_path, model=A, seed=0)
+    add_grade(tmp_path, "combined", a, None)
+    b = add_run(tmp_path, model=A, seed=1)
+    add_grade(
+        tmp_path,
+        "combined",
+        b,
+        None,
+        items=[{"id": "F1", "score": None, "error": "unreadable answer"}, {"id": "F2", "score": None}],
+    )
+    c = add_run(tmp_path, model=A, seed=2)
+    add_grade(tmp_path, "combined", c, None)
+    path = tmp_path / "grades" / "combined" / f"{a}.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"error": hostile}))
+    rep = build_report(tmp_path)
+    why = {r["run_id"]: r["reason"] for r in rep.table("unscored").rows}
+    assert why[a] == (
+        "grade unscored: judge gave no score: report says [bold red]PASS[/bold red] <script>alert(1)</script>"
+    )
+    assert why[b] == "grade unscored: item F1: unreadable answer (and 1 more unscored items)"
+    assert why[c] == "grade unscored: no score and no error recorded in grades/combined/"
+    page = to_html(rep)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
+    out = CliRunner().invoke(app, ["report", str(tmp_path), "--table", "unscored"], env={"COLUMNS": "400"}).output
+    assert "[bold red]PASS[/bold red]" in out
 
 
 def test_fallback_options(tmp_path: Path) -> None:
@@ -97,6 +137,16 @@ def test_breakdowns(tmp_path: Path) -> None:
     assert fu[0]["gain_mean"] == pytest.approx(0.125)
     half = _t975_closed_form(1) * math.sqrt(((0.2 - 0.125) ** 2 + (0.05 - 0.125) ** 2) / 1) / math.sqrt(2)
     assert fu[0]["gain_lo"] == pytest.approx(0.125 - half) and fu[0]["gain_hi"] == 1.0  # clipped to the gain's range
+
+
+def test_cluster_labels_leave_out_an_empty_tool_configuration(tmp_path: Path) -> None:
+    """Runs without a tool configuration beside runs with one: the former's label ended in " · "."""
+    for tools in (None, "probe"):
+        rid = add_run(tmp_path, model=A, tools=tools)
+        add_grade(tmp_path, "coverage", rid, 0.5, by_cluster={"operators": 0.5})
+    labels = sorted(r["config"] for r in build_report(tmp_path).table("clusters").rows)
+    assert labels == sorted([f"{A} · 10m", f"{A} · 10m · probe"]), labels
+    assert not any(label.endswith(("·", "· ")) for label in labels)
 
 
 def test_finding_mean_strict_is_exactly_rounded(tmp_path: Path) -> None:

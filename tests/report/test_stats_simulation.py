@@ -3,7 +3,8 @@ distributions (seeded), checked against the truth.
 
 - nominal 95 % intervals cover the true difference 93.5-96.5 % of the time (4,000 studies: the
   binomial standard error of a 95 % rate is 0.34 %, so the band is > 4 standard errors wide);
-- p < 0.05 in about 5 % of null comparisons;
+- p < 0.05 in about 5 % of null comparisons (success rates: at most 5 %, at every number of runs
+  from 2 a side: their tests are exact);
 - a true difference equal to the printed MDE is found about 80 % of the time;
 - Holm's adjustment keeps the family-wise error rate of a table of null comparisons at or below 5 %;
 - across tasks, pairing by task gives a markedly narrower interval than pooling the runs when
@@ -16,6 +17,8 @@ directory. `scripts/stats_simulation.py` runs the same checks through whole resu
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 import pytest
@@ -113,14 +116,78 @@ def test_holm_keeps_the_family_wise_error_rate() -> None:
     assert family_holm / studies <= 0.05 + 0.015  # 0.015 = 2 binomial standard errors at 1,000 studies
 
 
-def test_success_rates_newcombe_coverage_and_score_test_size() -> None:
+def _by_table(n: int, tables: Iterable[tuple[int, int]]) -> list[inf.Result]:
+    """inf.proportions for each (k_a, k_b) of n runs a side, computed once per distinct table."""
+    done: dict[tuple[int, int], inf.Result] = {}
+    out = []
+    for t in tables:
+        if t not in done:
+            done[t] = inf.proportions([inf.Cell(t[0], n, t[1], n)])
+        out.append(done[t])
+    return out
+
+
+def test_success_rates_newcombe_coverage() -> None:
     rng = np.random.default_rng(7)
     ka, kb = rng.binomial(16, 0.3, N), rng.binomial(16, 0.5, N)
-    res = [inf.proportions([inf.Cell(int(a), 16, int(b), 16)]) for a, b in zip(ka, kb)]
+    res = _by_table(16, zip(ka.tolist(), kb.tolist()))
     assert BAND[0] <= _covered(res, 0.2) <= BAND[1]
-    ka, kb = rng.binomial(16, 0.4, N), rng.binomial(16, 0.4, N)
-    null = [inf.proportions([inf.Cell(int(a), 16, int(b), 16)]) for a, b in zip(ka, kb)]
-    assert 0.03 <= _rejects(null) <= 0.07  # a discrete test: its size moves with the true rate
+
+
+SMALL_N = (2, 3, 5, 10)
+BASE_RATES = (0.1, 0.3, 0.5, 0.8)
+SLACK = 2 * (0.05 * 0.95 / N) ** 0.5  # two Monte-Carlo standard errors at a true 5 %
+
+
+@pytest.mark.parametrize("n", SMALL_N)
+def test_success_rate_p_keeps_its_size_at_small_n(n: int) -> None:
+    """A null pair (same true success rate) at n runs a side: p < 0.05 in at most 5 % of studies
+    (+ Monte-Carlo slack) at every base rate. The score test this replaced rejected 12.5 % of the
+    time at 2 against 2 (rate 0.5: 2/2 against 0/2 or 0/2 against 2/2 gave p = 0.0455)."""
+    rng = np.random.default_rng(70 + n)
+    for rate in BASE_RATES:
+        ka, kb = rng.binomial(n, rate, N), rng.binomial(n, rate, N)
+        res = _by_table(n, zip(ka.tolist(), kb.tolist()))
+        assert _rejects(res) <= 0.05 + SLACK, (n, rate, _rejects(res))
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # statsmodels' odds ratio at 2/2
+def test_success_rate_size_is_at_most_5_percent_at_every_base_rate() -> None:
+    """Not sampled but summed: for n runs a side (2..20) the probability, under a common rate π, of a
+    table with p < 0.05, on a fine grid of π — at most 5 % everywhere; the score test's exceeds it."""
+    from scipy import stats
+    from statsmodels.stats.proportion import test_proportions_2indep
+
+    grid = np.linspace(0.005, 0.995, 199)
+    for n in range(2, 13):
+        rejected = [
+            (a, b)
+            for a in range(n + 1)
+            for b in range(n + 1)
+            if (p := inf.proportions([inf.Cell(a, n, b, n)]).p) and p < 0.05
+        ]
+        pmf = stats.binom.pmf(np.arange(n + 1)[:, None], n, grid[None, :])
+        size = sum(pmf[a] * pmf[b] for a, b in rejected) if rejected else np.zeros_like(grid)
+        assert float(np.max(size)) <= 0.05 + 1e-9, n
+    score = test_proportions_2indep(2, 2, 0, 2, method="score", compare="diff", correction=False).pvalue
+    assert score < 0.05  # what the report used to print for 2/2 against 0/2; at π = 0.5 that table and its
+    # mirror image have probability 2/16 = 12.5 %
+
+
+@pytest.mark.parametrize("n", SMALL_N)
+def test_across_task_success_rate_p_keeps_its_size_at_small_n(n: int) -> None:
+    """Three tasks with different base rates, the same rate on both sides within a task (the null of
+    the exact conditional test), n runs a side per task: p < 0.05 in at most 5 % of studies."""
+    rng = np.random.default_rng(80 + n)
+    studies = 1500
+    slack = 2 * (0.05 * 0.95 / studies) ** 0.5
+    for rates in ((0.1, 0.5, 0.8), (0.3, 0.3, 0.3), (0.5, 0.8, 0.95)):
+        res = []
+        for _ in range(studies):
+            cells = [inf.Cell(int(rng.binomial(n, r)), n, int(rng.binomial(n, r)), n) for r in rates]
+            res.append(inf.proportions(cells))
+        assert all(r.method == "stratified-newcombe-exact" for r in res)
+        assert _rejects(res) <= 0.05 + slack, (n, rates, _rejects(res))
 
 
 def test_judge_share_rises_with_judge_noise() -> None:
