@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 
 from benchctl.cli import app
 from benchctl.gateway.complete import reset_upstreams
-from benchctl.jsonio import read_json
+from benchctl.jsonio import read_json, read_jsonl
 from benchctl.layout import scan_path
+from benchctl.scan.result import spend_log_path
 from benchctl.testing.fake_upstream import FakeUpstreamServer, RecordedRequest
 from tests.rigs.scan import call, make_run, opening_call, result
 
@@ -120,6 +121,8 @@ def test_scanners_of_a_run_share_its_cached_segment(tmp_path: Path, monkeypatch:
     recs = [read_json(scan_path(results, n, run_id)) for n in names for run_id in (A, B, C)]
     assert sum(rec["usage"].get("cached_input_tokens", 0) for rec in recs) == cache.read_tokens
     assert sum(rec["usage"].get("cache_write_tokens", 0) for rec in recs) == cache.write_tokens
+    spend = [x for n in names for x in read_jsonl(spend_log_path(results, n)) if "usage" in x]
+    assert len(spend) == 9 and sum(x["usage"].get("cached_input_tokens", 0) for x in spend) == cache.read_tokens
     got = answers(results, names)
     assert {k: v[0] for k, v in got.items() if v[0]} == {("mentions_grep", A): True, ("mentions_curl", B): True}
     # a vendor that caches nothing gives the same answers, and costs more
