@@ -14,8 +14,9 @@ are writing to, would take longer than the scan. Then llm scanners: up to `concu
 judge call through the session's one `Judge` (its concurrency limit, its cost cap), each result
 written atomically with its judge log as soon as it is done, so an interrupted session loses at
 most the scans in flight. A run's llm scanners are asked together, so scanners shown the same
-transcript segment share its cached prompt prefix (`llm.shared_segments`). A cost cap counts the spend logs of the scanners being run (every
-earlier session's calls too), as `benchctl grade --max-cost` does.
+transcript segment share its cached prompt prefix (`llm.shared_segments`). A cost cap counts the
+spend logs of the scanners being run (every earlier session's calls too), as `benchctl grade
+--max-cost` does.
 """
 
 from __future__ import annotations
