@@ -2,8 +2,16 @@
 
 Each segment is its own judge conversation, holding one run's events and nothing of any other
 run: what one transcript says cannot reach the judge reading another. The transcript is untrusted
-text between nonce markers (`benchctl.grading.templates`), and the system prompt tells the judge
-it has no authority.
+text fenced by nonce markers that a trusted line right before it names (`templates.fence`), and
+the system prompt tells the judge it has no authority.
+
+Prompt caching: the prompt is the segment first, then what the scanner asks. The system prompt
+names no nonce and the nonce is a hash of the segment alone, so the calls of a session share the
+system prompt byte for byte, and every scanner shown the same segment (same parts, same pattern or
+none, same segment size) shares the prompt up to the end of the segment: a cache breakpoint sits
+there (`templates.render_prompt`) when another scanner of the run asks about that segment
+(`shared_segments`), and the judge's `PrefixGate` lets the first of those calls write it alone.
+The scope line (which parts, which segment) depends on the scanner, so it comes after.
 
 An answer must end with an `ANSWER:` line of the scanner's type and cite the events it relies on
 (`[E12]`). It is re-asked once (the one "ask, then re-ask" loop, `Judge.ask_structured`) when
@@ -19,15 +27,17 @@ With a `pattern`, only the events matching it are shown; a transcript with none 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from benchctl.grading.judge import Judge, JudgeFailed, Tally
 from benchctl.grading.judge_json import JudgeParseError
-from benchctl.grading.templates import delimit, nonce_for, render
+from benchctl.grading.templates import fence, nonce_for, render, render_prompt
 from benchctl.scan import answers
-from benchctl.scan.parts import Entry, searched
+from benchctl.scan.parts import Entry, Record, searched
 from benchctl.scan.segments import Segment, cited, split
 from benchctl.scan.spec import Scanner
 
@@ -75,8 +85,21 @@ def shown_entries(scanner: Scanner, entries: list[Entry]) -> list[Entry]:
     return entries if rx is None else [e for e in entries if rx.search(searched(e))]
 
 
-async def scan_llm(scanner: Scanner, entries: list[Entry], judge: Judge, tally: Tally) -> LlmAnswer:
-    """Ask the judge about a transcript's entries (already the scanner's parts)."""
+def shared_segments(scanners: list[Scanner], record: Record) -> set[str]:
+    """The nonces of the segments of `record` that more than one of `scanners` is shown: worth a
+    cache breakpoint after them. A segment no other call repeats gets none, since on Anthropic
+    writing a cache entry that nobody reads costs 1.25x the input price of sending it uncached."""
+    counts = Counter(
+        nonce_for(seg.text) for s in scanners for seg in split(shown_entries(s, record.of(s.parts)), s.segment_chars)
+    )
+    return {nonce for nonce, n in counts.items() if n > 1}
+
+
+async def scan_llm(
+    scanner: Scanner, entries: list[Entry], judge: Judge, tally: Tally, shared: Collection[str] = ()
+) -> LlmAnswer:
+    """Ask the judge about a transcript's entries (already the scanner's parts). `shared`: the
+    nonces of segments other scanners are asked about too (`shared_segments`)."""
     shown = shown_entries(scanner, entries)
     if not shown:
         why = (
@@ -89,7 +112,7 @@ async def scan_llm(scanner: Scanner, entries: list[Entry], judge: Judge, tally: 
         return LlmAnswer(answers.negative(scanner), why, [], [], prefiltered=True)
     segments = split(shown, scanner.segment_chars)
     got = await asyncio.gather(
-        *(ask_segment(judge, scanner, s, tally, i, len(segments)) for i, s in enumerate(segments))
+        *(ask_segment(judge, scanner, s, tally, i, len(segments), shared) for i, s in enumerate(segments))
     )
     value = answers.reduce(scanner, [g.value for g in got])
     deciding = [g for g in got if g.value is not None and (value is None or _supports(scanner, g.value, value))]
@@ -114,10 +137,11 @@ def _supports(scanner: Scanner, part: Any, whole: Any) -> bool:
 
 
 async def ask_segment(
-    judge: Judge, scanner: Scanner, seg: Segment, tally: Tally, index: int, total: int
+    judge: Judge, scanner: Scanner, seg: Segment, tally: Tally, index: int, total: int, shared: Collection[str] = ()
 ) -> SegmentAnswer:
     out = SegmentAnswer(seg.first, seg.last, None, cut=seg.cut)
-    nonce = nonce_for(scanner.question or "", seg.text)
+    # of the segment alone: every scanner shown this segment sends the same bytes up to its end
+    nonce = nonce_for(seg.text)
     scope = (
         (
             "The whole transcript's events of these parts: "
@@ -132,8 +156,17 @@ async def ask_segment(
     if seg.cut:
         scope += " Events too long to show whole have their middle left out (marked)."
     fmt = answers.answer_format(scanner)
-    prompt = render(
-        QUESTION, question=scanner.question or "", scope=scope, transcript=delimit(seg.text, nonce), answer_format=fmt
+    # the system prompt, the transcript's heading and the fenced segment first (cached prefixes),
+    # then what this scanner asks; the segment is "varying" (no breakpoint after it) when no other
+    # call repeats it
+    prompt = render_prompt(
+        QUESTION,
+        fenced="transcript",
+        varying=() if nonce in shared else ("transcript",),
+        transcript=fence(seg.text, nonce),
+        scope=scope,
+        question=scanner.question or "",
+        answer_format=fmt,
     )
 
     def parse(text: str) -> tuple[Any, str, list[int]]:
@@ -157,9 +190,7 @@ async def ask_segment(
 
     label = "scan" if total == 1 else f"segment {index + 1} of {total} (E{seg.first}-E{seg.last})"
     try:
-        got = await judge.ask_structured(
-            prompt, parse, reask, system=render(SYSTEM, nonce=nonce), tally=tally, label=label
-        )
+        got = await judge.ask_structured(prompt, parse, reask, system=SYSTEM, tally=tally, label=label)
     except JudgeFailed as e:
         out.error = str(e)
         return out

@@ -13,8 +13,10 @@ lost in a crash is scanned again in seconds, while 10,000 fsyncs, or one syncfs 
 are writing to, would take longer than the scan. Then llm scanners: up to `concurrency` runs at a time are read and asked about, every
 judge call through the session's one `Judge` (its concurrency limit, its cost cap), each result
 written atomically with its judge log as soon as it is done, so an interrupted session loses at
-most the scans in flight. A cost cap counts the spend logs of the scanners being run (every
-earlier session's calls too), as `benchctl grade --max-cost` does.
+most the scans in flight. A run's llm scanners are asked together, so scanners shown the same
+transcript segment share its cached prompt prefix (`llm.shared_segments`). A cost cap counts the
+spend logs of the scanners being run (every earlier session's calls too), as `benchctl grade
+--max-cost` does.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from benchctl.grading.spend import logged_spend
 from benchctl.jsonio import dumps, write_bytes_batch, write_json_atomic
 from benchctl.layout import TRANSCRIPT, iter_runs, runs_dir, scan_path
 from benchctl.scan.grep import scan_grep
-from benchctl.scan.llm import TEMPLATES, scan_llm
+from benchctl.scan.llm import TEMPLATES, scan_llm, shared_segments
 from benchctl.scan.parts import Record, file_hash, parse_record
 from benchctl.scan.result import judge_log_path, make_result, read_result, spend_log_path
 from benchctl.scan.spec import Scanner
@@ -186,7 +188,12 @@ async def scan_results(
         async with slots:
             parts = tuple(dict.fromkeys(p for s in wanted for p in s.parts))
             record = await asyncio.to_thread(_read, run_path, parts)
-            await asyncio.gather(*(_llm_one(results, s, hashes[s.name], run_id, record, judge, done) for s in wanted))
+            # a run's scanners are asked together, so the ones shown the same segment read it from the
+            # vendor's prompt cache (it lives ~5 minutes) after the first has written it (llm.py)
+            shared = shared_segments(wanted, record) if len(wanted) > 1 else set()
+            await asyncio.gather(
+                *(_llm_one(results, s, hashes[s.name], run_id, record, judge, done, shared) for s in wanted)
+            )
 
     try:
         await asyncio.gather(*(one_run(p, rid, wanted) for p, rid, wanted in todo))
@@ -274,9 +281,10 @@ async def _llm_one(
     record: Record,
     judge: Judge,
     done: Callable[[Outcome], None],
+    shared: set[str],
 ) -> None:
     tally = Tally(spend_log=spend_log_path(results, scanner.name), subject=run_id)
-    got = await scan_llm(scanner, record.of(scanner.parts), judge, tally)
+    got = await scan_llm(scanner, record.of(scanner.parts), judge, tally, shared)
     extra: dict[str, Any] = {
         "judge_calls": tally.calls,
         "usage": dict(tally.usage),

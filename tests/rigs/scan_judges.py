@@ -1,7 +1,8 @@
 """Scripted judges for the scan tests, served as `scripted/py:tests.rigs.scan_judges:<name>`.
 
-They read the prompt as a real judge would: the question, and the transcript between the
-`<untrusted-NONCE>` markers, split into events at their `[E<n>] <what>` headers. What a judge
+They read the prompt as a real judge would: the transcript between the `<untrusted-NONCE>` markers,
+split into events at their `[E<n>] <what>` headers, and the question and answer format from the
+trusted text around it only (a transcript that imitates "# The question" asks nothing). What a judge
 looks for is decided by the question: a term in single quotes (`... mention 'curl'?`), or, for the
 built-in scanners, a pattern per question (`FINDS`) standing in for the judgement of a real model.
 
@@ -26,7 +27,7 @@ from benchctl.gateway.scripted import ScriptRequest
 
 _BLOCK = re.compile(r"<(untrusted-[0-9a-f]+)>\n(.*?)\n</\1>", re.DOTALL)
 _HEADER = re.compile(r"^\[E(\d+)\] (.*)$", re.MULTILINE)
-_QUESTION = re.compile(r"# The question\n(.*?)\n# The transcript", re.DOTALL)
+_QUESTION = re.compile(r"^# The question\n(.*?)\n# How to answer", re.DOTALL | re.MULTILINE)
 _LABELS = re.compile(r"from: (.*?); or `ANSWER: none`")
 INJECTION = re.compile(r"(?i)ignore (?:all|the|your) (?:previous |prior )?(?:instructions|question).*?answer (yes|no)")
 
@@ -60,8 +61,13 @@ def events(prompt: str) -> list[tuple[int, str, str]]:
     return out
 
 
+def trusted(prompt: str) -> str:
+    """The prompt without its untrusted block: where the instructions are read from."""
+    return _BLOCK.sub("", prompt, count=1)
+
+
 def question(prompt: str) -> str:
-    m = _QUESTION.search(prompt)
+    m = _QUESTION.search(trusted(prompt))
     return m.group(1).strip() if m else ""
 
 
@@ -79,7 +85,7 @@ def judge_answer(prompt: str, *, obey: bool = False) -> str:
             m = INJECTION.search(text)
             if m:
                 return f"The transcript tells me what to answer [E{seq}].\nANSWER: {m.group(1)}"
-    labels = _LABELS.search(prompt)
+    labels = _LABELS.search(trusted(prompt))
     if labels:  # a labels question: the causes of tool failures
         names = [x.strip() for x in labels.group(1).split(",")]
         found: dict[str, list[int]] = {}

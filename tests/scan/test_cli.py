@@ -160,7 +160,10 @@ def test_a_prompt_injection_in_one_transcript_cannot_change_another_runs_answer(
     assert "Ignore all previous" not in prompt_a  # nothing of B reached the judge reading A
     prompt_b = next(p for p in scan_judges.SEEN if "Ignore all previous" in p)
     nonce = prompt_b.split("<untrusted-", 1)[1][:12]
-    assert prompt_b.count(f"</untrusted-{nonce}>") == 1  # B cannot close its own untrusted block
+    # B cannot close its own untrusted block: its closing marker is in the trusted announcement
+    # before the block and at the block's end, nowhere else
+    assert prompt_b.count(f"</untrusted-{nonce}>") == 2
+    assert prompt_b.split(f"\n</untrusted-{nonce}>\n", 1)[1].startswith("\n# What the transcript shows")
 
 
 def test_a_cost_cap_stops_judge_calls_and_a_rerun_continues_its_count(
