@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -37,7 +37,7 @@ from benchctl.grading.judge import Judge, JudgeFailed, Tally
 from benchctl.grading.judge_json import JudgeParseError
 from benchctl.grading.templates import fence, nonce_for, render, render_prompt
 from benchctl.scan import answers
-from benchctl.scan.parts import Entry, Record, searched
+from benchctl.scan.parts import Entry, searched
 from benchctl.scan.segments import Segment, cited, split
 from benchctl.scan.spec import Scanner
 
@@ -85,23 +85,27 @@ def shown_entries(scanner: Scanner, entries: list[Entry]) -> list[Entry]:
     return entries if rx is None else [e for e in entries if rx.search(searched(e))]
 
 
-def shared_segments(scanners: list[Scanner], record: Record) -> set[str]:
-    """The nonces of the segments of `record` that more than one of `scanners` is shown: worth a
-    cache breakpoint after them. A segment no other call repeats gets none, since on Anthropic
-    writing a cache entry that nobody reads costs 1.25x the input price of sending it uncached."""
-    counts = Counter(
-        nonce_for(seg.text) for s in scanners for seg in split(shown_entries(s, record.of(s.parts)), s.segment_chars)
-    )
-    return {nonce for nonce, n in counts.items() if n > 1}
+def segments_for(scanner: Scanner, entries: list[Entry]) -> list[Segment]:
+    """What the judge is asked about, segment by segment: the shown entries (already the scanner's
+    parts) packed into segments of the scanner's size. None: nothing to ask."""
+    return split(shown_entries(scanner, entries), scanner.segment_chars)
+
+
+def shared_segments(segmented: Iterable[list[Segment]]) -> set[str]:
+    """The texts of the segments that more than one of a run's scanners is shown (`segmented`: each
+    scanner's segments): worth a cache breakpoint after them. A segment no other call repeats gets
+    none, since on Anthropic writing a cache entry that nobody reads costs 1.25x the input price of
+    sending it uncached."""
+    counts = Counter(seg.text for segments in segmented for seg in segments)
+    return {text for text, n in counts.items() if n > 1}
 
 
 async def scan_llm(
-    scanner: Scanner, entries: list[Entry], judge: Judge, tally: Tally, shared: Collection[str] = ()
+    scanner: Scanner, segments: list[Segment], judge: Judge, tally: Tally, shared: Collection[str] = ()
 ) -> LlmAnswer:
-    """Ask the judge about a transcript's entries (already the scanner's parts). `shared`: the
-    nonces of segments other scanners are asked about too (`shared_segments`)."""
-    shown = shown_entries(scanner, entries)
-    if not shown:
+    """Ask the judge about a transcript's segments (`segments_for`). `shared`: the texts of segments
+    other scanners are asked about too (`shared_segments`)."""
+    if not segments:
         why = (
             "no event of its parts matches the pattern; the judge was not asked"
             if scanner.pattern is not None
@@ -110,7 +114,6 @@ async def scan_llm(
         if scanner.answer == "label":  # no "nothing found" label: not answered
             return LlmAnswer(None, why, [], [], error=why)
         return LlmAnswer(answers.negative(scanner), why, [], [], prefiltered=True)
-    segments = split(shown, scanner.segment_chars)
     got = await asyncio.gather(
         *(ask_segment(judge, scanner, s, tally, i, len(segments), shared) for i, s in enumerate(segments))
     )
@@ -162,7 +165,7 @@ async def ask_segment(
     prompt = render_prompt(
         QUESTION,
         fenced="transcript",
-        varying=() if nonce in shared else ("transcript",),
+        varying=() if seg.text in shared else ("transcript",),
         transcript=fence(seg.text, nonce),
         scope=scope,
         question=scanner.question or "",

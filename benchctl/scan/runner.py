@@ -35,9 +35,10 @@ from benchctl.grading.spend import logged_spend
 from benchctl.jsonio import dumps, write_bytes_batch, write_json_atomic
 from benchctl.layout import TRANSCRIPT, iter_runs, runs_dir, scan_path
 from benchctl.scan.grep import scan_grep
-from benchctl.scan.llm import TEMPLATES, scan_llm, shared_segments
+from benchctl.scan.llm import TEMPLATES, scan_llm, segments_for, shared_segments
 from benchctl.scan.parts import Record, file_hash, parse_record
 from benchctl.scan.result import judge_log_path, make_result, read_result, spend_log_path
+from benchctl.scan.segments import Segment
 from benchctl.scan.spec import Scanner
 
 BATCH = 2000  # grep results written per filesystem sync
@@ -187,12 +188,15 @@ async def scan_results(
     async def one_run(run_path: Path, run_id: str, wanted: list[Scanner]) -> None:
         async with slots:
             parts = tuple(dict.fromkeys(p for s in wanted for p in s.parts))
-            record = await asyncio.to_thread(_read, run_path, parts)
+            record, segmented = await asyncio.to_thread(_read_segments, run_path, parts, wanted)
             # a run's scanners are asked together, so the ones shown the same segment read it from the
             # vendor's prompt cache (it lives ~5 minutes) after the first has written it (llm.py)
-            shared = shared_segments(wanted, record) if len(wanted) > 1 else set()
+            shared = shared_segments(segmented.values())
             await asyncio.gather(
-                *(_llm_one(results, s, hashes[s.name], run_id, record, judge, done, shared) for s in wanted)
+                *(
+                    _llm_one(results, s, hashes[s.name], run_id, record, segmented[s.name], judge, done, shared)
+                    for s in wanted
+                )
             )
 
     try:
@@ -206,8 +210,13 @@ async def scan_results(
     return session
 
 
-def _read(run_path: Path, parts: tuple[str, ...]) -> Record:
-    return parse_record((run_path / TRANSCRIPT).read_bytes(), parts)
+def _read_segments(
+    run_path: Path, parts: tuple[str, ...], scanners: list[Scanner]
+) -> tuple[Record, dict[str, list[Segment]]]:
+    """A run's transcript and, per scanner, the segments its judge is asked about (split once, off
+    the event loop)."""
+    record = parse_record((run_path / TRANSCRIPT).read_bytes(), parts)
+    return record, {s.name: segments_for(s, record.of(s.parts)) for s in scanners}
 
 
 def _grep_pass(
@@ -279,12 +288,13 @@ async def _llm_one(
     s_hash: str,
     run_id: str,
     record: Record,
+    segments: list[Segment],
     judge: Judge,
     done: Callable[[Outcome], None],
     shared: set[str],
 ) -> None:
     tally = Tally(spend_log=spend_log_path(results, scanner.name), subject=run_id)
-    got = await scan_llm(scanner, record.of(scanner.parts), judge, tally, shared)
+    got = await scan_llm(scanner, segments, judge, tally, shared)
     extra: dict[str, Any] = {
         "judge_calls": tally.calls,
         "usage": dict(tally.usage),
