@@ -31,7 +31,7 @@ from benchctl.stats import mean_or_none, wilson_interval
 # `budget_exhausted`: a cost cap stopped the run (benchctl/limits): finished, but cut short by money, not skill.
 # graders scored 0/1 per run (a success): rates with Wilson / Newcombe intervals, never a t-interval
 PROPORTION_GRADERS = frozenset({"any_of_n"})
-SUCCESS_AT = 0.5  # an any-of-N score of at least this is a success (contests.any_of_n counts alike)
+SUCCESS_AT = 0.5  # an any-of-N score of at least this is a success (the leaderboard, contests, comparisons)
 NOT_AVERAGED = frozenset({"error", "running", UNFINISHED, "budget_exhausted"})
 
 

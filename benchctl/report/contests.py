@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchctl.report.aggregate import Grouping, averaged
+from benchctl.report.aggregate import SUCCESS_AT, Grouping, averaged
 from benchctl.report.model import NA, Column, Table, fmt
 from benchctl.stats import mean_or_none, wilson_interval
 
@@ -57,7 +57,7 @@ def any_of_n(grouping: Grouping, grader: str = ANY_OF_N) -> Table | None:
         if not any(g is not None for g in graded):
             continue
         verdicts = [g.score for g in graded if g is not None and g.score is not None]
-        k = sum(1 for s in verdicts if s >= 0.5)
+        k = sum(1 for s in verdicts if s >= SUCCESS_AT)
         n = len(verdicts)
         lo, hi = wilson_interval(k, n) if n else (None, None)
         # Costs over the runs that count (not error/unfinished), like the leaderboard's mean cost.
